@@ -1,0 +1,369 @@
+//! `Layout`, `Tile` and the other layout properties, with validation.
+//!
+//! The field set and the text order follow XLA's `Layout` (see
+//! `docs/layouts.md`): `minor_to_major`, then the properties `D(...)`,
+//! `T(...)`, `L(...)`, `#(...)`, `*(...)`, `E(...)`, `S(...)`, `SC(...)`,
+//! `P(...)`, `M(...)`. One Tessera extension follows them: `PAD(...)`, the
+//! legacy `padded_dimensions` field of `shapes-and-layout.md`, which XLA
+//! retired but whose index arithmetic the reference still describes.
+
+use smallvec::SmallVec;
+
+use crate::{PrimitiveType, Shape};
+
+/// Dimension numbers in minor-to-major or major-to-minor order.
+pub type DimVec = SmallVec<[usize; 6]>;
+
+/// One tile of a tiling: its sizes, most major first, covering a suffix of
+/// the physical dimensions of the shape being tiled.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Default)]
+pub struct Tile {
+    /// Tile sizes, most major first. [`Tile::COMBINE`] marks a dimension
+    /// folded into the next more minor one (`*` in text).
+    pub dims: SmallVec<[i64; 4]>,
+}
+
+impl Tile {
+    /// The stored value of a `*` entry. `tiled-layout.md` stores `*` as -1;
+    /// XLA's code uses `INT64_MIN`. Only the meaning matters here, and -1 is
+    /// what the reference document and `facts.md` use.
+    pub const COMBINE: i64 = -1;
+
+    /// A tile from its sizes, most major first.
+    pub fn new(dims: &[i64]) -> Tile {
+        Tile { dims: SmallVec::from_slice(dims) }
+    }
+
+    /// True if entry `i` is a `*` combine marker.
+    pub fn is_combine(&self, i: usize) -> bool {
+        self.dims[i] == Tile::COMBINE
+    }
+
+    /// The number of entries that are sizes, not combine markers.
+    pub fn sized_entries(&self) -> usize {
+        self.dims.iter().filter(|&&d| d != Tile::COMBINE).count()
+    }
+
+    /// The product of the sizes, combine markers excluded; `None` on overflow.
+    pub fn element_count(&self) -> Option<u64> {
+        self.dims
+            .iter()
+            .filter(|&&d| d != Tile::COMBINE)
+            .try_fold(1u64, |acc, &d| acc.checked_mul(u64::try_from(d).ok()?))
+    }
+}
+
+/// How one dimension of a (possibly sparse) array is stored.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct DimLevel {
+    /// The encoding of the dimension.
+    pub kind: DimLevelKind,
+    /// False when the text carries the `+` suffix.
+    pub unique: bool,
+    /// False when the text carries the `~` suffix.
+    pub ordered: bool,
+}
+
+/// The four dimension level types of XLA's sparse layouts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum DimLevelKind {
+    /// `D`: every entry is stored.
+    Dense,
+    /// `C`: only non-zeros are stored.
+    Compressed,
+    /// `S`: one coordinate per parent.
+    Singleton,
+    /// `H`: compressed with a high bound per parent.
+    LooseCompressed,
+}
+
+impl DimLevelKind {
+    /// The letter used in text.
+    pub fn letter(self) -> char {
+        match self {
+            DimLevelKind::Dense => 'D',
+            DimLevelKind::Compressed => 'C',
+            DimLevelKind::Singleton => 'S',
+            DimLevelKind::LooseCompressed => 'H',
+        }
+    }
+}
+
+/// A split configuration `SC(dim:i,j,...)`: where a dimension is split
+/// between memories.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct SplitConfig {
+    /// The split dimension.
+    pub dimension: i64,
+    /// The indices at which the splits happen.
+    pub split_indices: SmallVec<[i64; 2]>,
+}
+
+/// The physical layout of an array: dimension order, tiling and the other
+/// properties XLA records.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Layout {
+    /// Dimension numbers from the most minor (fastest varying) to the most
+    /// major. A permutation of `0..rank` in a valid layout.
+    pub minor_to_major: DimVec,
+    /// Sparse dimension level types; empty for a dense array.
+    pub dim_levels: Vec<DimLevel>,
+    /// Tiles, applied in order: the first tiles the array, each later one
+    /// tiles the shape the previous level produced.
+    pub tiles: SmallVec<[Tile; 2]>,
+    /// Total elements are padded up to a multiple of this (`L(n)`); 1 means
+    /// no tail padding.
+    pub tail_padding_alignment_in_elements: i64,
+    /// Index type of a sparse array (`#(u32)`).
+    pub index_primitive_type: Option<PrimitiveType>,
+    /// Pointer type of a sparse array (`*(u32)`).
+    pub pointer_primitive_type: Option<PrimitiveType>,
+    /// Bits per element when not the type's default (`E(4)`); 0 means default.
+    pub element_size_in_bits: i64,
+    /// Backend-specific memory space (`S(1)`); 0 is the default space.
+    pub memory_space: i64,
+    /// Split configurations (`SC(...)`).
+    pub split_configs: Vec<SplitConfig>,
+    /// The on-device shape of a sparse array (`P(...)`).
+    pub physical_shape: Option<Box<Shape>>,
+    /// Bytes of dynamic-shape metadata before the data (`M(n)`).
+    pub dynamic_shape_metadata_prefix_bytes: i64,
+    /// Legacy `padded_dimensions` (`PAD(...)`, a Tessera extension): the size
+    /// each logical dimension is padded to before the layout applies.
+    pub padded_dimensions: Option<SmallVec<[i64; 6]>>,
+}
+
+impl Default for Layout {
+    fn default() -> Self {
+        Layout {
+            minor_to_major: DimVec::new(),
+            dim_levels: Vec::new(),
+            tiles: SmallVec::new(),
+            tail_padding_alignment_in_elements: 1,
+            index_primitive_type: None,
+            pointer_primitive_type: None,
+            element_size_in_bits: 0,
+            memory_space: 0,
+            split_configs: Vec::new(),
+            physical_shape: None,
+            dynamic_shape_metadata_prefix_bytes: 0,
+            padded_dimensions: None,
+        }
+    }
+}
+
+impl Layout {
+    /// A plain layout with the given minor-to-major order and nothing else.
+    pub fn new(minor_to_major: &[usize]) -> Layout {
+        Layout { minor_to_major: DimVec::from_slice(minor_to_major), ..Layout::default() }
+    }
+
+    /// The default (descending, row-major) layout of the given rank:
+    /// `{rank-1, ..., 1, 0}`.
+    pub fn descending(rank: usize) -> Layout {
+        Layout { minor_to_major: (0..rank).rev().collect(), ..Layout::default() }
+    }
+
+    /// The same layout with the given tiles.
+    pub fn with_tiles(mut self, tiles: &[Tile]) -> Layout {
+        self.tiles = tiles.iter().cloned().collect();
+        self
+    }
+
+    /// True when only `minor_to_major` is set: no tiles, no element size,
+    /// no padding and no other property.
+    pub fn is_plain(&self) -> bool {
+        self.without_minor_to_major() == Layout::default()
+    }
+
+    /// A copy with `minor_to_major` cleared, used to compare everything else.
+    fn without_minor_to_major(&self) -> Layout {
+        Layout { minor_to_major: DimVec::new(), ..self.clone() }
+    }
+
+    /// True when the two layouts order dimensions the same way, whatever
+    /// their tiles and other properties (XLA's `MinorToMajorOnly` equality).
+    pub fn same_minor_to_major(&self, other: &Layout) -> bool {
+        self.minor_to_major == other.minor_to_major
+    }
+
+    /// True for a sparse layout (any dimension level other than dense).
+    pub fn is_sparse(&self) -> bool {
+        self.dim_levels.iter().any(|d| d.kind != DimLevelKind::Dense)
+    }
+
+    /// The dimension numbers from most major to most minor.
+    pub fn major_to_minor(&self) -> DimVec {
+        self.minor_to_major.iter().rev().copied().collect()
+    }
+
+    /// Checks this layout against an array of the given dimensions and
+    /// reports the first problem, in words a user can act on.
+    pub fn validate_for_dims(&self, dims: &[i64]) -> Result<(), LayoutError> {
+        let rank = dims.len();
+        if self.minor_to_major.len() != rank {
+            return Err(LayoutError::MinorToMajorLength {
+                rank,
+                len: self.minor_to_major.len(),
+            });
+        }
+        let mut seen = 0u128;
+        for &d in &self.minor_to_major {
+            if d >= rank {
+                return Err(LayoutError::MinorToMajorOutOfRange { dim: d, rank });
+            }
+            if d < 128 && seen & (1u128 << d) != 0 {
+                return Err(LayoutError::MinorToMajorDuplicate { dim: d });
+            }
+            if d < 128 {
+                seen |= 1u128 << d;
+            }
+        }
+        if !self.dim_levels.is_empty() && self.dim_levels.len() != rank {
+            return Err(LayoutError::DimLevelCount { rank, len: self.dim_levels.len() });
+        }
+        if self.tail_padding_alignment_in_elements <= 0 {
+            return Err(LayoutError::TailPadding(self.tail_padding_alignment_in_elements));
+        }
+        if self.element_size_in_bits < 0 {
+            return Err(LayoutError::ElementSize(self.element_size_in_bits));
+        }
+        if self.memory_space < 0 {
+            return Err(LayoutError::MemorySpace(self.memory_space));
+        }
+        if self.dynamic_shape_metadata_prefix_bytes < 0 {
+            return Err(LayoutError::MetadataPrefix(self.dynamic_shape_metadata_prefix_bytes));
+        }
+        if !self.is_sparse() {
+            if self.index_primitive_type.is_some()
+                || self.pointer_primitive_type.is_some()
+                || self.physical_shape.is_some()
+            {
+                return Err(LayoutError::SparseFieldOnDense);
+            }
+        }
+        for t in [self.index_primitive_type, self.pointer_primitive_type].into_iter().flatten() {
+            if !t.is_unsigned_integer() {
+                return Err(LayoutError::SparseIntType(t));
+            }
+        }
+        if let Some(padded) = &self.padded_dimensions {
+            if padded.len() != rank {
+                return Err(LayoutError::PaddedDimensionsCount { rank, len: padded.len() });
+            }
+            for (dim, (&p, &d)) in padded.iter().zip(dims).enumerate() {
+                if p < d {
+                    return Err(LayoutError::PaddedDimensionTooSmall { dim, padded: p, size: d });
+                }
+            }
+        }
+        // The rank each tiling level works on: the first level sees the
+        // array; each later level sees what the level before produced.
+        let mut level_rank = rank;
+        for (level, tile) in self.tiles.iter().enumerate() {
+            if tile.dims.is_empty() {
+                return Err(LayoutError::EmptyTile { level });
+            }
+            if tile.dims.len() > level_rank {
+                return Err(LayoutError::TileTooLong {
+                    level,
+                    entries: tile.dims.len(),
+                    available: level_rank,
+                });
+            }
+            for (entry, &size) in tile.dims.iter().enumerate() {
+                if size == Tile::COMBINE {
+                    continue;
+                }
+                if size <= 0 {
+                    return Err(LayoutError::TileSize { level, entry, size });
+                }
+            }
+            if *tile.dims.last().expect("tile is not empty") == Tile::COMBINE {
+                return Err(LayoutError::CombineMostMinor { level });
+            }
+            // Untouched major dimensions stay; every sized entry becomes a
+            // tile-count dimension and a within-tile dimension; `*` entries
+            // disappear into their neighbour.
+            level_rank = level_rank - tile.dims.len() + 2 * tile.sized_entries();
+        }
+        Ok(())
+    }
+}
+
+/// Why a layout does not fit a shape.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum LayoutError {
+    #[error("Dimensions size is {rank}, but minor to major size is {len}")]
+    MinorToMajorLength { rank: usize, len: usize },
+    #[error("minor_to_major entry {dim} is out of range for rank {rank}")]
+    MinorToMajorOutOfRange { dim: usize, rank: usize },
+    #[error("minor_to_major names dimension {dim} twice, so it is not a permutation")]
+    MinorToMajorDuplicate { dim: usize },
+    #[error("the layout has {len} dimension level types but the shape has rank {rank}")]
+    DimLevelCount { rank: usize, len: usize },
+    #[error("tail padding alignment L({0}) must be at least 1")]
+    TailPadding(i64),
+    #[error("element size E({0}) must not be negative")]
+    ElementSize(i64),
+    #[error("memory space S({0}) must not be negative")]
+    MemorySpace(i64),
+    #[error("dynamic shape metadata prefix M({0}) must not be negative")]
+    MetadataPrefix(i64),
+    #[error("index type, pointer type and physical shape are only allowed on sparse arrays")]
+    SparseFieldOnDense,
+    #[error("sparse index and pointer types must be unsigned integers, not {0}")]
+    SparseIntType(PrimitiveType),
+    #[error("padded dimensions PAD(...) has {len} entries but the shape has rank {rank}")]
+    PaddedDimensionsCount { rank: usize, len: usize },
+    #[error("padded dimension {dim} is {padded}, smaller than the dimension size {size}")]
+    PaddedDimensionTooSmall { dim: usize, padded: i64, size: i64 },
+    #[error("tile {level} is empty")]
+    EmptyTile { level: usize },
+    #[error(
+        "tile {level} has {entries} entries but {} {available} dimensions",
+        if *level == 0 { "the shape has" } else { "the tiling level before it produced" }
+    )]
+    TileTooLong { level: usize, entries: usize, available: usize },
+    #[error("tile {level} entry {entry} is {size}; tile sizes must be positive or '*'")]
+    TileSize { level: usize, entry: usize, size: i64 },
+    #[error("tile {level} ends with '*', but '*' combines a dimension into the next more minor one, so it cannot be the most minor entry")]
+    CombineMostMinor { level: usize },
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn check(dims: &[i64], layout: Layout) -> Result<(), String> {
+        layout.validate_for_dims(dims).map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn valid_layouts() {
+        assert_eq!(check(&[3, 5], Layout::new(&[1, 0]).with_tiles(&[Tile::new(&[2, 2])])), Ok(()));
+        // A later tile may reach into the cross-tile dimensions.
+        let l = Layout::new(&[1, 0]).with_tiles(&[Tile::new(&[2, 4]), Tile::new(&[2, 1, 1, 1])]);
+        assert_eq!(check(&[8, 8], l), Ok(()));
+        let l = Layout::new(&[4, 3, 2, 1, 0]).with_tiles(&[Tile::new(&[-1, -1, 2, -1, 3])]);
+        assert_eq!(check(&[2, 7, 8, 11, 10], l), Ok(()));
+    }
+
+    #[test]
+    fn invalid_layouts() {
+        assert_eq!(
+            check(&[2, 3], Layout::new(&[0, 1, 2])),
+            Err("Dimensions size is 2, but minor to major size is 3".into())
+        );
+        assert!(check(&[2, 3], Layout::new(&[0, 0])).unwrap_err().contains("not a permutation"));
+        assert!(check(&[2, 3], Layout::new(&[0, 2])).unwrap_err().contains("out of range"));
+        let l = Layout::new(&[1, 0]).with_tiles(&[Tile::new(&[0, 2])]);
+        assert!(check(&[2, 3], l).unwrap_err().contains("must be positive"));
+        let l = Layout::new(&[1, 0]).with_tiles(&[Tile::new(&[2, -1])]);
+        assert!(check(&[2, 3], l).unwrap_err().contains("most minor"));
+        let l = Layout::new(&[0]).with_tiles(&[Tile::new(&[8, 128])]);
+        assert!(check(&[5], l).unwrap_err().contains("the shape has 1 dimensions"));
+        let l = Layout::new(&[1, 0]).with_tiles(&[Tile::new(&[2, 4]), Tile::new(&[1, 2, 1, 1, 1])]);
+        assert!(check(&[8, 8], l).unwrap_err().contains("produced 4 dimensions"));
+    }
+}

@@ -1,0 +1,23 @@
+//! Element types, shapes and layouts, their text form, and the exact layout
+//! algebra over them.
+//!
+//! Architecture invariant: this crate is pure. It knows nothing of HLO
+//! instructions, graphs, I/O, serde or salsa, so that every other crate can
+//! use it and its answers can be tested in isolation.
+
+mod element;
+mod layout;
+mod shape;
+pub mod text;
+
+pub use element::PrimitiveType;
+pub use layout::{DimLevel, DimLevelKind, DimVec, Layout, LayoutError, SplitConfig, Tile};
+pub use shape::{ArrayShape, Dims, MAX_RANK, Shape};
+pub use text::{TextError, parse_layout, parse_shape, parse_shape_at};
+
+impl std::str::FromStr for Shape {
+    type Err = TextError;
+    fn from_str(s: &str) -> Result<Shape, TextError> {
+        parse_shape(s)
+    }
+}

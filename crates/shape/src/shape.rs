@@ -1,0 +1,249 @@
+//! `Shape`: arrays, tuples, tokens, opaque values and buffers.
+
+use smallvec::SmallVec;
+
+use crate::{Layout, LayoutError, PrimitiveType};
+
+/// The largest rank Tessera accepts. Dynamic-dimension flags live in a
+/// 64-bit mask, and no real program comes near this.
+pub const MAX_RANK: usize = 64;
+
+/// Dimension sizes, dimension 0 first.
+pub type Dims = SmallVec<[i64; 6]>;
+
+/// The type of an HLO value.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Shape {
+    /// A dense (or sparse) array, scalars included.
+    Array(ArrayShape),
+    /// A tuple of shapes, possibly empty.
+    Tuple(Vec<Shape>),
+    /// `token[]`, threaded between side-effecting operations.
+    Token,
+    /// `opaque[]`, context data for custom calls.
+    Opaque,
+    /// `b(shape)`, a buffer holding an array.
+    Buffer(Box<Shape>),
+}
+
+/// An array shape: element type, dimension sizes, which of them are
+/// dynamic, and an optional layout.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct ArrayShape {
+    /// The element type; never `token` or `opaque`.
+    pub element_type: PrimitiveType,
+    /// Dimension sizes, dimension 0 first. A dynamic dimension holds its
+    /// upper bound, or [`ArrayShape::UNBOUNDED`] for `?`.
+    pub dims: Dims,
+    /// Bit `i` set means dimension `i` is dynamic (`<=N` or `?`).
+    pub dynamic: u64,
+    /// The layout; `None` when the text gave none (an AUTO layout in an
+    /// entry computation layout, or a shape whose layout is yet to be chosen).
+    pub layout: Option<Layout>,
+}
+
+impl ArrayShape {
+    /// The stored size of an unbounded dynamic dimension (`?`).
+    pub const UNBOUNDED: i64 = -1;
+
+    /// A static array with no layout.
+    pub fn new(element_type: PrimitiveType, dims: &[i64]) -> ArrayShape {
+        ArrayShape { element_type, dims: Dims::from_slice(dims), dynamic: 0, layout: None }
+    }
+
+    /// A static array with the given layout.
+    pub fn with_layout(element_type: PrimitiveType, dims: &[i64], layout: Layout) -> ArrayShape {
+        ArrayShape { layout: Some(layout), ..ArrayShape::new(element_type, dims) }
+    }
+
+    /// The number of dimensions.
+    pub fn rank(&self) -> usize {
+        self.dims.len()
+    }
+
+    /// True if dimension `i` is dynamic.
+    pub fn is_dynamic_dim(&self, i: usize) -> bool {
+        i < 64 && self.dynamic & (1u64 << i) != 0
+    }
+
+    /// True if dimension `i` is unbounded dynamic (`?`).
+    pub fn is_unbounded_dim(&self, i: usize) -> bool {
+        self.is_dynamic_dim(i) && self.dims[i] == ArrayShape::UNBOUNDED
+    }
+
+    /// True if any dimension is unbounded.
+    pub fn has_unbounded_dim(&self) -> bool {
+        (0..self.rank()).any(|i| self.is_unbounded_dim(i))
+    }
+
+    /// The number of logical elements (upper bounds for dynamic dimensions);
+    /// `None` on overflow or for an unbounded dimension.
+    pub fn element_count(&self) -> Option<u64> {
+        self.dims.iter().try_fold(1u64, |acc, &d| acc.checked_mul(u64::try_from(d).ok()?))
+    }
+
+    /// The layout, or the default descending layout when none is set.
+    pub fn layout_or_default(&self) -> Layout {
+        self.layout.clone().unwrap_or_else(|| Layout::descending(self.rank()))
+    }
+
+    /// Checks the layout, if any, against the dimensions.
+    pub fn validate(&self) -> Result<(), LayoutError> {
+        match &self.layout {
+            Some(l) => l.validate_for_dims(&self.dims),
+            None => Ok(()),
+        }
+    }
+
+    /// Bits one element occupies: `E(bits)` when the layout sets it,
+    /// otherwise the type's default storage width.
+    pub fn element_storage_bits(&self) -> u64 {
+        match &self.layout {
+            Some(l) if l.element_size_in_bits > 0 => l.element_size_in_bits as u64,
+            _ => u64::from(self.element_type.default_storage_bits().unwrap_or(8)),
+        }
+    }
+
+    /// True when both shapes have the same element type and dimensions,
+    /// whatever their layouts (XLA's `Compatible`).
+    pub fn same_logical_shape(&self, other: &ArrayShape) -> bool {
+        self.element_type == other.element_type
+            && self.dims == other.dims
+            && self.dynamic == other.dynamic
+    }
+}
+
+impl Shape {
+    /// A static array shape with no layout.
+    pub fn array(element_type: PrimitiveType, dims: &[i64]) -> Shape {
+        Shape::Array(ArrayShape::new(element_type, dims))
+    }
+
+    /// The array shape, if this is one.
+    pub fn as_array(&self) -> Option<&ArrayShape> {
+        match self {
+            Shape::Array(a) => Some(a),
+            _ => None,
+        }
+    }
+
+    /// The array shape, mutably, if this is one.
+    pub fn as_array_mut(&mut self) -> Option<&mut ArrayShape> {
+        match self {
+            Shape::Array(a) => Some(a),
+            _ => None,
+        }
+    }
+
+    /// True for an array shape.
+    pub fn is_array(&self) -> bool {
+        matches!(self, Shape::Array(_))
+    }
+
+    /// True for a tuple shape.
+    pub fn is_tuple(&self) -> bool {
+        matches!(self, Shape::Tuple(_))
+    }
+
+    /// The tuple elements, if this is a tuple.
+    pub fn tuple_elements(&self) -> Option<&[Shape]> {
+        match self {
+            Shape::Tuple(e) => Some(e),
+            _ => None,
+        }
+    }
+
+    /// The subshape at a tuple index path, e.g. `{1, 0}`.
+    pub fn subshape(&self, index: &[usize]) -> Option<&Shape> {
+        index.iter().try_fold(self, |s, &i| s.tuple_elements()?.get(i))
+    }
+
+    /// The subshape at a tuple index path, mutably.
+    pub fn subshape_mut(&mut self, index: &[usize]) -> Option<&mut Shape> {
+        let mut s = self;
+        for &i in index {
+            s = match s {
+                Shape::Tuple(e) => e.get_mut(i)?,
+                _ => return None,
+            };
+        }
+        Some(s)
+    }
+
+    /// Calls `f` on every array leaf with its tuple index path, in order.
+    pub fn for_each_array<'a>(&'a self, f: &mut dyn FnMut(&[usize], &'a ArrayShape)) {
+        fn walk<'a>(
+            s: &'a Shape,
+            path: &mut Vec<usize>,
+            f: &mut dyn FnMut(&[usize], &'a ArrayShape),
+        ) {
+            match s {
+                Shape::Array(a) => f(path, a),
+                Shape::Tuple(e) => {
+                    for (i, s) in e.iter().enumerate() {
+                        path.push(i);
+                        walk(s, path, f);
+                        path.pop();
+                    }
+                }
+                Shape::Buffer(inner) => walk(inner, path, f),
+                Shape::Token | Shape::Opaque => {}
+            }
+        }
+        walk(self, &mut Vec::new(), f)
+    }
+
+    /// Calls `f` on every array leaf, mutably.
+    pub fn for_each_array_mut(&mut self, f: &mut dyn FnMut(&mut ArrayShape)) {
+        match self {
+            Shape::Array(a) => f(a),
+            Shape::Tuple(e) => e.iter_mut().for_each(|s| s.for_each_array_mut(f)),
+            Shape::Buffer(inner) => inner.for_each_array_mut(f),
+            Shape::Token | Shape::Opaque => {}
+        }
+    }
+
+    /// True when every array leaf has a layout.
+    pub fn has_full_layout(&self) -> bool {
+        let mut all = true;
+        self.for_each_array(&mut |_, a| all &= a.layout.is_some());
+        all
+    }
+
+    /// True when the two shapes agree in everything but layouts.
+    pub fn same_logical_shape(&self, other: &Shape) -> bool {
+        match (self, other) {
+            (Shape::Array(a), Shape::Array(b)) => a.same_logical_shape(b),
+            (Shape::Tuple(a), Shape::Tuple(b)) => {
+                a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x.same_logical_shape(y))
+            }
+            (Shape::Buffer(a), Shape::Buffer(b)) => a.same_logical_shape(b),
+            (Shape::Token, Shape::Token) | (Shape::Opaque, Shape::Opaque) => true,
+            _ => false,
+        }
+    }
+
+    /// A copy with every layout removed.
+    pub fn without_layouts(&self) -> Shape {
+        let mut s = self.clone();
+        s.for_each_array_mut(&mut |a| a.layout = None);
+        s
+    }
+
+    /// Validates every array leaf's layout.
+    pub fn validate(&self) -> Result<(), LayoutError> {
+        let mut result = Ok(());
+        self.for_each_array(&mut |_, a| {
+            if result.is_ok() {
+                result = a.validate();
+            }
+        });
+        result
+    }
+}
+
+impl From<ArrayShape> for Shape {
+    fn from(a: ArrayShape) -> Shape {
+        Shape::Array(a)
+    }
+}
