@@ -1,0 +1,55 @@
+//! `tessera`: the command-line front door. Every subcommand parses its
+//! arguments, calls the library, and formats the answer; none of them
+//! re-implements a step of the pipeline.
+//!
+//! Logs go to stderr through tracing (`RUST_LOG` filters them); HLO and
+//! other results go to stdout.
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+mod cmd_filecheck;
+mod cmd_fmt;
+mod cmd_layout;
+mod cmd_verify;
+mod common;
+
+/// Tessera: layout assignment for XLA HLO.
+#[derive(Parser)]
+#[command(name = "tessera", version, about, long_about = None)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+    /// Log format on stderr.
+    #[arg(long, global = true, value_enum, default_value_t = common::LogFormat::Text)]
+    log_format: common::LogFormat,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Print HLO files in canonical XLA text.
+    Fmt(cmd_fmt::Args),
+    /// Check that an HLO module is well formed.
+    Verify(cmd_verify::Args),
+    /// Explore the layout algebra: index, explain, bitcast, plan, draw.
+    Layout(cmd_layout::Args),
+    /// LLVM-compatible FileCheck: `tessera filecheck [OPTIONS] CHECK_FILE [--input FILE]`.
+    #[command(disable_help_flag = true)]
+    Filecheck {
+        /// FileCheck's own arguments, in LLVM's form.
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<String>,
+    },
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    common::init_logging(cli.log_format);
+    match cli.command {
+        Command::Fmt(args) => cmd_fmt::run(args),
+        Command::Verify(args) => cmd_verify::run(args),
+        Command::Layout(args) => cmd_layout::run(args),
+        Command::Filecheck { args } => cmd_filecheck::run(&args),
+    }
+}

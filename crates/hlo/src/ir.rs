@@ -1,0 +1,543 @@
+//! The IR: a module of computations, each a petgraph graph of instructions
+//! plus a program-order schedule.
+//!
+//! Architecture invariant: an instruction's operand list and the graph's
+//! operand edges always agree. Both are private to [`Computation`] and only
+//! change through its methods, so passes can read operands in order from
+//! the instruction (fast, no sorting) and walk users or run graph
+//! algorithms on the edges.
+
+use petgraph::Direction;
+use petgraph::stable_graph::{NodeIndex, StableDiGraph};
+use petgraph::visit::EdgeRef;
+use smallvec::SmallVec;
+
+use shape::Shape;
+
+use crate::{Attrs, Opcode};
+
+/// An instruction's id inside its computation: a stable graph node index.
+pub type InstId = NodeIndex<u32>;
+
+/// A computation's index in [`Module::computations`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct CompId(pub u32);
+
+impl CompId {
+    /// The index as `usize`.
+    pub fn index(self) -> usize {
+        self.0 as usize
+    }
+}
+
+/// A graph edge, from a producer to the instruction that uses it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Edge {
+    /// A data use: the producer is operand number `.0` of the user.
+    Operand(u32),
+    /// A control dependency: the producer must run before the user.
+    Control,
+}
+
+/// What sits between an instruction's parentheses when it is not a list
+/// of operand names, and the text of an unknown opcode.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Default)]
+pub enum Payload {
+    /// The usual case: the parentheses hold operand names.
+    #[default]
+    None,
+    /// `parameter(N)`.
+    Parameter(u32),
+    /// `constant(...)`: the literal, exactly as written.
+    Constant(Box<str>),
+    /// An opcode Tessera does not know, exactly as written.
+    UnknownOpcode(Box<str>),
+}
+
+/// One HLO instruction. Its operands and control predecessors are owned by
+/// the computation (see [`Computation::operands`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Instruction {
+    /// The name, without the `%` sigil.
+    pub name: String,
+    /// The opcode.
+    pub opcode: Opcode,
+    /// The result shape, layouts included when assigned.
+    pub shape: Shape,
+    /// Parameter number, constant literal, or unknown opcode text.
+    pub payload: Payload,
+    /// Attributes in print order. Control predecessors are not here; they
+    /// are graph edges.
+    pub attrs: Attrs,
+    operands: SmallVec<[InstId; 3]>,
+    control_predecessors: SmallVec<[InstId; 1]>,
+}
+
+impl Instruction {
+    /// A new instruction with no operands yet; add it to a computation with
+    /// [`Computation::add`] to give it operands.
+    pub fn new(name: impl Into<String>, opcode: Opcode, shape: Shape) -> Instruction {
+        Instruction {
+            name: name.into(),
+            opcode,
+            shape,
+            payload: Payload::None,
+            attrs: Attrs::default(),
+            operands: SmallVec::new(),
+            control_predecessors: SmallVec::new(),
+        }
+    }
+
+    /// The operands, in order.
+    pub fn operands(&self) -> &[InstId] {
+        &self.operands
+    }
+
+    /// The control predecessors, in order.
+    pub fn control_predecessors(&self) -> &[InstId] {
+        &self.control_predecessors
+    }
+
+    /// The opcode as text, the real text for an unknown opcode.
+    pub fn opcode_name(&self) -> &str {
+        match &self.payload {
+            Payload::UnknownOpcode(s) => s,
+            _ => self.opcode.name(),
+        }
+    }
+
+    /// The parameter number of a `parameter` instruction.
+    pub fn parameter_number(&self) -> Option<u32> {
+        match self.payload {
+            Payload::Parameter(n) => Some(n),
+            _ => None,
+        }
+    }
+}
+
+/// A computation: instructions in a graph, a schedule and a root.
+#[derive(Clone, Debug)]
+pub struct Computation {
+    /// The name, without the `%` sigil.
+    pub name: String,
+    /// `execution_thread="..."` after the body, when given.
+    pub execution_thread: Option<String>,
+    graph: StableDiGraph<Instruction, Edge, u32>,
+    schedule: Vec<InstId>,
+    root: Option<InstId>,
+}
+
+/// Why a graph edit was refused.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum EditError {
+    #[error("instruction {0:?} is not in this computation")]
+    NoSuchInstruction(InstId),
+    #[error("operand index {index} is out of range for an instruction with {count} operands")]
+    OperandIndex { index: usize, count: usize },
+    #[error("instruction {0:?} still has users")]
+    HasUsers(InstId),
+    #[error("the schedule is not a permutation of the computation's instructions")]
+    BadSchedule,
+}
+
+impl Computation {
+    /// An empty computation.
+    pub fn new(name: impl Into<String>) -> Computation {
+        Computation {
+            name: name.into(),
+            execution_thread: None,
+            graph: StableDiGraph::default(),
+            schedule: Vec::new(),
+            root: None,
+        }
+    }
+
+    /// The graph, for reading and for petgraph algorithms. Nodes are
+    /// instructions; an edge runs from a producer to its user.
+    pub fn graph(&self) -> &StableDiGraph<Instruction, Edge, u32> {
+        &self.graph
+    }
+
+    /// The instructions in program order.
+    pub fn schedule(&self) -> &[InstId] {
+        &self.schedule
+    }
+
+    /// The number of instructions.
+    pub fn len(&self) -> usize {
+        self.schedule.len()
+    }
+
+    /// True when the computation has no instruction.
+    pub fn is_empty(&self) -> bool {
+        self.schedule.is_empty()
+    }
+
+    /// The root instruction. A parsed computation always has one.
+    pub fn root(&self) -> Option<InstId> {
+        self.root
+    }
+
+    /// Makes `id` the root.
+    pub fn set_root(&mut self, id: InstId) -> Result<(), EditError> {
+        self.check(id)?;
+        self.root = Some(id);
+        Ok(())
+    }
+
+    /// The instruction with this id. Panics on a foreign id, which is a
+    /// programming error, never a user-input error.
+    pub fn inst(&self, id: InstId) -> &Instruction {
+        &self.graph[id]
+    }
+
+    /// The instruction with this id, mutably. Operands cannot be changed
+    /// through it; use [`Computation::set_operand`].
+    pub fn inst_mut(&mut self, id: InstId) -> &mut Instruction {
+        &mut self.graph[id]
+    }
+
+    /// The instruction with this id, if it exists.
+    pub fn get(&self, id: InstId) -> Option<&Instruction> {
+        self.graph.node_weight(id)
+    }
+
+    /// The operands of `id`, in order.
+    pub fn operands(&self, id: InstId) -> &[InstId] {
+        &self.graph[id].operands
+    }
+
+    /// The instructions in program order with their ids.
+    pub fn instructions(&self) -> impl Iterator<Item = (InstId, &Instruction)> + '_ {
+        self.schedule.iter().map(move |&id| (id, &self.graph[id]))
+    }
+
+    /// The distinct users of `id` through data edges, in schedule-independent
+    /// but deterministic order (ascending id).
+    pub fn users(&self, id: InstId) -> SmallVec<[InstId; 4]> {
+        let mut users: SmallVec<[InstId; 4]> = self
+            .graph
+            .edges_directed(id, Direction::Outgoing)
+            .filter(|e| matches!(e.weight(), Edge::Operand(_)))
+            .map(|e| e.target())
+            .collect();
+        users.sort_unstable();
+        users.dedup();
+        users
+    }
+
+    /// Every data use of `id` as (user, operand index), ordered by user id
+    /// then operand index.
+    pub fn uses(&self, id: InstId) -> SmallVec<[(InstId, u32); 4]> {
+        let mut uses: SmallVec<[(InstId, u32); 4]> = self
+            .graph
+            .edges_directed(id, Direction::Outgoing)
+            .filter_map(|e| match e.weight() {
+                Edge::Operand(i) => Some((e.target(), *i)),
+                Edge::Control => None,
+            })
+            .collect();
+        uses.sort_unstable();
+        uses
+    }
+
+    /// The parameter instructions ordered by parameter number.
+    pub fn parameters(&self) -> Vec<InstId> {
+        let mut params: Vec<(u32, InstId)> = self
+            .instructions()
+            .filter_map(|(id, inst)| inst.parameter_number().map(|n| (n, id)))
+            .collect();
+        params.sort_unstable();
+        params.into_iter().map(|(_, id)| id).collect()
+    }
+
+    fn check(&self, id: InstId) -> Result<(), EditError> {
+        if self.graph.contains_node(id) { Ok(()) } else { Err(EditError::NoSuchInstruction(id)) }
+    }
+
+    /// Adds an instruction with the given operands at the end of the
+    /// schedule.
+    pub fn add(&mut self, inst: Instruction, operands: &[InstId]) -> Result<InstId, EditError> {
+        let id = self.add_unscheduled(inst, operands)?;
+        self.schedule.push(id);
+        Ok(id)
+    }
+
+    /// Adds an instruction just before `anchor` in the schedule. This costs
+    /// a shift of the schedule; passes that insert many instructions should
+    /// use [`Computation::add_unscheduled`] and [`Computation::set_schedule`].
+    pub fn add_before(
+        &mut self,
+        anchor: InstId,
+        inst: Instruction,
+        operands: &[InstId],
+    ) -> Result<InstId, EditError> {
+        let at = self
+            .schedule
+            .iter()
+            .position(|&s| s == anchor)
+            .ok_or(EditError::NoSuchInstruction(anchor))?;
+        let id = self.add_unscheduled(inst, operands)?;
+        self.schedule.insert(at, id);
+        Ok(id)
+    }
+
+    /// Adds an instruction to the graph but not to the schedule; the caller
+    /// must later give a full schedule with [`Computation::set_schedule`].
+    pub fn add_unscheduled(
+        &mut self,
+        mut inst: Instruction,
+        operands: &[InstId],
+    ) -> Result<InstId, EditError> {
+        for &op in operands {
+            self.check(op)?;
+        }
+        inst.operands = SmallVec::from_slice(operands);
+        inst.control_predecessors.clear();
+        let id = self.graph.add_node(inst);
+        for (i, &op) in operands.iter().enumerate() {
+            self.graph.add_edge(op, id, Edge::Operand(i as u32));
+        }
+        Ok(id)
+    }
+
+    /// Replaces the schedule. It must hold every instruction exactly once.
+    pub fn set_schedule(&mut self, schedule: Vec<InstId>) -> Result<(), EditError> {
+        if schedule.len() != self.graph.node_count() {
+            return Err(EditError::BadSchedule);
+        }
+        let bound = self.graph.node_indices().map(|n| n.index() + 1).max().unwrap_or(0);
+        let mut seen = vec![false; bound];
+        for &id in &schedule {
+            if !self.graph.contains_node(id) || std::mem::replace(&mut seen[id.index()], true) {
+                return Err(EditError::BadSchedule);
+            }
+        }
+        self.schedule = schedule;
+        Ok(())
+    }
+
+    /// Makes `new` operand number `index` of `user`.
+    pub fn set_operand(&mut self, user: InstId, index: usize, new: InstId) -> Result<(), EditError> {
+        self.check(user)?;
+        self.check(new)?;
+        let count = self.graph[user].operands.len();
+        if index >= count {
+            return Err(EditError::OperandIndex { index, count });
+        }
+        let old = self.graph[user].operands[index];
+        if old == new {
+            return Ok(());
+        }
+        let edge = self
+            .graph
+            .edges_connecting(old, user)
+            .find(|e| *e.weight() == Edge::Operand(index as u32))
+            .map(|e| e.id());
+        if let Some(edge) = edge {
+            self.graph.remove_edge(edge);
+        }
+        self.graph.add_edge(new, user, Edge::Operand(index as u32));
+        self.graph[user].operands[index] = new;
+        Ok(())
+    }
+
+    /// Redirects every data use of `old` to `new`, except uses by `new`
+    /// itself (so that `new = copy(old)` can take over `old`'s users). The
+    /// root moves too when it was `old`.
+    pub fn replace_all_uses(&mut self, old: InstId, new: InstId) -> Result<(), EditError> {
+        self.check(old)?;
+        self.check(new)?;
+        for (user, index) in self.uses(old) {
+            if user != new {
+                self.set_operand(user, index as usize, new)?;
+            }
+        }
+        if self.root == Some(old) {
+            self.root = Some(new);
+        }
+        Ok(())
+    }
+
+    /// Adds a control dependency: `pred` runs before `succ`.
+    pub fn add_control_dependency(&mut self, pred: InstId, succ: InstId) -> Result<(), EditError> {
+        self.check(pred)?;
+        self.check(succ)?;
+        if !self.graph[succ].control_predecessors.contains(&pred) {
+            self.graph[succ].control_predecessors.push(pred);
+            self.graph.add_edge(pred, succ, Edge::Control);
+        }
+        Ok(())
+    }
+
+    /// Removes an instruction that has no data users and is not the root.
+    /// Its control edges go with it.
+    pub fn remove(&mut self, id: InstId) -> Result<Instruction, EditError> {
+        self.check(id)?;
+        if !self.users(id).is_empty() || self.root == Some(id) {
+            return Err(EditError::HasUsers(id));
+        }
+        let successors: Vec<InstId> = self
+            .graph
+            .edges_directed(id, Direction::Outgoing)
+            .filter(|e| *e.weight() == Edge::Control)
+            .map(|e| e.target())
+            .collect();
+        for s in successors {
+            self.graph[s].control_predecessors.retain(|p| *p != id);
+        }
+        self.schedule.retain(|&s| s != id);
+        Ok(self.graph.remove_node(id).expect("checked above"))
+    }
+}
+
+/// The parameter and result shapes of a computation, layouts included.
+/// A leaf without a layout is AUTO: the pass chooses it.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct ComputationLayout {
+    /// One shape per parameter.
+    pub parameters: Vec<Shape>,
+    /// The result shape.
+    pub result: Shape,
+}
+
+/// How strongly an `input_output_alias` entry aliases.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum AliasKind {
+    /// `may-alias`.
+    May,
+    /// `must-alias`.
+    Must,
+}
+
+/// One entry of the module's `input_output_alias`.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct IoAlias {
+    /// The tuple index in the entry result.
+    pub output_index: SmallVec<[i64; 2]>,
+    /// The entry parameter number.
+    pub parameter: i64,
+    /// The tuple index within the parameter.
+    pub parameter_index: SmallVec<[i64; 2]>,
+    /// The alias kind, when written.
+    pub kind: Option<AliasKind>,
+}
+
+/// A `FileLocations` row.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct FileLocation {
+    /// Row id.
+    pub id: i64,
+    /// Index into `FileNames`.
+    pub file_name_id: i64,
+    /// Index into `FunctionNames`.
+    pub function_name_id: i64,
+    /// First line.
+    pub line: i64,
+    /// Last line.
+    pub end_line: i64,
+    /// First column.
+    pub column: i64,
+    /// Last column.
+    pub end_column: i64,
+}
+
+/// A `StackFrames` row.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct StackFrame {
+    /// Row id.
+    pub id: i64,
+    /// Index into `FileLocations`.
+    pub file_location_id: i64,
+    /// The calling frame.
+    pub parent_frame_id: i64,
+}
+
+/// The debug tables that follow the module header in XLA dumps.
+/// Strings are stored with their escapes as written, without quotes.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
+pub struct DebugTables {
+    /// `FileNames`: (id, name).
+    pub file_names: Vec<(i64, Box<str>)>,
+    /// `FunctionNames`: (id, name).
+    pub function_names: Vec<(i64, Box<str>)>,
+    /// `FileLocations`.
+    pub file_locations: Vec<FileLocation>,
+    /// `StackFrames`.
+    pub stack_frames: Vec<StackFrame>,
+}
+
+impl DebugTables {
+    /// True when there is no table at all.
+    pub fn is_empty(&self) -> bool {
+        self.file_names.is_empty()
+            && self.function_names.is_empty()
+            && self.file_locations.is_empty()
+            && self.stack_frames.is_empty()
+    }
+}
+
+/// A module header attribute Tessera keeps as text.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct HeaderAttr {
+    /// The name, such as `allow_spmd_sharding_propagation_to_output`.
+    pub name: Box<str>,
+    /// The exact text after `=`.
+    pub value: Box<str>,
+}
+
+/// An HLO module.
+#[derive(Clone, Debug)]
+pub struct Module {
+    /// The module name.
+    pub name: String,
+    /// The entry computation layout. When the text has none, it is derived
+    /// from the entry computation's parameters and root, as XLA does.
+    pub entry_computation_layout: ComputationLayout,
+    /// True when the text gave `entry_computation_layout`.
+    pub entry_computation_layout_given: bool,
+    /// `input_output_alias`, typed.
+    pub input_output_alias: Vec<IoAlias>,
+    /// `is_scheduled=true`.
+    pub is_scheduled: bool,
+    /// Every other header attribute, in text order.
+    pub header_attrs: Vec<HeaderAttr>,
+    /// The debug tables.
+    pub debug_tables: DebugTables,
+    /// The computations in text order; [`CompId`] indexes this.
+    pub computations: Vec<Computation>,
+    /// The entry computation.
+    pub entry: CompId,
+}
+
+impl Module {
+    /// The computation with this id.
+    pub fn computation(&self, id: CompId) -> &Computation {
+        &self.computations[id.index()]
+    }
+
+    /// The computation with this id, mutably.
+    pub fn computation_mut(&mut self, id: CompId) -> &mut Computation {
+        &mut self.computations[id.index()]
+    }
+
+    /// The entry computation.
+    pub fn entry_computation(&self) -> &Computation {
+        self.computation(self.entry)
+    }
+
+    /// Finds a computation by name.
+    pub fn find_computation(&self, name: &str) -> Option<CompId> {
+        self.computations.iter().position(|c| c.name == name).map(|i| CompId(i as u32))
+    }
+
+    /// Every computation id, in order.
+    pub fn computation_ids(&self) -> impl Iterator<Item = CompId> + use<> {
+        (0..self.computations.len() as u32).map(CompId)
+    }
+
+    /// The total number of instructions.
+    pub fn instruction_count(&self) -> usize {
+        self.computations.iter().map(Computation::len).sum()
+    }
+}
