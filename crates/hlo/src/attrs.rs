@@ -85,6 +85,7 @@ attr_keys! {
     InfeedConfig => "infeed_config",
     OutfeedConfig => "outfeed_config",
     OutfeedShape => "outfeed_shape",
+    Domain => "domain",
     // Called computations.
     Calls => "calls",
     ToApply => "to_apply",
@@ -95,11 +96,11 @@ attr_keys! {
     BranchComputations => "branch_computations",
     Select => "select",
     Scatter => "scatter",
+    CalledComputations => "called_computations",
     // Generic attributes.
     Sharding => "sharding",
     FrontendAttributes => "frontend_attributes",
     ControlPredecessors => "control-predecessors",
-    Domain => "domain",
     Metadata => "metadata",
     BackendConfig => "backend_config",
 }
@@ -108,6 +109,11 @@ impl KnownAttr {
     /// The attribute's text name.
     pub fn name(self) -> &'static str {
         KNOWN_ATTR_NAMES[self as usize].1
+    }
+
+    /// Every known attribute, in canonical order.
+    pub fn all() -> impl Iterator<Item = KnownAttr> {
+        KNOWN_ATTR_NAMES.iter().map(|&(k, _)| k)
     }
 
     /// Looks a name up.
@@ -129,6 +135,7 @@ impl KnownAttr {
                 | BranchComputations
                 | Select
                 | Scatter
+                | CalledComputations
         )
     }
 }

@@ -152,6 +152,18 @@ impl Computation {
         }
     }
 
+    /// An empty computation with room for `instructions` instructions, so
+    /// that adding them does not move the ones already added.
+    pub fn with_capacity(name: impl Into<String>, instructions: usize) -> Computation {
+        Computation {
+            name: name.into(),
+            execution_thread: None,
+            graph: StableDiGraph::with_capacity(instructions, instructions * 2),
+            schedule: Vec::with_capacity(instructions),
+            root: None,
+        }
+    }
+
     /// The graph, for reading and for petgraph algorithms. Nodes are
     /// instructions; an edge runs from a producer to its user.
     pub fn graph(&self) -> &StableDiGraph<Instruction, Edge, u32> {
@@ -339,6 +351,30 @@ impl Computation {
         }
         self.graph.add_edge(new, user, Edge::Operand(index as u32));
         self.graph[user].operands[index] = new;
+        Ok(())
+    }
+
+    /// Replaces the whole operand list of `user` (the operand count may
+    /// change). The parser uses it for operands named before their
+    /// definition.
+    pub fn set_operands(&mut self, user: InstId, operands: &[InstId]) -> Result<(), EditError> {
+        self.check(user)?;
+        for &op in operands {
+            self.check(op)?;
+        }
+        let old: Vec<_> = self
+            .graph
+            .edges_directed(user, Direction::Incoming)
+            .filter(|e| matches!(e.weight(), Edge::Operand(_)))
+            .map(|e| e.id())
+            .collect();
+        for edge in old {
+            self.graph.remove_edge(edge);
+        }
+        for (i, &op) in operands.iter().enumerate() {
+            self.graph.add_edge(op, user, Edge::Operand(i as u32));
+        }
+        self.graph[user].operands = SmallVec::from_slice(operands);
         Ok(())
     }
 

@@ -2,17 +2,59 @@
 //!
 //! Architecture invariant: this crate knows HLO and shapes, and nothing of
 //! layouts policies, salsa, serde, YAML or HTTP.
+//!
+//! The text API:
+//! - [`outline`] finds the header, the debug tables and each computation's
+//!   span without parsing instructions; [`parse_computation`] parses one
+//!   span; [`parse_module`] is exactly the two together.
+//! - [`print_module`] / [`write_module`] print canonical XLA text;
+//!   `print_module(&parse_module(t)?) == t` for text XLA printed.
+//! - [`verify_module`] checks structure and shapes (not layouts).
 
 mod attrs;
+mod compare;
+mod diag;
 mod ir;
+mod lex;
 mod opcode;
+mod outline;
+mod parse;
+mod print;
+mod verify;
 
 pub use attrs::{
     Attr, AttrKey, AttrValue, Attrs, ConvDimLabels, KnownAttr, OperandAlias, PadDim, SliceDim,
 };
+pub use compare::diff_modules;
+pub use diag::{Diagnostic, ParseError};
 pub use ir::{
     AliasKind, CompId, Computation, ComputationLayout, DebugTables, Edge, EditError, FileLocation,
     HeaderAttr, InstId, Instruction, IoAlias, Module, Payload, StackFrame,
 };
+pub use lex::MAX_NESTING;
 pub use opcode::Opcode;
+pub use outline::{ComputationOutline, ModuleOutline, Span, outline};
+pub use parse::{attr_group, parse_computation, parse_module, parse_module_bytes};
 pub use petgraph;
+pub use print::{
+    print_module, write_attr_value, write_computation, write_instruction, write_module, write_shape,
+};
+pub use verify::{VerifyError, verify_module};
+
+/// `text` without its leading `//` comment lines (and blank lines after
+/// one of them), such as the `// RUN:` lines of a golden test. The parser
+/// skips comments anyway; this is for comparing printed text with a file.
+pub fn strip_leading_comment_lines(text: &str) -> &str {
+    let mut rest = text;
+    let mut seen_comment = false;
+    loop {
+        let line_end = rest.find('\n').map_or(rest.len(), |i| i + 1);
+        let line = rest.get(..line_end).unwrap_or("").trim();
+        let strip = line.starts_with("//") || (seen_comment && line.is_empty() && line_end > 0);
+        if !strip {
+            return rest;
+        }
+        seen_comment = true;
+        rest = rest.get(line_end..).unwrap_or("");
+    }
+}

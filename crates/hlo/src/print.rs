@@ -1,0 +1,630 @@
+//! The printer: canonical XLA text, as `HloModule::ToString` dumps it.
+//!
+//! Sources for the order of things (XLA, `xla/hlo/ir/`):
+//! - `hlo_module.cc` `HloModule::Print`: the header attributes in the order
+//!   `is_scheduled`, `input_output_alias`, `buffer_donor`,
+//!   `alias_passthrough_params`, `entry_computation_layout`,
+//!   `allow_spmd_sharding_propagation_to_parameters`, `..._to_output`,
+//!   `replica_count`, `num_partitions`, `frontend_attributes`,
+//!   `origin_recovery_table`; then a blank line; every computation is
+//!   followed by a blank line.
+//! - `hlo_computation.cc` `HloComputation::Print`: `[ENTRY ]%name (p: shape,
+//!   ...) -> shape {`, instructions indented by two spaces, `}`, then
+//!   `, execution_thread="..."` off the main thread.
+//! - `hlo_instruction.cc` `PrintWithCanonicalNameMap` and
+//!   `PrintExtraAttributes`: `%name = shape opcode(operands)` with a
+//!   `/*index=N*/` before every fifth operand, then opcode-specific
+//!   attributes, called computations, `sharding`, `frontend_attributes`,
+//!   `control-predecessors`, `statistics`, `result_accuracy`, `origin`,
+//!   `metadata`, `backend_config` (see [`crate::attr_group`]).
+//!
+//! Architecture invariant: everything is appended to one `String`; no
+//! per-token allocation and no `format!` on the hot path.
+
+use std::fmt::Write as _;
+
+use shape::{ArrayShape, Layout, Shape};
+
+use crate::parse::attr_group;
+use crate::{
+    AttrKey, AttrValue, CompId, Computation, InstId, Instruction, KnownAttr, Module, Payload,
+};
+
+/// The module as canonical XLA text.
+pub fn print_module(module: &Module) -> String {
+    let mut out = String::new();
+    write_module(&mut out, module);
+    out
+}
+
+/// Appends the module as canonical XLA text to `out`, so that a caller can
+/// reuse one buffer.
+pub fn write_module(out: &mut String, module: &Module) {
+    out.reserve(module.instruction_count() * 160 + 1024);
+    write_header(out, module);
+    write_tables(out, module);
+    for id in module.computation_ids() {
+        write_computation(out, module, id);
+        out.push_str("\n\n");
+    }
+}
+
+/// The header attributes XLA prints before `entry_computation_layout`.
+const HEADER_BEFORE_LAYOUT: &[&str] = &["buffer_donor", "alias_passthrough_params"];
+/// The header attributes XLA prints after `entry_computation_layout`, in order.
+const HEADER_AFTER_LAYOUT: &[&str] = &[
+    "allow_spmd_sharding_propagation_to_parameters",
+    "allow_spmd_sharding_propagation_to_output",
+    "replica_count",
+    "num_partitions",
+    "frontend_attributes",
+    "origin_recovery_table",
+];
+
+/// The canonical position of a verbatim header attribute: those printed
+/// before `entry_computation_layout` first, then those after it in XLA's
+/// order, then unknown ones.
+pub(crate) fn header_rank(name: &str) -> usize {
+    HEADER_BEFORE_LAYOUT
+        .iter()
+        .chain(HEADER_AFTER_LAYOUT)
+        .position(|&n| n == name)
+        .unwrap_or(HEADER_BEFORE_LAYOUT.len() + HEADER_AFTER_LAYOUT.len())
+}
+
+/// Header attributes XLA omits at their default value.
+pub(crate) fn header_is_default(name: &str, value: &str) -> bool {
+    match name {
+        "replica_count" | "num_partitions" => value == "1",
+        "alias_passthrough_params" => value == "false",
+        "allow_spmd_sharding_propagation_to_parameters"
+        | "allow_spmd_sharding_propagation_to_output" => value == "{false}" || value == "false",
+        _ => false,
+    }
+}
+
+fn write_header(out: &mut String, m: &Module) {
+    out.push_str("HloModule ");
+    out.push_str(&m.name);
+    if m.is_scheduled {
+        out.push_str(", is_scheduled=true");
+    }
+    if !m.input_output_alias.is_empty() {
+        out.push_str(", input_output_alias={ ");
+        for (i, a) in m.input_output_alias.iter().enumerate() {
+            if i > 0 {
+                out.push_str(", ");
+            }
+            write_index(out, &a.output_index);
+            out.push_str(": (");
+            push_int(out, a.parameter);
+            out.push_str(", ");
+            write_index(out, &a.parameter_index);
+            if a.kind == Some(crate::AliasKind::Must) {
+                out.push_str(", must-alias");
+            }
+            out.push(')');
+        }
+        out.push_str(" }");
+    }
+    let header_attr = |out: &mut String, name: &str| {
+        for a in m.header_attrs.iter().filter(|a| &*a.name == name) {
+            if !header_is_default(&a.name, &a.value) {
+                out.push_str(", ");
+                out.push_str(&a.name);
+                out.push('=');
+                out.push_str(&a.value);
+            }
+        }
+    };
+    for name in HEADER_BEFORE_LAYOUT {
+        header_attr(out, name);
+    }
+    out.push_str(", entry_computation_layout={(");
+    let layout = &m.entry_computation_layout;
+    for (i, p) in layout.parameters.iter().enumerate() {
+        if i > 0 {
+            out.push_str(", ");
+            if i % 5 == 0 {
+                out.push_str("/*index=");
+                push_int(out, i as i64);
+                out.push_str("*/");
+            }
+        }
+        write_shape(out, p, true);
+    }
+    out.push_str(")->");
+    write_shape(out, &layout.result, true);
+    out.push('}');
+    for name in HEADER_AFTER_LAYOUT {
+        header_attr(out, name);
+    }
+    for a in &m.header_attrs {
+        let known =
+            HEADER_BEFORE_LAYOUT.contains(&&*a.name) || HEADER_AFTER_LAYOUT.contains(&&*a.name);
+        if !known {
+            out.push_str(", ");
+            out.push_str(&a.name);
+            out.push('=');
+            out.push_str(&a.value);
+        }
+    }
+    out.push_str("\n\n");
+}
+
+fn write_tables(out: &mut String, m: &Module) {
+    let t = &m.debug_tables;
+    if t.is_empty() {
+        return;
+    }
+    out.push_str("FileNames\n");
+    for (id, name) in &t.file_names {
+        push_int(out, *id);
+        out.push_str(" \"");
+        out.push_str(name);
+        out.push_str("\"\n");
+    }
+    out.push_str("\nFunctionNames\n");
+    for (id, name) in &t.function_names {
+        push_int(out, *id);
+        out.push_str(" \"");
+        out.push_str(name);
+        out.push_str("\"\n");
+    }
+    out.push_str("\nFileLocations\n");
+    for l in &t.file_locations {
+        push_int(out, l.id);
+        for (key, value) in [
+            (" {file_name_id=", l.file_name_id),
+            (" function_name_id=", l.function_name_id),
+            (" line=", l.line),
+            (" end_line=", l.end_line),
+            (" column=", l.column),
+            (" end_column=", l.end_column),
+        ] {
+            out.push_str(key);
+            push_int(out, value);
+        }
+        out.push_str("}\n");
+    }
+    out.push_str("\nStackFrames\n");
+    for f in &t.stack_frames {
+        push_int(out, f.id);
+        out.push_str(" {file_location_id=");
+        push_int(out, f.file_location_id);
+        out.push_str(" parent_frame_id=");
+        push_int(out, f.parent_frame_id);
+        out.push_str("}\n");
+    }
+    out.push_str("\n\n");
+}
+
+/// Appends one computation, from `ENTRY`/`%name` to the closing `}` (and
+/// its execution thread), without a trailing newline.
+pub fn write_computation(out: &mut String, module: &Module, id: CompId) {
+    let Some(comp) = module.computations.get(id.index()) else {
+        return;
+    };
+    if module.entry == id {
+        out.push_str("ENTRY ");
+    }
+    out.push('%');
+    out.push_str(&comp.name);
+    out.push_str(" (");
+    for (i, p) in comp.parameters().into_iter().enumerate() {
+        if i > 0 {
+            out.push_str(", ");
+        }
+        let inst = comp.inst(p);
+        out.push_str(&inst.name);
+        out.push_str(": ");
+        write_shape(out, &inst.shape, false);
+    }
+    out.push_str(") -> ");
+    match comp.root() {
+        Some(root) => write_shape(out, &comp.inst(root).shape, false),
+        None => out.push_str("()"),
+    }
+    out.push_str(" {\n");
+    for (inst_id, _) in comp.instructions() {
+        out.push_str("  ");
+        if comp.root() == Some(inst_id) {
+            out.push_str("ROOT ");
+        }
+        write_instruction(out, module, comp, inst_id);
+        out.push('\n');
+    }
+    out.push('}');
+    if let Some(thread) = comp.execution_thread.as_ref().filter(|t| *t != "main") {
+        out.push_str(", execution_thread=\"");
+        out.push_str(thread);
+        out.push('"');
+    }
+}
+
+/// Appends one instruction as `%name = shape opcode(operands), attrs`
+/// (no indentation, no `ROOT`, no newline).
+pub fn write_instruction(out: &mut String, module: &Module, comp: &Computation, id: InstId) {
+    let Some(inst) = comp.get(id) else {
+        return;
+    };
+    out.push('%');
+    out.push_str(&inst.name);
+    out.push_str(" = ");
+    write_shape(out, &inst.shape, true);
+    out.push(' ');
+    out.push_str(inst.opcode_name());
+    out.push('(');
+    match &inst.payload {
+        Payload::Parameter(n) => push_int(out, i64::from(*n)),
+        Payload::Constant(literal) => out.push_str(literal),
+        Payload::None | Payload::UnknownOpcode(_) => {
+            for (i, &op) in inst.operands().iter().enumerate() {
+                if i > 0 {
+                    out.push_str(", ");
+                    if i % 5 == 0 {
+                        out.push_str("/*index=");
+                        push_int(out, i as i64);
+                        out.push_str("*/");
+                    }
+                }
+                write_name_of(out, comp, op);
+            }
+        }
+    }
+    out.push(')');
+    write_attrs(out, module, comp, inst);
+}
+
+fn write_name_of(out: &mut String, comp: &Computation, id: InstId) {
+    match comp.get(id) {
+        Some(i) => {
+            out.push('%');
+            out.push_str(&i.name);
+        }
+        None => out.push_str("null"),
+    }
+}
+
+fn write_attrs(out: &mut String, module: &Module, comp: &Computation, inst: &Instruction) {
+    let attrs = &inst.attrs.0;
+    let control = inst.control_predecessors();
+    if attrs.is_sorted_by_key(|a| attr_group(&a.key)) {
+        let mut control_done = control.is_empty();
+        for a in attrs {
+            if !control_done && attr_group(&a.key) > 4 {
+                write_control(out, comp, control);
+                control_done = true;
+            }
+            write_attr(out, module, &a.key, &a.value);
+        }
+        if !control_done {
+            write_control(out, comp, control);
+        }
+    } else {
+        // Out of canonical order (a pass pushed an attribute at the end):
+        // print group by group.
+        for group in 0..=9u8 {
+            if group == 4 && !control.is_empty() {
+                write_control(out, comp, control);
+            }
+            for a in attrs.iter().filter(|a| attr_group(&a.key) == group) {
+                write_attr(out, module, &a.key, &a.value);
+            }
+        }
+    }
+}
+
+fn write_control(out: &mut String, comp: &Computation, control: &[InstId]) {
+    out.push_str(", control-predecessors={");
+    for (i, &p) in control.iter().enumerate() {
+        if i > 0 {
+            out.push_str(", ");
+        }
+        write_name_of(out, comp, p);
+    }
+    out.push('}');
+}
+
+/// True when XLA would not print this attribute value: it is the default.
+pub(crate) fn attr_is_default(key: &AttrKey, value: &AttrValue) -> bool {
+    use KnownAttr::*;
+    let AttrKey::Known(k) = key else {
+        return false;
+    };
+    match (k, value) {
+        (
+            IsStable
+            | IndicesAreSorted
+            | UniqueIndices
+            | ConstrainLayout
+            | UseGlobalDeviceIds
+            | CustomCallHasSideEffect
+            | IsHostTransfer,
+            AttrValue::Bool(false),
+        ) => true,
+        (FeatureGroupCount | BatchGroupCount, AttrValue::Int(1)) => true,
+        (
+            LhsBatchDims
+            | RhsBatchDims
+            | OperandBatchingDims
+            | StartIndicesBatchingDims
+            | InputBatchingDims
+            | ScatterIndicesBatchingDims,
+            AttrValue::Ints(v),
+        ) => v.is_empty(),
+        _ => false,
+    }
+}
+
+fn write_attr(out: &mut String, module: &Module, key: &AttrKey, value: &AttrValue) {
+    if attr_is_default(key, value) {
+        return;
+    }
+    out.push_str(", ");
+    out.push_str(key.name());
+    out.push('=');
+    write_attr_value(out, module, value);
+}
+
+/// Appends an attribute value in XLA's canonical form.
+pub fn write_attr_value(out: &mut String, module: &Module, value: &AttrValue) {
+    match value {
+        AttrValue::Ints(v) => write_int_list(out, v),
+        AttrValue::Int(v) => push_int(out, *v),
+        AttrValue::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
+        AttrValue::Computation(c) => write_comp_name(out, module, *c),
+        AttrValue::Computations(cs) => {
+            out.push('{');
+            for (i, c) in cs.iter().enumerate() {
+                if i > 0 {
+                    out.push_str(", ");
+                }
+                write_comp_name(out, module, *c);
+            }
+            out.push('}');
+        }
+        AttrValue::Slice(dims) => {
+            // Like padding: every stride prints as soon as one is not 1.
+            let strides = dims.iter().any(|d| d.stride != 1);
+            out.push('{');
+            for (i, d) in dims.iter().enumerate() {
+                if i > 0 {
+                    out.push_str(", ");
+                }
+                out.push('[');
+                push_int(out, d.start);
+                out.push(':');
+                push_int(out, d.limit);
+                if strides {
+                    out.push(':');
+                    push_int(out, d.stride);
+                }
+                out.push(']');
+            }
+            out.push('}');
+        }
+        AttrValue::Padding(dims) => {
+            // XLA prints the interior padding of every dimension as soon as
+            // one dimension has some.
+            let interior = dims.iter().any(|d| d.interior != 0);
+            for (i, d) in dims.iter().enumerate() {
+                if i > 0 {
+                    out.push('x');
+                }
+                push_int(out, d.low);
+                out.push('_');
+                push_int(out, d.high);
+                if interior {
+                    out.push('_');
+                    push_int(out, d.interior);
+                }
+            }
+        }
+        AttrValue::Shapes(shapes) => {
+            out.push('{');
+            for (i, s) in shapes.iter().enumerate() {
+                if i > 0 {
+                    out.push_str(", ");
+                }
+                write_shape(out, s, true);
+            }
+            out.push('}');
+        }
+        AttrValue::Aliasing(aliases) => {
+            out.push('{');
+            for (i, a) in aliases.iter().enumerate() {
+                if i > 0 {
+                    out.push_str(", ");
+                }
+                write_index(out, &a.output_index);
+                out.push_str(": (");
+                push_int(out, a.operand);
+                out.push_str(", ");
+                write_index(out, &a.operand_index);
+                out.push(')');
+            }
+            out.push('}');
+        }
+        AttrValue::DimLabels(d) => out.push_str(&d.text),
+        AttrValue::String(s) => {
+            out.push('"');
+            out.push_str(s);
+            out.push('"');
+        }
+        AttrValue::Raw(s) => out.push_str(s),
+    }
+}
+
+fn write_comp_name(out: &mut String, module: &Module, id: CompId) {
+    out.push('%');
+    match module.computations.get(id.index()) {
+        Some(c) => out.push_str(&c.name),
+        None => {
+            out.push_str("invalid_computation_");
+            push_int(out, i64::from(id.0));
+        }
+    }
+}
+
+fn write_int_list(out: &mut String, v: &[i64]) {
+    out.push('{');
+    for (i, x) in v.iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        push_int(out, *x);
+    }
+    out.push('}');
+}
+
+fn write_index(out: &mut String, v: &[i64]) {
+    write_int_list(out, v);
+}
+
+/// Appends a shape exactly as its `Display` prints it (with layouts) or as
+/// `display_without_layout` does, without going through `fmt` for the
+/// common cases.
+pub fn write_shape(out: &mut String, shape: &Shape, layouts: bool) {
+    match shape {
+        Shape::Array(a) => write_array(out, a, layouts),
+        Shape::Tuple(elements) => {
+            out.push('(');
+            for (i, e) in elements.iter().enumerate() {
+                if i > 0 {
+                    out.push_str(", ");
+                    if i % 5 == 0 {
+                        out.push_str("/*index=");
+                        push_int(out, i as i64);
+                        out.push_str("*/");
+                    }
+                }
+                write_shape(out, e, layouts);
+            }
+            out.push(')');
+        }
+        Shape::Token => out.push_str("token[]"),
+        Shape::Opaque => out.push_str("opaque[]"),
+        Shape::Buffer(inner) => {
+            out.push_str("b(");
+            write_shape(out, inner, layouts);
+            out.push(')');
+        }
+    }
+}
+
+fn write_array(out: &mut String, a: &ArrayShape, layouts: bool) {
+    out.push_str(a.element_type.name());
+    out.push('[');
+    for (i, &d) in a.dims.iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        if a.is_unbounded_dim(i) {
+            out.push('?');
+        } else {
+            if a.is_dynamic_dim(i) {
+                out.push_str("<=");
+            }
+            push_int(out, d);
+        }
+    }
+    out.push(']');
+    let Some(layout) = a.layout.as_ref().filter(|_| layouts) else {
+        return;
+    };
+    if a.rank() > 0 && only_minor_to_major(layout) {
+        out.push('{');
+        for (i, &d) in layout.minor_to_major.iter().enumerate() {
+            if i > 0 {
+                out.push(',');
+            }
+            push_int(out, d as i64);
+        }
+        out.push('}');
+    } else if a.rank() > 0 || !layout.is_plain() {
+        // Rare: tiles and other properties. The shape crate's printer is
+        // the reference for those.
+        let _ = write!(out, "{layout}");
+    }
+}
+
+/// True when `Layout`'s `Display` would print the minor-to-major list
+/// and nothing else.
+fn only_minor_to_major(l: &Layout) -> bool {
+    !l.is_sparse()
+        && l.tiles.is_empty()
+        && l.tail_padding_alignment_in_elements == 1
+        && l.index_primitive_type.is_none()
+        && l.pointer_primitive_type.is_none()
+        && l.element_size_in_bits == 0
+        && l.memory_space == 0
+        && l.split_configs.is_empty()
+        && l.physical_shape.is_none()
+        && l.dynamic_shape_metadata_prefix_bytes <= 0
+        && l.padded_dimensions.is_none()
+}
+
+/// Appends a decimal integer without going through `fmt`.
+pub fn push_int(out: &mut String, v: i64) {
+    let mut buf = [0u8; 20];
+    let mut i = buf.len();
+    let mut n = v.unsigned_abs();
+    loop {
+        i -= 1;
+        buf[i] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    if v < 0 {
+        out.push('-');
+    }
+    for &b in &buf[i..] {
+        out.push(b as char);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn integers_print_like_display() {
+        for v in [0, 7, -7, 10, 1234567890, i64::MAX, i64::MIN, -1] {
+            let mut s = String::new();
+            push_int(&mut s, v);
+            assert_eq!(s, v.to_string());
+        }
+    }
+
+    #[test]
+    fn shapes_print_like_display() {
+        for text in [
+            "f32[3,5]{1,0:T(2,2)}",
+            "bf16[8,256]{1,0:T(8,128)(2,1)}",
+            "f32[]",
+            "u32[]{:T(128)}",
+            "f32[123,<=456]{1,0}",
+            "f32[?,3]{1,0}",
+            "(f32[1], f32[2], f32[3], f32[4], f32[5], /*index=5*/f32[6]{0})",
+            "()",
+            "token[]",
+            "opaque[]",
+            "b(f32[4]{0})",
+            "s4[123,456]{1,0:T(2,128)E(4)}",
+            "f32[2,3]{1,0:L(4)}",
+            "f32[4,4]{1,0:D(D,C+~)#(u16)*(u32)}",
+            "(f32[2]{0}, (s32[], pred[3]{0}))",
+        ] {
+            let shape: Shape = text.parse().unwrap();
+            let mut s = String::new();
+            write_shape(&mut s, &shape, true);
+            assert_eq!(s, shape.to_string(), "{text}");
+            let mut s = String::new();
+            write_shape(&mut s, &shape, false);
+            assert_eq!(s, shape.display_without_layout().to_string(), "{text}");
+        }
+    }
+}

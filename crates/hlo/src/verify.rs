@@ -1,0 +1,1181 @@
+//! The structural verifier: operand counts and kinds, result shapes of the
+//! common opcodes, called computations, cycles, roots, names, parameter
+//! numbers and layout validity. It collects every problem it finds.
+//!
+//! Architecture invariant: nothing here depends on which layout a value
+//! has, only on whether a layout is well formed for its shape; the
+//! layout-sensitive checks belong to the passes.
+
+use std::fmt;
+
+use petgraph::algo::toposort;
+use rustc_hash::{FxHashMap, FxHashSet};
+
+use shape::{ArrayShape, PrimitiveType, Shape};
+
+use crate::{AttrValue, CompId, Computation, InstId, Instruction, KnownAttr, Module, Opcode};
+
+/// One problem found by [`verify_module`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct VerifyError {
+    /// The computation, without `%`; empty for a problem of the module.
+    pub computation: String,
+    /// The instruction, without `%`, when the problem is an instruction's.
+    pub instruction: Option<String>,
+    /// What is wrong.
+    pub message: String,
+}
+
+impl fmt::Display for VerifyError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match (&self.computation, &self.instruction) {
+            (c, _) if c.is_empty() => write!(f, "module: {}", self.message),
+            (c, Some(i)) => write!(f, "computation %{c}, instruction %{i}: {}", self.message),
+            (c, None) => write!(f, "computation %{c}: {}", self.message),
+        }
+    }
+}
+
+/// Checks a module's structure and returns every problem found, in
+/// computation and program order.
+pub fn verify_module(module: &Module) -> Vec<VerifyError> {
+    let mut v = Verifier { module, errors: Vec::new() };
+    v.module_checks();
+    for (i, comp) in module.computations.iter().enumerate() {
+        v.computation(CompId(i as u32), comp);
+    }
+    v.errors
+}
+
+struct Verifier<'m> {
+    module: &'m Module,
+    errors: Vec<VerifyError>,
+}
+
+/// A shape for messages: layouts included, since they can be the problem.
+fn show(s: &Shape) -> String {
+    s.to_string()
+}
+
+fn array(s: &Shape) -> Option<&ArrayShape> {
+    s.as_array()
+}
+
+fn is_scalar(s: &Shape) -> bool {
+    s.as_array().is_some_and(|a| a.rank() == 0)
+}
+
+impl<'m> Verifier<'m> {
+    fn module_error(&mut self, message: String) {
+        self.errors.push(VerifyError { computation: String::new(), instruction: None, message });
+    }
+
+    fn comp_error(&mut self, comp: &Computation, message: String) {
+        self.errors.push(VerifyError {
+            computation: comp.name.clone(),
+            instruction: None,
+            message,
+        });
+    }
+
+    fn error(&mut self, comp: &Computation, inst: &Instruction, message: String) {
+        self.errors.push(VerifyError {
+            computation: comp.name.clone(),
+            instruction: Some(inst.name.clone()),
+            message,
+        });
+    }
+
+    fn module_checks(&mut self) {
+        let m = self.module;
+        let mut comp_names = FxHashSet::default();
+        for c in &m.computations {
+            if !comp_names.insert(c.name.as_str()) {
+                self.module_error(format!("computation name %{} is used twice", c.name));
+            }
+        }
+        let mut inst_names: FxHashMap<&str, &str> = FxHashMap::default();
+        for c in &m.computations {
+            for (_, inst) in c.instructions() {
+                if let Some(first) = inst_names.insert(inst.name.as_str(), c.name.as_str()) {
+                    let message = format!(
+                        "instruction name %{} is already used in computation %{first}",
+                        inst.name
+                    );
+                    self.error(c, inst, message);
+                }
+            }
+        }
+        let Some(entry) = m.computations.get(m.entry.index()) else {
+            self.module_error(format!(
+                "the entry computation id {} is out of range ({} computations)",
+                m.entry.0,
+                m.computations.len()
+            ));
+            return;
+        };
+        let layout = &m.entry_computation_layout;
+        let params = entry.parameters();
+        // A leaf equal to the instruction's shape is checked with the
+        // instruction; report only the layouts the header adds.
+        for (i, s) in layout.parameters.iter().enumerate() {
+            let same = params.get(i).is_some_and(|&p| &entry.inst(p).shape == s);
+            if let (false, Err(e)) = (same, s.validate()) {
+                self.module_error(format!(
+                    "entry_computation_layout parameter {i} {}: {e}",
+                    show(s)
+                ));
+            }
+        }
+        let root_same =
+            entry.root().and_then(|r| entry.get(r)).is_some_and(|r| r.shape == layout.result);
+        if let (false, Err(e)) = (root_same, layout.result.validate()) {
+            self.module_error(format!(
+                "entry_computation_layout result {}: {e}",
+                show(&layout.result)
+            ));
+        }
+        if params.len() != layout.parameters.len() {
+            self.module_error(format!(
+                "entry_computation_layout has {} parameters but the entry computation %{} has {}",
+                layout.parameters.len(),
+                entry.name,
+                params.len()
+            ));
+        } else {
+            for (i, (&p, s)) in params.iter().zip(&layout.parameters).enumerate() {
+                let actual = &entry.inst(p).shape;
+                if !actual.same_logical_shape(s) {
+                    self.module_error(format!(
+                        "entry_computation_layout parameter {i} is {} but parameter %{} is {}",
+                        s.display_without_layout(),
+                        entry.inst(p).name,
+                        actual.display_without_layout()
+                    ));
+                }
+            }
+        }
+        if let Some(root) = entry.root().and_then(|r| entry.get(r))
+            && !root.shape.same_logical_shape(&layout.result)
+        {
+            self.module_error(format!(
+                "entry_computation_layout result is {} but the entry root %{} is {}",
+                layout.result.display_without_layout(),
+                root.name,
+                root.shape.display_without_layout()
+            ));
+        }
+    }
+
+    fn computation(&mut self, id: CompId, comp: &Computation) {
+        match comp.root() {
+            None => self.comp_error(comp, "has no ROOT instruction".into()),
+            Some(r) if comp.get(r).is_none() => {
+                self.comp_error(comp, "the ROOT instruction is not in the computation".into())
+            }
+            Some(_) => {}
+        }
+        if comp.is_empty() {
+            self.comp_error(comp, "has no instructions".into());
+        }
+        if let Err(cycle) = toposort(comp.graph(), None) {
+            let inst = comp.inst(cycle.node_id());
+            self.error(comp, inst, "is part of a cycle of operand and control dependencies".into());
+        }
+        // Parameter numbers: unique and dense.
+        let mut numbers: FxHashMap<u32, &str> = FxHashMap::default();
+        for (_, inst) in comp.instructions() {
+            if let Some(n) = inst.parameter_number()
+                && let Some(first) = numbers.insert(n, inst.name.as_str())
+            {
+                self.error(comp, inst, format!("parameter number {n} is already used by %{first}"));
+            }
+        }
+        let count = numbers.len() as u32;
+        for (_, inst) in comp.instructions() {
+            if let Some(n) = inst.parameter_number()
+                && n >= count
+            {
+                self.error(
+                        comp,
+                        inst,
+                        format!("parameter number {n} leaves a gap: the computation has {count} parameters, numbered 0 to {}", count.saturating_sub(1)),
+                    );
+            }
+        }
+        if self.module.is_scheduled {
+            let position: FxHashMap<InstId, usize> =
+                comp.schedule().iter().enumerate().map(|(i, &id)| (id, i)).collect();
+            for (i, (_, inst)) in comp.instructions().enumerate() {
+                for &op in inst.operands().iter().chain(inst.control_predecessors()) {
+                    if position.get(&op).is_some_and(|&j| j > i) {
+                        let message = format!(
+                            "uses %{} before it is computed, in a scheduled module",
+                            comp.inst(op).name
+                        );
+                        self.error(comp, inst, message);
+                    }
+                }
+            }
+        }
+        let _ = id;
+        for (inst_id, inst) in comp.instructions() {
+            self.instruction(comp, inst_id, inst);
+        }
+    }
+
+    fn called(&self, id: CompId) -> Option<&'m Computation> {
+        self.module.computations.get(id.index())
+    }
+
+    fn instruction(&mut self, comp: &Computation, _id: InstId, inst: &Instruction) {
+        // Layouts must be well formed for their shapes.
+        let mut bad = Vec::new();
+        inst.shape.for_each_array(&mut |_, a| {
+            if let Err(e) = a.validate() {
+                bad.push(format!("the layout of {a} is invalid: {e}"));
+            }
+        });
+        for message in bad {
+            self.error(comp, inst, message);
+        }
+        if let Some(AttrValue::Shapes(shapes)) = inst.attrs.get(KnownAttr::OperandLayoutConstraints)
+        {
+            for s in shapes {
+                if let Err(e) = s.validate() {
+                    self.error(comp, inst, format!("operand layout constraint {}: {e}", show(s)));
+                }
+            }
+        }
+        // Called computations exist.
+        let mut all_called = true;
+        for c in inst.attrs.called_computations() {
+            if self.called(c).is_none() {
+                self.error(
+                    comp,
+                    inst,
+                    format!("calls computation id {}, which does not exist", c.0),
+                );
+                all_called = false;
+            }
+        }
+        let operands: Vec<&Shape> = inst.operands().iter().map(|&o| &comp.inst(o).shape).collect();
+        if !self.arity(comp, inst, operands.len()) {
+            return;
+        }
+        if all_called {
+            self.called_computations(comp, inst, &operands);
+        }
+        self.shape_rules(comp, inst, &operands);
+    }
+
+    /// Checks the operand count; false when it is wrong, so that the shape
+    /// rules (which index operands) are skipped.
+    fn arity(&mut self, comp: &Computation, inst: &Instruction, n: usize) -> bool {
+        use Opcode::*;
+        let op = inst.opcode;
+        let (ok, expected): (bool, &str) = match op {
+            Parameter | Constant | Iota | PartitionId | ReplicaId | RngGetAndUpdateState => {
+                (n == 0, "no operands")
+            }
+            _ if op.is_elementwise_unary() => (n == 1, "1 operand"),
+            Bitcast
+            | Broadcast
+            | Transpose
+            | Reshape
+            | Reverse
+            | Slice
+            | GetTupleElement
+            | Cholesky
+            | Fft
+            | GetDimensionSize
+            | OptimizationBarrier
+            | Domain
+            | CopyStart
+            | CopyDone
+            | AllReduceDone
+            | AllGatherDone
+            | CollectivePermuteDone
+            | SendDone
+            | RecvDone
+            | Infeed
+            | RngBitGenerator
+            | While
+            | Recv => (n == 1, "1 operand"),
+            _ if op.is_elementwise_binary() => (n == 2, "2 operands"),
+            Dot | Convolution | Pad | Gather | TriangularSolve | SetDimensionSize
+            | AddDependency | Rng | Send | Outfeed => (n == 2, "2 operands"),
+            Select | Clamp | SelectAndScatter => (n == 3, "3 operands"),
+            Reduce | ReduceWindow => {
+                (n >= 2 && n.is_multiple_of(2), "an even number of operands, at least 2")
+            }
+            Scatter => (n >= 3 && n % 2 == 1, "an odd number of operands, at least 3"),
+            DynamicSlice | Conditional => (n >= 2, "at least 2 operands"),
+            DynamicUpdateSlice => (n >= 2, "at least 2 operands"),
+            Concatenate
+            | Sort
+            | Map
+            | AllReduce
+            | AllReduceStart
+            | AllGather
+            | AllGatherStart
+            | AllToAll
+            | ReduceScatter
+            | CollectivePermute
+            | CollectivePermuteStart
+            | CollectiveBroadcast => (n >= 1, "at least 1 operand"),
+            _ => (true, ""),
+        };
+        if !ok {
+            self.error(comp, inst, format!("{} takes {expected}, but has {n}", inst.opcode_name()));
+        }
+        ok
+    }
+
+    /// Parameter counts (and a few result shapes) of called computations.
+    fn called_computations(&mut self, comp: &Computation, inst: &Instruction, operands: &[&Shape]) {
+        use Opcode::*;
+        let n = operands.len();
+        let comp_attr = |k: KnownAttr| match inst.attrs.get(k) {
+            Some(AttrValue::Computation(c)) => Some(*c),
+            _ => None,
+        };
+        let expect = |this: &mut Self, what: &str, id: Option<CompId>, params: usize| {
+            let Some(id) = id else {
+                this.error(
+                    comp,
+                    inst,
+                    format!("{} needs a '{what}' computation", inst.opcode_name()),
+                );
+                return None;
+            };
+            let callee = this.called(id)?;
+            let got = callee.parameters().len();
+            if got != params {
+                this.error(
+                    comp,
+                    inst,
+                    format!(
+                        "computation %{} ({what}) has {got} parameters, but {params} are expected",
+                        callee.name
+                    ),
+                );
+            }
+            Some(callee)
+        };
+        let root_shape = |c: &'m Computation| c.root().and_then(|r| c.get(r)).map(|i| &i.shape);
+        match inst.opcode {
+            Reduce | ReduceWindow => {
+                expect(self, "to_apply", comp_attr(KnownAttr::ToApply), n);
+            }
+            AllReduce | AllReduceStart | ReduceScatter => {
+                expect(self, "to_apply", comp_attr(KnownAttr::ToApply), 2);
+            }
+            Scatter => {
+                expect(self, "to_apply", comp_attr(KnownAttr::ToApply), n - 1);
+            }
+            Sort => {
+                expect(self, "to_apply", comp_attr(KnownAttr::ToApply), 2 * n);
+            }
+            Map => {
+                expect(self, "to_apply", comp_attr(KnownAttr::ToApply), n);
+            }
+            SelectAndScatter => {
+                expect(self, "select", comp_attr(KnownAttr::Select), 2);
+                expect(self, "scatter", comp_attr(KnownAttr::Scatter), 2);
+            }
+            Fusion => {
+                expect(self, "calls", comp_attr(KnownAttr::Calls), n);
+            }
+            Call => {
+                if let Some(callee) = expect(self, "to_apply", comp_attr(KnownAttr::ToApply), n)
+                    && let Some(r) = root_shape(callee)
+                    && !r.same_logical_shape(&inst.shape)
+                {
+                    self.error(
+                        comp,
+                        inst,
+                        format!(
+                            "has shape {} but computation %{} returns {}",
+                            inst.shape.display_without_layout(),
+                            callee.name,
+                            r.display_without_layout()
+                        ),
+                    );
+                }
+            }
+            While => {
+                if let Some(cond) = expect(self, "condition", comp_attr(KnownAttr::Condition), 1)
+                    && let Some(r) = root_shape(cond)
+                    && !matches!(r.as_array(), Some(a) if a.rank() == 0 && a.element_type == PrimitiveType::Pred)
+                {
+                    self.error(
+                        comp,
+                        inst,
+                        format!(
+                            "condition %{} returns {}, not pred[]",
+                            cond.name,
+                            r.display_without_layout()
+                        ),
+                    );
+                }
+                if let Some(body) = expect(self, "body", comp_attr(KnownAttr::Body), 1)
+                    && let Some(r) = root_shape(body)
+                    && !r.same_logical_shape(&inst.shape)
+                {
+                    self.error(
+                        comp,
+                        inst,
+                        format!(
+                            "has shape {} but body %{} returns {}",
+                            inst.shape.display_without_layout(),
+                            body.name,
+                            r.display_without_layout()
+                        ),
+                    );
+                }
+                if let Some(op) = operands.first()
+                    && !op.same_logical_shape(&inst.shape)
+                {
+                    self.error(
+                        comp,
+                        inst,
+                        format!(
+                            "has shape {} but its operand is {}",
+                            inst.shape.display_without_layout(),
+                            op.display_without_layout()
+                        ),
+                    );
+                }
+            }
+            Conditional => {
+                let branches: Vec<CompId> = match inst.attrs.get(KnownAttr::BranchComputations) {
+                    Some(AttrValue::Computations(cs)) => cs.clone(),
+                    _ => [
+                        comp_attr(KnownAttr::TrueComputation),
+                        comp_attr(KnownAttr::FalseComputation),
+                    ]
+                    .into_iter()
+                    .flatten()
+                    .collect(),
+                };
+                if branches.len() + 1 != n {
+                    self.error(
+                        comp,
+                        inst,
+                        format!(
+                            "has {} branch computations but {} branch operands",
+                            branches.len(),
+                            n.saturating_sub(1)
+                        ),
+                    );
+                }
+                for b in branches {
+                    if let Some(callee) = expect(self, "branch", Some(b), 1)
+                        && let Some(r) = root_shape(callee)
+                        && !r.same_logical_shape(&inst.shape)
+                    {
+                        self.error(
+                            comp,
+                            inst,
+                            format!(
+                                "has shape {} but branch %{} returns {}",
+                                inst.shape.display_without_layout(),
+                                callee.name,
+                                r.display_without_layout()
+                            ),
+                        );
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn shape_rules(&mut self, comp: &Computation, inst: &Instruction, ops: &[&Shape]) {
+        use Opcode::*;
+        let op = inst.opcode;
+        let mut problems: Vec<String> = Vec::new();
+        let result = &inst.shape;
+        // Array operands where the opcode needs them.
+        let needs_arrays = (op.is_elementwise() && op != Copy && op != Map)
+            || matches!(
+                op,
+                Broadcast
+                    | Transpose
+                    | Reshape
+                    | Reverse
+                    | Slice
+                    | Pad
+                    | Dot
+                    | Convolution
+                    | Concatenate
+                    | Reduce
+                    | DynamicSlice
+                    | DynamicUpdateSlice
+                    | Gather
+                    | Scatter
+                    | Sort
+                    | ReduceWindow
+            );
+        if needs_arrays {
+            for (i, s) in ops.iter().enumerate() {
+                if !s.is_array() {
+                    problems.push(format!(
+                        "operand {i} must be an array, but is {}",
+                        s.display_without_layout()
+                    ));
+                }
+            }
+            if !problems.is_empty() {
+                for m in problems {
+                    self.error(comp, inst, m);
+                }
+                return;
+            }
+        }
+        let res = array(result);
+        let a0 = ops.first().and_then(|s| array(s));
+        let ints = |k: KnownAttr| inst.attrs.ints(k).unwrap_or(&[]);
+        let same_dims = |x: &ArrayShape, y: &ArrayShape| x.dims == y.dims && x.dynamic == y.dynamic;
+        let not_array = res.is_none().then(|| {
+            format!(
+                "{} produces an array, not {}",
+                inst.opcode_name(),
+                result.display_without_layout()
+            )
+        });
+        let need_array_result = |problems: &mut Vec<String>| problems.extend(not_array.clone());
+        match op {
+            Copy => {
+                if let Some(o) = ops.first()
+                    && !o.same_logical_shape(result)
+                {
+                    problems.push(format!(
+                        "copy changes the shape from {} to {}",
+                        o.display_without_layout(),
+                        result.display_without_layout()
+                    ));
+                }
+            }
+            _ if op.is_elementwise_unary() => {
+                need_array_result(&mut problems);
+                if let (Some(o), Some(r)) = (a0, res) {
+                    if !same_dims(o, r) && op != BitcastConvert {
+                        problems.push(format!(
+                            "the operand is {} but the result is {}: the dimensions differ",
+                            ops[0].display_without_layout(),
+                            result.display_without_layout()
+                        ));
+                    }
+                    let type_changes =
+                        matches!(op, Convert | BitcastConvert | IsFinite | ReducePrecision)
+                            || (matches!(op, Abs | Real | Imag) && o.element_type.is_complex());
+                    if op == IsFinite && r.element_type != PrimitiveType::Pred {
+                        problems.push(format!("is-finite produces pred, not {}", r.element_type));
+                    }
+                    if !type_changes && o.element_type != r.element_type {
+                        problems.push(format!(
+                            "the element type changes from {} to {}",
+                            o.element_type, r.element_type
+                        ));
+                    }
+                    if op == BitcastConvert {
+                        let (ob, rb) = (o.element_type.bit_width(), r.element_type.bit_width());
+                        if ob == rb && !same_dims(o, r) {
+                            problems.push("bitcast-convert between types of one width must keep the dimensions".into());
+                        }
+                    }
+                }
+            }
+            _ if op.is_elementwise_binary() => {
+                need_array_result(&mut problems);
+                if let (Some(x), Some(y), Some(r)) = (a0, ops.get(1).and_then(|s| array(s)), res) {
+                    if !same_dims(x, y) {
+                        problems.push(format!(
+                            "operands {} and {} have different dimensions",
+                            ops[0].display_without_layout(),
+                            ops[1].display_without_layout()
+                        ));
+                    } else if !same_dims(x, r) {
+                        problems.push(format!(
+                            "the result {} has other dimensions than the operands {}",
+                            result.display_without_layout(),
+                            ops[0].display_without_layout()
+                        ));
+                    }
+                    if op != StochasticConvert && x.element_type != y.element_type {
+                        problems.push(format!(
+                            "operand element types {} and {} differ",
+                            x.element_type, y.element_type
+                        ));
+                    }
+                    match op {
+                        Compare => {
+                            if r.element_type != PrimitiveType::Pred {
+                                problems
+                                    .push(format!("compare produces pred, not {}", r.element_type));
+                            }
+                        }
+                        Complex | StochasticConvert => {}
+                        _ => {
+                            if r.element_type != x.element_type {
+                                problems.push(format!(
+                                    "the result type {} differs from the operand type {}",
+                                    r.element_type, x.element_type
+                                ));
+                            }
+                        }
+                    }
+                }
+            }
+            Select => {
+                need_array_result(&mut problems);
+                if let (Some(pred), Some(r)) = (a0, res) {
+                    if pred.element_type != PrimitiveType::Pred {
+                        problems
+                            .push(format!("the selector must be pred, not {}", pred.element_type));
+                    }
+                    if pred.rank() != 0 && !same_dims(pred, r) {
+                        problems.push("the selector's dimensions differ from the result's".into());
+                    }
+                    for (i, s) in ops.iter().enumerate().skip(1) {
+                        if !s.same_logical_shape(result) {
+                            problems.push(format!(
+                                "operand {i} is {} but the result is {}",
+                                s.display_without_layout(),
+                                result.display_without_layout()
+                            ));
+                        }
+                    }
+                }
+            }
+            Clamp => {
+                need_array_result(&mut problems);
+                if let (Some(x), Some(r)) = (ops.get(1).and_then(|s| array(s)), res) {
+                    if !same_dims(x, r) || x.element_type != r.element_type {
+                        problems.push(format!(
+                            "the result {} differs from the operand {}",
+                            result.display_without_layout(),
+                            ops[1].display_without_layout()
+                        ));
+                    }
+                    for i in [0, 2] {
+                        if let Some(b) = ops.get(i).and_then(|s| array(s))
+                            && b.rank() != 0
+                            && !same_dims(b, x)
+                        {
+                            problems.push(format!(
+                                "bound {i} must be a scalar or have the operand's dimensions"
+                            ));
+                        }
+                    }
+                }
+            }
+            Broadcast => {
+                need_array_result(&mut problems);
+                if let (Some(o), Some(r)) = (a0, res) {
+                    let dims = ints(KnownAttr::Dimensions);
+                    if dims.len() != o.rank() {
+                        problems.push(format!(
+                            "dimensions has {} entries but the operand has rank {}",
+                            dims.len(),
+                            o.rank()
+                        ));
+                    } else {
+                        for (i, &d) in dims.iter().enumerate() {
+                            match usize::try_from(d).ok().and_then(|d| r.dims.get(d)) {
+                                None => problems.push(format!("dimensions entry {d} is out of range for the result rank {}", r.rank())),
+                                Some(&rd) if rd != o.dims[i] => problems.push(format!(
+                                    "operand dimension {i} (size {}) maps to result dimension {d} of size {rd}",
+                                    o.dims[i]
+                                )),
+                                Some(_) => {}
+                            }
+                        }
+                    }
+                    if o.element_type != r.element_type {
+                        problems.push(format!(
+                            "the element type changes from {} to {}",
+                            o.element_type, r.element_type
+                        ));
+                    }
+                }
+            }
+            Transpose => {
+                need_array_result(&mut problems);
+                if let (Some(o), Some(r)) = (a0, res) {
+                    let dims = ints(KnownAttr::Dimensions);
+                    if !is_permutation(dims, o.rank()) {
+                        problems.push(format!(
+                            "dimensions {dims:?} is not a permutation of 0..{}",
+                            o.rank()
+                        ));
+                    } else if r.rank() != o.rank()
+                        || dims.iter().enumerate().any(|(i, &d)| r.dims[i] != o.dims[d as usize])
+                    {
+                        problems.push(format!(
+                            "transposing {} by {dims:?} does not give {}",
+                            ops[0].display_without_layout(),
+                            result.display_without_layout()
+                        ));
+                    }
+                    if o.element_type != r.element_type {
+                        problems.push(format!(
+                            "the element type changes from {} to {}",
+                            o.element_type, r.element_type
+                        ));
+                    }
+                }
+            }
+            Reshape => {
+                need_array_result(&mut problems);
+                if let (Some(o), Some(r)) = (a0, res) {
+                    if o.dynamic == 0 && r.dynamic == 0 && o.element_count() != r.element_count() {
+                        problems.push(format!(
+                            "reshape from {} to {} changes the element count",
+                            ops[0].display_without_layout(),
+                            result.display_without_layout()
+                        ));
+                    }
+                    if o.element_type != r.element_type {
+                        problems.push(format!(
+                            "the element type changes from {} to {}",
+                            o.element_type, r.element_type
+                        ));
+                    }
+                }
+            }
+            Reverse => {
+                if let (Some(o), Some(r)) = (a0, res) {
+                    for &d in ints(KnownAttr::Dimensions) {
+                        if d < 0 || d as usize >= o.rank() {
+                            problems.push(format!(
+                                "dimensions entry {d} is out of range for rank {}",
+                                o.rank()
+                            ));
+                        }
+                    }
+                    if !o.same_logical_shape(r) {
+                        problems.push("reverse must keep the shape".into());
+                    }
+                }
+            }
+            Slice => {
+                need_array_result(&mut problems);
+                if let (Some(o), Some(r)) = (a0, res) {
+                    match inst.attrs.get(KnownAttr::Slice) {
+                        Some(AttrValue::Slice(sl)) if sl.len() == o.rank() => {
+                            let mut expected = Vec::with_capacity(sl.len());
+                            for (i, s) in sl.iter().enumerate() {
+                                if s.stride <= 0
+                                    || s.start < 0
+                                    || s.start > s.limit
+                                    || s.limit > o.dims[i]
+                                {
+                                    problems.push(format!(
+                                        "slice dimension {i} [{}:{}:{}] does not fit size {}",
+                                        s.start, s.limit, s.stride, o.dims[i]
+                                    ));
+                                    expected.clear();
+                                    break;
+                                }
+                                expected.push(
+                                    (s.limit - s.start).saturating_add(s.stride - 1) / s.stride,
+                                );
+                            }
+                            if !expected.is_empty() && expected.as_slice() != r.dims.as_slice() {
+                                problems.push(format!(
+                                    "the slice gives dimensions {expected:?}, but the result is {}",
+                                    result.display_without_layout()
+                                ));
+                            }
+                        }
+                        Some(AttrValue::Slice(sl)) => {
+                            problems.push(format!(
+                                "slice has {} dimensions but the operand has rank {}",
+                                sl.len(),
+                                o.rank()
+                            ));
+                        }
+                        _ => problems.push("slice needs a 'slice' attribute".into()),
+                    }
+                }
+            }
+            Pad => {
+                need_array_result(&mut problems);
+                if let (Some(o), Some(r)) = (a0, res) {
+                    if !ops.get(1).is_some_and(|s| is_scalar(s)) {
+                        problems.push("the padding value must be a scalar".into());
+                    }
+                    match inst.attrs.get(KnownAttr::Padding) {
+                        Some(AttrValue::Padding(pd)) if pd.len() == o.rank() => {
+                            let expected: Vec<i64> = pd
+                                .iter()
+                                .zip(&o.dims)
+                                .map(|(d, &n)| {
+                                    d.low
+                                        .saturating_add(d.high)
+                                        .saturating_add(n)
+                                        .saturating_add((n - 1).max(0).saturating_mul(d.interior))
+                                })
+                                .collect();
+                            if pd.iter().any(|d| d.interior < 0) {
+                                problems.push("interior padding must not be negative".into());
+                            }
+                            if expected.as_slice() != r.dims.as_slice() {
+                                problems.push(format!("the padding gives dimensions {expected:?}, but the result is {}", result.display_without_layout()));
+                            }
+                        }
+                        Some(AttrValue::Padding(pd)) => {
+                            problems.push(format!(
+                                "padding has {} dimensions but the operand has rank {}",
+                                pd.len(),
+                                o.rank()
+                            ));
+                        }
+                        _ => problems.push("pad needs a 'padding' attribute".into()),
+                    }
+                }
+            }
+            Concatenate => {
+                need_array_result(&mut problems);
+                let dims = ints(KnownAttr::Dimensions);
+                if let (Some(first), Some(r)) = (a0, res) {
+                    match dims {
+                        [d] if *d >= 0 && (*d as usize) < first.rank() => {
+                            let d = *d as usize;
+                            let mut total = 0i64;
+                            for (i, s) in ops.iter().enumerate() {
+                                let Some(a) = array(s) else { continue };
+                                let compatible = a.rank() == first.rank()
+                                    && (0..a.rank()).all(|k| k == d || a.dims[k] == first.dims[k]);
+                                if !compatible {
+                                    problems.push(format!("operand {i} {} does not fit the others along dimension {d}", s.display_without_layout()));
+                                }
+                                total = total.saturating_add(a.dims.get(d).copied().unwrap_or(0));
+                            }
+                            if r.dims.get(d) != Some(&total) || r.rank() != first.rank() {
+                                problems.push(format!("the concatenation has size {total} along dimension {d}, but the result is {}", result.display_without_layout()));
+                            }
+                        }
+                        _ => problems.push(format!(
+                            "dimensions must name one dimension below rank {}, not {dims:?}",
+                            first.rank()
+                        )),
+                    }
+                }
+            }
+            GetTupleElement => match (ops.first(), inst.attrs.int(KnownAttr::Index)) {
+                (Some(Shape::Tuple(elements)), Some(i)) => {
+                    match usize::try_from(i).ok().and_then(|i| elements.get(i)) {
+                        Some(e) if !e.same_logical_shape(result) => problems.push(format!(
+                            "element {i} of the operand is {} but the result is {}",
+                            e.display_without_layout(),
+                            result.display_without_layout()
+                        )),
+                        Some(_) => {}
+                        None => problems.push(format!(
+                            "index {i} is out of range for a tuple of {} elements",
+                            elements.len()
+                        )),
+                    }
+                }
+                (Some(Shape::Tuple(_)), None) => {
+                    problems.push("get-tuple-element needs an 'index' attribute".into())
+                }
+                (Some(s), _) => problems.push(format!(
+                    "the operand must be a tuple, not {}",
+                    s.display_without_layout()
+                )),
+                (None, _) => {}
+            },
+            Tuple => {
+                let ok = match result {
+                    Shape::Tuple(elements) => {
+                        elements.len() == ops.len()
+                            && elements.iter().zip(ops).all(|(e, o)| e.same_logical_shape(o))
+                    }
+                    _ => false,
+                };
+                if !ok {
+                    problems.push(format!(
+                        "the result {} is not the tuple of the operand shapes",
+                        result.display_without_layout()
+                    ));
+                }
+            }
+            Iota => {
+                need_array_result(&mut problems);
+                if let Some(r) = res {
+                    match inst.attrs.int(KnownAttr::IotaDimension) {
+                        Some(d) if d >= 0 && (d as usize) < r.rank() => {}
+                        Some(d) => problems.push(format!(
+                            "iota_dimension {d} is out of range for rank {}",
+                            r.rank()
+                        )),
+                        None => problems.push("iota needs an 'iota_dimension' attribute".into()),
+                    }
+                }
+            }
+            Reduce => {
+                let n = ops.len() / 2;
+                let dims = ints(KnownAttr::Dimensions);
+                if let Some(first) = a0 {
+                    let mut seen = 0u128;
+                    let mut dims_ok = true;
+                    for &d in dims {
+                        if d < 0
+                            || d as usize >= first.rank()
+                            || seen & (1u128 << (d as u32 % 128)) != 0
+                        {
+                            problems.push(format!(
+                                "dimensions {dims:?} must be distinct dimensions below rank {}",
+                                first.rank()
+                            ));
+                            dims_ok = false;
+                            break;
+                        }
+                        seen |= 1u128 << d as u32;
+                    }
+                    for (i, s) in ops.iter().enumerate().take(n).skip(1) {
+                        if array(s).is_some_and(|a| !same_dims(a, first)) {
+                            problems.push(format!("input {i} has other dimensions than input 0"));
+                        }
+                    }
+                    for (i, s) in ops.iter().enumerate().skip(n) {
+                        if !is_scalar(s) {
+                            problems.push(format!(
+                                "init value {} (operand {i}) must be a scalar",
+                                i - n
+                            ));
+                        }
+                    }
+                    if dims_ok {
+                        let kept: Vec<i64> = first
+                            .dims
+                            .iter()
+                            .enumerate()
+                            .filter(|(i, _)| !dims.contains(&(*i as i64)))
+                            .map(|(_, &d)| d)
+                            .collect();
+                        let results: Vec<&Shape> = match result {
+                            Shape::Tuple(e) if n > 1 => e.iter().collect(),
+                            s => vec![s],
+                        };
+                        if results.len() != n {
+                            problems.push(format!("reduce of {n} inputs must produce {n} results"));
+                        }
+                        for r in results {
+                            if array(r).is_none_or(|a| a.dims.as_slice() != kept.as_slice()) {
+                                problems.push(format!("reducing dimensions {dims:?} gives dimensions {kept:?}, but the result is {}", r.display_without_layout()));
+                                break;
+                            }
+                        }
+                    }
+                }
+            }
+            Dot => {
+                need_array_result(&mut problems);
+                if let (Some(l), Some(r), Some(out)) = (a0, ops.get(1).and_then(|s| array(s)), res)
+                {
+                    let (lb, lc) =
+                        (ints(KnownAttr::LhsBatchDims), ints(KnownAttr::LhsContractingDims));
+                    let (rb, rc) =
+                        (ints(KnownAttr::RhsBatchDims), ints(KnownAttr::RhsContractingDims));
+                    let in_range = |v: &[i64], a: &ArrayShape| {
+                        v.iter().all(|&d| d >= 0 && (d as usize) < a.rank())
+                    };
+                    if lb.len() != rb.len() || lc.len() != rc.len() {
+                        problems.push(
+                            "lhs and rhs need as many batch and as many contracting dimensions"
+                                .into(),
+                        );
+                    } else if !in_range(lb, l)
+                        || !in_range(lc, l)
+                        || !in_range(rb, r)
+                        || !in_range(rc, r)
+                    {
+                        problems.push("a batch or contracting dimension is out of range".into());
+                    } else {
+                        for (x, y) in lb.iter().zip(rb).chain(lc.iter().zip(rc)) {
+                            if l.dims[*x as usize] != r.dims[*y as usize] {
+                                problems.push(format!(
+                                    "lhs dimension {x} (size {}) and rhs dimension {y} (size {}) must match",
+                                    l.dims[*x as usize], r.dims[*y as usize]
+                                ));
+                            }
+                        }
+                        let mut expected: Vec<i64> =
+                            lb.iter().map(|&d| l.dims[d as usize]).collect();
+                        expected.extend(
+                            (0..l.rank() as i64)
+                                .filter(|d| !lb.contains(d) && !lc.contains(d))
+                                .map(|d| l.dims[d as usize]),
+                        );
+                        expected.extend(
+                            (0..r.rank() as i64)
+                                .filter(|d| !rb.contains(d) && !rc.contains(d))
+                                .map(|d| r.dims[d as usize]),
+                        );
+                        if expected.as_slice() != out.dims.as_slice() {
+                            problems.push(format!(
+                                "the dot gives dimensions {expected:?}, but the result is {}",
+                                result.display_without_layout()
+                            ));
+                        }
+                    }
+                }
+            }
+            DynamicSlice => {
+                need_array_result(&mut problems);
+                if let (Some(o), Some(r)) = (a0, res) {
+                    let sizes = ints(KnownAttr::DynamicSliceSizes);
+                    if ops.len() != 1 + o.rank()
+                        && !(ops.len() == 2 && array(ops[1]).is_some_and(|a| a.rank() == 1))
+                    {
+                        problems.push(format!("dynamic-slice of a rank-{} operand takes {} scalar start indices, but has {}", o.rank(), o.rank(), ops.len() - 1));
+                    }
+                    if sizes.len() != o.rank() {
+                        problems.push(format!(
+                            "dynamic_slice_sizes has {} entries but the operand has rank {}",
+                            sizes.len(),
+                            o.rank()
+                        ));
+                    } else {
+                        if sizes.iter().zip(&o.dims).any(|(&s, &d)| s < 0 || s > d) {
+                            problems.push(format!(
+                                "dynamic_slice_sizes {sizes:?} does not fit the operand {}",
+                                ops[0].display_without_layout()
+                            ));
+                        }
+                        if sizes != r.dims.as_slice() {
+                            problems.push(format!(
+                                "dynamic_slice_sizes {sizes:?} differs from the result {}",
+                                result.display_without_layout()
+                            ));
+                        }
+                    }
+                }
+            }
+            DynamicUpdateSlice => {
+                if let (Some(o), Some(u)) = (a0, ops.get(1).and_then(|s| array(s))) {
+                    if u.rank() != o.rank() || u.dims.iter().zip(&o.dims).any(|(a, b)| a > b) {
+                        problems.push(format!(
+                            "the update {} does not fit in the operand {}",
+                            ops[1].display_without_layout(),
+                            ops[0].display_without_layout()
+                        ));
+                    }
+                    if ops.len() != 2 + o.rank()
+                        && !(ops.len() == 3 && array(ops[2]).is_some_and(|a| a.rank() == 1))
+                    {
+                        problems.push(format!("dynamic-update-slice of a rank-{} operand takes {} scalar start indices, but has {}", o.rank(), o.rank(), ops.len() - 2));
+                    }
+                    if !ops[0].same_logical_shape(result) {
+                        problems.push("dynamic-update-slice must keep the operand's shape".into());
+                    }
+                }
+            }
+            Sort => {
+                let dims = ints(KnownAttr::Dimensions);
+                if let Some(first) = a0 {
+                    if dims.len() != 1 || dims[0] < 0 || dims[0] as usize >= first.rank().max(1) {
+                        problems.push(format!(
+                            "sort needs one dimension below rank {}, not {dims:?}",
+                            first.rank()
+                        ));
+                    }
+                    for (i, s) in ops.iter().enumerate().skip(1) {
+                        if array(s).is_some_and(|a| !same_dims(a, first)) {
+                            problems
+                                .push(format!("operand {i} has other dimensions than operand 0"));
+                        }
+                    }
+                    let ok = match result {
+                        Shape::Tuple(e) => {
+                            ops.len() > 1
+                                && e.len() == ops.len()
+                                && e.iter().zip(ops).all(|(x, y)| x.same_logical_shape(y))
+                        }
+                        s => ops.len() == 1 && s.same_logical_shape(ops[0]),
+                    };
+                    if !ok {
+                        problems.push(format!(
+                            "the result {} does not match the operands",
+                            result.display_without_layout()
+                        ));
+                    }
+                }
+            }
+            Gather => {
+                if let (Some(o), Some(_)) = (a0, res) {
+                    let sizes = ints(KnownAttr::SliceSizes);
+                    if sizes.len() != o.rank() {
+                        problems.push(format!(
+                            "slice_sizes has {} entries but the operand has rank {}",
+                            sizes.len(),
+                            o.rank()
+                        ));
+                    }
+                }
+            }
+            CustomCall => {
+                if let Some(AttrValue::Shapes(shapes)) =
+                    inst.attrs.get(KnownAttr::OperandLayoutConstraints)
+                {
+                    if shapes.len() != ops.len() {
+                        problems.push(format!(
+                            "operand_layout_constraints has {} shapes for {} operands",
+                            shapes.len(),
+                            ops.len()
+                        ));
+                    } else {
+                        for (i, (s, o)) in shapes.iter().zip(ops).enumerate() {
+                            if !s.same_logical_shape(o) {
+                                problems.push(format!("operand layout constraint {i} {} does not match the operand {}", s.display_without_layout(), o.display_without_layout()));
+                            }
+                        }
+                    }
+                }
+            }
+            GetDimensionSize => {
+                if let Some(r) = res
+                    && (r.rank() != 0 || r.element_type != PrimitiveType::S32)
+                {
+                    problems.push("get-dimension-size produces s32[]".into());
+                }
+            }
+            AfterAll => {
+                if !matches!(result, Shape::Token) {
+                    problems.push("after-all produces token[]".into());
+                }
+                for (i, s) in ops.iter().enumerate() {
+                    if !matches!(s, Shape::Token) {
+                        problems.push(format!(
+                            "operand {i} must be a token, not {}",
+                            s.display_without_layout()
+                        ));
+                    }
+                }
+            }
+            _ => {}
+        }
+        for m in problems {
+            self.error(comp, inst, m);
+        }
+    }
+}
+
+fn is_permutation(dims: &[i64], rank: usize) -> bool {
+    if dims.len() != rank {
+        return false;
+    }
+    let mut seen = vec![false; rank];
+    dims.iter().all(|&d| {
+        usize::try_from(d)
+            .ok()
+            .and_then(|d| seen.get_mut(d))
+            .is_some_and(|s| !std::mem::replace(s, true))
+    })
+}
