@@ -234,13 +234,12 @@ impl Layout {
         if self.dynamic_shape_metadata_prefix_bytes < 0 {
             return Err(LayoutError::MetadataPrefix(self.dynamic_shape_metadata_prefix_bytes));
         }
-        if !self.is_sparse() {
-            if self.index_primitive_type.is_some()
+        if !self.is_sparse()
+            && (self.index_primitive_type.is_some()
                 || self.pointer_primitive_type.is_some()
-                || self.physical_shape.is_some()
-            {
-                return Err(LayoutError::SparseFieldOnDense);
-            }
+                || self.physical_shape.is_some())
+        {
+            return Err(LayoutError::SparseFieldOnDense);
         }
         for t in [self.index_primitive_type, self.pointer_primitive_type].into_iter().flatten() {
             if !t.is_unsigned_integer() {

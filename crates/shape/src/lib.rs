@@ -5,14 +5,26 @@
 //! instructions, graphs, I/O, serde or salsa, so that every other crate can
 //! use it and its answers can be tested in isolation.
 
+mod bitcast;
 mod element;
+pub mod facts;
 mod layout;
+mod physical;
+mod plan;
 mod shape;
 pub mod text;
 
 pub use element::PrimitiveType;
 pub use layout::{DimLevel, DimLevelKind, DimVec, Layout, LayoutError, SplitConfig, Tile};
 pub use shape::{ArrayShape, Dims, MAX_RANK, Shape};
+pub use bitcast::{
+    BitcastKind, BitcastVerdict, FALLBACK_BUDGET, Method, Reason, bitcast_by_periods, is_bitcast, layout_change_is_bitcast,
+    reshape_is_bitcast, transpose_is_bitcast,
+};
+pub use physical::{
+    AlgebraError, Expansion, Slot, StorageSize, TileLevel, linear_index, multi_index, storage_size,
+};
+pub use plan::{Plan, Step, StepOp, relayout_plan};
 pub use text::{TextError, parse_layout, parse_shape, parse_shape_at};
 
 impl std::str::FromStr for Shape {

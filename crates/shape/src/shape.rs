@@ -12,6 +12,9 @@ pub const MAX_RANK: usize = 64;
 pub type Dims = SmallVec<[i64; 6]>;
 
 /// The type of an HLO value.
+// Arrays are by far the most common variant; boxing them would cost an
+// allocation per shape to save space on the rare tuple.
+#[allow(clippy::large_enum_variant)]
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum Shape {
     /// A dense (or sparse) array, scalars included.

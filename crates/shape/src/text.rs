@@ -622,10 +622,10 @@ impl fmt::Display for ArrayShape {
     /// scalar layout with properties prints as `{:T(256)}`.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         self.write_dims(f)?;
-        if let Some(layout) = &self.layout {
-            if self.rank() > 0 || !layout.is_plain() {
-                write!(f, "{layout}")?;
-            }
+        if let Some(layout) = &self.layout
+            && (self.rank() > 0 || !layout.is_plain())
+        {
+            write!(f, "{layout}")?;
         }
         Ok(())
     }

@@ -1,0 +1,475 @@
+//! Relayout plans: an explicit chain of HLO-like steps (pad, bitcast,
+//! transpose, slice) that turns a buffer in one layout into the buffer of
+//! another layout of the same array.
+//!
+//! Construction: undo FROM's expansion down to the stage it shares with TO
+//! (same legacy padding and order, same leading tiles), change order and
+//! legacy padding there if needed, then redo TO's expansion; every
+//! intermediate value is a plain row-major view. A peephole pass then
+//! shortens the chain: slices move later and pads earlier across
+//! transposes, a slice followed by a pad that restores the same extents
+//! cancels (padding slots hold no element, so their contents are free),
+//! and every run of transposes and bitcasts is fused into one transpose
+//! over a common refinement of the dimensions.
+
+use std::fmt;
+
+use smallvec::SmallVec;
+
+use crate::facts::inverse_permutation;
+use crate::physical::{AlgebraError, Expansion, checked_layout};
+use crate::{ArrayShape, DimVec, Dims, Layout, layout_change_is_bitcast};
+
+/// The operation of one step.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum StepOp {
+    /// Pad with zeros: `low`, `high` and `interior` padding per dimension.
+    Pad {
+        /// Padding before each dimension.
+        low: Dims,
+        /// Padding after each dimension.
+        high: Dims,
+        /// Padding between elements of each dimension.
+        interior: Dims,
+    },
+    /// Reinterpret the buffer (no data moves).
+    Bitcast,
+    /// HLO transpose: output dimension `k` is operand dimension `dims[k]`.
+    Transpose {
+        /// The permutation.
+        dims: DimVec,
+    },
+    /// Keep `[start, limit)` with `stride` of every dimension.
+    Slice {
+        /// First index kept.
+        start: Dims,
+        /// One past the last index kept.
+        limit: Dims,
+        /// Step between kept indices.
+        stride: Dims,
+    },
+}
+
+/// One step: an operation and its result shape (with a full layout).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Step {
+    /// What the step does.
+    pub op: StepOp,
+    /// The result.
+    pub shape: ArrayShape,
+}
+
+/// A relayout plan from `from` to the last step's shape.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Plan {
+    /// The operand.
+    pub from: ArrayShape,
+    /// The steps, in order; each consumes the previous result.
+    pub steps: Vec<Step>,
+}
+
+impl Plan {
+    /// True when the plan moves no data (only bitcasts, or nothing).
+    pub fn is_bitcast(&self) -> bool {
+        self.steps.iter().all(|s| s.op == StepOp::Bitcast)
+    }
+
+    /// Bytes written by the steps that move data (padding included).
+    pub fn bytes_moved(&self) -> u64 {
+        self.steps
+            .iter()
+            .filter(|s| s.op != StepOp::Bitcast)
+            .map(|s| crate::storage_size(&s.shape).map(|z| z.bytes).unwrap_or(0))
+            .sum()
+    }
+
+    /// The number of data-moving steps.
+    pub fn data_movements(&self) -> usize {
+        self.steps.iter().filter(|s| s.op != StepOp::Bitcast).count()
+    }
+}
+
+fn write_list(f: &mut fmt::Formatter<'_>, v: impl IntoIterator<Item = impl fmt::Display>) -> fmt::Result {
+    for (i, x) in v.into_iter().enumerate() {
+        if i > 0 {
+            f.write_str(",")?;
+        }
+        write!(f, "{x}")?;
+    }
+    Ok(())
+}
+
+impl fmt::Display for Plan {
+    /// Prints the plan as HLO instructions, operand `%x`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(f, "%x = {} parameter(0)", self.from)?;
+        if self.steps.iter().any(|s| matches!(s.op, StepOp::Pad { .. })) {
+            writeln!(f, "%zero = {}[] constant(0)", self.from.element_type)?;
+        }
+        let mut prev = "%x".to_string();
+        for (i, s) in self.steps.iter().enumerate() {
+            let name = match &s.op {
+                StepOp::Pad { .. } => format!("%pad.{i}"),
+                StepOp::Bitcast => format!("%bitcast.{i}"),
+                StepOp::Transpose { .. } => format!("%transpose.{i}"),
+                StepOp::Slice { .. } => format!("%slice.{i}"),
+            };
+            write!(f, "{name} = {} ", s.shape)?;
+            match &s.op {
+                StepOp::Pad { low, high, interior } => {
+                    write!(f, "pad({prev}, %zero), padding=")?;
+                    for k in 0..low.len() {
+                        if k > 0 {
+                            f.write_str("x")?;
+                        }
+                        write!(f, "{}_{}", low[k], high[k])?;
+                        if interior[k] != 0 {
+                            write!(f, "_{}", interior[k])?;
+                        }
+                    }
+                }
+                StepOp::Bitcast => write!(f, "bitcast({prev})")?,
+                StepOp::Transpose { dims } => {
+                    write!(f, "transpose({prev}), dimensions={{")?;
+                    write_list(f, dims)?;
+                    f.write_str("}")?;
+                }
+                StepOp::Slice { start, limit, stride } => {
+                    write!(f, "slice({prev}), slice={{")?;
+                    for k in 0..start.len() {
+                        if k > 0 {
+                            f.write_str(", ")?;
+                        }
+                        write!(f, "[{}:{}", start[k], limit[k])?;
+                        if stride[k] != 1 {
+                            write!(f, ":{}", stride[k])?;
+                        }
+                        f.write_str("]")?;
+                    }
+                    f.write_str("}")?;
+                }
+            }
+            writeln!(f)?;
+            prev = name;
+        }
+        write!(f, "// bytes moved: {}", self.bytes_moved())
+    }
+}
+
+/// An operation on plain row-major views, before shapes are attached.
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Op {
+    /// Reinterpret as a view with these dimensions.
+    View(Dims),
+    Transpose(DimVec),
+    /// Keep `[0, limit)` of every dimension.
+    Slice(Dims),
+    /// Grow every dimension to this size (high padding).
+    Pad(Dims),
+}
+
+fn apply(dims: &[i64], op: &Op) -> Dims {
+    match op {
+        Op::View(d) | Op::Slice(d) | Op::Pad(d) => d.clone(),
+        Op::Transpose(p) => p.iter().map(|&k| dims[k]).collect(),
+    }
+}
+
+/// Builds the naive level-by-level op list from FROM's physical view.
+fn naive(ef: &Expansion, et: &Expansion, same_front: bool, shared: usize) -> Vec<Op> {
+    let mut ops = Vec::new();
+    if ef.storage_slots != ef.element_slots {
+        ops.push(Op::View(SmallVec::from_slice(&[ef.storage_slots as i64])));
+        ops.push(Op::Slice(SmallVec::from_slice(&[ef.element_slots as i64])));
+    }
+    ops.push(Op::View(ef.physical_dims.clone()));
+    for level in ef.levels[shared..].iter().rev() {
+        ops.push(Op::Transpose(inverse_permutation(&level.permutation)));
+        ops.push(Op::View(level.padded_dims.clone()));
+        ops.push(Op::Slice(level.combined_dims.clone()));
+        ops.push(Op::View(level.input_dims.clone()));
+    }
+    if !same_front {
+        let logical_f: Dims = ef.physical_order.iter().map(|&d| ef.logical_dims[d]).collect();
+        ops.push(Op::Slice(logical_f));
+        let perm: DimVec = et
+            .physical_order
+            .iter()
+            .map(|d| ef.physical_order.iter().position(|x| x == d).unwrap_or(0))
+            .collect();
+        ops.push(Op::Transpose(perm));
+        ops.push(Op::Pad(et.untiled_dims.clone()));
+    }
+    for level in &et.levels[shared..] {
+        ops.push(Op::View(level.combined_dims.clone()));
+        ops.push(Op::Pad(level.padded_dims.clone()));
+        ops.push(Op::View(level.split_dims.clone()));
+        ops.push(Op::Transpose(level.permutation.clone()));
+    }
+    if et.storage_slots != et.element_slots {
+        ops.push(Op::View(SmallVec::from_slice(&[et.element_slots as i64])));
+        ops.push(Op::Pad(SmallVec::from_slice(&[et.storage_slots as i64])));
+    }
+    ops
+}
+
+/// Fuses a run of views and transposes starting from `start` into
+/// (refined start dims, one permutation, final dims), or `None` when a view
+/// cuts a dimension where the digits do not allow it.
+fn fuse(start: &[i64], ops: &[Op]) -> Option<(Dims, DimVec)> {
+    // Zero-sized arrays have nothing to move; keep their plans as built.
+    if start.contains(&0) || ops.iter().any(|o| matches!(o, Op::View(d) if d.contains(&0))) {
+        return None;
+    }
+    // Digits: sizes; `origin` lists the start dims' digits in order;
+    // `cur` lists the current dims' digits.
+    let mut size: Vec<i64> = start.to_vec();
+    let mut origin: Vec<usize> = (0..start.len()).collect();
+    let mut cur: Vec<Vec<usize>> = (0..start.len()).map(|i| vec![i]).collect();
+    for op in ops {
+        match op {
+            Op::Transpose(p) => cur = p.iter().map(|&k| cur[k].clone()).collect(),
+            Op::View(dims) => {
+                let mut flat: Vec<usize> = cur.concat();
+                let mut next: Vec<Vec<usize>> = Vec::new();
+                let mut at = 0;
+                for &want in dims.iter() {
+                    let mut group = Vec::new();
+                    let mut prod = 1i64;
+                    while prod < want || (want == 1 && at < flat.len() && size[flat[at]] == 1 && group.is_empty()) {
+                        let d = *flat.get(at)?;
+                        let s = size[d];
+                        if prod * s <= want && want % (prod * s) == 0 {
+                            group.push(d);
+                            prod *= s;
+                            at += 1;
+                            continue;
+                        }
+                        // Split digit d: the major part r joins this group.
+                        let r = want / prod;
+                        if want % prod != 0 || s % r != 0 {
+                            return None;
+                        }
+                        let lo = size.len();
+                        size.push(s / r);
+                        size[d] = r;
+                        flat.insert(at + 1, lo);
+                        let pos = origin.iter().position(|&x| x == d)?;
+                        origin.insert(pos + 1, lo);
+                        group.push(d);
+                        prod *= r;
+                        at += 1;
+                    }
+                    if prod != want {
+                        return None;
+                    }
+                    next.push(group);
+                }
+                // Trailing size-1 digits join the last dimension.
+                while at < flat.len() {
+                    if size[flat[at]] != 1 {
+                        return None;
+                    }
+                    next.last_mut()?.push(flat[at]);
+                    at += 1;
+                }
+                cur = next;
+            }
+            _ => return None,
+        }
+    }
+    let fin: Vec<usize> = cur.concat();
+    let perm: DimVec = fin.iter().map(|d| origin.iter().position(|x| x == d).unwrap_or(0)).collect();
+    let refined: Dims = origin.iter().map(|&d| size[d]).collect();
+    Some((refined, perm))
+}
+
+/// One pass of peephole rewrites; returns true if anything changed.
+fn peephole(start: &[i64], ops: &mut Vec<Op>) -> bool {
+    // Current dims before each op.
+    let dims_before = |ops: &[Op]| {
+        let mut v: Vec<Dims> = Vec::with_capacity(ops.len() + 1);
+        let mut d: Dims = SmallVec::from_slice(start);
+        for op in ops {
+            v.push(d.clone());
+            d = apply(&d, op);
+        }
+        v.push(d);
+        v
+    };
+    let before = dims_before(ops);
+    // R1: drop no-ops.
+    for i in 0..ops.len() {
+        let noop = match &ops[i] {
+            Op::Transpose(p) => p.iter().enumerate().all(|(k, &v)| k == v),
+            Op::View(d) | Op::Slice(d) | Op::Pad(d) => *d == before[i],
+        };
+        if noop {
+            ops.remove(i);
+            return true;
+        }
+    }
+    for i in 0..ops.len().saturating_sub(1) {
+        match (&ops[i], &ops[i + 1]) {
+            // R2: consecutive views.
+            (Op::View(_), Op::View(_)) => {
+                ops.remove(i);
+                return true;
+            }
+            // R3: slices go after transposes.
+            (Op::Slice(lim), Op::Transpose(p)) => {
+                let lim2: Dims = p.iter().map(|&k| lim[k]).collect();
+                let p = p.clone();
+                ops[i] = Op::Transpose(p);
+                ops[i + 1] = Op::Slice(lim2);
+                return true;
+            }
+            // R4: pads go before transposes.
+            (Op::Transpose(p), Op::Pad(high)) => {
+                let mut h: Dims = SmallVec::from_elem(0, p.len());
+                for (k, &src) in p.iter().enumerate() {
+                    h[src] = high[k];
+                }
+                let p = p.clone();
+                ops[i] = Op::Pad(h);
+                ops[i + 1] = Op::Transpose(p);
+                return true;
+            }
+            // R5: a slice then a pad only change extents; keep padding
+            // slots as they are wherever the extents come back.
+            (Op::Slice(_), Op::Pad(b)) => {
+                let a = &before[i];
+                let keep: Dims = a.iter().zip(b).map(|(&x, &y)| x.min(y)).collect();
+                let b = b.clone();
+                if keep == before[i + 1] {
+                    continue;
+                }
+                ops[i] = Op::Slice(keep);
+                ops[i + 1] = Op::Pad(b);
+                return true;
+            }
+            _ => {}
+        }
+    }
+    // R6: fuse runs of views and transposes with two or more transposes.
+    let mut i = 0;
+    while i < ops.len() {
+        let is_tv = |op: &Op| matches!(op, Op::View(_) | Op::Transpose(_));
+        if !is_tv(&ops[i]) {
+            i += 1;
+            continue;
+        }
+        let mut j = i;
+        while j < ops.len() && is_tv(&ops[j]) {
+            j += 1;
+        }
+        let transposes = ops[i..j].iter().filter(|o| matches!(o, Op::Transpose(_))).count();
+        if transposes >= 2
+            && let Some((refined, perm)) = fuse(&before[i], &ops[i..j])
+        {
+            let fin = before[j].clone();
+            let new = vec![Op::View(refined), Op::Transpose(perm), Op::View(fin)];
+            ops.splice(i..j, new);
+            return true;
+        }
+        i = j;
+    }
+    false
+}
+
+/// A plain row-major view of `dims` with element size `e`.
+fn view(like: &ArrayShape, dims: &[i64], e: i64) -> ArrayShape {
+    let mut l = Layout::descending(dims.len());
+    l.element_size_in_bits = e;
+    ArrayShape::with_layout(like.element_type, dims, l)
+}
+
+/// The shortest plan Tessera finds that relayouts `from` into `to` (same
+/// element type and dimensions). A bitcast gives a one-step plan (or an
+/// empty one when the shapes are identical).
+pub fn relayout_plan(from: &ArrayShape, to: &ArrayShape) -> Result<Plan, AlgebraError> {
+    if from.dims != to.dims || from.element_type != to.element_type {
+        return Err(AlgebraError::Mismatch(format!(
+            "a relayout needs the same element type and dimensions: {} vs {}",
+            ArrayShape { layout: None, ..from.clone() },
+            ArrayShape { layout: None, ..to.clone() }
+        )));
+    }
+    let lf = checked_layout(from)?.into_owned();
+    let lt = checked_layout(to)?.into_owned();
+    let from = ArrayShape { layout: Some(lf.clone()), ..from.clone() };
+    let to = ArrayShape { layout: Some(lt.clone()), ..to.clone() };
+    if from == to {
+        return Ok(Plan { from, steps: Vec::new() });
+    }
+    if layout_change_is_bitcast(&from, &to)?.bitcast {
+        return Ok(Plan { steps: vec![Step { op: StepOp::Bitcast, shape: to.clone() }], from });
+    }
+    let ef = Expansion::new(&from)?;
+    let et = Expansion::new(&to)?;
+    let same_front = ef.padded_dims == et.padded_dims && ef.physical_order == et.physical_order;
+    let shared = if same_front {
+        lf.tiles.iter().zip(&lt.tiles).take_while(|(a, b)| a == b).count()
+    } else {
+        0
+    };
+    let mut ops = naive(&ef, &et, same_front, shared);
+    // The start is FROM's buffer seen as one flat array.
+    let start: Dims = SmallVec::from_slice(&[ef.storage_slots as i64]);
+    ops.insert(0, Op::View(start.clone()));
+    ops.push(Op::View(SmallVec::from_slice(&[et.storage_slots as i64])));
+    for _ in 0..1000 {
+        if !peephole(&start, &mut ops) {
+            break;
+        }
+    }
+    // Attach shapes. The ops act on plain views, starting from FROM's
+    // buffer seen flat, so the first step is a bitcast into a view. Views
+    // before the first data movement use FROM's element size, later ones
+    // TO's.
+    if !matches!(ops.first(), Some(Op::View(_))) {
+        ops.insert(0, Op::View(start.clone()));
+    }
+    let (ef_bits, et_bits) = (lf.element_size_in_bits, lt.element_size_in_bits);
+    let mut steps: Vec<Step> = Vec::new();
+    let mut dims: Dims = start;
+    let mut moved = false;
+    for op in &ops {
+        let prev = dims.clone();
+        dims = apply(&dims, op);
+        moved |= !matches!(op, Op::View(_));
+        let shape = view(&from, &dims, if moved { et_bits } else { ef_bits });
+        let op = match op {
+            Op::View(_) => StepOp::Bitcast,
+            Op::Transpose(p) => StepOp::Transpose { dims: p.clone() },
+            Op::Slice(lim) => StepOp::Slice {
+                start: SmallVec::from_elem(0, lim.len()),
+                limit: lim.clone(),
+                stride: SmallVec::from_elem(1, lim.len()),
+            },
+            Op::Pad(_) => StepOp::Pad {
+                low: SmallVec::from_elem(0, dims.len()),
+                high: dims.iter().zip(&prev).map(|(&a, &b)| a - b).collect(),
+                interior: SmallVec::from_elem(0, dims.len()),
+            },
+        };
+        steps.push(Step { op, shape });
+    }
+    if !moved {
+        // Only the element size differs: one copy is needed.
+        let shape = view(&from, &dims, et_bits);
+        steps.push(Step { op: StepOp::Transpose { dims: (0..dims.len()).collect() }, shape });
+    }
+    match steps.last_mut() {
+        Some(last) if last.op == StepOp::Bitcast => last.shape = to.clone(),
+        _ => steps.push(Step { op: StepOp::Bitcast, shape: to.clone() }),
+    }
+    // Bitcasts to an identical shape are no steps.
+    let mut prev = from.clone();
+    steps.retain(|s| {
+        let keep = !(s.op == StepOp::Bitcast && s.shape == prev);
+        prev = s.shape.clone();
+        keep
+    });
+    Ok(Plan { from, steps })
+}

@@ -1,0 +1,293 @@
+//! The brute-force oracle shared by the integration tests: it lays an array
+//! out by literally materializing every step (pad, permute, fold, pad,
+//! reshape, transpose) on a numbered array, with no symbolic reasoning, and
+//! generators of random small shapes and layouts.
+
+#![allow(dead_code)]
+
+use proptest::prelude::*;
+use shape::{ArrayShape, Layout, PrimitiveType, Tile};
+
+/// An n-d array in row-major order; `None` is padding.
+#[derive(Clone, Debug)]
+pub struct Nd {
+    pub dims: Vec<i64>,
+    pub data: Vec<Option<u64>>,
+}
+
+fn strides(dims: &[i64]) -> Vec<usize> {
+    let mut s = vec![1usize; dims.len()];
+    for i in (0..dims.len().saturating_sub(1)).rev() {
+        s[i] = s[i + 1] * dims[i + 1] as usize;
+    }
+    s
+}
+
+/// Every multi-index of `dims` in row-major order.
+pub fn indices(dims: &[i64]) -> Vec<Vec<i64>> {
+    let n: i64 = dims.iter().product();
+    let mut out = Vec::with_capacity(n.max(0) as usize);
+    for mut l in 0..n {
+        let mut idx = vec![0i64; dims.len()];
+        for i in (0..dims.len()).rev() {
+            idx[i] = l % dims[i];
+            l /= dims[i];
+        }
+        out.push(idx);
+    }
+    out
+}
+
+impl Nd {
+    /// The array `0, 1, 2, ...` (row-major logical numbering).
+    pub fn numbered(dims: &[i64]) -> Nd {
+        let n: i64 = dims.iter().product();
+        Nd { dims: dims.to_vec(), data: (0..n as u64).map(Some).collect() }
+    }
+
+    pub fn get(&self, idx: &[i64]) -> Option<u64> {
+        let s = strides(&self.dims);
+        self.data[idx.iter().zip(&s).map(|(&i, &s)| i as usize * s).sum::<usize>()]
+    }
+
+    /// HLO transpose: output dimension k is input dimension perm[k].
+    pub fn transpose(&self, perm: &[usize]) -> Nd {
+        let dims: Vec<i64> = perm.iter().map(|&p| self.dims[p]).collect();
+        let s = strides(&self.dims);
+        let data = indices(&dims)
+            .iter()
+            .map(|o| {
+                let off: usize = o.iter().zip(perm).map(|(&v, &p)| v as usize * s[p]).sum();
+                self.data[off]
+            })
+            .collect();
+        Nd { dims, data }
+    }
+
+    /// Pads at the high end of every dimension to `dims` (with `None`).
+    pub fn pad_to(&self, dims: &[i64]) -> Nd {
+        let data = indices(dims)
+            .iter()
+            .map(|o| {
+                if o.iter().zip(&self.dims).all(|(&v, &d)| v < d) { self.get(o) } else { None }
+            })
+            .collect();
+        Nd { dims: dims.to_vec(), data }
+    }
+
+    /// Keeps `[0, dims)` of every dimension.
+    pub fn slice_to(&self, dims: &[i64]) -> Nd {
+        let data = indices(dims).iter().map(|o| self.get(o)).collect();
+        Nd { dims: dims.to_vec(), data }
+    }
+
+    pub fn reshape(&self, dims: &[i64]) -> Nd {
+        assert_eq!(dims.iter().product::<i64>() as usize, self.data.len());
+        Nd { dims: dims.to_vec(), data: self.data.clone() }
+    }
+}
+
+pub fn layout_of(s: &ArrayShape) -> Layout {
+    s.layout.clone().unwrap_or_else(|| Layout::descending(s.rank()))
+}
+
+/// The buffer of `shape` holding the array `values` (indexed by the logical
+/// row-major position): slot → value, literally pad → permute → per tile
+/// fold, pad, reshape, transpose → flatten → tail pad.
+pub fn materialize(shape: &ArrayShape, values: &Nd) -> Vec<Option<u64>> {
+    let layout = layout_of(shape);
+    let mut a = values.clone();
+    if let Some(p) = &layout.padded_dimensions {
+        a = a.pad_to(p);
+    }
+    let order: Vec<usize> = layout.minor_to_major.iter().rev().copied().collect();
+    a = a.transpose(&order);
+    for tile in &layout.tiles {
+        let n = a.dims.len();
+        let start = n - tile.dims.len();
+        let mut combined: Vec<i64> = a.dims[..start].to_vec();
+        let mut sizes = Vec::new();
+        let mut run = 1i64;
+        for (j, &t) in tile.dims.iter().enumerate() {
+            run *= a.dims[start + j];
+            if t != Tile::COMBINE {
+                combined.push(run);
+                sizes.push(t);
+                run = 1;
+            }
+        }
+        a = a.reshape(&combined);
+        let prefix = combined.len() - sizes.len();
+        let mut padded = combined.clone();
+        for (j, &t) in sizes.iter().enumerate() {
+            padded[prefix + j] = (combined[prefix + j] + t - 1) / t * t;
+        }
+        a = a.pad_to(&padded);
+        let mut split: Vec<i64> = padded[..prefix].to_vec();
+        for (j, &t) in sizes.iter().enumerate() {
+            split.push(padded[prefix + j] / t);
+            split.push(t);
+        }
+        a = a.reshape(&split);
+        let k = sizes.len();
+        let mut perm: Vec<usize> = (0..prefix).collect();
+        perm.extend((0..k).map(|j| prefix + 2 * j));
+        perm.extend((0..k).map(|j| prefix + 2 * j + 1));
+        a = a.transpose(&perm);
+    }
+    let mut data = a.data;
+    let align = layout.tail_padding_alignment_in_elements as usize;
+    let len = data.len().div_ceil(align) * align;
+    data.resize(len, None);
+    data
+}
+
+/// slot of every element, indexed by the logical row-major position.
+pub fn slots(shape: &ArrayShape) -> (Vec<u64>, usize) {
+    let buf = materialize(shape, &Nd::numbered(&shape.dims));
+    let n: i64 = shape.dims.iter().product();
+    let mut at = vec![u64::MAX; n as usize];
+    for (slot, v) in buf.iter().enumerate() {
+        if let Some(l) = v {
+            assert_eq!(at[*l as usize], u64::MAX, "element placed twice");
+            at[*l as usize] = slot as u64;
+        }
+    }
+    assert!(at.iter().all(|&s| s != u64::MAX), "element lost");
+    (at, buf.len())
+}
+
+pub fn bits(shape: &ArrayShape) -> u64 {
+    shape.element_storage_bits()
+}
+
+pub fn bytes(shape: &ArrayShape, slots: usize) -> u64 {
+    (slots as u64 * bits(shape)).div_ceil(8)
+}
+
+/// The brute-force bitcast verdict: equal element bits, equal byte sizes,
+/// and every element (matched through `to_of_from`, a map from FROM's
+/// logical position to TO's) at the same slot.
+pub fn oracle_bitcast(from: &ArrayShape, to: &ArrayShape, perm: Option<&[usize]>) -> bool {
+    let nf: i64 = from.dims.iter().product();
+    let nt: i64 = to.dims.iter().product();
+    if nf != nt || bits(from) != bits(to) {
+        return false;
+    }
+    let (sf, lf) = slots(from);
+    let (st, lt) = slots(to);
+    if bytes(from, lf) != bytes(to, lt) {
+        return false;
+    }
+    match perm {
+        None => sf == st,
+        Some(p) => indices(&from.dims).iter().enumerate().all(|(l, idx)| {
+            let out: Vec<i64> = p.iter().map(|&d| idx[d]).collect();
+            let lo = out.iter().zip(&to.dims).fold(0i64, |acc, (&v, &d)| acc * d + v);
+            sf[l] == st[lo as usize]
+        }),
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Generators.
+
+pub fn element_type() -> impl Strategy<Value = (PrimitiveType, i64)> {
+    prop_oneof![
+        4 => Just((PrimitiveType::F32, 0)),
+        1 => Just((PrimitiveType::Bf16, 0)),
+        1 => Just((PrimitiveType::S8, 0)),
+        1 => Just((PrimitiveType::S4, 4)),
+        1 => Just((PrimitiveType::S4, 0)),
+        1 => Just((PrimitiveType::Pred, 1)),
+        1 => Just((PrimitiveType::U2, 2)),
+    ]
+}
+
+pub fn dims(max_rank: usize) -> impl Strategy<Value = Vec<i64>> {
+    prop::collection::vec(prop_oneof![20 => 1i64..=6, 1 => Just(0i64)], 0..=max_rank)
+}
+
+/// A random permutation of `0..n`.
+pub fn permutation(n: usize) -> impl Strategy<Value = Vec<usize>> {
+    Just((0..n).collect::<Vec<usize>>()).prop_shuffle()
+}
+
+/// Random tiles for a shape of the given rank: up to two levels, each of
+/// length 1..=rank of what it tiles, sizes 1..=4, sometimes `*`.
+pub fn tiles(rank: usize) -> impl Strategy<Value = Vec<Tile>> {
+    let level = |avail: usize| {
+        (1..=avail.max(1)).prop_flat_map(|len| {
+            prop::collection::vec(prop_oneof![6 => 1i64..=4, 1 => Just(Tile::COMBINE)], len).prop_map(
+                |mut v| {
+                    if let Some(last) = v.last_mut()
+                        && *last == Tile::COMBINE
+                    {
+                        *last = 2;
+                    }
+                    Tile { dims: v.into() }
+                },
+            )
+        })
+    };
+    if rank == 0 {
+        return Just(Vec::new()).boxed();
+    }
+    prop_oneof![
+        2 => Just(Vec::new()),
+        3 => level(rank).prop_map(|t| vec![t]),
+        2 => level(rank).prop_flat_map(move |t| {
+            let produced = rank - t.dims.len() + 2 * t.sized_entries();
+            level(produced).prop_map(move |u| vec![t.clone(), u])
+        }),
+    ]
+    .boxed()
+}
+
+/// A random layout for the given dimensions.
+pub fn layout_for(dims: Vec<i64>, e: i64) -> impl Strategy<Value = Layout> {
+    let r = dims.len();
+    (
+        permutation(r),
+        tiles(r),
+        prop_oneof![6 => Just(1i64), 1 => 2i64..=5],
+        prop::option::weighted(0.15, prop::collection::vec(0i64..=2, r)),
+    )
+        .prop_map(move |(perm, tiles, tail, pad)| {
+            let mut l = Layout::new(&perm).with_tiles(&tiles);
+            l.tail_padding_alignment_in_elements = tail;
+            l.element_size_in_bits = e;
+            l.padded_dimensions = pad.map(|p| p.iter().zip(&dims).map(|(x, d)| x + d).collect());
+            l
+        })
+}
+
+/// A random array shape with a random layout.
+pub fn shape(max_rank: usize) -> impl Strategy<Value = ArrayShape> {
+    (dims(max_rank), element_type()).prop_flat_map(|(d, (t, e))| {
+        layout_for(d.clone(), e).prop_map(move |l| ArrayShape::with_layout(t, &d, l))
+    })
+}
+
+/// A random layout for `shape`'s dimensions with the same element size.
+pub fn relayout(s: &ArrayShape) -> impl Strategy<Value = ArrayShape> + use<> {
+    let s = s.clone();
+    let e = layout_of(&s).element_size_in_bits;
+    layout_for(s.dims.to_vec(), e).prop_map(move |l| ArrayShape { layout: Some(l), ..s.clone() })
+}
+
+/// Dimensions with product `n` (n ≥ 1), rank up to 4, size-1 dims allowed.
+pub fn factorization(n: i64) -> impl Strategy<Value = Vec<i64>> {
+    prop::collection::vec(1i64..=6, 0..=4).prop_map(move |seeds| {
+        let mut rest = n;
+        let mut out = Vec::new();
+        for s in seeds {
+            // The largest divisor of rest that is at most s.
+            let d = (1..=s).rev().find(|d| rest % d == 0).unwrap_or(1);
+            out.push(d);
+            rest /= d;
+        }
+        out.push(rest);
+        out
+    })
+}

@@ -1,0 +1,204 @@
+//! Relayout plans, executed step by step on physical buffers by a small
+//! brute-force evaluator (pad / transpose / slice on the logical array,
+//! bitcast = the same bytes), must produce exactly TO's buffer: every
+//! element at its slot (padding slots unconstrained).
+
+mod common;
+
+use common::*;
+use proptest::prelude::*;
+use shape::{ArrayShape, Plan, Shape, StepOp, parse_shape, relayout_plan, reshape_is_bitcast, storage_size};
+
+fn array(text: &str) -> ArrayShape {
+    match parse_shape(text) {
+        Ok(Shape::Array(a)) => a,
+        other => panic!("{text}: {other:?}"),
+    }
+}
+
+/// The logical array a buffer holds under `shape`.
+fn read(shape: &ArrayShape, buf: &[Option<u64>]) -> Nd {
+    let (at, _) = slots(shape);
+    Nd { dims: shape.dims.to_vec(), data: at.iter().map(|&s| buf[s as usize]).collect() }
+}
+
+/// Runs the plan on FROM's numbered buffer; checks every bitcast on the way.
+fn execute(plan: &Plan) -> Result<Vec<Option<u64>>, String> {
+    let mut buf = materialize(&plan.from, &Nd::numbered(&plan.from.dims));
+    let mut cur = plan.from.clone();
+    for step in &plan.steps {
+        let out = &step.shape;
+        buf = match &step.op {
+            StepOp::Bitcast => {
+                let (a, b) = (storage_size(&cur).map_err(|e| e.to_string())?, storage_size(out).map_err(|e| e.to_string())?);
+                if a.bytes != b.bytes || a.element_bits != b.element_bits {
+                    return Err(format!("bitcast {cur} -> {out} changes the size"));
+                }
+                // Between two plain row-major views (the split and merge
+                // steps) the bitcast is a reshape and must pass the exact
+                // test; into and out of FROM/TO it reinterprets the buffer
+                // as its physical view, which only needs equal sizes.
+                let plain = |s: &ArrayShape| {
+                    let l = layout_of(s);
+                    l.tiles.is_empty()
+                        && l.padded_dimensions.is_none()
+                        && l.tail_padding_alignment_in_elements == 1
+                        && l.minor_to_major.iter().copied().eq((0..s.rank()).rev())
+                };
+                if a.elements == b.elements && plain(&cur) && plain(out) {
+                    let v = reshape_is_bitcast(&cur, out).map_err(|e| e.to_string())?;
+                    if !v.bitcast {
+                        return Err(format!("bitcast {cur} -> {out} fails the bitcast test: {}", v.reason));
+                    }
+                }
+                // Equal bytes with sub-byte elements may still differ in
+                // slot count (3 vs 4 packed s4 fill 2 bytes): the extra
+                // slots are padding on both sides.
+                let mut buf = buf;
+                if buf.iter().skip(b.slots as usize).any(Option::is_some) {
+                    return Err(format!("bitcast {cur} -> {out} drops an element"));
+                }
+                buf.resize(b.slots as usize, None);
+                buf
+            }
+            StepOp::Transpose { dims } => materialize(out, &read(&cur, &buf).transpose(dims)),
+            StepOp::Slice { start, limit, stride } => {
+                if start.iter().any(|&s| s != 0) || stride.iter().any(|&s| s != 1) {
+                    return Err("unexpected slice start or stride".into());
+                }
+                if limit[..] != out.dims[..] {
+                    return Err("slice limit does not match its shape".into());
+                }
+                materialize(out, &read(&cur, &buf).slice_to(limit))
+            }
+            StepOp::Pad { low, high, interior } => {
+                if low.iter().chain(interior).any(|&v| v != 0) {
+                    return Err("unexpected low or interior padding".into());
+                }
+                if cur.dims.iter().zip(high).map(|(d, h)| d + h).ne(out.dims.iter().copied()) {
+                    return Err("padding does not match its shape".into());
+                }
+                materialize(out, &read(&cur, &buf).pad_to(&out.dims))
+            }
+        };
+        cur = out.clone();
+    }
+    Ok(buf)
+}
+
+/// The plan from `from` to `to` is correct: it ends in TO and every element
+/// lands where TO puts it.
+fn check_plan(from: &ArrayShape, to: &ArrayShape) -> Result<Plan, String> {
+    let plan = relayout_plan(from, to).map_err(|e| e.to_string())?;
+    let last = plan.steps.last().map(|s| &s.shape).unwrap_or(&plan.from);
+    let to_full = ArrayShape { layout: Some(layout_of(to)), ..to.clone() };
+    if *last != to_full {
+        return Err(format!("plan ends in {last}, not {to}"));
+    }
+    let buf = execute(&plan)?;
+    let (at, len) = slots(to);
+    if buf.len() != len {
+        return Err(format!("final buffer has {} slots, TO has {len}", buf.len()));
+    }
+    for (l, &s) in at.iter().enumerate() {
+        if buf[s as usize] != Some(l as u64) {
+            return Err(format!("{from} -> {to}: element #{l} wrong at slot {s}:\n{plan}"));
+        }
+    }
+    Ok(plan)
+}
+
+/// The plan's ops in order, e.g. "bitcast transpose".
+fn ops(plan: &Plan) -> String {
+    plan.steps
+        .iter()
+        .map(|s| match s.op {
+            StepOp::Pad { .. } => "pad",
+            StepOp::Bitcast => "bitcast",
+            StepOp::Transpose { .. } => "transpose",
+            StepOp::Slice { .. } => "slice",
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+#[test]
+fn plan_shapes_for_the_usual_cases() {
+    for (from, to, want) in [
+        // Untiled -> tiled: pad, bitcast-split, transpose, bitcast.
+        ("f32[3,5]{1,0}", "f32[3,5]{1,0:T(2,2)}", "pad bitcast transpose bitcast"),
+        // Tiled -> untiled: bitcast to the physical view, transpose, merge, slice.
+        ("f32[3,5]{1,0:T(2,2)}", "f32[3,5]{1,0}", "bitcast transpose bitcast slice"),
+        // minor_to_major only: one transpose.
+        ("f32[3,5]{1,0}", "f32[3,5]{0,1}", "transpose bitcast"),
+        // Tiled -> other tiling.
+        ("f32[3,5]{1,0:T(2,4)}", "f32[3,5]{1,0:T(6,2)}", "bitcast transpose bitcast slice pad bitcast transpose bitcast"),
+        // ... where the slice is subsumed when the padding only grows.
+        ("f32[3,5]{1,0:T(2,2)}", "f32[3,5]{1,0:T(2,4)}", "bitcast transpose bitcast pad bitcast transpose bitcast"),
+        // Same padded extents: one transpose of the digits.
+        ("f32[3,5]{1,0:T(2,2)}", "f32[3,5]{0,1:T(2,2)}", "bitcast transpose bitcast"),
+        // A second tile level that divides the first: one transpose.
+        ("bf16[16,256]{1,0:T(8,128)}", "bf16[16,256]{1,0:T(8,128)(2,1)}", "bitcast transpose bitcast"),
+        // A bitcast is a one-step plan.
+        ("f32[8,128]{1,0:T(8,128)}", "f32[8,128]{1,0}", "bitcast"),
+    ] {
+        let plan = check_plan(&array(from), &array(to)).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(ops(&plan), want, "{from} -> {to}:\n{plan}");
+    }
+}
+
+#[test]
+fn plan_text_is_hlo() {
+    let plan = check_plan(&array("f32[3,5]{1,0}"), &array("f32[3,5]{1,0:T(2,2)}")).unwrap();
+    expect_test::expect![[r#"
+        %x = f32[3,5]{1,0} parameter(0)
+        %zero = f32[] constant(0)
+        %pad.0 = f32[4,6]{1,0} pad(%x, %zero), padding=0_1x0_1
+        %bitcast.1 = f32[2,2,3,2]{3,2,1,0} bitcast(%pad.0)
+        %transpose.2 = f32[2,3,2,2]{3,2,1,0} transpose(%bitcast.1), dimensions={0,2,1,3}
+        %bitcast.3 = f32[3,5]{1,0:T(2,2)} bitcast(%transpose.2)
+        // bytes moved: 192"#]]
+    .assert_eq(&plan.to_string());
+    let plan = check_plan(&array("f32[3,5]{1,0:T(2,2)}"), &array("f32[3,5]{1,0}")).unwrap();
+    expect_test::expect![[r#"
+        %x = f32[3,5]{1,0:T(2,2)} parameter(0)
+        %bitcast.0 = f32[2,3,2,2]{3,2,1,0} bitcast(%x)
+        %transpose.1 = f32[2,2,3,2]{3,2,1,0} transpose(%bitcast.0), dimensions={0,2,1,3}
+        %bitcast.2 = f32[4,6]{1,0} bitcast(%transpose.1)
+        %slice.3 = f32[3,5]{1,0} slice(%bitcast.2), slice={[0:3], [0:5]}
+        // bytes moved: 156"#]]
+    .assert_eq(&plan.to_string());
+}
+
+#[test]
+fn sub_byte_and_tail_padding_plans() {
+    for (from, to) in [
+        ("s4[8,3]{1,0:E(4)}", "s4[8,3]{0,1:T(2,2)E(4)}"),
+        ("s4[8,3]{1,0:E(4)}", "s4[8,3]{1,0}"),
+        ("f32[5,3]{1,0:L(4)}", "f32[5,3]{0,1:L(7)}"),
+        ("f32[2,3]{0,1:PAD(3,5)}", "f32[2,3]{1,0:T(2,2)}"),
+        ("f32[2,7,8,11,10]{4,3,2,1,0:T(*,*,2,*,3)}", "f32[2,7,8,11,10]{4,3,2,1,0}"),
+        ("f32[8,8]{1,0:T(2,4)(2,1,1,1)}", "f32[8,8]{0,1:T(4,2)}"),
+    ] {
+        check_plan(&array(from), &array(to)).unwrap_or_else(|e| panic!("{e}"));
+    }
+}
+
+fn config() -> ProptestConfig {
+    let cases = std::env::var("PROPTEST_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(2000);
+    ProptestConfig { cases, ..ProptestConfig::default() }
+}
+
+proptest! {
+    #![proptest_config(config())]
+
+    #[test]
+    fn random_plans_produce_the_target_buffer(
+        pair in shape(4).prop_flat_map(|s| (Just(s.clone()), relayout(&s)))
+    ) {
+        let (from, to) = pair;
+        if let Err(e) = check_plan(&from, &to) {
+            return Err(TestCaseError::fail(e));
+        }
+    }
+}

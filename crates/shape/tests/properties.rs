@@ -1,0 +1,217 @@
+//! Property tests: the symbolic algebra against the brute-force oracle of
+//! `common`, on thousands of random small shapes and layouts.
+//!
+//! The case count follows `PROPTEST_CASES` (default 2000 per property here).
+
+mod common;
+
+use common::*;
+use proptest::prelude::*;
+use shape::{
+    ArrayShape, Expansion, Layout, Method, Slot, bitcast_by_periods, is_bitcast, transpose_is_bitcast,
+};
+
+fn config() -> ProptestConfig {
+    let cases = std::env::var("PROPTEST_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(2000);
+    ProptestConfig { cases, ..ProptestConfig::default() }
+}
+
+/// (i) + (ii): indices against the materialized buffer.
+fn check_indexing(s: &ArrayShape) -> Result<(), TestCaseError> {
+    let e = Expansion::new(s).map_err(|e| TestCaseError::fail(format!("{s}: {e}")))?;
+    let (at, len) = slots(s);
+    prop_assert_eq!(e.storage_slots, len as u64, "storage slots of {}", s);
+    prop_assert_eq!(e.storage_bytes, bytes(s, len), "storage bytes of {}", s);
+    for (l, idx) in indices(&s.dims).iter().enumerate() {
+        let li = e.linear_index(idx).map_err(|e| TestCaseError::fail(e.to_string()))?;
+        prop_assert_eq!(li, at[l], "linear index of {:?} in {}", idx, s);
+        prop_assert_eq!(e.multi_index(li).ok(), Some(Slot::Element(idx.as_slice().into())));
+    }
+    // Every other slot is padding, and the inverse is total on the buffer.
+    let mut is_element = vec![false; len];
+    for &a in &at {
+        is_element[a as usize] = true;
+    }
+    for (slot, &el) in is_element.iter().enumerate() {
+        if !el {
+            prop_assert_eq!(e.multi_index(slot as u64).ok(), Some(Slot::Padding), "slot {} of {}", slot, s);
+        }
+    }
+    prop_assert!(e.multi_index(len as u64).is_err());
+    Ok(())
+}
+
+/// Counts of one bitcast property run.
+#[derive(Default, Debug)]
+struct Tally {
+    cases: usize,
+    bitcasts: usize,
+    by_canonical: usize,
+    by_periods: usize,
+    /// Bitcasts with more than one element, decided by the maps.
+    nontrivial_bitcasts: usize,
+}
+
+/// Checks both deciders against the oracle and tallies the verdicts.
+fn check_verdict(from: &ArrayShape, to: &ArrayShape, perm: Option<&[usize]>, tally: &mut Tally) -> Result<(), TestCaseError> {
+    let fail = |e: shape::AlgebraError| TestCaseError::fail(format!("{from} -> {to}: {e}"));
+    let got = match perm {
+        Some(p) => transpose_is_bitcast(from, to, p),
+        None => is_bitcast(from, to),
+    }
+    .map_err(fail)?;
+    let by_periods = bitcast_by_periods(from, to, perm).map_err(fail)?;
+    let want = oracle_bitcast(from, to, perm);
+    prop_assert_eq!(got.bitcast, want, "{} -> {} (perm {:?}): {}", from, to, perm, got.reason);
+    prop_assert_eq!(by_periods.bitcast, want, "periods: {} -> {} (perm {:?}): {}", from, to, perm, by_periods.reason);
+    tally.cases += 1;
+    tally.bitcasts += usize::from(want);
+    let n: i64 = from.dims.iter().product();
+    tally.nontrivial_bitcasts += usize::from(want && n > 1 && got.decided_by != Method::Sizes);
+    match got.decided_by {
+        Method::Canonical => tally.by_canonical += 1,
+        Method::Periods => tally.by_periods += 1,
+        Method::Sizes => {}
+    }
+    // A "moved" reason must name a real element at the offsets it states.
+    if let shape::Reason::ElementMoved { from_index, to_index, from_bit, to_bit, element_bits } = &got.reason {
+        let bits = u128::from(*element_bits);
+        let fi = shape::linear_index(from, from_index).map_err(fail)?;
+        let ti = shape::linear_index(to, to_index).map_err(fail)?;
+        prop_assert_eq!(u128::from(fi) * bits, *from_bit);
+        prop_assert_eq!(u128::from(ti) * bits, *to_bit);
+        prop_assert_ne!(from_bit, to_bit);
+    }
+    Ok(())
+}
+
+/// Runs a bitcast property over `cases` generated pairs and returns the tally.
+fn run_pairs<S: Strategy<Value = (ArrayShape, ArrayShape, Option<Vec<usize>>)>>(strategy: S) -> Tally {
+    let mut runner = proptest::test_runner::TestRunner::new(config());
+    let tally = std::cell::RefCell::new(Tally::default());
+    let result = runner.run(&strategy, |(from, to, perm)| {
+        check_verdict(&from, &to, perm.as_deref(), &mut tally.borrow_mut())
+    });
+    if let Err(e) = result {
+        panic!("{}", e.to_string().lines().next().unwrap_or_default());
+    }
+    let t = tally.into_inner();
+    eprintln!("{t:?}");
+    t
+}
+
+fn pair_layout_change() -> impl Strategy<Value = (ArrayShape, ArrayShape, Option<Vec<usize>>)> {
+    shape(4).prop_flat_map(|s| (Just(s.clone()), relayout(&s), Just(None)))
+}
+
+fn pair_reshape() -> impl Strategy<Value = (ArrayShape, ArrayShape, Option<Vec<usize>>)> {
+    shape(4)
+        .prop_flat_map(|s| {
+            let n: i64 = s.dims.iter().product();
+            (Just(s), factorization(n.max(1)))
+        })
+        .prop_filter("equal counts", |(s, d)| s.dims.iter().product::<i64>() == d.iter().product::<i64>())
+        .prop_flat_map(|(s, d)| {
+            let e = layout_of(&s).element_size_in_bits;
+            let t = s.element_type;
+            (Just(s), layout_for(d.clone(), e).prop_map(move |l| ArrayShape::with_layout(t, &d, l)), Just(None))
+        })
+}
+
+fn pair_transpose() -> impl Strategy<Value = (ArrayShape, ArrayShape, Option<Vec<usize>>)> {
+    shape(4)
+        .prop_flat_map(|s| {
+            let r = s.rank();
+            (Just(s), permutation(r))
+        })
+        .prop_flat_map(|(s, p)| {
+            let dims: Vec<i64> = p.iter().map(|&d| s.dims[d]).collect();
+            let e = layout_of(&s).element_size_in_bits;
+            let t = s.element_type;
+            (
+                Just(s),
+                layout_for(dims.clone(), e).prop_map(move |l| ArrayShape::with_layout(t, &dims, l)),
+                Just(Some(p)),
+            )
+        })
+}
+
+/// Pairs derived through the layout facts, so that many are bitcasts: a
+/// transpose with `permute_dimensions`, a reshape with
+/// `reshape_result_layout`, each sometimes perturbed (two entries of the
+/// result's minor_to_major swapped).
+fn pair_derived() -> impl Strategy<Value = (ArrayShape, ArrayShape, Option<Vec<usize>>)> {
+    shape(4)
+        .prop_flat_map(|s| {
+            let r = s.rank();
+            let n: i64 = s.dims.iter().product();
+            (Just(s), permutation(r), factorization(n.max(1)), any::<bool>(), any::<bool>(), 0..8usize)
+        })
+        .prop_map(|(s, p, d, transpose, perturb, k)| {
+            let swap = |mut to: ArrayShape| {
+                if let Some(l) = &mut to.layout {
+                    let r = l.minor_to_major.len();
+                    if perturb && r >= 2 {
+                        l.minor_to_major.swap(k % r, (k + 1) % r);
+                    }
+                }
+                to
+            };
+            let n: i64 = s.dims.iter().product();
+            if transpose || n != d.iter().product::<i64>() {
+                let to = shape::facts::permute_dimensions(&s, &p).expect("valid permutation");
+                return (s, swap(to), Some(p));
+            }
+            match shape::facts::reshape_result_layout(&s, &d) {
+                Some(l) => {
+                    let to = ArrayShape::with_layout(s.element_type, &d, l);
+                    (s, swap(to), None)
+                }
+                None => {
+                    let to = shape::facts::permute_dimensions(&s, &p).expect("valid permutation");
+                    (s, swap(to), Some(p))
+                }
+            }
+        })
+}
+
+#[test]
+fn derived_verdicts_match() {
+    let t = run_pairs(pair_derived());
+    // At least a quarter of the derived pairs are real (multi-element)
+    // bitcasts decided by comparing the maps.
+    assert!(t.nontrivial_bitcasts * 4 >= t.cases, "{t:?}");
+}
+
+#[test]
+fn layout_change_verdicts_match() {
+    run_pairs(pair_layout_change());
+}
+
+#[test]
+fn reshape_verdicts_match() {
+    run_pairs(pair_reshape());
+}
+
+#[test]
+fn transpose_verdicts_match() {
+    run_pairs(pair_transpose());
+}
+
+proptest! {
+    #![proptest_config(config())]
+
+    #[test]
+    fn indexing_matches_the_oracle(s in shape(4)) {
+        check_indexing(&s)?;
+    }
+
+}
+
+#[test]
+fn default_layout_is_used_when_missing() {
+    let s = ArrayShape::new(shape::PrimitiveType::F32, &[2, 3]);
+    let e = Expansion::new(&s).unwrap();
+    assert_eq!(e.linear_index(&[1, 2]).unwrap(), 5);
+    assert_eq!(Layout::descending(2).minor_to_major.as_slice(), &[1, 0]);
+}
