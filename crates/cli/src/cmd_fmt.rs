@@ -58,7 +58,7 @@ fn run_with(args: &Args, out: &mut dyn Write, err: &mut dyn Write) -> u8 {
 /// Reads and parses one input, reporting failures on `err`. Returns the
 /// name to show in messages, the module and the bytes read.
 pub(crate) fn load(file: &str, err: &mut dyn Write) -> Option<(String, hlo::Module, Vec<u8>)> {
-    let (label, bytes) = match read_input(file) {
+    let (label, bytes) = match crate::common::read_input(file) {
         Ok(x) => x,
         Err(message) => {
             let _ = writeln!(err, "{message}");
@@ -71,21 +71,6 @@ pub(crate) fn load(file: &str, err: &mut dyn Write) -> Option<(String, hlo::Modu
             let _ = writeln!(err, "{e}");
             None
         }
-    }
-}
-
-/// Reads a file, or standard input for `-`. Returns the name to show in
-/// messages and the bytes.
-fn read_input(file: &str) -> Result<(String, Vec<u8>), String> {
-    if file == "-" {
-        let mut bytes = Vec::new();
-        std::io::Read::read_to_end(&mut std::io::stdin().lock(), &mut bytes)
-            .map_err(|e| format!("<stdin>: error: cannot read standard input: {e}"))?;
-        Ok(("<stdin>".to_string(), bytes))
-    } else {
-        let bytes =
-            std::fs::read(file).map_err(|e| format!("{file}: error: cannot read the file: {e}"))?;
-        Ok((file.to_string(), bytes))
     }
 }
 

@@ -27,3 +27,38 @@ pub fn fail(message: impl std::fmt::Display) -> ExitCode {
     eprintln!("error: {message}");
     ExitCode::from(1)
 }
+
+/// Reads a file, or standard input for `-`. Returns the name to show in
+/// messages and the bytes.
+pub fn read_input(file: &str) -> Result<(String, Vec<u8>), String> {
+    if file == "-" {
+        let mut bytes = Vec::new();
+        std::io::Read::read_to_end(&mut std::io::stdin().lock(), &mut bytes)
+            .map_err(|e| format!("<stdin>: error: cannot read standard input: {e}"))?;
+        Ok(("<stdin>".to_string(), bytes))
+    } else {
+        let bytes =
+            std::fs::read(file).map_err(|e| format!("{file}: error: cannot read the file: {e}"))?;
+        Ok((file.to_string(), bytes))
+    }
+}
+
+/// Reads an HLO text file (or stdin for `-`) as UTF-8. On failure prints a
+/// located error (invalid UTF-8 included) and gives the exit status.
+pub fn read_text(file: &std::path::Path) -> Result<(String, String), ExitCode> {
+    let (label, bytes) = read_input(&file.display().to_string()).map_err(|m| {
+        eprintln!("{m}");
+        ExitCode::from(1)
+    })?;
+    match String::from_utf8(bytes) {
+        Ok(text) => Ok((text, label)),
+        Err(e) => {
+            // The parser reports where the bad byte is.
+            match hlo::parse_module_bytes(e.as_bytes(), &label) {
+                Err(err) => eprintln!("{err}"),
+                Ok(_) => eprintln!("{label}: error: the file is not UTF-8"),
+            }
+            Err(ExitCode::from(1))
+        }
+    }
+}

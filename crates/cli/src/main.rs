@@ -12,6 +12,7 @@ use clap::{Parser, Subcommand};
 mod cmd_filecheck;
 mod cmd_fmt;
 mod cmd_layout;
+mod cmd_run_pass;
 mod cmd_verify;
 mod common;
 
@@ -32,6 +33,8 @@ enum Command {
     Fmt(cmd_fmt::Args),
     /// Check that an HLO module is well formed.
     Verify(cmd_verify::Args),
+    /// Run the pipeline (layout assignment and relayouts) on a module.
+    RunPass(cmd_run_pass::Args),
     /// Explore the layout algebra: index, explain, bitcast, plan, draw.
     Layout(cmd_layout::Args),
     /// LLVM-compatible FileCheck: `tessera filecheck [OPTIONS] CHECK_FILE [--input FILE]`.
@@ -49,6 +52,7 @@ fn main() -> ExitCode {
     match cli.command {
         Command::Fmt(args) => cmd_fmt::run(args),
         Command::Verify(args) => cmd_verify::run(args),
+        Command::RunPass(args) => cmd_run_pass::run(args),
         Command::Layout(args) => cmd_layout::run(args),
         Command::Filecheck { args } => cmd_filecheck::run(&args),
     }

@@ -1,0 +1,85 @@
+//! `tessera run-pass`: runs the pipeline on one module and prints the
+//! result on stdout (or to `-o`), with an optional JSON report.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use driver::{Options, PassName};
+
+use crate::common::fail;
+
+/// Arguments of `tessera run-pass`.
+#[derive(clap::Args)]
+pub struct Args {
+    /// The HLO module (`-` for stdin).
+    file: PathBuf,
+    /// The target: `cpu`, `gpu`, `tpu`, or a path to a target YAML file.
+    #[arg(long, default_value = "cpu")]
+    target: String,
+    /// Write the module here instead of stdout.
+    #[arg(short, long)]
+    output: Option<PathBuf>,
+    /// Write the JSON report here.
+    #[arg(long)]
+    report: Option<PathBuf>,
+    /// The passes to run, comma-separated, in pipeline order.
+    #[arg(long, value_delimiter = ',')]
+    passes: Option<Vec<String>>,
+    /// Skip the verifier on the output.
+    #[arg(long)]
+    no_verify: bool,
+}
+
+/// Runs the command.
+pub fn run(args: Args) -> ExitCode {
+    let target = match wire::resolve_target(&args.target) {
+        Ok(t) => t,
+        Err(e) => return fail(e),
+    };
+    let mut opts = Options::new(target);
+    opts.verify = !args.no_verify;
+    if let Some(passes) = &args.passes {
+        let mut chosen = Vec::new();
+        for p in passes {
+            match PassName::from_name(p.trim()) {
+                Some(pass) => chosen.push(pass),
+                None => {
+                    let known: Vec<&str> = PassName::all().iter().map(|p| p.name()).collect();
+                    return fail(format!("unknown pass '{p}'; the passes are {}", known.join(", ")));
+                }
+            }
+        }
+        opts.passes = chosen;
+    }
+    let (text, name) = match crate::common::read_text(&args.file) {
+        Ok(x) => x,
+        Err(code) => return code,
+    };
+    let output = match driver::run(&text, &name, &opts) {
+        Ok(o) => o,
+        Err(driver::PipelineError::Parse(e)) => {
+            eprintln!("{e}");
+            return ExitCode::from(1);
+        }
+        Err(e) => return fail(e),
+    };
+    if let Some(path) = &args.report {
+        let json = wire::report_json(&output.report);
+        let text = serde_json::to_string_pretty(&json).unwrap_or_default();
+        if let Err(e) = std::fs::write(path, text + "\n") {
+            return fail(format!("cannot write the report to {}: {e}", path.display()));
+        }
+    }
+    for t in &output.report.timings {
+        tracing::info!(step = t.step, micros = t.duration.as_micros() as u64, "timing");
+    }
+    match &args.output {
+        Some(path) => {
+            if let Err(e) = std::fs::write(path, &output.text) {
+                return fail(format!("cannot write {}: {e}", path.display()));
+            }
+        }
+        None => print!("{}", output.text),
+    }
+    ExitCode::SUCCESS
+}

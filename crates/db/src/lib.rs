@@ -1,0 +1,479 @@
+//! The incremental database: a module, a target and options as salsa
+//! inputs, and per-computation tracked queries for parsing, call
+//! structure, signatures and layout assignment.
+//!
+//! Granularity is one computation. Re-sending a module with one computation
+//! changed re-parses and re-assigns that computation; its callers and the
+//! computations around it re-run only when its signature (parameter and
+//! result layouts) changed, because every query returns plain comparable
+//! data and salsa backdates equal results.
+//!
+//! Architecture invariant: salsa values never hold a petgraph graph directly.
+//! A parsed computation sits behind an `Arc` and compares by a fingerprint
+//! of the text and names it was parsed from, which determine it.
+
+use std::hash::{Hash, Hasher};
+use std::sync::{Arc, Mutex};
+
+use hlo::{CompId, Computation, ComputationLayout, IoAlias, Module, ParseError};
+use layout_assignment::{
+    CallGraph, CallRole, ComputationAssignment, Context, ModuleFacts, PassError, Phase, Signature,
+};
+use rustc_hash::{FxHashMap, FxHasher};
+use salsa::Setter;
+use target::TargetSpec;
+
+/// The header of a module as the outline reads it: everything but the
+/// computations.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ModuleHeader {
+    /// The module name.
+    pub name: String,
+    /// `is_scheduled=true`.
+    pub is_scheduled: bool,
+    /// `entry_computation_layout`, when given.
+    pub entry_computation_layout: Option<ComputationLayout>,
+    /// `input_output_alias`.
+    pub input_output_alias: Vec<IoAlias>,
+    /// Other header attributes, verbatim.
+    pub header_attrs: Vec<hlo::HeaderAttr>,
+    /// The debug tables.
+    pub debug_tables: hlo::DebugTables,
+}
+
+/// A module: its header, its computations, the target and the file name.
+#[salsa::input(debug)]
+pub struct SourceModule {
+    /// The name errors cite.
+    #[returns(ref)]
+    pub file_name: String,
+    /// The header and debug tables.
+    #[returns(ref)]
+    pub header: ModuleHeader,
+    /// The computations, in text order.
+    #[returns(ref)]
+    pub computations: Vec<SourceComputation>,
+    /// The index of the entry computation.
+    #[returns(copy)]
+    pub entry: u32,
+    /// The target.
+    #[returns(ref)]
+    pub target: Arc<TargetSpec>,
+}
+
+/// One computation's text.
+#[salsa::input(debug)]
+pub struct SourceComputation {
+    /// Its index in the module (its `CompId`).
+    #[returns(copy)]
+    pub index: u32,
+    /// Its name.
+    #[returns(ref)]
+    pub name: String,
+    /// Its text, from `ENTRY`/name to the closing `}`.
+    #[returns(ref)]
+    pub text: String,
+    /// Where the text starts in the file: line, column and byte offset.
+    /// Read only when reporting an error, so that edits above a
+    /// computation do not re-parse it.
+    #[returns(copy)]
+    pub origin: (u32, u32, usize),
+    /// The module it belongs to.
+    #[returns(copy)]
+    pub module: SourceModule,
+}
+
+/// A parsed computation, or its first error (with positions relative to
+/// the computation's own text).
+#[derive(Clone, Debug)]
+pub struct Parsed {
+    /// The result.
+    pub result: Result<Arc<Computation>, ParseError>,
+    fingerprint: u64,
+}
+
+impl PartialEq for Parsed {
+    fn eq(&self, other: &Self) -> bool {
+        self.fingerprint == other.fingerprint
+    }
+}
+
+/// The computation names of a module, in order.
+#[salsa::tracked(returns(ref))]
+pub fn names(db: &dyn salsa::Database, m: SourceModule) -> Vec<String> {
+    m.computations(db).iter().map(|c| c.name(db).clone()).collect()
+}
+
+/// Parses one computation.
+#[salsa::tracked(returns(ref))]
+pub fn parsed(db: &dyn salsa::Database, c: SourceComputation) -> Parsed {
+    let m = c.module(db);
+    let all = names(db, m);
+    let text = c.text(db);
+    let mut h = FxHasher::default();
+    text.hash(&mut h);
+    all.hash(&mut h);
+    let fingerprint = h.finish();
+    let index: FxHashMap<&str, CompId> = all.iter().enumerate().map(|(i, n)| (n.as_str(), CompId(i as u32))).collect();
+    let span = hlo::Span { start: 0, end: text.len(), line: 1, col: 1 };
+    let result = hlo::parse_computation(text, &span, &|name| index.get(name).copied(), "").map(Arc::new);
+    Parsed { result, fingerprint }
+}
+
+/// The calls a computation makes.
+#[salsa::tracked(returns(ref))]
+pub fn calls(db: &dyn salsa::Database, c: SourceComputation) -> Vec<(CompId, CallRole)> {
+    match &parsed(db, c).result {
+        Ok(comp) => layout_assignment::calls_of(comp),
+        Err(_) => Vec::new(),
+    }
+}
+
+/// The module's call graph.
+#[salsa::tracked(returns(ref))]
+pub fn call_graph(db: &dyn salsa::Database, m: SourceModule) -> CallGraph {
+    let comps = m.computations(db);
+    CallGraph::from_calls(comps.len(), comps.iter().map(|&c| (CompId(c.index(db)), calls(db, c).clone())))
+}
+
+/// The entry computation layout: the header's, or derived from the entry
+/// computation's parameters and root when the header has none.
+#[salsa::tracked(returns(ref))]
+pub fn entry_layout(db: &dyn salsa::Database, m: SourceModule) -> ComputationLayout {
+    if let Some(l) = &m.header(db).entry_computation_layout {
+        return l.clone();
+    }
+    let entry = m.computations(db).get(m.entry(db) as usize).copied();
+    match entry.map(|c| &parsed(db, c).result) {
+        Some(Ok(comp)) => ComputationLayout {
+            parameters: comp.parameters().into_iter().map(|p| comp.inst(p).shape.clone()).collect(),
+            result: comp.root().map_or(shape::Shape::Tuple(Vec::new()), |r| comp.inst(r).shape.clone()),
+        },
+        _ => ComputationLayout { parameters: Vec::new(), result: shape::Shape::Tuple(Vec::new()) },
+    }
+}
+
+/// The outcome of assigning one computation.
+pub type AssignmentResult = Result<Arc<ComputationAssignment>, AssignError>;
+
+/// Why a computation could not be assigned.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum AssignError {
+    #[error("{0}")]
+    Parse(Box<ParseError>),
+    #[error("{0}")]
+    Pass(PassError),
+}
+
+struct Facts<'db> {
+    db: &'db dyn salsa::Database,
+    m: SourceModule,
+}
+
+impl ModuleFacts for Facts<'_> {
+    fn entry(&self) -> CompId {
+        CompId(self.m.entry(self.db))
+    }
+    fn entry_layout(&self) -> ComputationLayout {
+        entry_layout(self.db, self.m).clone()
+    }
+    fn io_alias(&self) -> Vec<IoAlias> {
+        self.m.header(self.db).input_output_alias.clone()
+    }
+    fn name(&self, id: CompId) -> String {
+        names(self.db, self.m).get(id.index()).cloned().unwrap_or_default()
+    }
+}
+
+fn assign(db: &dyn salsa::Database, c: SourceComputation, phase: Phase) -> AssignmentResult {
+    let m = c.module(db);
+    let comp = parsed(db, c).result.clone().map_err(|e| AssignError::Parse(Box::new(e)))?;
+    let graph = call_graph(db, m);
+    let facts = Facts { db, m };
+    let comps = m.computations(db);
+    let id = CompId(c.index(db));
+    let mut signature = |other: CompId, phase: Phase| -> Result<Signature, PassError> {
+        let Some(&other) = comps.get(other.index()) else {
+            return Err(PassError::Module(format!("computation #{} does not exist", other.0)));
+        };
+        let result = match phase {
+            Phase::Free => free_signature(db, other),
+            Phase::Final => final_signature(db, other),
+        };
+        result.clone().map_err(|e| match e {
+            AssignError::Pass(p) => p,
+            AssignError::Parse(p) => PassError::Module(p.message.clone()),
+        })
+    };
+    let ctx: Context = layout_assignment::context_for(&facts, graph, id, phase, &mut signature).map_err(AssignError::Pass)?;
+    let all = names(db, m);
+    let name_of = |c: CompId| all.get(c.index()).cloned().unwrap_or_default();
+    layout_assignment::assign_computation(&comp, &name_of, &ctx, m.target(db))
+        .map(Arc::new)
+        .map_err(AssignError::Pass)
+}
+
+/// The assignment callers see: every requirement applied.
+#[salsa::tracked(returns(ref))]
+pub fn final_assignment(db: &dyn salsa::Database, c: SourceComputation) -> AssignmentResult {
+    assign(db, c, Phase::Final)
+}
+
+/// The assignment of a conditional branch before the conditional fixes its
+/// result; for any other computation, the final one.
+#[salsa::tracked(returns(ref))]
+pub fn free_assignment(db: &dyn salsa::Database, c: SourceComputation) -> AssignmentResult {
+    let m = c.module(db);
+    let is_branch = call_graph(db, m)
+        .roles
+        .get(c.index(db) as usize)
+        .is_some_and(|roles| roles.iter().any(|r| matches!(r, CallRole::Branch { .. })));
+    if is_branch { assign(db, c, Phase::Free) } else { final_assignment(db, c).clone() }
+}
+
+/// The final signature: what callers depend on.
+#[salsa::tracked(returns(ref))]
+pub fn final_signature(db: &dyn salsa::Database, c: SourceComputation) -> Result<Signature, AssignError> {
+    final_assignment(db, c).as_ref().map(|a| a.signature.clone()).map_err(Clone::clone)
+}
+
+/// The free signature of a branch.
+#[salsa::tracked(returns(ref))]
+pub fn free_signature(db: &dyn salsa::Database, c: SourceComputation) -> Result<Signature, AssignError> {
+    free_assignment(db, c).as_ref().map(|a| a.signature.clone()).map_err(Clone::clone)
+}
+
+/// One query execution, as salsa's event hook reported it.
+#[derive(Clone, Copy, Debug)]
+struct Execution {
+    query: salsa::IngredientIndex,
+    key: salsa::Id,
+}
+
+/// The database.
+#[salsa::db]
+#[derive(Clone)]
+pub struct Database {
+    storage: salsa::Storage<Self>,
+    executions: Arc<Mutex<Vec<Execution>>>,
+    module: Option<SourceModule>,
+}
+
+impl Default for Database {
+    fn default() -> Self {
+        let executions: Arc<Mutex<Vec<Execution>>> = Arc::default();
+        let log = executions.clone();
+        let storage = salsa::Storage::new(Some(Box::new(move |event: salsa::Event| {
+            if let salsa::EventKind::WillExecute { database_key } = event.kind {
+                if let Ok(mut log) = log.lock() {
+                    log.push(Execution { query: database_key.ingredient_index(), key: database_key.key_index() });
+                }
+            }
+        })));
+        Database { storage, executions, module: None }
+    }
+}
+
+#[salsa::db]
+impl salsa::Database for Database {}
+
+/// A query that ran, by name and the computation it ran for.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct ExecutedQuery {
+    /// The query's name, such as `final_assignment`.
+    pub query: String,
+    /// The computation's name, or the module's for module-level queries.
+    pub key: String,
+}
+
+/// Why a module could not be loaded.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum LoadError {
+    #[error("{0}")]
+    Parse(Box<ParseError>),
+    #[error("no computation is named '{0}'")]
+    UnknownComputation(String),
+    #[error("no module is loaded")]
+    NoModule,
+}
+
+impl Database {
+    /// Loads (or reloads) a module's text. Inputs whose content did not
+    /// change are left alone, so nothing depending on them re-runs.
+    pub fn load(&mut self, text: &str, file_name: &str, target: Arc<TargetSpec>) -> Result<SourceModule, LoadError> {
+        let outline = hlo::outline(text, file_name).map_err(|e| LoadError::Parse(Box::new(e)))?;
+        let header = ModuleHeader {
+            name: outline.name.clone(),
+            is_scheduled: outline.is_scheduled,
+            entry_computation_layout: outline.entry_computation_layout.clone(),
+            input_output_alias: outline.input_output_alias.clone(),
+            header_attrs: outline.header_attrs.clone(),
+            debug_tables: outline.debug_tables.clone(),
+        };
+        let m = match self.module {
+            Some(m) => m,
+            None => {
+                let m = SourceModule::new(self, file_name.to_string(), header.clone(), Vec::new(), 0, target.clone());
+                self.module = Some(m);
+                m
+            }
+        };
+        if m.file_name(self) != file_name {
+            m.set_file_name(self).to(file_name.to_string());
+        }
+        if *m.header(self) != header {
+            m.set_header(self).to(header);
+        }
+        if **m.target(self) != *target {
+            m.set_target(self).to(target);
+        }
+        let old: FxHashMap<String, SourceComputation> =
+            m.computations(self).iter().map(|&c| (c.name(self).clone(), c)).collect();
+        let mut comps = Vec::with_capacity(outline.computations.len());
+        for (i, c) in outline.computations.iter().enumerate() {
+            let body = c.span.text(text);
+            let origin = (c.span.line, c.span.col, c.span.start);
+            let input = match old.get(&c.name) {
+                Some(&existing) => {
+                    if existing.index(self) != i as u32 {
+                        existing.set_index(self).to(i as u32);
+                    }
+                    if existing.text(self) != body {
+                        existing.set_text(self).to(body.to_string());
+                    }
+                    if existing.origin(self) != origin {
+                        existing.set_origin(self).to(origin);
+                    }
+                    existing
+                }
+                None => SourceComputation::new(self, i as u32, c.name.clone(), body.to_string(), origin, m),
+            };
+            comps.push(input);
+        }
+        if *m.computations(self) != comps {
+            m.set_computations(self).to(comps);
+        }
+        if m.entry(self) != outline.entry as u32 {
+            m.set_entry(self).to(outline.entry as u32);
+        }
+        Ok(m)
+    }
+
+    /// Replaces the text of the named computations (each text is a whole
+    /// computation, as it would appear in the module).
+    pub fn replace_computations(&mut self, replacements: &[(String, String)]) -> Result<(), LoadError> {
+        let m = self.module.ok_or(LoadError::NoModule)?;
+        let comps = m.computations(self).clone();
+        for (name, text) in replacements {
+            let c = comps
+                .iter()
+                .copied()
+                .find(|c| c.name(self) == name)
+                .ok_or_else(|| LoadError::UnknownComputation(name.clone()))?;
+            if c.text(self) != text {
+                c.set_text(self).to(text.clone());
+            }
+        }
+        Ok(())
+    }
+
+    /// Sets the target.
+    pub fn set_target(&mut self, target: Arc<TargetSpec>) -> Result<(), LoadError> {
+        let m = self.module.ok_or(LoadError::NoModule)?;
+        if **m.target(self) != *target {
+            m.set_target(self).to(target);
+        }
+        Ok(())
+    }
+
+    /// The loaded module.
+    pub fn module(&self) -> Option<SourceModule> {
+        self.module
+    }
+
+    /// Forgets the recorded query executions.
+    pub fn clear_executions(&self) {
+        if let Ok(mut log) = self.executions.lock() {
+            log.clear();
+        }
+    }
+
+    /// The query executions since the last clear, resolved to names.
+    pub fn executions(&self) -> Vec<ExecutedQuery> {
+        let log = self.executions.lock().map(|l| l.clone()).unwrap_or_default();
+        let by_id: FxHashMap<salsa::Id, String> = match self.module {
+            Some(m) => {
+                let mut map: FxHashMap<salsa::Id, String> =
+                    m.computations(self).iter().map(|c| (salsa::plumbing::AsId::as_id(c), c.name(self).clone())).collect();
+                map.insert(salsa::plumbing::AsId::as_id(&m), m.header(self).name.clone());
+                map
+            }
+            None => FxHashMap::default(),
+        };
+        log.iter()
+            .map(|e| ExecutedQuery {
+                query: salsa::Database::ingredient_debug_name(self, e.query).to_string(),
+                key: by_id.get(&e.key).cloned().unwrap_or_else(|| format!("{:?}", e.key)),
+            })
+            .collect()
+    }
+
+    /// The names of the computations whose assignment ran since the last
+    /// clear, in module order.
+    pub fn recomputed_computations(&self) -> Vec<String> {
+        let ran: rustc_hash::FxHashSet<String> = self
+            .executions()
+            .into_iter()
+            .filter(|e| e.query == "final_assignment" || e.query == "free_assignment")
+            .map(|e| e.key)
+            .collect();
+        let Some(m) = self.module else { return Vec::new() };
+        m.computations(self).iter().map(|c| c.name(self).clone()).filter(|n| ran.contains(n)).collect()
+    }
+
+    /// Parses and assigns every computation, and returns the module with
+    /// the assignments. Parse errors carry absolute positions.
+    pub fn assigned_module(&self) -> Result<(Module, std::collections::BTreeMap<CompId, ComputationAssignment>), AssignError> {
+        let m = self.module.ok_or_else(|| AssignError::Pass(PassError::Module("no module is loaded".into())))?;
+        let header = m.header(self);
+        let mut computations = Vec::new();
+        let mut assignments = std::collections::BTreeMap::new();
+        for &c in m.computations(self) {
+            let comp = match &parsed(self, c).result {
+                Ok(comp) => comp,
+                Err(e) => return Err(AssignError::Parse(Box::new(absolute(e, c, self, m)))),
+            };
+            computations.push(Computation::clone(comp));
+            let a = final_assignment(self, c).clone().map_err(|e| match e {
+                AssignError::Parse(p) => AssignError::Parse(Box::new(absolute(&p, c, self, m))),
+                other => other,
+            })?;
+            assignments.insert(CompId(c.index(self)), ComputationAssignment::clone(&a));
+        }
+        let module = Module {
+            name: header.name.clone(),
+            entry_computation_layout: entry_layout(self, m).clone(),
+            entry_computation_layout_given: header.entry_computation_layout.is_some(),
+            input_output_alias: header.input_output_alias.clone(),
+            is_scheduled: header.is_scheduled,
+            header_attrs: header.header_attrs.clone(),
+            debug_tables: header.debug_tables.clone(),
+            computations,
+            entry: CompId(m.entry(self)),
+        };
+        Ok((module, assignments))
+    }
+}
+
+/// A parse error re-based from its computation's text to the file.
+fn absolute(e: &ParseError, c: SourceComputation, db: &Database, m: SourceModule) -> ParseError {
+    let (line, col, offset) = c.origin(db);
+    let mut e = e.clone();
+    if e.line == 1 {
+        e.col += col - 1;
+    }
+    e.line += line - 1;
+    e.offset += offset;
+    e.file = m.file_name(db).clone();
+    e
+}

@@ -1,0 +1,92 @@
+//! The wire format: how reports and targets look outside the process.
+//!
+//! Architecture invariant: only this crate (and the server and CLI on top of
+//! it) knows serde's JSON; the pipeline's own types stay plain data. The
+//! CLI's `--report` file and the HTTP service's `report` field are the same
+//! value, built here.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use serde_json::{Value, json};
+use target::TargetSpec;
+
+/// Resolves a target given as a built-in name (`cpu`, `gpu`, `tpu`, ...)
+/// or as a path to a YAML file.
+pub fn resolve_target(name_or_path: &str) -> Result<Arc<TargetSpec>, target::LoadError> {
+    let looks_like_path = name_or_path.ends_with(".yaml") || name_or_path.ends_with(".yml") || name_or_path.contains('/');
+    if looks_like_path {
+        target::load_file(Path::new(name_or_path)).map(Arc::new)
+    } else {
+        target::load_builtin(name_or_path).map(Arc::new)
+    }
+}
+
+/// The JSON report of a pipeline run.
+pub fn report_json(report: &driver::PipelineReport) -> Value {
+    let stats = &report.stats;
+    let mut out = json!({
+        "module": report.module,
+        "target": report.target,
+        "passes": report.passes,
+        "stats": {
+            "instructions": stats.instructions,
+            "copies": stats.copies,
+            "bitcasts": stats.bitcasts,
+            "transposes": stats.transposes,
+            "copy_bytes": stats.copy_bytes,
+            "movement_bytes": stats.movement_bytes,
+            "bytes_moved": stats.copy_bytes + stats.movement_bytes,
+            "padding_bytes": stats.padding_bytes,
+        },
+        "timings_us": timings_json(&report.timings),
+    });
+    if let Some(a) = &report.assignment {
+        out["layout_assignment"] = assignment_json(a);
+    }
+    out
+}
+
+/// Step timings in microseconds, keyed by step.
+pub fn timings_json(timings: &[driver::Timing]) -> Value {
+    let mut map = serde_json::Map::new();
+    for t in timings {
+        map.insert(t.step.to_string(), json!(t.duration.as_micros() as u64));
+    }
+    Value::Object(map)
+}
+
+/// The layout-assignment report.
+pub fn assignment_json(r: &layout_assignment::Report) -> Value {
+    json!({
+        "copies": r.copies.iter().map(|c| json!({
+            "computation": c.computation,
+            "name": c.name,
+            "value": c.value,
+            "from": c.from.to_string(),
+            "to": c.to.to_string(),
+            "bytes": c.bytes,
+            "users": c.users,
+            "cause": c.cause.name(),
+            "why": c.why,
+        })).collect::<Vec<_>>(),
+        "copy_bytes": r.copy_bytes(),
+        "data_movements": r.movements.iter().map(|m| json!({
+            "computation": m.computation,
+            "name": m.name,
+            "bytes": m.bytes,
+        })).collect::<Vec<_>>(),
+        "movement_bytes": r.movement_bytes(),
+        "filled_entry_layouts": r.filled.iter().map(|f| json!({
+            "position": f.position,
+            "layout": f.layout.to_string(),
+        })).collect::<Vec<_>>(),
+        "computations": r.computations.iter().map(|c| json!({
+            "name": c.name,
+            "values": c.values,
+            "relations": c.relations,
+            "sweeps": c.sweeps,
+            "moves": c.moves,
+        })).collect::<Vec<_>>(),
+    })
+}

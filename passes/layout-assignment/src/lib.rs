@@ -1,0 +1,406 @@
+//! The layout-assignment pass.
+//!
+//! For every array value of a module it chooses a layout, then makes every
+//! mismatch explicit with a copy. Constraints come from the entry
+//! computation layout, custom calls, called computations, loops and the
+//! target's rules; the choice among the remaining freedom minimises bytes
+//! moved (copies, and transposes or reshapes that are not bitcasts) over
+//! each computation as a whole, not in visiting order.
+//!
+//! The work is per computation ([`assign_computation`]), given a
+//! [`Context`] built by [`context_for`] from the signatures of the
+//! computations around it. [`run`] drives that over a module; the `db`
+//! crate drives the same functions through incremental queries.
+
+mod algebra;
+mod context;
+mod materialize;
+mod policy;
+mod problem;
+mod report;
+mod solve;
+mod tiling;
+
+use std::collections::BTreeMap;
+
+use hlo::{AttrValue, CompId, Computation, InstId, KnownAttr, Module, Opcode};
+use rustc_hash::FxHashMap;
+use shape::Shape;
+use target::TargetSpec;
+
+pub use context::{BoundaryReason, Context, Signature};
+pub use materialize::{ComputationAssignment, PlannedCopy, apply, refresh_forwarded_shapes};
+pub use policy::{Need, NeedSource, default_layout, first_array, inst_needs};
+pub use problem::{ProblemError, Site, topological_order};
+pub use report::{ComputationStats, CopyCause, CopyRecord, FilledLayout, MovementRecord, Report};
+pub use tiling::layout_for;
+
+/// Why the pass could not run.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum PassError {
+    #[error(transparent)]
+    Problem(#[from] ProblemError),
+    #[error("the call graph has a cycle through computation {0}")]
+    RecursiveCall(String),
+    #[error("{0}")]
+    Module(String),
+}
+
+/// How a computation is used by the instructions that call it.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum CallRole {
+    /// The body of a while loop.
+    WhileBody,
+    /// The condition of a while loop with this body.
+    WhileCondition { body: CompId },
+    /// A branch of a conditional; `branches` lists all of them.
+    Branch { conditional: String, branches: Vec<CompId> },
+    /// Called by `call` or `fusion`.
+    Called,
+    /// Applied to elements (reduce, sort, map, scatter, ...).
+    Applied,
+}
+
+/// Who calls each computation, and how.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct CallGraph {
+    /// Per computation: its roles, first caller first.
+    pub roles: Vec<Vec<CallRole>>,
+    /// Per computation: the computations it calls, in instruction order,
+    /// while bodies before their conditions.
+    pub callees: Vec<Vec<CompId>>,
+}
+
+impl CallGraph {
+    /// Builds the call graph of a module.
+    pub fn new(module: &Module) -> CallGraph {
+        let calls = module.computation_ids().map(|c| (c, calls_of(module.computation(c))));
+        CallGraph::from_calls(module.computations.len(), calls)
+    }
+
+    /// Builds the call graph from each computation's own calls (see
+    /// [`calls_of`]), so that an incremental database can recompute one
+    /// computation's calls alone.
+    pub fn from_calls(n: usize, calls: impl IntoIterator<Item = (CompId, Vec<(CompId, CallRole)>)>) -> CallGraph {
+        let mut g = CallGraph { roles: vec![Vec::new(); n], callees: vec![Vec::new(); n] };
+        for (caller, list) in calls {
+            for (callee, role) in list {
+                if callee.index() >= n || caller.index() >= n {
+                    continue;
+                }
+                if !g.callees[caller.index()].contains(&callee) {
+                    g.callees[caller.index()].push(callee);
+                }
+                if !g.roles[callee.index()].contains(&role) {
+                    g.roles[callee.index()].push(role);
+                }
+            }
+        }
+        g
+    }
+}
+
+/// The computations `comp` calls and how, in instruction order, with while
+/// bodies before their conditions.
+pub fn calls_of(comp: &Computation) -> Vec<(CompId, CallRole)> {
+    let mut out: Vec<(CompId, CallRole)> = Vec::new();
+    // Scalar computations applied by many reductions appear once.
+    let mut applied: rustc_hash::FxHashSet<CompId> = rustc_hash::FxHashSet::default();
+    for (_, inst) in comp.instructions() {
+        let single = |k: KnownAttr| match inst.attrs.get(k) {
+            Some(AttrValue::Computation(c)) => Some(*c),
+            _ => None,
+        };
+        match inst.opcode {
+            Opcode::While => {
+                if let Some(body) = single(KnownAttr::Body) {
+                    out.push((body, CallRole::WhileBody));
+                    if let Some(cond) = single(KnownAttr::Condition) {
+                        out.push((cond, CallRole::WhileCondition { body }));
+                    }
+                }
+            }
+            Opcode::Conditional => {
+                let branches: Vec<CompId> = inst.attrs.called_computations().collect();
+                for &b in &branches {
+                    out.push((b, CallRole::Branch { conditional: inst.name.clone(), branches: branches.clone() }));
+                }
+            }
+            Opcode::Call | Opcode::Fusion => {
+                out.extend(inst.attrs.called_computations().map(|c| (c, CallRole::Called)));
+            }
+            _ => {
+                for c in inst.attrs.called_computations() {
+                    if applied.insert(c) {
+                        out.push((c, CallRole::Applied));
+                    }
+                }
+            }
+        }
+    }
+    out
+}
+
+/// The module-level facts a computation's context needs. Each is asked for
+/// only when needed, so that an incremental database records exactly what
+/// each computation depends on.
+pub trait ModuleFacts {
+    /// The entry computation.
+    fn entry(&self) -> CompId;
+    /// The entry computation layout (asked only for the entry).
+    fn entry_layout(&self) -> hlo::ComputationLayout;
+    /// `input_output_alias` (asked only for the entry).
+    fn io_alias(&self) -> Vec<hlo::IoAlias>;
+    /// A computation's name.
+    fn name(&self, id: CompId) -> String;
+}
+
+impl ModuleFacts for Module {
+    fn entry(&self) -> CompId {
+        self.entry
+    }
+    fn entry_layout(&self) -> hlo::ComputationLayout {
+        self.entry_computation_layout.clone()
+    }
+    fn io_alias(&self) -> Vec<hlo::IoAlias> {
+        self.input_output_alias.clone()
+    }
+    fn name(&self, id: CompId) -> String {
+        self.computations.get(id.index()).map_or_else(String::new, |c| c.name.clone())
+    }
+}
+
+/// Which view of a computation's signature is asked for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Phase {
+    /// Assigned with no requirement on its result from its callers: what a
+    /// conditional branch would like to return.
+    Free,
+    /// Assigned with every requirement: the signature callers see.
+    Final,
+}
+
+/// Builds the context of computation `id`. `signature(c, phase)` must give
+/// another computation's signature; it is only asked for computations this
+/// one calls (final) or, for a branch, its sibling branches (free).
+pub fn context_for(
+    module: &dyn ModuleFacts,
+    graph: &CallGraph,
+    id: CompId,
+    phase: Phase,
+    signature: &mut dyn FnMut(CompId, Phase) -> Result<Signature, PassError>,
+) -> Result<Context, PassError> {
+    let mut ctx = Context::default();
+    if id == module.entry() {
+        ctx.is_entry = true;
+        let layout = module.entry_layout();
+        ctx.params = Some((layout.parameters, BoundaryReason::Entry));
+        ctx.result = Some((layout.result, BoundaryReason::Entry));
+        ctx.io_alias = module.io_alias();
+    }
+    for role in &graph.roles[id.index()] {
+        match role {
+            CallRole::WhileBody => ctx.loop_body = true,
+            CallRole::WhileCondition { body } if ctx.params.is_none() => {
+                let sig = signature(*body, Phase::Final)?;
+                ctx.params = Some((sig.params, BoundaryReason::LoopState { body: module.name(*body) }));
+            }
+            CallRole::Branch { conditional, branches } if phase == Phase::Final && ctx.result.is_none() => {
+                ctx.result = branch_result(conditional, branches, signature)?;
+            }
+            _ => {}
+        }
+    }
+    for &c in &graph.callees[id.index()] {
+        if graph.roles[c.index()].iter().all(|r| *r == CallRole::Applied) {
+            continue;
+        }
+        ctx.callees.insert(c, signature(c, Phase::Final)?);
+    }
+    Ok(ctx)
+}
+
+/// The result layout all branches of a conditional must return: per array
+/// leaf, the branch layout that the fewest bytes of copies bring the other
+/// branches to (ties go to the earlier branch).
+fn branch_result(
+    conditional: &str,
+    branches: &[CompId],
+    signature: &mut dyn FnMut(CompId, Phase) -> Result<Signature, PassError>,
+) -> Result<Option<(Shape, BoundaryReason)>, PassError> {
+    let mut results = Vec::with_capacity(branches.len());
+    for &b in branches {
+        results.push(signature(b, Phase::Free)?.result);
+    }
+    let Some(first) = results.first() else { return Ok(None) };
+    let mut chosen = first.clone();
+    let leaves: Vec<Vec<shape::ArrayShape>> =
+        results.iter().map(|r| problem::array_leaves(r).into_iter().cloned().collect()).collect();
+    let mut i = 0;
+    chosen.for_each_array_mut(&mut |a| {
+        let mut best: Option<(u64, shape::Layout)> = None;
+        for candidate in leaves.iter().filter_map(|l| l.get(i)) {
+            let Some(layout) = &candidate.layout else { continue };
+            let cost: u64 = leaves
+                .iter()
+                .filter_map(|l| l.get(i))
+                .filter(|other| !other.layout.as_ref().is_some_and(|o| o == layout))
+                .map(|_| algebra::storage_bytes(candidate))
+                .sum();
+            if best.as_ref().is_none_or(|(c, _)| cost < *c) {
+                best = Some((cost, layout.clone()));
+            }
+        }
+        a.layout = best.map(|(_, l)| l);
+        i += 1;
+    });
+    Ok(Some((chosen, BoundaryReason::ConditionalResult { conditional: conditional.to_string() })))
+}
+
+/// Assigns layouts in one computation.
+pub fn assign_computation(
+    comp: &Computation,
+    comp_names: &dyn Fn(CompId) -> String,
+    ctx: &Context,
+    target: &TargetSpec,
+) -> Result<ComputationAssignment, PassError> {
+    let _span = tracing::debug_span!("assign", computation = %comp.name).entered();
+    let t = std::time::Instant::now();
+    let mut p = problem::Problem::build(comp, ctx, target)?;
+    let built = t.elapsed();
+    let solution = solve::solve(&mut p, target);
+    let solved = t.elapsed();
+    let plan = materialize::plan(&p, &solution, target, comp_names);
+    tracing::debug!(
+        values = p.values.len(),
+        relations = p.relations.len(),
+        build_us = built.as_micros() as u64,
+        solve_us = (solved - built).as_micros() as u64,
+        plan_us = (t.elapsed() - solved).as_micros() as u64,
+        "assigned"
+    );
+    Ok(plan)
+}
+
+/// Assigns layouts in every computation of `module`, edits it in place, and
+/// reports what it did.
+pub fn run(module: &mut Module, target: &TargetSpec) -> Result<Report, PassError> {
+    let graph = CallGraph::new(module);
+    let mut driver = Driver { module, graph: &graph, target, memo: FxHashMap::default(), active: Vec::new() };
+    let ids: Vec<CompId> = driver.module.computation_ids().collect();
+    for &id in &ids {
+        driver.final_assignment(id)?;
+    }
+    let assignments: BTreeMap<CompId, ComputationAssignment> =
+        driver.memo.into_iter().filter(|((_, p), _)| *p == Phase::Final).map(|((c, _), a)| (c, a)).collect();
+    Ok(apply_module(module, &assignments))
+}
+
+/// Applies per-computation assignments to a module and builds the report.
+pub fn apply_module(module: &mut Module, assignments: &BTreeMap<CompId, ComputationAssignment>) -> Report {
+    let mut report = Report::default();
+    for (&id, a) in assignments {
+        let comp = module.computation_mut(id);
+        let order = topological_order(comp).unwrap_or_else(|_| comp.schedule().to_vec());
+        let names = apply(comp, a, &order);
+        let comp = module.computation(id);
+        for (c, name) in a.copies.iter().zip(&names) {
+            let value = comp.inst(c.def);
+            let value_name = if value.shape.is_tuple() { format!("%{} leaf {}", value.name, c.leaf) } else { format!("%{}", value.name) };
+            let users = c
+                .sites
+                .iter()
+                .map(|s| match *s {
+                    Site::Operand { user, .. } => format!("%{}", comp.inst(user).name),
+                    Site::Root { .. } => "ROOT".to_string(),
+                })
+                .collect();
+            report.copies.push(CopyRecord {
+                computation: comp.name.clone(),
+                name: name.clone(),
+                value: value_name,
+                from: c.from.clone(),
+                to: c.to.clone(),
+                bytes: c.bytes,
+                users,
+                cause: c.cause,
+                why: c.why.clone(),
+            });
+        }
+        for &(inst, bytes) in &a.movements {
+            report.movements.push(MovementRecord { computation: comp.name.clone(), name: comp.inst(inst).name.clone(), bytes });
+        }
+        if id == module.entry {
+            report.filled.extend(a.filled.iter().cloned());
+        }
+        report.computations.push(a.stats.clone());
+    }
+    // The entry computation layout now names every layout.
+    if let Some(a) = assignments.get(&module.entry) {
+        let layout = &mut module.entry_computation_layout;
+        for (given, chosen) in layout.parameters.iter_mut().zip(&a.signature.params) {
+            fill_auto(given, chosen);
+        }
+        fill_auto(&mut layout.result, &a.signature.result);
+    }
+    report
+}
+
+/// Gives every AUTO (layout-less) leaf of `given` the layout in `chosen`.
+fn fill_auto(given: &mut Shape, chosen: &Shape) {
+    let chosen: Vec<Option<shape::Layout>> = problem::array_leaves(chosen).into_iter().map(|a| a.layout.clone()).collect();
+    let mut i = 0;
+    given.for_each_array_mut(&mut |a| {
+        if a.layout.is_none() {
+            a.layout = chosen.get(i).cloned().flatten();
+        }
+        i += 1;
+    });
+}
+
+/// Memoised recursion over the call graph, callees first.
+struct Driver<'m> {
+    module: &'m Module,
+    graph: &'m CallGraph,
+    target: &'m TargetSpec,
+    memo: FxHashMap<(CompId, Phase), ComputationAssignment>,
+    active: Vec<(CompId, Phase)>,
+}
+
+impl Driver<'_> {
+    fn final_assignment(&mut self, id: CompId) -> Result<Signature, PassError> {
+        self.assignment(id, Phase::Final)
+    }
+
+    fn assignment(&mut self, id: CompId, phase: Phase) -> Result<Signature, PassError> {
+        // Only branches differ between the two phases.
+        let is_branch = self.graph.roles[id.index()].iter().any(|r| matches!(r, CallRole::Branch { .. }));
+        let phase = if is_branch { phase } else { Phase::Final };
+        if let Some(a) = self.memo.get(&(id, phase)) {
+            return Ok(a.signature.clone());
+        }
+        // The free and final assignments of a branch are different nodes: the
+        // final one asks for the free ones of all branches, itself included.
+        if self.active.contains(&(id, phase)) {
+            return Err(PassError::RecursiveCall(self.module.computation(id).name.clone()));
+        }
+        self.active.push((id, phase));
+        let module = self.module;
+        let graph = self.graph;
+        let ctx = context_for(module, graph, id, phase, &mut |c, p| self.assignment(c, p));
+        self.active.pop();
+        let ctx = ctx?;
+        let names = |c: CompId| module.computations.get(c.index()).map_or_else(String::new, |c| c.name.clone());
+        let a = assign_computation(module.computation(id), &names, &ctx, self.target)?;
+        let sig = a.signature.clone();
+        self.memo.insert((id, phase), a);
+        Ok(sig)
+    }
+}
+
+/// The instruction ids of a computation that hold copies the pass added,
+/// found by opcode and name suffix; used by tests and the relayout pass.
+pub fn is_pass_copy(comp: &Computation, id: InstId) -> bool {
+    let inst = comp.inst(id);
+    inst.opcode == Opcode::Copy && inst.name.contains(".copy")
+}

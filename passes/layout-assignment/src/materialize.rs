@@ -1,0 +1,566 @@
+//! From a solution to an edited computation: layouts on every array leaf,
+//! and one shared copy per (value, layout) that a use needs.
+
+use hlo::{AttrValue, Attrs, Computation, InstId, Instruction, KnownAttr, Opcode};
+use rustc_hash::FxHashMap;
+use smallvec::SmallVec;
+use shape::{Layout, Shape};
+
+use crate::context::{BoundaryReason, Signature};
+use crate::problem::{LayoutId, Problem, RelationKind, RelationSource, Site, ValueId, array_leaves, with_layout};
+use crate::policy::NeedSource;
+use crate::report::{ComputationStats, CopyCause, FilledLayout};
+use crate::solve::Solution;
+
+/// A copy to insert.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct PlannedCopy {
+    /// The instruction defining the copied value.
+    pub def: InstId,
+    /// The value's array-leaf index in `def`'s shape.
+    pub leaf: u32,
+    /// The value's own layout.
+    pub from: Layout,
+    /// The layout the copy produces.
+    pub to: Layout,
+    /// Bytes written.
+    pub bytes: u64,
+    /// Where the copy is read, in order.
+    pub sites: Vec<Site>,
+    /// The category of the constraint behind it.
+    pub cause: CopyCause,
+    /// A sentence naming that constraint.
+    pub why: String,
+}
+
+/// The result of assigning one computation: plain data, comparable, so
+/// that an incremental database can tell when it did not change.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ComputationAssignment {
+    /// The distinct layouts `leaf_layouts` refers to.
+    pub layouts: Vec<Layout>,
+    /// For each defining instruction, an index into `layouts` per array leaf.
+    pub leaf_layouts: Vec<(InstId, SmallVec<[u32; 1]>)>,
+    /// Copies to insert.
+    pub copies: Vec<PlannedCopy>,
+    /// Transposes and reshapes that move data, with their bytes.
+    pub movements: Vec<(InstId, u64)>,
+    /// The computation's parameter and result layouts afterwards.
+    pub signature: Signature,
+    /// AUTO entry layouts chosen.
+    pub filled: Vec<FilledLayout>,
+    /// Effort and size.
+    pub stats: ComputationStats,
+}
+
+/// Turns a solution into an assignment.
+pub fn plan(
+    p: &Problem<'_>,
+    solution: &Solution,
+    target: &target::TargetSpec,
+    comp_names: &dyn Fn(hlo::CompId) -> String,
+) -> ComputationAssignment {
+    let comp = p.comp;
+    let labels = &solution.labels;
+    let layout_of = |p: &Problem<'_>, v: ValueId| -> Layout { p.table.get(p.values[v as usize].key(labels[v as usize])).clone() };
+
+    // Values are created per instruction, leaves in order, so consecutive
+    // values of one definition form its leaf list.
+    let mut layouts: Vec<Layout> = Vec::new();
+    let mut local: FxHashMap<u32, u32> = FxHashMap::default();
+    let mut leaf_layouts: Vec<(InstId, SmallVec<[u32; 1]>)> = Vec::new();
+    for (i, v) in p.values.iter().enumerate() {
+        let key = v.key(labels[i]);
+        let index = *local.entry(key).or_insert_with(|| {
+            layouts.push(p.table.get(key).clone());
+            (layouts.len() - 1) as u32
+        });
+        match leaf_layouts.last_mut() {
+            Some((def, leaves)) if *def == v.def => leaves.push(index),
+            _ => leaf_layouts.push((v.def, smallvec::smallvec![index])),
+        }
+    }
+    leaf_layouts.sort_unstable_by_key(|(id, _)| *id);
+
+    // One copy per (value, needed layout), shared by every site needing it.
+    let mut copies: Vec<PlannedCopy> = Vec::new();
+    let mut index: FxHashMap<(ValueId, LayoutId), usize> = FxHashMap::default();
+    for r in 0..p.relations.len() {
+        let Some(needed) = solution.needs[r] else { continue };
+        let rel = &p.relations[r];
+        let v = rel.v;
+        let key = (v, needed);
+        let value = &p.values[v as usize];
+        let slot = *index.entry(key).or_insert_with(|| {
+            let (cause, why) = explain(p, r, labels, target, comp_names);
+            copies.push(PlannedCopy {
+                def: value.def,
+                leaf: value.leaf,
+                from: p.table.get(value.key(labels[v as usize])).clone(),
+                to: p.table.get(value.key(needed)).clone(),
+                bytes: value.bytes[needed as usize],
+                sites: Vec::new(),
+                cause,
+                why,
+            });
+            copies.len() - 1
+        });
+        copies[slot].sites.push(rel.site);
+    }
+
+    let mut movements = Vec::new();
+    for rel in &p.relations {
+        let RelationKind::Movement { out, transpose } = &rel.kind else { continue };
+        let a = with_layout(&p.values[rel.v as usize].shape, layout_of(p, rel.v));
+        let b = with_layout(&p.values[*out as usize].shape, layout_of(p, *out));
+        let bitcast = match transpose {
+            Some(dims) => crate::algebra::transpose_is_bitcast(&a, &b, dims),
+            None => crate::algebra::reshape_is_bitcast(&a, &b),
+        };
+        if !bitcast {
+            movements.push((p.values[*out as usize].def, crate::algebra::storage_bytes(&b)));
+        }
+    }
+
+    // The signature: parameters as assigned, the result after root copies.
+    let shape_with = |id: InstId| -> Shape {
+        let mut s = comp.inst(id).shape.clone();
+        let values = p.leaf_values.get(id.index()).cloned().unwrap_or_default();
+        let mut i = 0;
+        s.for_each_array_mut(&mut |a| {
+            if let Some(&v) = values.get(i) {
+                a.layout = Some(layout_of(p, v));
+            }
+            i += 1;
+        });
+        s
+    };
+    let params: Vec<Shape> = comp.parameters().into_iter().map(shape_with).collect();
+    let mut result = comp.root().map(shape_with).unwrap_or(Shape::Tuple(Vec::new()));
+    for c in &copies {
+        for site in &c.sites {
+            if let Site::Root { leaf } = *site {
+                let mut i = 0;
+                result.for_each_array_mut(&mut |a| {
+                    if i == leaf {
+                        a.layout = Some(c.to.clone());
+                    }
+                    i += 1;
+                });
+            }
+        }
+    }
+
+    let mut filled = Vec::new();
+    for &(param, leaf) in &p.auto_params {
+        if let Some(s) = params.get(param as usize) {
+            if let Some(a) = array_leaves(s).get(leaf as usize) {
+                let position = if s.is_tuple() { format!("parameter {param} leaf {leaf}") } else { format!("parameter {param}") };
+                filled.push(FilledLayout { position, layout: a.layout.clone().unwrap_or_default() });
+            }
+        }
+    }
+    if p.auto_result {
+        for (leaf, a) in array_leaves(&result).iter().enumerate() {
+            let position = if result.is_tuple() { format!("result leaf {leaf}") } else { "result".to_string() };
+            filled.push(FilledLayout { position, layout: a.layout.clone().unwrap_or_default() });
+        }
+    }
+
+    ComputationAssignment {
+        layouts,
+        leaf_layouts,
+        copies,
+        movements,
+        signature: Signature { params, result },
+        filled,
+        stats: ComputationStats {
+            name: comp.name.clone(),
+            values: p.values.len(),
+            relations: p.relations.len(),
+            sweeps: solution.sweeps,
+            moves: solution.moves,
+        },
+    }
+}
+
+/// The cause and a sentence for the copy relation `r` forces.
+fn explain(
+    p: &Problem<'_>,
+    r: usize,
+    labels: &[LayoutId],
+    target: &target::TargetSpec,
+    comp_names: &dyn Fn(hlo::CompId) -> String,
+) -> (CopyCause, String) {
+    let comp = p.comp;
+    let rel = &p.relations[r];
+    let value = &p.values[rel.v as usize];
+    let name = &comp.inst(value.def).name;
+    let have = p.table.get(value.key(labels[rel.v as usize]));
+    let origin = match &value.fixed {
+        Some(f) => format!(" (fixed by {})", describe_fix(p, value, *f, target, comp_names)),
+        None => String::new(),
+    };
+    let reader = match rel.site {
+        Site::Operand { user, operand, .. } => format!("operand {operand} of %{}", comp.inst(user).name),
+        Site::Root { .. } => "the computation's result".to_string(),
+    };
+    let user_target = || match rel.site {
+        Site::Operand { user, .. } => comp.inst(user).attrs.string(KnownAttr::CustomCallTarget).unwrap_or("").to_string(),
+        Site::Root { .. } => String::new(),
+    };
+    let rule = |i: u16| target.rules.get(i as usize);
+    let (cause, because) = match rel.source {
+        RelationSource::Need(NeedSource::TargetRule(i)) => (
+            CopyCause::TargetRequirement,
+            match rule(i) {
+                Some(rule) => format!("target {} rule '{}' requires it: {}", target.name, rule.name, rule.reason),
+                None => format!("target {} requires it", target.name),
+            },
+        ),
+        RelationSource::Need(NeedSource::TargetDefault) => (
+            CopyCause::TargetRequirement,
+            format!("target {} requires this layout for every operand it does not otherwise constrain", target.name),
+        ),
+        RelationSource::Need(NeedSource::CustomCall) => {
+            (CopyCause::CustomCall, format!("custom call \"{}\" constrains its operand layouts", user_target()))
+        }
+        RelationSource::Need(NeedSource::LayoutConstraint) => {
+            let cause = if let Site::Operand { user, .. } = rel.site {
+                if comp.inst(user).opcode == Opcode::Bitcast { CopyCause::ExistingBitcast } else { CopyCause::CustomCall }
+            } else {
+                CopyCause::CustomCall
+            };
+            (cause, "a layout constraint in the input fixes this layout".to_string())
+        }
+        RelationSource::EntryResult => (CopyCause::Entry, "the entry computation layout fixes the result".to_string()),
+        RelationSource::Alias { parameter } => {
+            (CopyCause::Alias, format!("input_output_alias ties the result to parameter {parameter}"))
+        }
+        RelationSource::CalleeParameter { callee } => {
+            (CopyCause::CallSignature, format!("computation {} takes this parameter layout", comp_names(callee)))
+        }
+        RelationSource::LoopState { body } => {
+            (CopyCause::LoopState, format!("the loop state of body {} has this layout", comp_names(body)))
+        }
+        RelationSource::BoundaryResult => match &p.boundary.1 {
+            Some(BoundaryReason::ConditionalResult { conditional }) => {
+                (CopyCause::CallSignature, format!("all branches of %{conditional} return one layout"))
+            }
+            Some(BoundaryReason::LoopState { body }) => {
+                (CopyCause::LoopState, format!("the loop state of body {body} has this layout"))
+            }
+            _ => (CopyCause::Entry, "the entry computation layout fixes the result".to_string()),
+        },
+        RelationSource::LoopBackEdge => {
+            (CopyCause::LoopState, "a loop body returns its state in the layout it received".to_string())
+        }
+        RelationSource::LayoutPreservingUser { opcode } => (
+            CopyCause::ConflictingUsers,
+            format!("{opcode} keeps its operands' layout, and its result is needed in another layout than this value's"),
+        ),
+        RelationSource::Broadcast => (
+            CopyCause::ConflictingUsers,
+            "the broadcast reads its operand in its own result's order".to_string(),
+        ),
+        RelationSource::DataMovement => (CopyCause::ConflictingUsers, String::new()),
+    };
+    (cause, format!("%{name}{origin} is in {have}, but {reader} needs another layout: {because}"))
+}
+
+fn describe_fix(
+    p: &Problem<'_>,
+    value: &crate::problem::Value,
+    f: crate::problem::FixReason,
+    target: &target::TargetSpec,
+    comp_names: &dyn Fn(hlo::CompId) -> String,
+) -> String {
+    use crate::problem::FixReason::*;
+    match f {
+        EntryParameter => "the entry computation layout".into(),
+        Boundary => match &p.boundary.0 {
+            Some(BoundaryReason::LoopState { body }) => format!("the loop state of {body}"),
+            Some(BoundaryReason::ConditionalResult { conditional }) => format!("%{conditional}"),
+            _ => "the entry computation layout".into(),
+        },
+        CustomCall => {
+            let name = p.comp.inst(value.def).attrs.string(KnownAttr::CustomCallTarget).unwrap_or("");
+            format!("custom call \"{name}\"")
+        }
+        TargetRule(i) => match target.rules.get(i as usize) {
+            Some(rule) => format!("target {} rule '{}'", target.name, rule.name),
+            None => format!("target {}", target.name),
+        },
+        Callee(c) => format!("the signature of {}", comp_names(c)),
+        ExistingBitcast => "an existing bitcast".into(),
+        Infeed => "the infeed".into(),
+        Scalar => "being a scalar".into(),
+    }
+}
+
+/// Applies an assignment to its computation: sets every layout and inserts
+/// the copies. Returns the names of the inserted copies, in plan order.
+pub fn apply(comp: &mut Computation, assignment: &ComputationAssignment, order: &[InstId]) -> Vec<String> {
+    // 1. Layouts of defined leaves.
+    for (id, leaves) in &assignment.leaf_layouts {
+        let mut i = 0;
+        comp.inst_mut(*id).shape.for_each_array_mut(&mut |a| {
+            if let Some(l) = leaves.get(i).and_then(|&k| assignment.layouts.get(k as usize)) {
+                a.layout = Some(l.clone());
+            }
+            i += 1;
+        });
+    }
+    // 2. Forwarded shapes follow their operands.
+    refresh_forwarded_shapes(comp, order);
+
+    // 3. Copies. New instructions are placed right after the copied value's
+    // definition (or right before the user that needs a rebuilt tuple).
+    let mut after: FxHashMap<InstId, Vec<InstId>> = FxHashMap::default();
+    let mut before: FxHashMap<InstId, Vec<InstId>> = FxHashMap::default();
+    let mut at_end: Vec<InstId> = Vec::new();
+    let mut names: rustc_hash::FxHashSet<String> = comp.instructions().map(|(_, i)| i.name.clone()).collect();
+    let mut copy_names = Vec::new();
+    // Replacements per (user, operand) or root: leaf -> new array instruction.
+    let mut operand_leaf_map: FxHashMap<(InstId, u32), Vec<(u32, InstId)>> = FxHashMap::default();
+    let mut root_leaf_map: Vec<(u32, InstId)> = Vec::new();
+    for c in &assignment.copies {
+        let source = extract_leaf(comp, c.def, c.leaf, &mut names, &mut after);
+        let source_inst = comp.inst(c.def);
+        let mut shape = comp.inst(source).shape.clone();
+        if let Some(a) = shape.as_array_mut() {
+            a.layout = Some(c.to.clone());
+        }
+        let base = format!("{}.copy", source_inst.name);
+        let name = unique_name(&base, &mut names);
+        let mut copy = Instruction::new(name.clone(), Opcode::Copy, shape);
+        copy.attrs = inherited_attrs(&source_inst.attrs);
+        let Ok(copy_id) = comp.add_unscheduled(copy, &[source]) else { continue };
+        after.entry(source).or_default().push(copy_id);
+        copy_names.push(name);
+        for site in &c.sites {
+            match *site {
+                Site::Operand { user, operand, leaf } => {
+                    operand_leaf_map.entry((user, operand)).or_default().push((leaf, copy_id));
+                }
+                Site::Root { leaf } => root_leaf_map.push((leaf, copy_id)),
+            }
+        }
+    }
+    let mut keys: Vec<(InstId, u32)> = operand_leaf_map.keys().copied().collect();
+    keys.sort_unstable();
+    for (user, operand) in keys {
+        let leaves = &operand_leaf_map[&(user, operand)];
+        let Some(&old) = comp.operands(user).get(operand as usize) else { continue };
+        let new = rebuild_with_leaves(comp, old, leaves, &mut names, &mut before, user);
+        let _ = comp.set_operand(user, operand as usize, new);
+    }
+    if !root_leaf_map.is_empty() {
+        if let Some(root) = comp.root() {
+            let mut sink = FxHashMap::default();
+            let new = rebuild_with_leaves(comp, root, &root_leaf_map, &mut names, &mut sink, root);
+            for (_, ids) in sink {
+                at_end.extend(ids);
+            }
+            if new != root {
+                let _ = comp.set_root(new);
+                if !at_end.contains(&new) {
+                    at_end.push(new);
+                }
+            }
+        }
+    }
+    // 4. One new schedule.
+    let old: Vec<InstId> = comp.schedule().to_vec();
+    let mut schedule = Vec::with_capacity(comp.graph().node_count());
+    fn push_tree(id: InstId, schedule: &mut Vec<InstId>, after: &FxHashMap<InstId, Vec<InstId>>) {
+        schedule.push(id);
+        if let Some(next) = after.get(&id) {
+            for &n in next {
+                push_tree(n, schedule, after);
+            }
+        }
+    }
+    for id in old {
+        if let Some(pre) = before.get(&id) {
+            for &n in pre {
+                push_tree(n, &mut schedule, &after);
+            }
+        }
+        push_tree(id, &mut schedule, &after);
+    }
+    for id in at_end {
+        if !schedule.contains(&id) {
+            push_tree(id, &mut schedule, &after);
+        }
+    }
+    let _ = comp.set_schedule(schedule);
+    refresh_forwarded_shapes(comp, &crate::problem::topological_order(comp).unwrap_or_default());
+    copy_names
+}
+
+/// Attributes a copy takes over from the value it copies, as XLA does.
+fn inherited_attrs(source: &Attrs) -> Attrs {
+    let mut attrs = Attrs::default();
+    for key in [KnownAttr::Sharding, KnownAttr::Metadata] {
+        if let Some(v) = source.get(key) {
+            attrs.set(key, v.clone());
+        }
+    }
+    attrs
+}
+
+fn unique_name(base: &str, names: &mut rustc_hash::FxHashSet<String>) -> String {
+    let mut name = base.to_string();
+    let mut k = 1;
+    while names.contains(&name) {
+        name = format!("{base}.{k}");
+        k += 1;
+    }
+    names.insert(name.clone());
+    name
+}
+
+/// An instruction holding array leaf `leaf` of `def`: `def` itself when it
+/// is an array, else a chain of get-tuple-elements placed after it.
+fn extract_leaf(
+    comp: &mut Computation,
+    def: InstId,
+    leaf: u32,
+    names: &mut rustc_hash::FxHashSet<String>,
+    after: &mut FxHashMap<InstId, Vec<InstId>>,
+) -> InstId {
+    let mut cur = def;
+    let mut remaining = leaf as usize;
+    loop {
+        let shape = comp.inst(cur).shape.clone();
+        let Some(elements) = shape.tuple_elements() else { return cur };
+        let mut k = 0;
+        while k < elements.len() {
+            let n = crate::problem::array_leaf_count(&elements[k]);
+            if remaining < n {
+                break;
+            }
+            remaining -= n;
+            k += 1;
+        }
+        let Some(element) = elements.get(k) else { return cur };
+        let name = unique_name(&format!("{}.gte.{k}", comp.inst(cur).name), names);
+        let mut gte = Instruction::new(name, Opcode::GetTupleElement, element.clone());
+        gte.attrs.set(KnownAttr::Index, AttrValue::Int(k as i64));
+        let Ok(id) = comp.add_unscheduled(gte, &[cur]) else { return cur };
+        after.entry(cur).or_default().push(id);
+        cur = id;
+    }
+}
+
+/// An instruction equal to `old` with the given array leaves replaced.
+/// For an array, the replacement itself; for a tuple, a rebuilt tuple of
+/// get-tuple-elements, except that a `tuple` instruction read only here is
+/// edited in place.
+fn rebuild_with_leaves(
+    comp: &mut Computation,
+    old: InstId,
+    leaves: &[(u32, InstId)],
+    names: &mut rustc_hash::FxHashSet<String>,
+    before: &mut FxHashMap<InstId, Vec<InstId>>,
+    anchor: InstId,
+) -> InstId {
+    let shape = comp.inst(old).shape.clone();
+    let Some(elements) = shape.tuple_elements() else {
+        return leaves.iter().find(|(l, _)| *l == 0).map_or(old, |&(_, new)| new);
+    };
+    // A tuple nobody else reads is edited in place: for an operand site,
+    // its only use is this one; for the root, it has no use at all.
+    let uses = comp.uses(old).len();
+    let single_use_tuple = comp.inst(old).opcode == Opcode::Tuple
+        && if anchor == old { uses == 0 } else { uses <= 1 && comp.root() != Some(old) };
+    let mut offset = 0u32;
+    let mut parts = Vec::with_capacity(elements.len());
+    let mut changed = false;
+    for (k, element) in elements.iter().enumerate() {
+        let n = crate::problem::array_leaf_count(element) as u32;
+        let inner: Vec<(u32, InstId)> =
+            leaves.iter().filter(|(l, _)| *l >= offset && *l < offset + n).map(|&(l, id)| (l - offset, id)).collect();
+        offset += n;
+        let current = if single_use_tuple {
+            comp.operands(old)[k]
+        } else if inner.is_empty() {
+            parts.push(None);
+            continue;
+        } else {
+            let name = unique_name(&format!("{}.gte.{k}", comp.inst(old).name), names);
+            let mut gte = Instruction::new(name, Opcode::GetTupleElement, element.clone());
+            gte.attrs.set(KnownAttr::Index, AttrValue::Int(k as i64));
+            let Ok(id) = comp.add_unscheduled(gte, &[old]) else { return old };
+            before.entry(anchor).or_default().push(id);
+            id
+        };
+        if inner.is_empty() {
+            parts.push(Some(current));
+        } else {
+            changed = true;
+            parts.push(Some(rebuild_with_leaves(comp, current, &inner, names, before, anchor)));
+        }
+    }
+    if !changed {
+        return old;
+    }
+    if single_use_tuple {
+        for (k, part) in parts.into_iter().enumerate() {
+            if let Some(new) = part {
+                let _ = comp.set_operand(old, k, new);
+            }
+        }
+        return old;
+    }
+    // Fill the untouched elements with get-tuple-elements too.
+    let mut operands = Vec::with_capacity(elements.len());
+    for (k, part) in parts.into_iter().enumerate() {
+        let id = match part {
+            Some(id) => id,
+            None => {
+                let name = unique_name(&format!("{}.gte.{k}", comp.inst(old).name), names);
+                let mut gte = Instruction::new(name, Opcode::GetTupleElement, elements[k].clone());
+                gte.attrs.set(KnownAttr::Index, AttrValue::Int(k as i64));
+                let Ok(id) = comp.add_unscheduled(gte, &[old]) else { return old };
+                before.entry(anchor).or_default().push(id);
+                id
+            }
+        };
+        operands.push(id);
+    }
+    let name = unique_name(&format!("{}.relayout", comp.inst(old).name), names);
+    let tuple = Instruction::new(name, Opcode::Tuple, shape.clone());
+    let Ok(id) = comp.add_unscheduled(tuple, &operands) else { return old };
+    before.entry(anchor).or_default().push(id);
+    id
+}
+
+/// Recomputes the shapes of forwarding instructions (tuple, get-tuple-element,
+/// copies, barriers) from their operands, in topological order.
+pub fn refresh_forwarded_shapes(comp: &mut Computation, order: &[InstId]) {
+    for &id in order {
+        let inst = comp.inst(id);
+        let operands = inst.operands().to_vec();
+        let new_shape = match inst.opcode {
+            Opcode::Tuple => Some(Shape::Tuple(operands.iter().map(|&o| comp.inst(o).shape.clone()).collect())),
+            Opcode::GetTupleElement => {
+                let k = inst.attrs.int(KnownAttr::Index).and_then(|k| usize::try_from(k).ok());
+                match (k, operands.first()) {
+                    (Some(k), Some(&o)) => comp.inst(o).shape.tuple_elements().and_then(|e| e.get(k)).cloned(),
+                    _ => None,
+                }
+            }
+            Opcode::OptimizationBarrier | Opcode::AddDependency | Opcode::Domain => {
+                operands.first().map(|&o| comp.inst(o).shape.clone())
+            }
+            _ => None,
+        };
+        if let Some(s) = new_shape {
+            if s.same_logical_shape(&comp.inst(id).shape) {
+                comp.inst_mut(id).shape = s;
+            }
+        }
+    }
+}

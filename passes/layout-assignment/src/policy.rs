@@ -1,0 +1,431 @@
+//! Interprets a target's rules for one instruction: which layouts its
+//! operands and result need, and why.
+
+use hlo::{AttrValue, Computation, InstId, Instruction, KnownAttr, Opcode};
+use shape::{ArrayShape, DimVec, Layout};
+use smallvec::SmallVec;
+use target::{DimOrder, Requirement, Rule, TargetSpec};
+
+use crate::tiling;
+
+/// What a use or a result needs of a layout.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Need {
+    /// Exactly this layout (up to bitcast equivalence).
+    Exact(Layout),
+    /// Any layout that keeps the batch dimensions most major and each
+    /// group of dimensions contiguous and in order (a GEMM-compatible
+    /// matrix layout); a copy goes to `preferred`.
+    Matrix { batch: DimVec, groups: [DimVec; 2], preferred: Layout },
+}
+
+impl Need {
+    /// The layout a copy produces to meet this need.
+    pub fn preferred(&self) -> &Layout {
+        match self {
+            Need::Exact(l) => l,
+            Need::Matrix { preferred, .. } => preferred,
+        }
+    }
+
+    /// True when `layout` meets the need without a copy. Exact needs are
+    /// compared by the caller with the bitcast test; this checks the order
+    /// only.
+    pub fn accepts_order(&self, layout: &Layout) -> bool {
+        match self {
+            Need::Exact(l) => l.minor_to_major == layout.minor_to_major,
+            Need::Matrix { batch, groups, .. } => matrix_accepts(layout, batch, groups),
+        }
+    }
+}
+
+/// Checks the GEMM layout rule: batch dimensions most major (in order), then
+/// the two groups one after the other in either order, each contiguous and
+/// in ascending dimension order.
+fn matrix_accepts(layout: &Layout, batch: &[usize], groups: &[DimVec; 2]) -> bool {
+    let major_to_minor = layout.major_to_minor();
+    if !major_to_minor.starts_with(batch) {
+        return false;
+    }
+    let rest = &major_to_minor[batch.len()..];
+    let fits = |first: &[usize], second: &[usize]| {
+        rest.len() == first.len() + second.len()
+            && rest[..first.len()] == *first
+            && rest[first.len()..] == *second
+    };
+    fits(&groups[0], &groups[1]) || fits(&groups[1], &groups[0])
+}
+
+/// Why a need exists, for copy explanations. Names are looked up only when
+/// a copy is explained, so that the many needs of a large computation stay
+/// small.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum NeedSource {
+    /// Rule number `.0` of the target.
+    TargetRule(u16),
+    /// The target's requirement on every otherwise unconstrained operand.
+    TargetDefault,
+    /// A custom call's `operand_layout_constraints` or result layout.
+    CustomCall,
+    /// A `LayoutConstraint` custom call, or a bitcast in the input.
+    LayoutConstraint,
+}
+
+/// The needs of one instruction under a target.
+#[derive(Clone, Debug, Default)]
+pub struct InstNeeds {
+    /// Per operand: a need on its array value (non-array operands: `None`).
+    pub operands: SmallVec<[Option<(Need, NeedSource)>; 3]>,
+    /// A need on every array leaf of the result.
+    pub result: Option<(Need, NeedSource)>,
+    /// Per result leaf, for custom calls whose shape gives each leaf's layout.
+    pub result_leaves: Vec<Option<Layout>>,
+}
+
+/// Finds the first rule of `target` that applies to `id`, with its index.
+pub fn matching_rule<'t>(target: &'t TargetSpec, comp: &Computation, id: InstId) -> Option<(usize, &'t Rule)> {
+    let inst = comp.inst(id);
+    target.rules.iter().enumerate().find(|(_, rule)| rule_applies(rule, comp, inst))
+}
+
+fn rule_applies(rule: &Rule, comp: &Computation, inst: &Instruction) -> bool {
+    if !rule.ops.contains(&inst.opcode) {
+        return false;
+    }
+    if inst.opcode == Opcode::CustomCall && !rule.custom_call_targets.is_empty() {
+        let Some(name) = inst.attrs.string(KnownAttr::CustomCallTarget) else { return false };
+        if !rule.custom_call_targets.iter().any(|t| t == name) {
+            return false;
+        }
+    }
+    let when = &rule.when;
+    let result = first_array(&inst.shape);
+    if let Some(want) = when.batch_dims {
+        let has = inst.attrs.ints(KnownAttr::LhsBatchDims).is_some_and(|d| !d.is_empty());
+        if has != want {
+            return false;
+        }
+    }
+    if let Some(want) = when.gemv {
+        let lhs_rank = inst.operands().first().and_then(|&o| comp.inst(o).shape.as_array()).map(ArrayShape::rank);
+        let is_gemv = inst.opcode == Opcode::Dot
+            && result.is_some_and(|r| r.rank() <= 1)
+            && lhs_rank == Some(1);
+        if is_gemv != want {
+            return false;
+        }
+    }
+    if let Some(n) = when.constant_operand {
+        match inst.operands().get(n) {
+            Some(&o) if comp.inst(o).opcode == Opcode::Constant => {}
+            _ => return false,
+        }
+    }
+    if !when.operand_types.is_empty() {
+        let all = inst.operands().iter().all(|&o| {
+            comp.inst(o).shape.as_array().is_none_or(|a| when.operand_types.contains(&a.element_type))
+        });
+        if !all || inst.operands().is_empty() {
+            return false;
+        }
+    }
+    if !when.result_types.is_empty() && !result.is_some_and(|r| when.result_types.contains(&r.element_type)) {
+        return false;
+    }
+    let rank = result.map_or(0, ArrayShape::rank);
+    if when.min_rank.is_some_and(|m| rank < m) || when.max_rank.is_some_and(|m| rank > m) {
+        return false;
+    }
+    if let Some(labels) = &when.dim_labels {
+        match inst.attrs.get(KnownAttr::DimLabels) {
+            Some(AttrValue::DimLabels(l)) if &*l.text == labels.as_str() => {}
+            _ => return false,
+        }
+    }
+    true
+}
+
+/// The first array leaf of a shape.
+pub fn first_array(shape: &shape::Shape) -> Option<&ArrayShape> {
+    match shape {
+        shape::Shape::Array(a) => Some(a),
+        shape::Shape::Tuple(e) => e.iter().find_map(first_array),
+        _ => None,
+    }
+}
+
+/// Everything `target` and the instruction itself require of `id`'s
+/// operands and result. Forwarding instructions (tuple, get-tuple-element)
+/// and calls are not covered here: the pass handles them structurally.
+pub fn inst_needs(target: &TargetSpec, comp: &Computation, id: InstId) -> InstNeeds {
+    let inst = comp.inst(id);
+    let mut needs = InstNeeds::default();
+    needs.operands.resize(inst.operands().len(), None);
+
+    // A custom call that lists operand layouts is layout-constrained: its
+    // operands and its own shape are exact requirements.
+    if inst.opcode == Opcode::CustomCall {
+        let target_name = inst.attrs.string(KnownAttr::CustomCallTarget).unwrap_or("");
+        if target_name == "LayoutConstraint" {
+            if let Some(layout) = inst.shape.as_array().and_then(|a| a.layout.clone()) {
+                needs.operands[0] = Some((Need::Exact(layout.clone()), NeedSource::LayoutConstraint));
+                needs.result = Some((Need::Exact(layout), NeedSource::LayoutConstraint));
+            }
+            return needs;
+        }
+        if let Some(AttrValue::Shapes(shapes)) = inst.attrs.get(KnownAttr::OperandLayoutConstraints) {
+            for (slot, s) in needs.operands.iter_mut().zip(shapes) {
+                if let Some(layout) = s.as_array().and_then(|a| a.layout.clone()) {
+                    *slot = Some((Need::Exact(layout), NeedSource::CustomCall));
+                }
+            }
+            let mut leaves = Vec::new();
+            inst.shape.for_each_array(&mut |_, a| leaves.push(a.layout.clone()));
+            needs.result_leaves = leaves;
+            return needs;
+        }
+    }
+
+    let rule = matching_rule(target, comp, id);
+    if let Some((index, rule)) = rule {
+        let source = NeedSource::TargetRule(index as u16);
+        for (i, &op) in inst.operands().iter().enumerate() {
+            let (Some(req), Some(a)) = (rule.operands.get(i), comp.inst(op).shape.as_array()) else { continue };
+            if let Some(need) = realize(target, req, a, inst, comp, Role::Operand(i)) {
+                needs.operands[i] = Some((need, source.clone()));
+            }
+        }
+        if let (Some(req), Some(a)) = (&rule.result, first_array(&inst.shape)) {
+            if let Some(need) = realize(target, req, a, inst, comp, Role::Result) {
+                needs.result = Some((need, source));
+            }
+        }
+    }
+    // The target's default covers the operands no rule constrained, except
+    // those an instruction forwards into its result or passes to a callee.
+    if let Some(req) = &target.operand_default {
+        if !forwards_operands(inst.opcode) {
+            for (i, &op) in inst.operands().iter().enumerate() {
+                if needs.operands[i].is_some() {
+                    continue;
+                }
+                let Some(a) = comp.inst(op).shape.as_array() else { continue };
+                if let Some(need) = realize(target, req, a, inst, comp, Role::Operand(i)) {
+                    needs.operands[i] = Some((need, NeedSource::TargetDefault));
+                }
+            }
+        }
+    }
+    needs
+}
+
+/// Instructions whose operands flow into their result or a callee without
+/// being read in a layout of their own; target defaults skip them, as XLA
+/// skips "forwarded" operands.
+pub fn forwards_operands(op: Opcode) -> bool {
+    use Opcode::*;
+    matches!(
+        op,
+        Tuple | GetTupleElement | While | Call | Conditional | Fusion | Bitcast | OptimizationBarrier
+            | AddDependency | Domain | AsyncStart | AsyncUpdate | AsyncDone
+    )
+}
+
+/// Which side of an instruction a requirement is for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Role {
+    /// Operand number `.0`.
+    Operand(usize),
+    /// The result.
+    Result,
+}
+
+/// The target's default layout of a shape: its default order with the
+/// target's tiling.
+pub fn default_layout(target: &TargetSpec, a: &ArrayShape) -> Layout {
+    let m2m: DimVec = match target.default_order {
+        DimOrder::Descending => (0..a.rank()).rev().collect(),
+        DimOrder::Ascending => (0..a.rank()).collect(),
+    };
+    tiling::layout_for(target, a, &m2m)
+}
+
+/// Turns a requirement into a concrete need for an array of shape `a`.
+pub fn realize(
+    target: &TargetSpec,
+    req: &Requirement,
+    a: &ArrayShape,
+    inst: &Instruction,
+    comp: &Computation,
+    role: Role,
+) -> Option<Need> {
+    let rank = a.rank();
+    let exact = |m2m: DimVec| Some(Need::Exact(tiling::layout_for(target, a, &m2m)));
+    match req {
+        Requirement::RowMajor => exact((0..rank).rev().collect()),
+        Requirement::ColMajor => exact((0..rank).collect()),
+        Requirement::Default => Some(Need::Exact(default_layout(target, a))),
+        Requirement::Fixed(m2m) => {
+            if m2m.len() == rank { exact(m2m.clone()) } else { None }
+        }
+        Requirement::Fortran => {
+            let mut m2m: DimVec = (0..rank).rev().collect();
+            if rank >= 2 {
+                m2m.swap(0, 1);
+            }
+            exact(m2m)
+        }
+        Requirement::DimMajor(attr) => {
+            let dim = KnownAttr::from_name(attr)
+                .and_then(|k| match inst.attrs.get(k)? {
+                    AttrValue::Ints(v) => v.first().copied(),
+                    AttrValue::Int(v) => Some(*v),
+                    _ => None,
+                })
+                .and_then(|d| usize::try_from(d).ok())
+                .filter(|&d| d < rank)?;
+            let mut m2m: DimVec = (0..rank).rev().filter(|&d| d != dim).collect();
+            m2m.push(dim);
+            exact(m2m)
+        }
+        Requirement::ContractingMinor | Requirement::MatrixLayout => {
+            let groups = dot_groups(inst, comp, role, rank)?;
+            if *req == Requirement::ContractingMinor {
+                // Major to minor: batch, non-contracting, contracting.
+                let major_to_minor: DimVec =
+                    groups.batch.iter().chain(&groups.free).chain(&groups.contracting).copied().collect();
+                exact(major_to_minor.into_iter().rev().collect())
+            } else {
+                let preferred = default_layout(target, a);
+                let batch = groups.batch.clone();
+                let [first, second] = groups.ordered_groups();
+                // The default layout is preferred when it qualifies; otherwise
+                // the canonical (batch, first, second) order.
+                let need = Need::Matrix { batch, groups: [first.clone(), second.clone()], preferred: preferred.clone() };
+                if need.accepts_order(&preferred) {
+                    Some(need)
+                } else {
+                    let major_to_minor: DimVec =
+                        groups.batch.iter().chain(&first).chain(&second).copied().collect();
+                    let forced = tiling::layout_for(target, a, &major_to_minor.into_iter().rev().collect::<DimVec>());
+                    Some(Need::Matrix { batch: groups.batch, groups: [first, second], preferred: forced })
+                }
+            }
+        }
+        Requirement::FeatureMinor | Requirement::SpatialMinor => {
+            let labels = match inst.attrs.get(KnownAttr::DimLabels) {
+                Some(AttrValue::DimLabels(l)) => l,
+                _ => return None,
+            };
+            let feature_minor = *req == Requirement::FeatureMinor;
+            let to_usize = |v: i64| usize::try_from(v).ok();
+            let (major, feature, spatial): (usize, usize, Vec<usize>) = match role {
+                Role::Operand(0) => (
+                    to_usize(labels.input_batch)?,
+                    to_usize(labels.input_feature)?,
+                    labels.input_spatial.iter().map(|&d| to_usize(d)).collect::<Option<_>>()?,
+                ),
+                Role::Operand(1) => (
+                    to_usize(labels.kernel_output_feature)?,
+                    to_usize(labels.kernel_input_feature)?,
+                    labels.kernel_spatial.iter().map(|&d| to_usize(d)).collect::<Option<_>>()?,
+                ),
+                Role::Result => (
+                    to_usize(labels.output_batch)?,
+                    to_usize(labels.output_feature)?,
+                    labels.output_spatial.iter().map(|&d| to_usize(d)).collect::<Option<_>>()?,
+                ),
+                Role::Operand(_) => return None,
+            };
+            let mut major_to_minor: DimVec = DimVec::new();
+            major_to_minor.push(major);
+            if feature_minor {
+                major_to_minor.extend(spatial);
+                major_to_minor.push(feature);
+            } else {
+                major_to_minor.push(feature);
+                major_to_minor.extend(spatial);
+            }
+            if major_to_minor.len() != rank {
+                return None;
+            }
+            exact(major_to_minor.into_iter().rev().collect())
+        }
+    }
+}
+
+/// The dimension groups of a dot operand or result.
+struct DotGroups {
+    batch: DimVec,
+    /// Operand: non-contracting dims; result: lhs non-contracting dims.
+    free: DimVec,
+    /// Operand: contracting dims; result: rhs non-contracting dims.
+    contracting: DimVec,
+    role: Role,
+}
+
+impl DotGroups {
+    /// The two matrix groups in the order a plain row-major GEMM uses:
+    /// for the lhs and the result (rows, cols) = (free, contracting)/(lhs, rhs);
+    /// for the rhs (contracting, free).
+    fn ordered_groups(&self) -> [DimVec; 2] {
+        match self.role {
+            Role::Operand(1) => [self.contracting.clone(), self.free.clone()],
+            _ => [self.free.clone(), self.contracting.clone()],
+        }
+    }
+}
+
+fn dot_groups(inst: &Instruction, comp: &Computation, role: Role, rank: usize) -> Option<DotGroups> {
+    if inst.opcode != Opcode::Dot {
+        return None;
+    }
+    let dims = |k: KnownAttr| -> DimVec {
+        inst.attrs.ints(k).unwrap_or(&[]).iter().filter_map(|&d| usize::try_from(d).ok()).collect()
+    };
+    let complement = |rank: usize, a: &DimVec, b: &DimVec| -> DimVec {
+        (0..rank).filter(|d| !a.contains(d) && !b.contains(d)).collect()
+    };
+    match role {
+        Role::Operand(i @ (0 | 1)) => {
+            let (batch, contracting) = if i == 0 {
+                (dims(KnownAttr::LhsBatchDims), dims(KnownAttr::LhsContractingDims))
+            } else {
+                (dims(KnownAttr::RhsBatchDims), dims(KnownAttr::RhsContractingDims))
+            };
+            let free = complement(rank, &batch, &contracting);
+            Some(DotGroups { batch, free, contracting, role })
+        }
+        Role::Result => {
+            // The result is (batch..., lhs free..., rhs free...).
+            let lhs_rank = comp.inst(*inst.operands().first()?).shape.as_array()?.rank();
+            let nb = dims(KnownAttr::LhsBatchDims).len();
+            let lhs_free = lhs_rank - nb - dims(KnownAttr::LhsContractingDims).len();
+            let batch: DimVec = (0..nb).collect();
+            let free: DimVec = (nb..nb + lhs_free).collect();
+            let contracting: DimVec = (nb + lhs_free..rank).collect();
+            Some(DotGroups { batch, free, contracting, role })
+        }
+        Role::Operand(_) => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn layout(m2m: &[usize]) -> Layout {
+        Layout::new(m2m)
+    }
+
+    #[test]
+    fn matrix_layout_rule() {
+        let batch: DimVec = [0].into_iter().collect();
+        let groups: [DimVec; 2] = [[1].into_iter().collect(), [2].into_iter().collect()];
+        // f32[5,2,3]: {1,2,0} keeps batch 0 most major: valid (XLA row 112).
+        assert!(matrix_accepts(&layout(&[1, 2, 0]), &batch, &groups));
+        assert!(matrix_accepts(&layout(&[2, 1, 0]), &batch, &groups));
+        // {0,1,2}: batch most minor: invalid (XLA row 113).
+        assert!(!matrix_accepts(&layout(&[0, 1, 2]), &batch, &groups));
+    }
+}

@@ -1,0 +1,897 @@
+//! The assignment problem of one computation: the array values it defines,
+//! the relations between their layouts, and the candidate layouts of each.
+//!
+//! A *value* is an array leaf defined by an instruction (forwarding
+//! instructions such as `tuple` and `get-tuple-element` define none; their
+//! leaves are the values they forward). A *relation* says how a use reads a
+//! value: in its user's layout (`Same`), in a layout derived from the user's
+//! (`Broadcast`), in a fixed layout (`Need`), or in any layout at a price
+//! (`Movement`: a transpose or reshape that is free only as a bitcast).
+
+use hlo::{AttrValue, CompId, Computation, InstId, KnownAttr, Opcode};
+use rustc_hash::FxHashMap;
+use shape::{ArrayShape, DimVec, Layout, Shape};
+use smallvec::SmallVec;
+use target::TargetSpec;
+
+use crate::algebra;
+use crate::context::{BoundaryReason, Context};
+use crate::policy::{self, Need, NeedSource};
+
+/// Index of a value.
+pub type ValueId = u32;
+/// Index into one value's table of layouts.
+pub type LayoutId = u16;
+
+/// The most candidate layouts a value keeps; more buy little and cost time.
+const MAX_CANDIDATES: usize = 6;
+
+/// Why a value's layout is fixed. Names are looked up only for reports.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum FixReason {
+    /// An entry parameter with a given layout.
+    EntryParameter,
+    /// A parameter whose layout the caller fixed (see the context).
+    Boundary,
+    /// A layout-constrained custom call's result.
+    CustomCall,
+    /// Rule number `.0` of the target requires this result layout.
+    TargetRule(u16),
+    /// The result of a call, while or conditional: the callee's signature.
+    Callee(CompId),
+    /// A `bitcast` already in the input.
+    ExistingBitcast,
+    /// An infeed's declared layout.
+    Infeed,
+    /// A scalar has one layout.
+    Scalar,
+}
+
+/// A key into the computation's [`LayoutTable`].
+pub type LayoutKey = u32;
+
+/// Every distinct layout a computation's problem mentions, stored once, so
+/// that values, candidates and needs refer to layouts by a small key
+/// instead of cloning them.
+#[derive(Default)]
+pub struct LayoutTable {
+    list: Vec<Layout>,
+    index: FxHashMap<Layout, LayoutKey>,
+}
+
+impl LayoutTable {
+    /// The key of `layout`, adding it if new.
+    pub fn key(&mut self, layout: &Layout) -> LayoutKey {
+        if let Some(&k) = self.index.get(layout) {
+            return k;
+        }
+        let k = self.list.len() as LayoutKey;
+        self.list.push(layout.clone());
+        self.index.insert(layout.clone(), k);
+        k
+    }
+
+    /// The layout of a key.
+    pub fn get(&self, key: LayoutKey) -> &Layout {
+        &self.list[key as usize]
+    }
+}
+
+/// An array value.
+#[derive(Clone, Debug)]
+pub struct Value {
+    /// The defining instruction.
+    pub def: InstId,
+    /// The array-leaf index within the definition's shape.
+    pub leaf: u32,
+    /// The logical shape (no layout).
+    pub shape: ArrayShape,
+    /// Set when the layout is not the pass's to choose.
+    pub fixed: Option<FixReason>,
+    /// Values locked to share this value's layout decisions (multi-output
+    /// ops whose outputs keep one layout). Points to itself when unlocked.
+    pub lock: ValueId,
+    /// Every layout this value has been considered in, as table keys;
+    /// labels index it. Entries are pairwise non-equivalent (never a
+    /// bitcast of each other).
+    pub layouts: SmallVec<[LayoutKey; 4]>,
+    /// Keys already resolved to an entry of `layouts` (equal or equivalent).
+    aliases: SmallVec<[(LayoutKey, LayoutId); 4]>,
+    /// Storage bytes per entry of `layouts`.
+    pub bytes: SmallVec<[u64; 4]>,
+    /// The layouts the solver may choose, best guess first.
+    pub candidates: SmallVec<[LayoutId; 4]>,
+}
+
+impl Value {
+    /// The id of the layout with `key` in this value's table, adding it if
+    /// no entry is equivalent to it.
+    pub fn intern(&mut self, table: &LayoutTable, key: LayoutKey) -> LayoutId {
+        if let Some(&(_, id)) = self.aliases.iter().find(|(k, _)| *k == key) {
+            return id;
+        }
+        let probe = with_layout(&self.shape, table.get(key).clone());
+        let mut other = ArrayShape { layout: None, ..self.shape.clone() };
+        for (i, &k) in self.layouts.iter().enumerate() {
+            other.layout = Some(table.get(k).clone());
+            if algebra::same_bytes(&probe, &other) {
+                self.aliases.push((key, i as LayoutId));
+                return i as LayoutId;
+            }
+        }
+        self.bytes.push(algebra::storage_bytes(&probe));
+        self.layouts.push(key);
+        let id = (self.layouts.len() - 1) as LayoutId;
+        self.aliases.push((key, id));
+        id
+    }
+
+    fn add_candidate(&mut self, table: &LayoutTable, key: LayoutKey) -> bool {
+        if self.candidates.len() >= MAX_CANDIDATES || self.fixed.is_some() {
+            return false;
+        }
+        let id = self.intern(table, key);
+        if self.candidates.contains(&id) {
+            return false;
+        }
+        self.candidates.push(id);
+        true
+    }
+
+    /// The key of this value's layout entry `id`.
+    pub fn key(&self, id: LayoutId) -> LayoutKey {
+        self.layouts[id as usize]
+    }
+}
+
+/// `a` with `layout`.
+pub fn with_layout(a: &ArrayShape, layout: Layout) -> ArrayShape {
+    ArrayShape { layout: Some(layout), ..a.clone() }
+}
+
+/// Where a copy would be inserted for a relation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Site {
+    /// Operand `operand` of instruction `user`, array leaf `leaf` within it.
+    Operand { user: InstId, operand: u32, leaf: u32 },
+    /// Array leaf `leaf` of the computation's result.
+    Root { leaf: u32 },
+}
+
+/// Why a relation reads a value the way it does.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum RelationSource {
+    /// A target or custom-call requirement on the operand.
+    Need(NeedSource),
+    /// The entry computation's result layout.
+    EntryResult,
+    /// `input_output_alias`: the result shares an entry parameter's layout.
+    Alias { parameter: i64 },
+    /// A callee's parameter layout (call, fusion, conditional branch).
+    CalleeParameter { callee: CompId },
+    /// A while loop's state layout.
+    LoopState { body: CompId },
+    /// The result layout the callers fixed (see the context).
+    BoundaryResult,
+    /// A user that keeps its operands' layout (elementwise, slice, ...).
+    LayoutPreservingUser { opcode: Opcode },
+    /// A broadcast reads its operand in its own layout's order.
+    Broadcast,
+    /// A loop body returns its state in the parameter's layout.
+    LoopBackEdge,
+    /// A transpose or reshape: it reads any layout, at a price.
+    DataMovement,
+}
+
+/// How a use constrains a value's layout.
+#[derive(Clone, Debug)]
+pub enum RelationKind {
+    /// Read in `out`'s layout.
+    Same { out: ValueId },
+    /// Read in `out`'s layout restricted to the broadcast dimensions.
+    Broadcast { out: ValueId, dims: DimVec },
+    /// Read in a fixed layout; `need_id` is its id in the value's table
+    /// (for a matrix need, `matrix` indexes [`Problem::matrix_needs`] and
+    /// `need_id` is the preferred layout's id).
+    Need { need_id: LayoutId, matrix: Option<u32> },
+    /// A transpose (with `dims`) or reshape (`dims` empty and `reshape`)
+    /// from `v` to `out`; it costs `out`'s bytes unless it is a bitcast.
+    Movement { out: ValueId, transpose: Option<DimVec> },
+}
+
+/// One relation.
+#[derive(Clone, Debug)]
+pub struct Relation {
+    /// The value read.
+    pub v: ValueId,
+    /// How.
+    pub kind: RelationKind,
+    /// Where a copy goes when the value's layout does not fit.
+    pub site: Site,
+    /// Why.
+    pub source: RelationSource,
+}
+
+/// The problem of one computation.
+pub struct Problem<'c> {
+    /// The computation.
+    pub comp: &'c Computation,
+    /// Every layout the problem mentions.
+    pub table: LayoutTable,
+    /// Its values.
+    pub values: Vec<Value>,
+    /// Its relations.
+    pub relations: Vec<Relation>,
+    /// The matrix needs relations refer to.
+    pub matrix_needs: Vec<Need>,
+    /// For each instruction (by node index), the value of each array leaf
+    /// of its shape.
+    pub leaf_values: Vec<SmallVec<[ValueId; 1]>>,
+    /// Why the parameters and the result are fixed, when the context fixes them.
+    pub boundary: (Option<BoundaryReason>, Option<BoundaryReason>),
+    /// Instructions in a topological order (operands first).
+    pub order: Vec<InstId>,
+    /// Entry parameters whose layout was AUTO and is chosen here.
+    pub auto_params: Vec<(u32, u32)>,
+    /// True when the result layout was AUTO (entry only).
+    pub auto_result: bool,
+}
+
+/// Errors that make a computation impossible to assign.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum ProblemError {
+    #[error("computation {computation} has a cycle through instruction %{instruction}")]
+    Cycle { computation: String, instruction: String },
+    #[error("computation {computation} has no root instruction")]
+    NoRoot { computation: String },
+    #[error("%{instruction} in {computation} calls computation #{callee}, whose signature is unknown")]
+    MissingCallee { computation: String, instruction: String, callee: u32 },
+    #[error("%{instruction} in {computation}: {message}")]
+    Mismatch { computation: String, instruction: String, message: String },
+}
+
+/// Instructions in topological order over data and control edges, taking
+/// ready instructions in schedule order so the result is deterministic.
+pub fn topological_order(comp: &Computation) -> Result<Vec<InstId>, ProblemError> {
+    use hlo::petgraph::visit::EdgeRef;
+    let schedule = comp.schedule();
+    let mut position: FxHashMap<InstId, usize> = FxHashMap::default();
+    for (i, &id) in schedule.iter().enumerate() {
+        position.insert(id, i);
+    }
+    let graph = comp.graph();
+    let mut indegree: FxHashMap<InstId, usize> = FxHashMap::default();
+    for &id in schedule {
+        indegree.insert(id, graph.edges_directed(id, hlo::petgraph::Direction::Incoming).count());
+    }
+    // A min-heap on schedule position keeps the order stable and
+    // deterministic.
+    let mut ready: std::collections::BinaryHeap<std::cmp::Reverse<usize>> =
+        schedule.iter().enumerate().filter(|(_, id)| indegree[id] == 0).map(|(i, _)| std::cmp::Reverse(i)).collect();
+    let mut order = Vec::with_capacity(schedule.len());
+    while let Some(std::cmp::Reverse(i)) = ready.pop() {
+        let id = schedule[i];
+        order.push(id);
+        for e in graph.edges_directed(id, hlo::petgraph::Direction::Outgoing) {
+            let t = e.target();
+            if let Some(d) = indegree.get_mut(&t) {
+                *d -= 1;
+                if *d == 0 {
+                    ready.push(std::cmp::Reverse(position[&t]));
+                }
+            }
+        }
+    }
+    if order.len() != schedule.len() {
+        let stuck = schedule.iter().find(|id| !order.contains(id)).copied();
+        return Err(ProblemError::Cycle {
+            computation: comp.name.clone(),
+            instruction: stuck.map(|id| comp.inst(id).name.clone()).unwrap_or_default(),
+        });
+    }
+    Ok(order)
+}
+
+/// The number of array leaves of a shape.
+pub fn array_leaf_count(s: &Shape) -> usize {
+    let mut n = 0;
+    s.for_each_array(&mut |_, _| n += 1);
+    n
+}
+
+/// The array leaves of a shape, in order.
+pub fn array_leaves(s: &Shape) -> Vec<&ArrayShape> {
+    let mut v = Vec::new();
+    s.for_each_array(&mut |_, a| v.push(a));
+    v
+}
+
+/// The range of array-leaf indices that tuple element `k` of `s` covers.
+pub fn element_leaf_range(s: &Shape, k: usize) -> Option<std::ops::Range<usize>> {
+    let elements = s.tuple_elements()?;
+    let start: usize = elements.get(..k)?.iter().map(array_leaf_count).sum();
+    Some(start..start + array_leaf_count(elements.get(k)?))
+}
+
+impl<'c> Problem<'c> {
+    /// Builds the problem of `comp` under `target` and `ctx`.
+    pub fn build(
+        comp: &'c Computation,
+        ctx: &Context,
+        target: &TargetSpec,
+    ) -> Result<Problem<'c>, ProblemError> {
+        let order = topological_order(comp)?;
+        let bound = comp.graph().node_indices().map(|n| n.index() + 1).max().unwrap_or(0);
+        let mut p = Problem {
+            comp,
+            table: LayoutTable::default(),
+            values: Vec::with_capacity(order.len()),
+            relations: Vec::with_capacity(order.len() * 3),
+            matrix_needs: Vec::new(),
+            leaf_values: vec![SmallVec::new(); bound],
+            boundary: (ctx.params.as_ref().map(|(_, r)| r.clone()), ctx.result.as_ref().map(|(_, r)| r.clone())),
+            order,
+            auto_params: Vec::new(),
+            auto_result: false,
+        };
+        let order = std::mem::take(&mut p.order);
+        // Each instruction's needs are computed once and used twice.
+        let mut needs_cache: Vec<Option<Box<policy::InstNeeds>>> = vec![None; bound];
+        for &id in &order {
+            p.define(id, ctx, target, &mut needs_cache)?;
+        }
+        for &id in &order {
+            p.relate(id, ctx, target, &mut needs_cache)?;
+        }
+        p.order = order;
+        p.relate_root(ctx)?;
+        p.seed_candidates(target);
+        p.propagate_candidates(target);
+        Ok(p)
+    }
+
+    fn new_value(&mut self, def: InstId, leaf: u32, a: &ArrayShape, fixed: Option<(Layout, FixReason)>) -> ValueId {
+        let id = self.values.len() as ValueId;
+        let mut v = Value {
+            def,
+            leaf,
+            shape: ArrayShape { layout: None, ..a.clone() },
+            fixed: None,
+            lock: id,
+            layouts: SmallVec::new(),
+            aliases: SmallVec::new(),
+            bytes: SmallVec::new(),
+            candidates: SmallVec::new(),
+        };
+        if a.rank() == 0 {
+            let key = self.table.key(&a.layout.clone().unwrap_or_default());
+            v.intern(&self.table, key);
+            v.candidates.push(0);
+            v.fixed = Some(FixReason::Scalar);
+        } else if let Some((layout, reason)) = fixed {
+            let key = self.table.key(&layout);
+            v.intern(&self.table, key);
+            v.candidates.push(0);
+            v.fixed = Some(reason);
+        }
+        self.values.push(v);
+        id
+    }
+
+    fn mismatch(&self, id: InstId, message: impl Into<String>) -> ProblemError {
+        ProblemError::Mismatch {
+            computation: self.comp.name.clone(),
+            instruction: self.comp.inst(id).name.clone(),
+            message: message.into(),
+        }
+    }
+
+    /// Gives every array leaf of `id` a value: a new one, or the value it
+    /// forwards.
+    fn define(
+        &mut self,
+        id: InstId,
+        ctx: &Context,
+        target: &TargetSpec,
+        needs_cache: &mut [Option<Box<policy::InstNeeds>>],
+    ) -> Result<(), ProblemError> {
+        let comp = self.comp;
+        let inst = comp.inst(id);
+        let leaves = array_leaves(&inst.shape);
+        let operand_leaves = |p: &Self, i: usize| -> SmallVec<[ValueId; 1]> {
+            inst.operands().get(i).and_then(|o| p.leaf_values.get(o.index())).cloned().unwrap_or_default()
+        };
+        let forwarded: Option<SmallVec<[ValueId; 1]>> = match inst.opcode {
+            Opcode::Tuple => {
+                Some((0..inst.operands().len()).flat_map(|i| operand_leaves(self, i)).collect())
+            }
+            Opcode::GetTupleElement => {
+                let k = inst.attrs.int(KnownAttr::Index).and_then(|k| usize::try_from(k).ok());
+                let operand = inst.operands().first().map(|&o| &comp.inst(o).shape);
+                match (k, operand) {
+                    (Some(k), Some(s)) => {
+                        let range = element_leaf_range(s, k)
+                            .ok_or_else(|| self.mismatch(id, format!("tuple index {k} is out of range")))?;
+                        let all = operand_leaves(self, 0);
+                        Some(all.get(range).map(SmallVec::from_slice).unwrap_or_default())
+                    }
+                    _ => return Err(self.mismatch(id, "get-tuple-element needs an index and a tuple operand")),
+                }
+            }
+            Opcode::OptimizationBarrier | Opcode::AddDependency | Opcode::Domain => Some(operand_leaves(self, 0)),
+            _ => None,
+        };
+        if let Some(values) = forwarded {
+            if values.len() != leaves.len() {
+                return Err(self.mismatch(id, "the forwarded operand's shape does not match the result"));
+            }
+            self.leaf_values[id.index()] = values;
+            return Ok(());
+        }
+
+        // Fixed layouts of the new values, per leaf.
+        let mut fixed: Vec<Option<(Layout, FixReason)>> = vec![None; leaves.len()];
+        let given = |a: &ArrayShape| a.layout.clone().unwrap_or_else(|| policy::default_layout(target, a));
+        match inst.opcode {
+            Opcode::Parameter => {
+                let n = inst.parameter_number().unwrap_or(0) as usize;
+                if let Some((params, _)) = &ctx.params {
+                    let Some(param) = params.get(n) else {
+                        return Err(self.mismatch(id, format!("parameter {n} is not in the computation layout")));
+                    };
+                    let given_leaves = array_leaves(param);
+                    if given_leaves.len() != leaves.len() {
+                        return Err(self.mismatch(id, "the parameter's shape differs from the computation layout"));
+                    }
+                    for (i, g) in given_leaves.iter().enumerate() {
+                        match &g.layout {
+                            Some(l) => {
+                                let why = if ctx.is_entry { FixReason::EntryParameter } else { FixReason::Boundary };
+                                fixed[i] = Some((l.clone(), why));
+                            }
+                            None if ctx.is_entry => self.auto_params.push((n as u32, i as u32)),
+                            None => {}
+                        }
+                    }
+                }
+            }
+            Opcode::While | Opcode::Call | Opcode::Conditional | Opcode::Fusion => {
+                let callee = match inst.opcode {
+                    Opcode::While => inst.attrs.get(KnownAttr::Body),
+                    Opcode::Call | Opcode::Fusion => {
+                        inst.attrs.get(KnownAttr::ToApply).or(inst.attrs.get(KnownAttr::Calls))
+                    }
+                    _ => None,
+                };
+                let callees: Vec<CompId> = match (inst.opcode, callee) {
+                    (_, Some(AttrValue::Computation(c))) => vec![*c],
+                    (Opcode::Conditional, _) => inst.attrs.called_computations().collect(),
+                    _ => Vec::new(),
+                };
+                if let Some(&first) = callees.first() {
+                    let sig = ctx.callees.get(&first).ok_or(ProblemError::MissingCallee {
+                        computation: comp.name.clone(),
+                        instruction: inst.name.clone(),
+                        callee: first.0,
+                    })?;
+                    let result_leaves = array_leaves(&sig.result);
+                    if result_leaves.len() != leaves.len() {
+                        return Err(self.mismatch(id, "the callee's result shape differs from the instruction's"));
+                    }
+                    for (i, r) in result_leaves.iter().enumerate() {
+                        fixed[i] = Some((given(r), FixReason::Callee(first)));
+                    }
+                }
+            }
+            Opcode::Bitcast => {
+                for (i, a) in leaves.iter().enumerate() {
+                    fixed[i] = Some((given(a), FixReason::ExistingBitcast));
+                }
+            }
+            Opcode::Infeed => {
+                for (i, a) in leaves.iter().enumerate() {
+                    fixed[i] = Some((given(a), FixReason::Infeed));
+                }
+            }
+            _ => {
+                let needs = needs_cache[id.index()].get_or_insert_with(|| Box::new(policy::inst_needs(target, comp, id)));
+                for (i, l) in needs.result_leaves.iter().enumerate() {
+                    if let (Some(l), Some(slot)) = (l, fixed.get_mut(i)) {
+                        *slot = Some((l.clone(), FixReason::CustomCall));
+                    }
+                }
+                if let Some((Need::Exact(l), source)) = &needs.result {
+                    let reason = match *source {
+                        NeedSource::TargetRule(rule) => FixReason::TargetRule(rule),
+                        NeedSource::CustomCall | NeedSource::LayoutConstraint | NeedSource::TargetDefault => FixReason::CustomCall,
+                    };
+                    for (i, a) in leaves.iter().enumerate() {
+                        if fixed[i].is_none() && a.rank() == l.minor_to_major.len() {
+                            let layout = if i == 0 { l.clone() } else { policy::default_layout(target, a) };
+                            fixed[i] = Some((layout, reason));
+                        }
+                    }
+                }
+            }
+        }
+        let mut values = SmallVec::new();
+        for (i, a) in leaves.iter().enumerate() {
+            values.push(self.new_value(id, i as u32, a, fixed[i].take()));
+        }
+        // Ops that keep one layout across several outputs (sort, variadic
+        // reduce-window and scatter) lock their same-rank outputs together.
+        if values.len() > 1 && target.keeps_layout(inst.opcode) && !is_per_leaf_collective(inst.opcode) {
+            let first = values[0];
+            let rank = self.values[first as usize].shape.rank();
+            for &v in &values[1..] {
+                if self.values[v as usize].shape.rank() == rank {
+                    self.values[v as usize].lock = first;
+                }
+            }
+        }
+        self.leaf_values[id.index()] = values;
+        Ok(())
+    }
+
+    fn push(&mut self, v: ValueId, kind: RelationKind, site: Site, source: RelationSource) {
+        self.relations.push(Relation { v, kind, site, source });
+    }
+
+    /// Adds an exact need of `layout` on value `v` at `site`.
+    fn need(&mut self, v: ValueId, need: Need, site: Site, source: RelationSource) {
+        let key = self.table.key(need.preferred());
+        let need_id = self.values[v as usize].intern(&self.table, key);
+        let matrix = match need {
+            Need::Exact(_) => None,
+            Need::Matrix { .. } => {
+                self.matrix_needs.push(need);
+                Some((self.matrix_needs.len() - 1) as u32)
+            }
+        };
+        self.push(v, RelationKind::Need { need_id, matrix }, site, source);
+    }
+
+    /// Adds the relations of `id`'s operands.
+    fn relate(
+        &mut self,
+        id: InstId,
+        ctx: &Context,
+        target: &TargetSpec,
+        needs_cache: &mut [Option<Box<policy::InstNeeds>>],
+    ) -> Result<(), ProblemError> {
+        let comp = self.comp;
+        let inst = comp.inst(id);
+        let op = inst.opcode;
+        if matches!(op, Opcode::Tuple | Opcode::GetTupleElement | Opcode::OptimizationBarrier | Opcode::AddDependency | Opcode::Domain | Opcode::Parameter | Opcode::Bitcast) {
+            if op == Opcode::Bitcast {
+                // An existing bitcast is only valid in the layouts it was
+                // written with: its operand must stay as it is.
+                if let Some(&o) = inst.operands().first() {
+                    let leaves = self.leaf_values[o.index()].clone();
+                    let shapes = array_leaves(&comp.inst(o).shape);
+                    for (leaf, (&v, a)) in leaves.iter().zip(shapes).enumerate() {
+                        let layout = a.layout.clone().unwrap_or_else(|| policy::default_layout(target, a));
+                        let site = Site::Operand { user: id, operand: 0, leaf: leaf as u32 };
+                        self.need(v, Need::Exact(layout), site, RelationSource::Need(NeedSource::LayoutConstraint));
+                    }
+                }
+            }
+            return Ok(());
+        }
+        let out_values = self.leaf_values[id.index()].clone();
+        let out = out_values.first().copied();
+
+        // Calls: operands must arrive in the callee's parameter layouts.
+        let call_targets: Vec<(usize, CompId)> = match op {
+            Opcode::While => match inst.attrs.get(KnownAttr::Body) {
+                Some(AttrValue::Computation(c)) => vec![(0, *c)],
+                _ => vec![],
+            },
+            Opcode::Call | Opcode::Fusion => {
+                match inst.attrs.get(KnownAttr::ToApply).or(inst.attrs.get(KnownAttr::Calls)) {
+                    Some(AttrValue::Computation(c)) => (0..inst.operands().len()).map(|i| (i, *c)).collect(),
+                    _ => vec![],
+                }
+            }
+            Opcode::Conditional => inst.attrs.called_computations().enumerate().map(|(j, c)| (j + 1, c)).collect(),
+            _ => vec![],
+        };
+        if !call_targets.is_empty() {
+            for (operand, callee) in call_targets {
+                let Some(sig) = ctx.callees.get(&callee) else { continue };
+                let param_index = match op {
+                    Opcode::Call | Opcode::Fusion => operand,
+                    _ => 0,
+                };
+                let Some(param) = sig.params.get(param_index) else { continue };
+                let Some(&o) = inst.operands().get(operand) else { continue };
+                let leaves = self.leaf_values[o.index()].clone();
+                let params = array_leaves(param);
+                let source = if op == Opcode::While {
+                    RelationSource::LoopState { body: callee }
+                } else {
+                    RelationSource::CalleeParameter { callee }
+                };
+                for (leaf, (&v, p)) in leaves.iter().zip(params).enumerate() {
+                    let layout = p.layout.clone().unwrap_or_else(|| policy::default_layout(target, p));
+                    let site = Site::Operand { user: id, operand: operand as u32, leaf: leaf as u32 };
+                    self.need(v, Need::Exact(layout), site, source);
+                }
+            }
+            return Ok(());
+        }
+
+        let needs = needs_cache[id.index()].take().unwrap_or_else(|| Box::new(policy::inst_needs(target, comp, id)));
+        let keeps = target.keeps_layout(op);
+        for (i, &o) in inst.operands().iter().enumerate() {
+            let operand_leaves = self.leaf_values[o.index()].clone();
+            if operand_leaves.is_empty() {
+                continue;
+            }
+            let operand_is_array = comp.inst(o).shape.is_array();
+            let site = Site::Operand { user: id, operand: i as u32, leaf: 0 };
+            if let Some((need, source)) = &needs.operands[i] {
+                if operand_is_array {
+                    self.need(operand_leaves[0], need.clone(), site, RelationSource::Need(*source));
+                }
+            }
+            if !operand_is_array {
+                continue;
+            }
+            let v = operand_leaves[0];
+            let v_rank = self.values[v as usize].shape.rank();
+            // The output leaf this operand keeps its layout with: per leaf
+            // for collectives on tuples, otherwise the first output.
+            let partner = if is_per_leaf_collective(op) && out_values.len() == inst.operands().len() {
+                out_values.get(i).copied()
+            } else {
+                out
+            };
+            let Some(partner) = partner else { continue };
+            let out_rank = self.values[partner as usize].shape.rank();
+            match op {
+                Opcode::Broadcast => {
+                    let dims: Option<DimVec> = inst
+                        .attrs
+                        .ints(KnownAttr::Dimensions)
+                        .map(|d| d.iter().filter_map(|&x| usize::try_from(x).ok()).collect());
+                    let Some(dims) = dims.filter(|d| d.len() == v_rank) else {
+                        return Err(self.mismatch(id, "broadcast dimensions do not match the operand rank"));
+                    };
+                    if v_rank > 0 {
+                        self.push(v, RelationKind::Broadcast { out: partner, dims }, site, RelationSource::Broadcast);
+                    }
+                }
+                Opcode::Transpose => {
+                    let dims: Option<DimVec> = inst
+                        .attrs
+                        .ints(KnownAttr::Dimensions)
+                        .map(|d| d.iter().filter_map(|&x| usize::try_from(x).ok()).collect());
+                    let Some(dims) = dims.filter(|d| d.len() == v_rank && v_rank == out_rank) else {
+                        return Err(self.mismatch(id, "transpose dimensions do not match the ranks"));
+                    };
+                    self.push(v, RelationKind::Movement { out: partner, transpose: Some(dims) }, site, RelationSource::DataMovement);
+                }
+                Opcode::Reshape => {
+                    self.push(v, RelationKind::Movement { out: partner, transpose: None }, site, RelationSource::DataMovement);
+                }
+                _ if keeps && v_rank == out_rank && v_rank > 0 => {
+                    self.push(v, RelationKind::Same { out: partner }, site, RelationSource::LayoutPreservingUser { opcode: op });
+                }
+                _ => {}
+            }
+        }
+        Ok(())
+    }
+
+    /// Adds the relations of the computation's result.
+    fn relate_root(&mut self, ctx: &Context) -> Result<(), ProblemError> {
+        let comp = self.comp;
+        let root = comp.root().ok_or_else(|| ProblemError::NoRoot { computation: comp.name.clone() })?;
+        let root_values = self.leaf_values[root.index()].clone();
+        if let Some((result, reason)) = &ctx.result {
+            let leaves = array_leaves(result);
+            if leaves.len() != root_values.len() {
+                return Err(self.mismatch(root, "the root's shape differs from the required result shape"));
+            }
+            let mut any_auto = false;
+            for (leaf, (&v, a)) in root_values.iter().zip(leaves).enumerate() {
+                match &a.layout {
+                    Some(l) => {
+                        let source = match reason {
+                            BoundaryReason::Entry => RelationSource::EntryResult,
+                            _ => RelationSource::BoundaryResult,
+                        };
+                        self.need(v, Need::Exact(l.clone()), Site::Root { leaf: leaf as u32 }, source);
+                    }
+                    None => any_auto = true,
+                }
+            }
+            self.auto_result = ctx.is_entry && any_auto;
+        }
+        // input_output_alias: an AUTO result leaf aliased with a parameter
+        // takes the parameter's layout.
+        if ctx.is_entry {
+            for alias in &ctx.io_alias {
+                let Some((params, _)) = &ctx.params else { break };
+                let result_auto = match &ctx.result {
+                    Some((r, _)) => alias_leaf(r, &alias.output_index).is_some_and(|(_, a)| a.layout.is_none()),
+                    None => true,
+                };
+                let param = usize::try_from(alias.parameter).ok().and_then(|p| params.get(p));
+                let Some(param) = param else { continue };
+                let (Some((_, pa)), Some((leaf, _))) = (
+                    alias_leaf(param, &alias.parameter_index),
+                    alias_leaf(&comp.inst(root).shape, &alias.output_index),
+                ) else {
+                    continue;
+                };
+                if let (true, Some(l), Some(&v)) = (result_auto, &pa.layout, root_values.get(leaf)) {
+                    self.need(v, Need::Exact(l.clone()), Site::Root { leaf: leaf as u32 }, RelationSource::Alias { parameter: alias.parameter });
+                }
+            }
+        }
+        // A loop body returns its state in the parameter's layout.
+        if ctx.loop_body {
+            let param = comp.parameters().first().copied();
+            if let Some(param) = param {
+                let param_values = self.leaf_values[param.index()].clone();
+                for (leaf, (&v, &w)) in root_values.iter().zip(&param_values).enumerate() {
+                    if v != w {
+                        self.push(v, RelationKind::Same { out: w }, Site::Root { leaf: leaf as u32 }, RelationSource::LoopBackEdge);
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Seeds each free value's candidates: layouts its uses need, then the
+    /// target default.
+    fn seed_candidates(&mut self, target: &TargetSpec) {
+        for rel in &self.relations {
+            if let RelationKind::Need { need_id, .. } = rel.kind {
+                let value = &mut self.values[rel.v as usize];
+                let key = value.key(need_id);
+                value.add_candidate(&self.table, key);
+            }
+        }
+        for v in &mut self.values {
+            let default = self.table.key(&policy::default_layout(target, &v.shape));
+            v.add_candidate(&self.table, default);
+        }
+    }
+
+    /// Spreads candidates along relations, so that a layout one value
+    /// wants can be reached by its neighbours (a few rounds suffice: the
+    /// solver also moves whole groups at once).
+    fn propagate_candidates(&mut self, target: &TargetSpec) {
+        let relations = &self.relations;
+        let values = &mut self.values;
+        let table = &mut self.table;
+        let mut scratch: Vec<LayoutKey> = Vec::new();
+        for _round in 0..3 {
+            let mut changed = false;
+            for rel in relations {
+                let v = rel.v as usize;
+                match &rel.kind {
+                    RelationKind::Same { out } => {
+                        let out = *out as usize;
+                        changed |= share_candidates(values, table, out, v, &mut scratch);
+                        changed |= share_candidates(values, table, v, out, &mut scratch);
+                    }
+                    RelationKind::Broadcast { out, dims } => {
+                        if !accepts_more(&values[v]) {
+                            continue;
+                        }
+                        candidate_keys_into(&values[*out as usize], &mut scratch);
+                        for k in scratch.drain(..) {
+                            let restricted = restrict_layout(target, &values[v].shape, table.get(k), dims);
+                            let key = table.key(&restricted);
+                            changed |= values[v].add_candidate(table, key);
+                        }
+                    }
+                    RelationKind::Movement { out, transpose } => {
+                        let out = *out as usize;
+                        if accepts_more(&values[out]) {
+                            candidate_keys_into(&values[v], &mut scratch);
+                            for k in scratch.drain(..) {
+                                let a = with_layout(&values[v].shape, table.get(k).clone());
+                                let induced = match transpose {
+                                    Some(dims) => algebra::transpose_output_layout(&a, dims),
+                                    None => algebra::reshape_output_layout(&a, &values[out].shape),
+                                };
+                                if let Some(l) = induced {
+                                    let key = table.key(&l);
+                                    changed |= values[out].add_candidate(table, key);
+                                }
+                            }
+                        }
+                        if accepts_more(&values[v]) {
+                            candidate_keys_into(&values[out], &mut scratch);
+                            for k in scratch.drain(..) {
+                                let a = with_layout(&values[out].shape, table.get(k).clone());
+                                let induced = match transpose {
+                                    Some(dims) => algebra::transpose_operand_layout(&a, dims),
+                                    None => algebra::reshape_operand_layout(&values[v].shape, &a),
+                                };
+                                if let Some(l) = induced {
+                                    let key = table.key(&l);
+                                    changed |= values[v].add_candidate(table, key);
+                                }
+                            }
+                        }
+                    }
+                    RelationKind::Need { .. } => {}
+                }
+            }
+            if !changed {
+                break;
+            }
+        }
+    }
+}
+
+/// True when a value may still gain candidates.
+fn accepts_more(v: &Value) -> bool {
+    v.fixed.is_none() && v.candidates.len() < MAX_CANDIDATES
+}
+
+/// Copies a value's candidate keys into `out` (cleared first).
+fn candidate_keys_into(value: &Value, out: &mut Vec<LayoutKey>) {
+    out.clear();
+    out.extend(value.candidates.iter().map(|&c| value.key(c)));
+}
+
+/// Offers `from`'s candidates to `to` (same rank). Skips the work when `to`
+/// cannot take more, the common case for fixed values.
+fn share_candidates(values: &mut [Value], table: &LayoutTable, from: usize, to: usize, scratch: &mut Vec<LayoutKey>) -> bool {
+    if !accepts_more(&values[to]) {
+        return false;
+    }
+    candidate_keys_into(&values[from], scratch);
+    let rank = values[to].shape.rank();
+    let mut changed = false;
+    for k in scratch.drain(..) {
+        if table.get(k).minor_to_major.len() == rank {
+            changed |= values[to].add_candidate(table, k);
+        }
+    }
+    changed
+}
+
+/// The layout a broadcast's operand is read in: the output's order
+/// restricted to the broadcast dimensions, renumbered to operand dimensions,
+/// with the target's tiling for the operand.
+pub fn restrict_layout(target: &TargetSpec, operand: &ArrayShape, out_layout: &Layout, dims: &[usize]) -> Layout {
+    let m2m: DimVec = out_layout
+        .minor_to_major
+        .iter()
+        .filter_map(|d| dims.iter().position(|x| x == d))
+        .collect();
+    crate::tiling::layout_for(target, operand, &m2m)
+}
+
+/// True for collectives that keep each tuple leaf's layout separately.
+fn is_per_leaf_collective(op: Opcode) -> bool {
+    use Opcode::*;
+    matches!(
+        op,
+        AllReduce | AllReduceStart | AllReduceDone | AllToAll | CollectivePermute | CollectivePermuteStart
+            | CollectivePermuteDone | AllGather | AllGatherStart | AllGatherDone | ReduceScatter
+            | CollectiveBroadcast | OptimizationBarrier
+    )
+}
+
+/// The array leaf at a tuple index path, with its flat leaf index.
+fn alias_leaf<'s>(s: &'s Shape, index: &[i64]) -> Option<(usize, &'s ArrayShape)> {
+    let mut flat = 0;
+    let mut cur = s;
+    for &i in index {
+        let i = usize::try_from(i).ok()?;
+        let elements = cur.tuple_elements()?;
+        flat += elements.get(..i)?.iter().map(array_leaf_count).sum::<usize>();
+        cur = elements.get(i)?;
+    }
+    cur.as_array().map(|a| (flat, a))
+}

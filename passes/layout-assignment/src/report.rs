@@ -1,0 +1,125 @@
+//! What the pass did and why, as plain data. The CLI and the server turn
+//! it into JSON; nothing here knows serde.
+
+use shape::Layout;
+
+/// Why a copy was needed, in the categories compiler engineers ask about.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum CopyCause {
+    /// The entry computation layout (parameters or result).
+    Entry,
+    /// A custom call's layout constraints, or a `LayoutConstraint`.
+    CustomCall,
+    /// A target's requirement for the consuming op.
+    TargetRequirement,
+    /// Users that need different layouts of one value.
+    ConflictingUsers,
+    /// A while loop's state must keep one layout.
+    LoopState,
+    /// A called computation's parameter or result layout.
+    CallSignature,
+    /// `input_output_alias` ties a result to a parameter.
+    Alias,
+    /// A `bitcast` in the input fixes its operand's layout.
+    ExistingBitcast,
+}
+
+impl CopyCause {
+    /// A short stable name for reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            CopyCause::Entry => "entry",
+            CopyCause::CustomCall => "custom_call",
+            CopyCause::TargetRequirement => "target_requirement",
+            CopyCause::ConflictingUsers => "conflicting_users",
+            CopyCause::LoopState => "loop_state",
+            CopyCause::CallSignature => "call_signature",
+            CopyCause::Alias => "alias",
+            CopyCause::ExistingBitcast => "existing_bitcast",
+        }
+    }
+}
+
+/// One inserted copy.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct CopyRecord {
+    /// The computation it is in.
+    pub computation: String,
+    /// The new instruction's name.
+    pub name: String,
+    /// The copied value: its defining instruction, with a tuple index path
+    /// when it is a tuple leaf.
+    pub value: String,
+    /// The value's layout.
+    pub from: Layout,
+    /// The layout the copy produces.
+    pub to: Layout,
+    /// Bytes the copy writes, tile padding included.
+    pub bytes: u64,
+    /// The instructions (or `ROOT`) that read the copy.
+    pub users: Vec<String>,
+    /// The category of the constraint that forced it.
+    pub cause: CopyCause,
+    /// A sentence naming the constraint.
+    pub why: String,
+}
+
+/// A transpose or reshape that moves data (not a bitcast).
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct MovementRecord {
+    /// The computation.
+    pub computation: String,
+    /// The instruction.
+    pub name: String,
+    /// Bytes it writes.
+    pub bytes: u64,
+}
+
+/// An AUTO entry layout the pass chose.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct FilledLayout {
+    /// `parameter N` (with a tuple path) or `result`.
+    pub position: String,
+    /// The layout chosen.
+    pub layout: Layout,
+}
+
+/// The pass's report for a module.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Report {
+    /// Every inserted copy.
+    pub copies: Vec<CopyRecord>,
+    /// Every data-moving transpose or reshape.
+    pub movements: Vec<MovementRecord>,
+    /// AUTO entry layouts filled in.
+    pub filled: Vec<FilledLayout>,
+    /// Per computation: values, relations, search sweeps and moves.
+    pub computations: Vec<ComputationStats>,
+}
+
+/// Size and effort of one computation's assignment.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ComputationStats {
+    /// The computation.
+    pub name: String,
+    /// Array values assigned.
+    pub values: usize,
+    /// Relations between them.
+    pub relations: usize,
+    /// Search sweeps.
+    pub sweeps: usize,
+    /// Improving moves.
+    pub moves: usize,
+}
+
+impl Report {
+    /// Total bytes written by copies.
+    pub fn copy_bytes(&self) -> u64 {
+        self.copies.iter().map(|c| c.bytes).sum()
+    }
+
+    /// Total bytes written by data-moving transposes and reshapes.
+    pub fn movement_bytes(&self) -> u64 {
+        self.movements.iter().map(|m| m.bytes).sum()
+    }
+}
