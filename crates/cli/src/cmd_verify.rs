@@ -11,6 +11,15 @@ pub struct Args {
     /// HLO files to check; `-` reads standard input.
     #[arg(required = true, value_name = "FILE")]
     files: Vec<String>,
+    /// Also check layouts: every value has one, layout-preserving ops
+    /// agree with their operands, calls and loops agree with their
+    /// computations, the entry layout holds, and every bitcast is proven.
+    #[arg(long)]
+    layouts: bool,
+    /// With --layouts, also check a target's operand requirements
+    /// (`cpu`, `gpu`, `tpu` or a target YAML file).
+    #[arg(long, requires = "layouts")]
+    target: Option<String>,
 }
 
 /// Runs the command: exit status 0 when every module is valid, 1 after
@@ -21,13 +30,23 @@ pub fn run(args: Args) -> ExitCode {
 
 /// The command over an explicit message stream; returns the exit status.
 fn run_with(args: &Args, err: &mut dyn Write) -> u8 {
+    let target = match args.target.as_deref().map(wire::resolve_target).transpose() {
+        Ok(t) => t,
+        Err(e) => {
+            let _ = writeln!(err, "error: {e}");
+            return 1;
+        }
+    };
     let mut failed = false;
     for file in &args.files {
         let Some((label, module, _)) = load(file, err) else {
             failed = true;
             continue;
         };
-        let errors = hlo::verify_module(&module);
+        let mut errors: Vec<String> = hlo::verify_module(&module).iter().map(ToString::to_string).collect();
+        if args.layouts && errors.is_empty() {
+            errors.extend(layout_assignment::check_layouts(&module, target.as_deref()).iter().map(ToString::to_string));
+        }
         if errors.is_empty() {
             let _ = writeln!(
                 err,
@@ -53,7 +72,7 @@ mod tests {
     use crate::cmd_fmt::tests::{CANONICAL, TempFile};
 
     fn verify(files: &[&str]) -> (u8, String) {
-        let args = Args { files: files.iter().map(|s| s.to_string()).collect() };
+        let args = Args { files: files.iter().map(|s| s.to_string()).collect(), layouts: false, target: None };
         let mut err = Vec::new();
         let code = run_with(&args, &mut err);
         (code, String::from_utf8(err).unwrap())

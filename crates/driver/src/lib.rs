@@ -204,7 +204,10 @@ fn finish_module(
     let timings = &mut timings;
     if opts.verify {
         let t = Instant::now();
-        let problems: Vec<String> = hlo::verify_module(&module).iter().map(ToString::to_string).collect();
+        let mut problems: Vec<String> = hlo::verify_module(&module).iter().map(ToString::to_string).collect();
+        if problems.is_empty() && assignment.is_some() {
+            problems.extend(layout_assignment::check_layouts(&module, Some(&opts.target)).iter().map(ToString::to_string));
+        }
         timings.push(Timing { step: "verify", duration: t.elapsed() });
         if !problems.is_empty() {
             return Err(PipelineError::Verify(problems));

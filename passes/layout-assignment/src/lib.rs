@@ -13,6 +13,7 @@
 //! crate drives the same functions through incremental queries.
 
 mod algebra;
+mod check;
 mod context;
 mod materialize;
 mod policy;
@@ -28,6 +29,7 @@ use rustc_hash::FxHashMap;
 use shape::Shape;
 use target::TargetSpec;
 
+pub use check::{LayoutProblem, check_layouts};
 pub use context::{BoundaryReason, Context, Signature};
 pub use materialize::{ComputationAssignment, PlannedCopy, apply, refresh_forwarded_shapes};
 pub use policy::{Need, NeedSource, default_layout, first_array, inst_needs};

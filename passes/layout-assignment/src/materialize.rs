@@ -292,6 +292,14 @@ fn describe_fix(
             None => format!("target {}", target.name),
         },
         Callee(c) => format!("the signature of {}", comp_names(c)),
+        OperandNeed(source) => match source {
+            NeedSource::TargetRule(i) => match target.rules.get(i as usize) {
+                Some(rule) => format!("target {} rule '{}' on its operands (it keeps its layout)", target.name, rule.name),
+                None => format!("target {}", target.name),
+            },
+            NeedSource::TargetDefault => format!("target {} needing its operands in this layout (it keeps its layout)", target.name),
+            NeedSource::CustomCall | NeedSource::LayoutConstraint => "a layout constraint on its operands".into(),
+        },
         ExistingBitcast => "an existing bitcast".into(),
         Infeed => "the infeed".into(),
         Scalar => "being a scalar".into(),

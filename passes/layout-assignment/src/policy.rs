@@ -203,8 +203,9 @@ pub fn inst_needs(target: &TargetSpec, comp: &Computation, id: InstId) -> InstNe
     }
     // The target's default covers the operands no rule constrained, except
     // those an instruction forwards into its result or passes to a callee.
+    // A copy exists to change layout, so its operand is never constrained.
     if let Some(req) = &target.operand_default {
-        if !forwards_operands(inst.opcode) {
+        if !forwards_operands(inst.opcode) && inst.opcode != Opcode::Copy {
             for (i, &op) in inst.operands().iter().enumerate() {
                 if needs.operands[i].is_some() {
                     continue;

@@ -37,6 +37,9 @@ pub enum FixReason {
     CustomCall,
     /// Rule number `.0` of the target requires this result layout.
     TargetRule(u16),
+    /// The op keeps its operands' layout and the target (or a custom call)
+    /// needs its operands in this one, so its result must be in it too.
+    OperandNeed(NeedSource),
     /// The result of a call, while or conditional: the callee's signature.
     Callee(CompId),
     /// A `bitcast` already in the input.
@@ -498,6 +501,25 @@ impl<'c> Problem<'c> {
                 for (i, l) in needs.result_leaves.iter().enumerate() {
                     if let (Some(l), Some(slot)) = (l, fixed.get_mut(i)) {
                         *slot = Some((l.clone(), FixReason::CustomCall));
+                    }
+                }
+                // An op that keeps its layout, whose same-rank operands the
+                // target needs in one layout, produces that layout itself
+                // (XLA CPU: every operand row-major makes elementwise
+                // results row-major).
+                if target.keeps_layout(inst.opcode) {
+                    if let Some(a) = leaves.first() {
+                        let forced = needs.operands.iter().zip(inst.operands()).find_map(|(n, &o)| match n {
+                            Some((Need::Exact(l), src)) if comp.inst(o).shape.as_array().is_some_and(|x| x.rank() == a.rank()) => {
+                                Some((l.clone(), *src))
+                            }
+                            _ => None,
+                        });
+                        if let (Some((l, src)), Some(slot)) = (forced, fixed.first_mut()) {
+                            if slot.is_none() && a.rank() > 0 {
+                                *slot = Some((l, FixReason::OperandNeed(src)));
+                            }
+                        }
                     }
                 }
                 if let Some((Need::Exact(l), source)) = &needs.result {

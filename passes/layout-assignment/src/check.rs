@@ -1,0 +1,298 @@
+//! The layout-sensitive verifier: checks that a module's layouts are
+//! consistent and honour every constraint. The pipeline runs it after every
+//! pass; `tessera verify --layouts` runs it on any module.
+//!
+//! It checks, for every computation:
+//! - every array value has a layout, and every layout is valid for its shape;
+//! - ops that keep their layout read same-rank operands in their own layout,
+//!   and broadcasts read operands in their result's order;
+//! - custom-call `operand_layout_constraints` and a target's operand needs
+//!   hold (with a target);
+//! - the entry computation's parameters and root match the entry layout;
+//! - calls, fusions, loops and conditionals agree with their computations;
+//! - every `bitcast` moves no byte, by the exact algebra.
+//!
+//! Layouts are compared by what they do to bytes: two layouts that differ
+//! only in where size-1 dimensions go are the same.
+
+use hlo::{AttrValue, CompId, Computation, InstId, KnownAttr, Module, Opcode};
+use shape::{ArrayShape, Layout, Shape};
+use target::TargetSpec;
+
+use crate::policy::{self, Need};
+use crate::problem::array_leaves;
+use crate::algebra;
+
+/// One layout problem.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LayoutProblem {
+    /// The computation.
+    pub computation: String,
+    /// The instruction, when the problem is one's.
+    pub instruction: Option<String>,
+    /// What is wrong.
+    pub message: String,
+}
+
+impl std::fmt::Display for LayoutProblem {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.instruction {
+            Some(i) => write!(f, "computation %{}, instruction %{i}: {}", self.computation, self.message),
+            None => write!(f, "computation %{}: {}", self.computation, self.message),
+        }
+    }
+}
+
+/// Checks every layout of `module`; with a target, its rules too.
+pub fn check_layouts(module: &Module, target: Option<&TargetSpec>) -> Vec<LayoutProblem> {
+    let mut problems = Vec::new();
+    for id in module.computation_ids() {
+        Checker { module, comp: module.computation(id), target, problems: &mut problems }.run(id);
+    }
+    problems
+}
+
+struct Checker<'a> {
+    module: &'a Module,
+    comp: &'a Computation,
+    target: Option<&'a TargetSpec>,
+    problems: &'a mut Vec<LayoutProblem>,
+}
+
+/// True when two shapes of the same logical array hold their bytes alike.
+fn same_layout(a: &ArrayShape, b: &ArrayShape) -> bool {
+    if a.rank() == 0 && b.rank() == 0 {
+        return true;
+    }
+    a.layout.is_some() && b.layout.is_some() && algebra::same_bytes(a, b)
+}
+
+fn with(a: &ArrayShape, layout: &Layout) -> ArrayShape {
+    ArrayShape { layout: Some(layout.clone()), ..a.clone() }
+}
+
+fn show(a: &ArrayShape) -> String {
+    a.to_string()
+}
+
+/// Compares two shapes leaf by leaf; returns the first differing pair.
+fn first_difference<'s>(a: &'s Shape, b: &'s Shape) -> Option<(&'s ArrayShape, &'s ArrayShape)> {
+    array_leaves(a).into_iter().zip(array_leaves(b)).find(|(x, y)| !same_layout(x, y))
+}
+
+impl<'a> Checker<'a> {
+    fn report(&mut self, id: Option<InstId>, message: String) {
+        self.problems.push(LayoutProblem {
+            computation: self.comp.name.clone(),
+            instruction: id.map(|i| self.comp.inst(i).name.clone()),
+            message,
+        });
+    }
+
+    fn run(&mut self, id: CompId) {
+        let comp = self.comp;
+        for (inst_id, inst) in comp.instructions() {
+            // A scalar has one layout, which XLA never prints.
+            let mut missing = false;
+            inst.shape.for_each_array(&mut |_, a| missing |= a.layout.is_none() && a.rank() > 0);
+            if missing {
+                self.report(Some(inst_id), "an array value has no layout".into());
+                continue;
+            }
+            if let Err(e) = inst.shape.validate() {
+                self.report(Some(inst_id), format!("invalid layout: {e}"));
+                continue;
+            }
+            self.instruction(inst_id);
+        }
+        if id == self.module.entry {
+            self.entry();
+        }
+    }
+
+    fn operand_array(&self, id: InstId, i: usize) -> Option<&ArrayShape> {
+        self.comp.operands(id).get(i).and_then(|&o| self.comp.inst(o).shape.as_array())
+    }
+
+    fn instruction(&mut self, id: InstId) {
+        let comp = self.comp;
+        let inst = comp.inst(id);
+        let op = inst.opcode;
+        match op {
+            Opcode::Bitcast => {
+                if let (Some(from), Some(to)) = (self.operand_array(id, 0), inst.shape.as_array()) {
+                    match shape::is_bitcast(from, to) {
+                        Ok(v) if v.bitcast => {}
+                        Ok(v) => self.report(Some(id), format!("bitcast from {} to {} moves data: {}", show(from), show(to), v.reason)),
+                        Err(e) => self.report(Some(id), format!("cannot prove bitcast from {} to {}: {e}", show(from), show(to))),
+                    }
+                }
+                return;
+            }
+            Opcode::Broadcast => {
+                if let (Some(operand), Some(out)) = (self.operand_array(id, 0).filter(|a| a.rank() > 0), inst.shape.as_array()) {
+                    let dims: Vec<usize> = inst.attrs.ints(KnownAttr::Dimensions).unwrap_or(&[]).iter().filter_map(|&d| usize::try_from(d).ok()).collect();
+                    if let Some(out_layout) = &out.layout {
+                        // The order matters here; tiles follow the target's
+                        // policy for the operand's own shape.
+                        let m2m: shape::DimVec =
+                            out_layout.minor_to_major.iter().filter_map(|d| dims.iter().position(|x| x == d)).collect();
+                        let m2m_ok = same_order(operand, operand.layout.as_ref(), &Layout::new(&m2m));
+                        if !m2m_ok {
+                            self.report(Some(id), format!("broadcast operand {} is not in the order of its result {}", show(operand), show(out)));
+                        }
+                    }
+                }
+            }
+            Opcode::While => self.check_while(id),
+            Opcode::Call | Opcode::Fusion => self.check_call(id),
+            Opcode::Conditional => self.check_conditional(id),
+            _ => {}
+        }
+        let keeps = match self.target {
+            Some(t) => t.keeps_layout(op),
+            None => !op.can_change_layout(),
+        };
+        if keeps && !matches!(op, Opcode::While | Opcode::Tuple) {
+            let out_leaves = array_leaves(&inst.shape);
+            let per_leaf = out_leaves.len() == inst.operands().len() && out_leaves.len() > 1;
+            for (i, _) in inst.operands().iter().enumerate() {
+                let (Some(a), Some(out)) = (self.operand_array(id, i), if per_leaf { out_leaves.get(i).copied() } else { out_leaves.first().copied() }) else { continue };
+                if a.rank() == out.rank() && a.rank() > 0 {
+                    let (Some(la), Some(lo)) = (&a.layout, &out.layout) else { continue };
+                    if !same_order(a, Some(la), lo) || la.tiles != lo.tiles && !same_layout(a, &with(a, lo)) {
+                        self.report(Some(id), format!("{op} keeps its layout, but operand {i} is {} and the result is {}", show(a), show(out)));
+                    }
+                }
+            }
+        }
+        // Custom-call constraints and target needs.
+        if let Some(target) = self.target {
+            if !policy::forwards_operands(op) {
+                let needs = policy::inst_needs(target, comp, id);
+                for (i, need) in needs.operands.iter().enumerate() {
+                    let (Some((need, _)), Some(a)) = (need, self.operand_array(id, i)) else { continue };
+                    let ok = match need {
+                        Need::Exact(l) => same_layout(a, &with(a, l)),
+                        Need::Matrix { .. } => a.layout.as_ref().is_some_and(|l| need.accepts_order(l)),
+                    };
+                    if !ok {
+                        self.report(Some(id), format!("operand {i} is {} but target {} needs {}", show(a), target.name, need.preferred()));
+                    }
+                }
+            }
+        } else if let Some(AttrValue::Shapes(shapes)) = inst.attrs.get(KnownAttr::OperandLayoutConstraints) {
+            for (i, s) in shapes.iter().enumerate() {
+                let (Some(want), Some(a)) = (s.as_array(), self.operand_array(id, i)) else { continue };
+                if want.layout.is_some() && !same_layout(a, want) {
+                    self.report(Some(id), format!("operand {i} is {} but the custom call requires {}", show(a), show(want)));
+                }
+            }
+        }
+    }
+
+    fn callee(&self, id: InstId, key: KnownAttr) -> Option<&'a Computation> {
+        match self.comp.inst(id).attrs.get(key)? {
+            AttrValue::Computation(c) => self.module.computations.get(c.index()),
+            _ => None,
+        }
+    }
+
+    fn param_shape(callee: &Computation, n: usize) -> Option<Shape> {
+        callee.parameters().get(n).map(|&p| callee.inst(p).shape.clone())
+    }
+
+    fn root_shape(callee: &Computation) -> Option<Shape> {
+        callee.root().map(|r| callee.inst(r).shape.clone())
+    }
+
+    fn agree(&mut self, id: InstId, what: &str, a: &Shape, b: &Shape) {
+        if let Some((x, y)) = first_difference(a, b) {
+            self.report(Some(id), format!("{what}: {} differs from {}", show(x), show(y)));
+        }
+    }
+
+    fn check_while(&mut self, id: InstId) {
+        let inst = self.comp.inst(id);
+        let Some(&init) = inst.operands().first() else { return };
+        let init = self.comp.inst(init).shape.clone();
+        let result = inst.shape.clone();
+        if let Some(body) = self.callee(id, KnownAttr::Body) {
+            let (param, root) = (Self::param_shape(body, 0), Self::root_shape(body));
+            if let Some(p) = &param {
+                self.agree(id, "loop init vs body parameter", &init, p);
+            }
+            if let Some(r) = &root {
+                self.agree(id, "body root vs body parameter", r, param.as_ref().unwrap_or(r));
+                self.agree(id, "while result vs body root", &result, r);
+            }
+        }
+        if let Some(cond) = self.callee(id, KnownAttr::Condition) {
+            if let Some(p) = Self::param_shape(cond, 0) {
+                self.agree(id, "loop init vs condition parameter", &init, &p);
+            }
+        }
+    }
+
+    fn check_call(&mut self, id: InstId) {
+        let inst = self.comp.inst(id);
+        let callee = self.callee(id, KnownAttr::ToApply).or_else(|| self.callee(id, KnownAttr::Calls));
+        let Some(callee) = callee else { return };
+        let operands: Vec<Shape> = inst.operands().iter().map(|&o| self.comp.inst(o).shape.clone()).collect();
+        let result = inst.shape.clone();
+        for (i, s) in operands.iter().enumerate() {
+            if let Some(p) = Self::param_shape(callee, i) {
+                self.agree(id, &format!("operand {i} vs {} parameter {i}", callee.name), s, &p);
+            }
+        }
+        if let Some(r) = Self::root_shape(callee) {
+            self.agree(id, &format!("result vs {} root", callee.name), &result, &r);
+        }
+    }
+
+    fn check_conditional(&mut self, id: InstId) {
+        let inst = self.comp.inst(id);
+        let branches: Vec<CompId> = inst.attrs.called_computations().collect();
+        let operands: Vec<Shape> = inst.operands().iter().map(|&o| self.comp.inst(o).shape.clone()).collect();
+        let result = inst.shape.clone();
+        for (j, b) in branches.iter().enumerate() {
+            let Some(branch) = self.module.computations.get(b.index()) else { continue };
+            if let (Some(arg), Some(p)) = (operands.get(j + 1), Self::param_shape(branch, 0)) {
+                self.agree(id, &format!("operand {} vs branch {} parameter", j + 1, branch.name), arg, &p);
+            }
+            if let Some(r) = Self::root_shape(branch) {
+                self.agree(id, &format!("result vs branch {} root", branch.name), &result, &r);
+            }
+        }
+    }
+
+    fn entry(&mut self) {
+        let layout = &self.module.entry_computation_layout;
+        let comp = self.comp;
+        for (n, p) in comp.parameters().into_iter().enumerate() {
+            let Some(want) = layout.parameters.get(n) else { continue };
+            let have = &comp.inst(p).shape;
+            for (x, y) in array_leaves(have).into_iter().zip(array_leaves(want)) {
+                if y.layout.is_some() && !same_layout(x, y) {
+                    self.report(Some(p), format!("entry parameter {n} is {} but the entry computation layout says {}", show(x), show(y)));
+                }
+            }
+        }
+        if let Some(root) = comp.root() {
+            let have = &comp.inst(root).shape;
+            for (x, y) in array_leaves(have).into_iter().zip(array_leaves(&layout.result)) {
+                if y.layout.is_some() && !same_layout(x, y) {
+                    self.report(Some(root), format!("the root is {} but the entry computation layout says {}", show(x), show(y)));
+                }
+            }
+        }
+    }
+}
+
+/// True when `a`'s layout orders dimensions like `want` (ignoring size-1
+/// dimensions, which never move a byte).
+fn same_order(a: &ArrayShape, have: Option<&Layout>, want: &Layout) -> bool {
+    let Some(have) = have else { return false };
+    let big = |l: &Layout| -> Vec<usize> { l.minor_to_major.iter().copied().filter(|&d| a.dims.get(d).is_some_and(|&n| n != 1)).collect() };
+    big(have) == big(want)
+}
