@@ -161,7 +161,7 @@ pub fn plan(
         }
     }
     if p.auto_result {
-        for (leaf, a) in array_leaves(&result).iter().enumerate() {
+        for (leaf, a) in array_leaves(&result).iter().enumerate().filter(|(_, a)| a.rank() > 0) {
             let position = if result.is_tuple() { format!("result leaf {leaf}") } else { "result".to_string() };
             filled.push(FilledLayout { position, layout: a.layout.clone().unwrap_or_default() });
         }

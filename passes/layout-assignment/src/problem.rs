@@ -452,7 +452,8 @@ impl<'c> Problem<'c> {
                                 let why = if ctx.is_entry { FixReason::EntryParameter } else { FixReason::Boundary };
                                 fixed[i] = Some((l.clone(), why));
                             }
-                            None if ctx.is_entry => self.auto_params.push((n as u32, i as u32)),
+                            // A scalar has one layout: not AUTO, whatever the text says.
+                            None if ctx.is_entry && g.rank() > 0 => self.auto_params.push((n as u32, i as u32)),
                             None => {}
                         }
                     }
@@ -726,7 +727,7 @@ impl<'c> Problem<'c> {
                         };
                         self.need(v, Need::Exact(l.clone()), Site::Root { leaf: leaf as u32 }, source);
                     }
-                    None => any_auto = true,
+                    None => any_auto |= a.rank() > 0,
                 }
             }
             self.auto_result = ctx.is_entry && any_auto;

@@ -1,0 +1,133 @@
+//! Incrementality, counted through salsa's event hook: which queries
+//! re-execute when one computation of a module changes.
+
+use std::sync::Arc;
+
+use db::Database;
+use expect_test::{Expect, expect};
+
+/// Five computations: `add` (a reduction), `leaf` (called by `f`), `f` and
+/// `g` (called by the entry), and the entry. `LEAF_ROOT` is replaced to edit
+/// the leaf.
+const MODULE: &str = r#"HloModule inc, entry_computation_layout={(f32[8,4]{1,0})->(f32[8,4]{1,0}, f32[8])}
+
+add {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT s = f32[] add(a, b)
+}
+
+leaf {
+  lp = f32[8,4] parameter(0)
+  ln = f32[8,4] negate(lp)
+  LEAF_ROOT
+}
+
+f {
+  fp = f32[8,4] parameter(0)
+  ROOT fc = f32[8,4] call(fp), to_apply=leaf
+}
+
+g {
+  gp = f32[8,4] parameter(0)
+  zero = f32[] constant(0)
+  ROOT gr = f32[8] reduce(gp, zero), dimensions={1}, to_apply=add
+}
+
+ENTRY main {
+  p = f32[8,4] parameter(0)
+  x = f32[8,4] call(p), to_apply=f
+  y = f32[8] call(p), to_apply=g
+  ROOT t = (f32[8,4], f32[8]) tuple(x, y)
+}
+"#;
+
+fn module(leaf_root: &str) -> String {
+    MODULE.replace("LEAF_ROOT", leaf_root)
+}
+
+/// Loads `before`, assigns everything, then loads `after` and lists the
+/// queries that ran for it (sorted, as `query(computation)`).
+fn check(before: &str, after: &str, expected: Expect) {
+    let target = Arc::new(target::load_str("name: generic\n", "generic.yaml").unwrap());
+    let mut db = Database::default();
+    db.load(before, "m.hlo", target.clone()).unwrap();
+    db.assigned_module().unwrap();
+    db.clear_executions();
+    db.load(after, "m.hlo", target.clone()).unwrap();
+    let (module, _) = db.assigned_module().unwrap();
+    let mut ran: Vec<String> = db.executions().into_iter().map(|e| format!("{}({})", e.query, e.key)).collect();
+    ran.sort();
+    ran.dedup();
+    expected.assert_debug_eq(&ran);
+    // Incremental or not, the answer is the one a fresh database gives.
+    let mut fresh = Database::default();
+    fresh.load(after, "m.hlo", target).unwrap();
+    let (fresh_module, _) = fresh.assigned_module().unwrap();
+    assert_eq!(hlo::print_module(&module), hlo::print_module(&fresh_module));
+}
+
+#[test]
+fn nothing_changed_nothing_runs() {
+    let text = module("ROOT lr = f32[8,4] abs(ln)");
+    check(&text, &text, expect![[r#"
+        []
+    "#]]);
+}
+
+#[test]
+fn editing_a_leaf_body_reruns_only_that_leaf() {
+    // abs becomes exponential: the body changes, the signature does not.
+    check(
+        &module("ROOT lr = f32[8,4] abs(ln)"),
+        &module("ROOT lr = f32[8,4] exponential(ln)"),
+        expect![[r#"
+            [
+                "calls(leaf)",
+                "final_assignment(leaf)",
+                "parsed(leaf)",
+            ]
+        "#]],
+    );
+}
+
+#[test]
+fn changing_a_leaf_root_layout_reruns_its_callers() {
+    // A custom call fixes the leaf's result layout; changing it changes the
+    // leaf's signature, so `f`, which calls the leaf, runs again, and so
+    // does the entry, which calls `f`. `g` and `add` do not.
+    check(
+        &module(r#"ROOT lr = f32[8,4]{1,0} custom-call(ln), custom_call_target="k", operand_layout_constraints={f32[8,4]{1,0}}"#),
+        &module(r#"ROOT lr = f32[8,4]{0,1} custom-call(ln), custom_call_target="k", operand_layout_constraints={f32[8,4]{1,0}}"#),
+        expect![[r#"
+            [
+                "calls(leaf)",
+                "final_assignment(f)",
+                "final_assignment(leaf)",
+                "final_assignment(main)",
+                "final_signature(f)",
+                "final_signature(leaf)",
+                "parsed(leaf)",
+            ]
+        "#]],
+    );
+}
+
+#[test]
+fn recomputed_computations_names_assignments_that_ran() {
+    let target = Arc::new(target::load_str("name: generic\n", "generic.yaml").unwrap());
+    let mut db = Database::default();
+    db.load(&module("ROOT lr = f32[8,4] abs(ln)"), "m.hlo", target.clone()).unwrap();
+    db.assigned_module().unwrap();
+    db.clear_executions();
+    db.replace_computations(&[(
+        "leaf".to_string(),
+        "leaf {\n  lp = f32[8,4] parameter(0)\n  ln = f32[8,4] negate(lp)\n  ROOT lr = f32[8,4] sine(ln)\n}".to_string(),
+    )])
+    .unwrap();
+    db.assigned_module().unwrap();
+    assert_eq!(db.recomputed_computations(), vec!["leaf".to_string()]);
+    db.clear_executions();
+    db.assigned_module().unwrap();
+    assert!(db.recomputed_computations().is_empty());
+}
