@@ -173,9 +173,6 @@ pub struct ReducePolicy {
 pub struct TilingPolicy {
     /// The tiling rules, first match wins.
     pub rules: Vec<TilingRule>,
-    /// Tall tiles: second-minor tile sizes tried before the rule's own,
-    /// when the second-minor dimension divides them.
-    pub tall_second_minor: Vec<i64>,
     /// Whether `*` may combine a small second-minor dimension with more
     /// major ones to cut padding.
     pub combine_dimensions: bool,
@@ -199,6 +196,11 @@ pub struct TilingRule {
     /// The element size `E(bits)` to set, when the storage differs from the
     /// type's default.
     pub element_size_in_bits: Option<i64>,
+    /// Taller second-minor tile sizes, tried in order before the first
+    /// tile's own when the second-minor dimension is a multiple of them
+    /// (Mosaic's large-tiling flags), e.g. `[16]` turns `(8,128)(2,1)`
+    /// into `(16,128)(2,1)`.
+    pub tall_second_minor: Vec<i64>,
 }
 
 /// Weights of the bytes-moved cost model.

@@ -23,6 +23,8 @@ use crate::{
 const BUILTIN: &[(&str, &str)] = &[
     ("cpu", include_str!("../../../targets/cpu.yaml")),
     ("gpu", include_str!("../../../targets/gpu.yaml")),
+    ("tpu", include_str!("../../../targets/tpu.yaml")),
+    ("tpu-v5e", include_str!("../../../targets/tpu-v5e.yaml")),
 ];
 
 /// The names of the built-in targets.
@@ -220,8 +222,6 @@ struct ReduceFile {
 struct TilingFile {
     rules: Vec<TilingRuleFile>,
     #[serde(default)]
-    tall_second_minor: Vec<i64>,
-    #[serde(default)]
     combine_dimensions: bool,
     #[serde(default)]
     keep_untiled_entry: bool,
@@ -241,6 +241,8 @@ struct TilingRuleFile {
     tiles: TilesText,
     #[serde(default)]
     element_size_in_bits: Option<i64>,
+    #[serde(default)]
+    tall_second_minor: Vec<i64>,
 }
 
 fn max_rank() -> usize {
@@ -311,9 +313,9 @@ impl TargetFile {
                         max_rank: r.max_rank,
                         tiles: r.tiles.0,
                         element_size_in_bits: r.element_size_in_bits,
+                        tall_second_minor: r.tall_second_minor,
                     })
                     .collect(),
-                tall_second_minor: t.tall_second_minor,
                 combine_dimensions: t.combine_dimensions,
                 keep_untiled_entry: t.keep_untiled_entry,
             }),

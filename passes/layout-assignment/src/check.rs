@@ -121,10 +121,8 @@ impl<'a> Checker<'a> {
         match op {
             Opcode::Bitcast => {
                 if let (Some(from), Some(to)) = (self.operand_array(id, 0), inst.shape.as_array()) {
-                    match shape::is_bitcast(from, to) {
-                        Ok(v) if v.bitcast => {}
-                        Ok(v) => self.report(Some(id), format!("bitcast from {} to {} moves data: {}", show(from), show(to), v.reason)),
-                        Err(e) => self.report(Some(id), format!("cannot prove bitcast from {} to {}: {e}", show(from), show(to))),
+                    if let Err(message) = prove_bitcast(from, to) {
+                        self.report(Some(id), message);
                     }
                 }
                 return;
@@ -160,7 +158,13 @@ impl<'a> Checker<'a> {
                 let (Some(a), Some(out)) = (self.operand_array(id, i), if per_leaf { out_leaves.get(i).copied() } else { out_leaves.first().copied() }) else { continue };
                 if a.rank() == out.rank() && a.rank() > 0 {
                     let (Some(la), Some(lo)) = (&a.layout, &out.layout) else { continue };
-                    if !same_order(a, Some(la), lo) || la.tiles != lo.tiles && !same_layout(a, &with(a, lo)) {
+                    // Another element width keeps the order, with its own tiles.
+                    let want = match self.target {
+                        Some(t) => crate::tiling::same_layout_for(t, lo, out, a),
+                        None if a.element_storage_bits() != out.element_storage_bits() => Layout { tiles: la.tiles.clone(), element_size_in_bits: la.element_size_in_bits, ..lo.clone() },
+                        None => lo.clone(),
+                    };
+                    if !same_order(a, Some(la), &want) || !same_layout(a, &with(a, &want)) {
                         self.report(Some(id), format!("{op} keeps its layout, but operand {i} is {} and the result is {}", show(a), show(out)));
                     }
                 }
@@ -287,6 +291,27 @@ impl<'a> Checker<'a> {
             }
         }
     }
+}
+
+/// A bitcast reinterprets bytes and does not record which logical op it
+/// stands for, so it is proven when the exact algebra shows it moves no
+/// byte as one of them: a layout change (same dimensions), a reshape
+/// (row-major element order), or a transpose (the permutation deduced from
+/// the two layouts).
+pub fn prove_bitcast(from: &ArrayShape, to: &ArrayShape) -> Result<(), String> {
+    let as_reshape = shape::is_bitcast(from, to);
+    if as_reshape.as_ref().is_ok_and(|v| v.bitcast) {
+        return Ok(());
+    }
+    if let Some(dims) = shape::facts::deduce_transpose_dimensions_for_bitcast(from, to) {
+        if shape::transpose_is_bitcast(from, to, &dims).is_ok_and(|v| v.bitcast) {
+            return Ok(());
+        }
+    }
+    Err(match as_reshape {
+        Ok(v) => format!("bitcast from {} to {} is no layout change, reshape or transpose that keeps every byte: {}", show(from), show(to), v.reason),
+        Err(e) => format!("cannot prove bitcast from {} to {}: {e}", show(from), show(to)),
+    })
 }
 
 /// True when `a`'s layout orders dimensions like `want` (ignoring size-1

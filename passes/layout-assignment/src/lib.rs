@@ -29,7 +29,7 @@ use rustc_hash::FxHashMap;
 use shape::Shape;
 use target::TargetSpec;
 
-pub use check::{LayoutProblem, check_layouts};
+pub use check::{LayoutProblem, check_layouts, prove_bitcast};
 pub use context::{BoundaryReason, Context, Signature};
 pub use materialize::{ComputationAssignment, PlannedCopy, apply, refresh_forwarded_shapes};
 pub use policy::{Need, NeedSource, default_layout, first_array, inst_needs};
@@ -348,13 +348,19 @@ pub fn apply_module(module: &mut Module, assignments: &BTreeMap<CompId, Computat
     report
 }
 
-/// Gives every AUTO (layout-less) leaf of `given` the layout in `chosen`.
+/// Gives every AUTO (layout-less) leaf of `given` the layout in `chosen`,
+/// and every leaf that named no tiles the tiles the target added to it.
 fn fill_auto(given: &mut Shape, chosen: &Shape) {
     let chosen: Vec<Option<shape::Layout>> = problem::array_leaves(chosen).into_iter().map(|a| a.layout.clone()).collect();
     let mut i = 0;
     given.for_each_array_mut(&mut |a| {
-        if a.layout.is_none() {
-            a.layout = chosen.get(i).cloned().flatten();
+        let pick = chosen.get(i).cloned().flatten();
+        match (&a.layout, pick) {
+            (None, pick) if a.rank() > 0 => a.layout = pick,
+            (Some(l), Some(c)) if l.tiles.is_empty() && !c.tiles.is_empty() && l.minor_to_major == c.minor_to_major => {
+                a.layout = Some(shape::Layout { memory_space: l.memory_space, ..c });
+            }
+            _ => {}
         }
         i += 1;
     });

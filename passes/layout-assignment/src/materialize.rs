@@ -180,6 +180,7 @@ pub fn plan(
             relations: p.relations.len(),
             sweeps: solution.sweeps,
             moves: solution.moves,
+            padding_saved: solution.padding_saved,
         },
     }
 }

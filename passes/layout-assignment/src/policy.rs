@@ -167,7 +167,8 @@ pub fn inst_needs(target: &TargetSpec, comp: &Computation, id: InstId) -> InstNe
     if inst.opcode == Opcode::CustomCall {
         let target_name = inst.attrs.string(KnownAttr::CustomCallTarget).unwrap_or("");
         if target_name == "LayoutConstraint" {
-            if let Some(layout) = inst.shape.as_array().and_then(|a| a.layout.clone()) {
+            if let Some((a, layout)) = inst.shape.as_array().and_then(|a| Some((a, a.layout.as_ref()?))) {
+                let layout = tiling::device_layout(target, a, layout);
                 needs.operands[0] = Some((Need::Exact(layout.clone()), NeedSource::LayoutConstraint));
                 needs.result = Some((Need::Exact(layout), NeedSource::LayoutConstraint));
             }
@@ -175,8 +176,8 @@ pub fn inst_needs(target: &TargetSpec, comp: &Computation, id: InstId) -> InstNe
         }
         if let Some(AttrValue::Shapes(shapes)) = inst.attrs.get(KnownAttr::OperandLayoutConstraints) {
             for (slot, s) in needs.operands.iter_mut().zip(shapes) {
-                if let Some(layout) = s.as_array().and_then(|a| a.layout.clone()) {
-                    *slot = Some((Need::Exact(layout), NeedSource::CustomCall));
+                if let Some((a, layout)) = s.as_array().and_then(|a| Some((a, a.layout.as_ref()?))) {
+                    *slot = Some((Need::Exact(tiling::device_layout(target, a, layout)), NeedSource::CustomCall));
                 }
             }
             let mut leaves = Vec::new();

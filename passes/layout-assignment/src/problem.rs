@@ -347,7 +347,7 @@ impl<'c> Problem<'c> {
             p.relate(id, ctx, target, &mut needs_cache)?;
         }
         p.order = order;
-        p.relate_root(ctx)?;
+        p.relate_root(ctx, target)?;
         p.seed_candidates(target);
         p.propagate_candidates(target);
         Ok(p)
@@ -448,6 +448,9 @@ impl<'c> Problem<'c> {
                     }
                     for (i, g) in given_leaves.iter().enumerate() {
                         match &g.layout {
+                            Some(l) if ctx.is_entry => {
+                                fixed[i] = Some((crate::tiling::device_layout(target, g, l), FixReason::EntryParameter));
+                            }
                             Some(l) => {
                                 let why = if ctx.is_entry { FixReason::EntryParameter } else { FixReason::Boundary };
                                 fixed[i] = Some((l.clone(), why));
@@ -500,8 +503,8 @@ impl<'c> Problem<'c> {
             _ => {
                 let needs = needs_cache[id.index()].get_or_insert_with(|| Box::new(policy::inst_needs(target, comp, id)));
                 for (i, l) in needs.result_leaves.iter().enumerate() {
-                    if let (Some(l), Some(slot)) = (l, fixed.get_mut(i)) {
-                        *slot = Some((l.clone(), FixReason::CustomCall));
+                    if let (Some(l), Some(slot), Some(a)) = (l, fixed.get_mut(i), leaves.get(i)) {
+                        *slot = Some((crate::tiling::device_layout(target, a, l), FixReason::CustomCall));
                     }
                 }
                 // An op that keeps its layout, whose same-rank operands the
@@ -708,7 +711,7 @@ impl<'c> Problem<'c> {
     }
 
     /// Adds the relations of the computation's result.
-    fn relate_root(&mut self, ctx: &Context) -> Result<(), ProblemError> {
+    fn relate_root(&mut self, ctx: &Context, target: &TargetSpec) -> Result<(), ProblemError> {
         let comp = self.comp;
         let root = comp.root().ok_or_else(|| ProblemError::NoRoot { computation: comp.name.clone() })?;
         let root_values = self.leaf_values[root.index()].clone();
@@ -721,11 +724,11 @@ impl<'c> Problem<'c> {
             for (leaf, (&v, a)) in root_values.iter().zip(leaves).enumerate() {
                 match &a.layout {
                     Some(l) => {
-                        let source = match reason {
-                            BoundaryReason::Entry => RelationSource::EntryResult,
-                            _ => RelationSource::BoundaryResult,
+                        let (source, layout) = match reason {
+                            BoundaryReason::Entry => (RelationSource::EntryResult, crate::tiling::device_layout(target, a, l)),
+                            _ => (RelationSource::BoundaryResult, l.clone()),
                         };
-                        self.need(v, Need::Exact(l.clone()), Site::Root { leaf: leaf as u32 }, source);
+                        self.need(v, Need::Exact(layout), Site::Root { leaf: leaf as u32 }, source);
                     }
                     None => any_auto |= a.rank() > 0,
                 }
@@ -800,8 +803,8 @@ impl<'c> Problem<'c> {
                 match &rel.kind {
                     RelationKind::Same { out } => {
                         let out = *out as usize;
-                        changed |= share_candidates(values, table, out, v, &mut scratch);
-                        changed |= share_candidates(values, table, v, out, &mut scratch);
+                        changed |= share_candidates(values, table, target, out, v, &mut scratch);
+                        changed |= share_candidates(values, table, target, v, out, &mut scratch);
                     }
                     RelationKind::Broadcast { out, dims } => {
                         if !accepts_more(&values[v]) {
@@ -824,7 +827,7 @@ impl<'c> Problem<'c> {
                                     Some(dims) => algebra::transpose_output_layout(&a, dims),
                                     None => algebra::reshape_output_layout(&a, &values[out].shape),
                                 };
-                                if let Some(l) = induced {
+                                if let Some(l) = induced.map(|l| policy_tiled(target, &values[out].shape, l)) {
                                     let key = table.key(&l);
                                     changed |= values[out].add_candidate(table, key);
                                 }
@@ -838,7 +841,7 @@ impl<'c> Problem<'c> {
                                     Some(dims) => algebra::transpose_operand_layout(&a, dims),
                                     None => algebra::reshape_operand_layout(&values[v].shape, &a),
                                 };
-                                if let Some(l) = induced {
+                                if let Some(l) = induced.map(|l| policy_tiled(target, &values[v].shape, l)) {
                                     let key = table.key(&l);
                                     changed |= values[v].add_candidate(table, key);
                                 }
@@ -855,6 +858,13 @@ impl<'c> Problem<'c> {
     }
 }
 
+/// On a tiled target, a derived layout keeps its dimension order but takes
+/// the policy's tiling: the policy decides tiles, and the cost model decides
+/// whether a transpose or reshape stays a bitcast under them.
+fn policy_tiled(target: &TargetSpec, a: &ArrayShape, layout: Layout) -> Layout {
+    if target.tiling.is_some() { crate::tiling::layout_for(target, a, &layout.minor_to_major) } else { layout }
+}
+
 /// True when a value may still gain candidates.
 fn accepts_more(v: &Value) -> bool {
     v.fixed.is_none() && v.candidates.len() < MAX_CANDIDATES
@@ -868,17 +878,32 @@ fn candidate_keys_into(value: &Value, out: &mut Vec<LayoutKey>) {
 
 /// Offers `from`'s candidates to `to` (same rank). Skips the work when `to`
 /// cannot take more, the common case for fixed values.
-fn share_candidates(values: &mut [Value], table: &LayoutTable, from: usize, to: usize, scratch: &mut Vec<LayoutKey>) -> bool {
+fn share_candidates(
+    values: &mut [Value],
+    table: &mut LayoutTable,
+    target: &TargetSpec,
+    from: usize,
+    to: usize,
+    scratch: &mut Vec<LayoutKey>,
+) -> bool {
     if !accepts_more(&values[to]) {
         return false;
     }
     candidate_keys_into(&values[from], scratch);
     let rank = values[to].shape.rank();
+    let retile = values[from].shape.element_storage_bits() != values[to].shape.element_storage_bits();
     let mut changed = false;
     for k in scratch.drain(..) {
-        if table.get(k).minor_to_major.len() == rank {
-            changed |= values[to].add_candidate(table, k);
+        if table.get(k).minor_to_major.len() != rank {
+            continue;
         }
+        let k = if retile {
+            let layout = crate::tiling::same_layout_for(target, table.get(k), &values[from].shape, &values[to].shape);
+            table.key(&layout)
+        } else {
+            k
+        };
+        changed |= values[to].add_candidate(table, k);
     }
     changed
 }

@@ -110,6 +110,8 @@ pub struct ComputationStats {
     pub sweeps: usize,
     /// Improving moves.
     pub moves: usize,
+    /// Tile padding bytes that dimension combining saved.
+    pub padding_saved: u64,
 }
 
 impl Report {
@@ -121,5 +123,10 @@ impl Report {
     /// Total bytes written by data-moving transposes and reshapes.
     pub fn movement_bytes(&self) -> u64 {
         self.movements.iter().map(|m| m.bytes).sum()
+    }
+
+    /// Total tile padding saved by dimension combining.
+    pub fn padding_saved(&self) -> u64 {
+        self.computations.iter().map(|c| c.padding_saved).sum()
     }
 }

@@ -30,6 +30,8 @@ pub struct Solution {
     /// Per relation: the layout id it needs its value copied into, under
     /// the final labels (`None`: the value serves it as it is).
     pub needs: Vec<Option<LayoutId>>,
+    /// Bytes of tile padding that dimension combining saved.
+    pub padding_saved: u64,
 }
 
 struct Solver<'a, 'c> {
@@ -84,8 +86,9 @@ pub fn solve(p: &mut Problem<'_>, target: &target::TargetSpec) -> Solution {
         move_cache: FxHashMap::default(),
     };
     let (sweeps, moves) = s.search();
+    let padding_saved = if target.tiling.as_ref().is_some_and(|t| t.combine_dimensions) { s.combine() } else { 0 };
     let needs = (0..s.p.relations.len() as u32).map(|r| s.needed(r)).collect();
-    Solution { labels: s.labels, sweeps, moves, needs }
+    Solution { labels: s.labels, sweeps, moves, needs, padding_saved }
 }
 
 impl Solver<'_, '_> {
@@ -107,6 +110,10 @@ impl Solver<'_, '_> {
                         RelationKind::Broadcast { dims, .. } => {
                             let restricted = restrict_layout(self.target, &p.values[v].shape, p.table.get(out_key), dims);
                             p.table.key(&restricted)
+                        }
+                        _ if p.values[out].shape.element_storage_bits() != p.values[v].shape.element_storage_bits() => {
+                            let layout = crate::tiling::same_layout_for(self.target, p.table.get(out_key), &p.values[out].shape, &p.values[v].shape);
+                            p.table.key(&layout)
                         }
                         _ => out_key,
                     };
@@ -142,6 +149,19 @@ impl Solver<'_, '_> {
         }
         let value = &self.p.values[v as usize];
         needed.iter().map(|&id| value.bytes[id as usize] as f64 * self.weights.copy_byte).sum()
+    }
+
+    /// The cost of the tile padding stored with value `v` in its layout,
+    /// when the target weighs padding.
+    fn padding_cost(&self, v: ValueId) -> f64 {
+        let value = &self.p.values[v as usize];
+        let stored = value.bytes[self.labels[v as usize] as usize];
+        let logical = value
+            .shape
+            .element_count()
+            .and_then(|n| n.checked_mul(value.shape.element_storage_bits()))
+            .map_or(stored, |bits| bits.div_ceil(8));
+        stored.saturating_sub(logical) as f64 * self.weights.padding_byte
     }
 
     /// The cost of movement relation `r`: zero when it is a bitcast.
@@ -188,6 +208,9 @@ impl Solver<'_, '_> {
         let mut cost = 0.0;
         for v in values {
             cost += self.copy_cost(v);
+            if self.weights.padding_byte > 0.0 {
+                cost += self.padding_cost(v);
+            }
         }
         for r in moves {
             cost += self.move_cost(r);
@@ -197,7 +220,7 @@ impl Solver<'_, '_> {
 
     /// Tries relabelling the free values among `members` to `layout`; keeps
     /// the change only when it lowers the cost. Returns the gain.
-    fn try_move(&mut self, members: &[ValueId], key: LayoutKey, scratch: &mut Scratch) -> f64 {
+    fn try_move(&mut self, members: &[ValueId], key: LayoutKey, origin: ValueId, scratch: &mut Scratch) -> f64 {
         let rank = self.p.table.get(key).minor_to_major.len();
         let free: Vec<ValueId> = members
             .iter()
@@ -211,7 +234,24 @@ impl Solver<'_, '_> {
             return 0.0;
         }
         let p = &mut *self.p;
-        let new_ids: Vec<LayoutId> = free.iter().map(|&m| p.values[m as usize].intern(&p.table, key)).collect();
+        let origin_bits = p.values[origin as usize].shape.element_storage_bits();
+        let mut new_ids: Vec<LayoutId> = Vec::with_capacity(free.len());
+        for &m in &free {
+            // Members of another element width take the same order with
+            // their own tiling.
+            let member_key = if p.values[m as usize].shape.element_storage_bits() == origin_bits {
+                key
+            } else {
+                let layout = crate::tiling::same_layout_for(
+                    self.target,
+                    p.table.get(key),
+                    &p.values[origin as usize].shape,
+                    &p.values[m as usize].shape,
+                );
+                p.table.key(&layout)
+            };
+            new_ids.push(p.values[m as usize].intern(&p.table, member_key));
+        }
         if free.iter().zip(&new_ids).all(|(&m, &id)| self.labels[m as usize] == id) {
             return 0.0;
         }
@@ -252,33 +292,102 @@ impl Solver<'_, '_> {
     }
 
     /// Candidate layouts of a group: the union of its members' candidates,
-    /// in member order.
-    fn group_candidates(&self, members: &[ValueId]) -> Vec<LayoutKey> {
-        let mut out: Vec<LayoutKey> = Vec::new();
+    /// in member order, each with the member it came from.
+    fn group_candidates(&self, members: &[ValueId]) -> Vec<(LayoutKey, ValueId)> {
+        let mut out: Vec<(LayoutKey, ValueId)> = Vec::new();
         for &m in members {
             let v = &self.p.values[m as usize];
             if v.fixed.is_some() && members.len() > 1 {
                 // A fixed member's layout is a strong hint for its group.
                 let k = v.key(0);
-                if !out.contains(&k) {
-                    out.push(k);
+                if !out.iter().any(|&(x, _)| x == k) {
+                    out.push((k, m));
                 }
                 continue;
             }
             for &c in &v.candidates {
                 let k = v.key(c);
-                if !out.contains(&k) {
-                    out.push(k);
+                if !out.iter().any(|&(x, _)| x == k) {
+                    out.push((k, m));
                 }
             }
         }
         out
     }
 
+    /// Dimension combining: for each group of values that share a layout,
+    /// switch to a `*`-combined first tile when that lowers the group's
+    /// padding and costs nothing else: no new copy and no transpose or
+    /// reshape that stops being a bitcast. Returns the padding bytes saved.
+    fn combine(&mut self) -> u64 {
+        let (_, components) = self.groups();
+        let mut scratch = Scratch::default();
+        let mut saved = 0u64;
+        for members in components {
+            let Some(&first) = members.iter().find(|&&m| self.p.values[m as usize].fixed.is_none()) else { continue };
+            let value = &self.p.values[first as usize];
+            let base = self.p.table.get(value.key(self.labels[first as usize])).clone();
+            let shape = crate::problem::with_layout(&value.shape, base.clone());
+            let variants = crate::tiling::combined_variants(self.target, &shape, &base);
+            if variants.is_empty() {
+                continue;
+            }
+            let free: Vec<ValueId> = members
+                .iter()
+                .copied()
+                .filter(|&m| {
+                    let v = &self.p.values[m as usize];
+                    v.fixed.is_none() && v.shape.rank() == base.minor_to_major.len()
+                })
+                .collect();
+            // One combined tile serves only values of one element width.
+            let bits = self.p.values[first as usize].shape.element_storage_bits();
+            if free.iter().any(|&m| self.p.values[m as usize].shape.element_storage_bits() != bits) {
+                continue;
+            }
+            let padding = |s: &mut Self, key: LayoutKey| -> u64 {
+                free.iter()
+                    .map(|&m| {
+                        let p = &mut *s.p;
+                        let id = p.values[m as usize].intern(&p.table, key);
+                        p.values[m as usize].bytes[id as usize]
+                    })
+                    .fold(0u64, u64::saturating_add)
+            };
+            let base_key = self.p.table.key(&base);
+            let base_bytes = padding(self, base_key);
+            // The variant that stores the group in the fewest bytes.
+            let mut best: Option<(u64, LayoutKey)> = None;
+            for v in &variants {
+                let key = self.p.table.key(v);
+                let bytes = padding(self, key);
+                if bytes < base_bytes && best.is_none_or(|(b, _)| bytes < b) {
+                    best = Some((bytes, key));
+                }
+            }
+            let Some((bytes, key)) = best else { continue };
+            let before = self.local_cost(&free, &mut scratch);
+            let old: Vec<LayoutId> = free.iter().map(|&m| self.labels[m as usize]).collect();
+            for &m in &free {
+                let p = &mut *self.p;
+                self.labels[m as usize] = p.values[m as usize].intern(&p.table, key);
+            }
+            let after = self.local_cost(&free, &mut scratch);
+            if after <= before + 0.5 {
+                saved += base_bytes - bytes;
+            } else {
+                for (&m, &id) in free.iter().zip(&old) {
+                    self.labels[m as usize] = id;
+                }
+            }
+        }
+        saved
+    }
+
     fn search(&mut self) -> (usize, usize) {
         let (atoms, components) = self.groups();
         let movable = |s: &Self, g: &Vec<ValueId>| g.iter().any(|&m| s.p.values[m as usize].fixed.is_none());
-        let components: Vec<(Vec<ValueId>, Vec<LayoutKey>)> = components
+        let components: Vec<(Vec<ValueId>, Vec<(LayoutKey, ValueId)>)> = components
             .into_iter()
             .filter(|g| g.len() > 1 && movable(self, g))
             .map(|g| {
@@ -287,7 +396,7 @@ impl Solver<'_, '_> {
             })
             .filter(|(_, c)| c.len() > 1)
             .collect();
-        let atoms: Vec<(Vec<ValueId>, Vec<LayoutKey>)> = atoms
+        let atoms: Vec<(Vec<ValueId>, Vec<(LayoutKey, ValueId)>)> = atoms
             .into_iter()
             .filter(|g| movable(self, g))
             .map(|g| {
@@ -305,8 +414,8 @@ impl Solver<'_, '_> {
             for (members, candidates) in components.iter().chain(atoms.iter()) {
                 // First improvement: an applied move becomes the baseline the
                 // next candidate must beat.
-                for &key in candidates {
-                    if self.try_move(members, key, &mut scratch) > 0.0 {
+                for &(key, origin) in candidates {
+                    if self.try_move(members, key, origin, &mut scratch) > 0.0 {
                         applied += 1;
                         improved = true;
                     }
