@@ -124,6 +124,39 @@ pub fn reshape_output_layout(operand: &ArrayShape, out: &ArrayShape) -> Option<L
     shape::facts::reshape_result_layout(operand, &out.dims)
 }
 
+/// Output layouts worth trying for a reshape of a tiled operand whose
+/// output takes `tiling(order)` tiles: the untiled aligned order, and that
+/// order with each dimension moved to the most major place (which is how
+/// splitting a tiled minor dimension stays a bitcast: `f32[8,256]` under
+/// `T(8,128)` is `f32[8,2,128]{2,0,1}` under the same tiles). Each is kept
+/// only if the exact test proves the reshape a bitcast.
+pub fn tiled_reshape_output_layouts(
+    operand: &ArrayShape,
+    out: &ArrayShape,
+    tiling: &dyn Fn(&[usize]) -> Layout,
+) -> Vec<Layout> {
+    let Some(operand_layout) = &operand.layout else { return Vec::new() };
+    if operand_layout.tiles.is_empty() || out.rank() < 2 {
+        return Vec::new();
+    }
+    let Some(aligned) = shape::facts::align_minor_to_major(&operand.dims, &operand_layout.minor_to_major, &out.dims) else {
+        return Vec::new();
+    };
+    let mut orders: Vec<shape::DimVec> = vec![aligned.clone()];
+    for &d in &aligned {
+        let mut o: shape::DimVec = aligned.iter().copied().filter(|&x| x != d).collect();
+        o.push(d);
+        if !orders.contains(&o) {
+            orders.push(o);
+        }
+    }
+    orders
+        .into_iter()
+        .map(|o| tiling(&o))
+        .filter(|l| reshape_is_bitcast(operand, &ArrayShape { layout: Some(l.clone()), ..out.clone() }))
+        .collect()
+}
+
 /// An operand layout that makes the reshape of `operand` into `out` a
 /// bitcast, when one exists: the reshape read backwards.
 pub fn reshape_operand_layout(operand: &ArrayShape, out: &ArrayShape) -> Option<Layout> {

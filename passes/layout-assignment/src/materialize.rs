@@ -256,6 +256,15 @@ fn explain(
         RelationSource::LoopBackEdge => {
             (CopyCause::LoopState, "a loop body returns its state in the layout it received".to_string())
         }
+        // The value's own layout was forced by a boundary: that constraint,
+        // not its users, is why it must be copied.
+        RelationSource::LayoutPreservingUser { .. } | RelationSource::Broadcast if boundary_cause(value.fixed).is_some() => {
+            let cause = boundary_cause(value.fixed).unwrap_or(CopyCause::ConflictingUsers);
+            (cause, match rel.source {
+                RelationSource::LayoutPreservingUser { opcode } => format!("{opcode} keeps its operands' layout, and its result is needed in another layout"),
+                _ => "the broadcast reads its operand in its own result's order".to_string(),
+            })
+        }
         RelationSource::LayoutPreservingUser { opcode } => (
             CopyCause::ConflictingUsers,
             format!("{opcode} keeps its operands' layout, and its result is needed in another layout than this value's"),
@@ -267,6 +276,21 @@ fn explain(
         RelationSource::DataMovement => (CopyCause::ConflictingUsers, String::new()),
     };
     (cause, format!("%{name}{origin} is in {have}, but {reader} needs another layout: {because}"))
+}
+
+/// The copy cause a value's fixed layout stands for, when a boundary the
+/// pass does not control fixed it.
+fn boundary_cause(fixed: Option<crate::problem::FixReason>) -> Option<CopyCause> {
+    use crate::problem::FixReason::*;
+    match fixed? {
+        EntryParameter => Some(CopyCause::Entry),
+        CustomCall => Some(CopyCause::CustomCall),
+        Callee(_) | Boundary => Some(CopyCause::CallSignature),
+        ExistingBitcast => Some(CopyCause::ExistingBitcast),
+        TargetRule(_) | OperandNeed(_) => Some(CopyCause::TargetRequirement),
+        Infeed => Some(CopyCause::Entry),
+        Scalar => None,
+    }
 }
 
 fn describe_fix(

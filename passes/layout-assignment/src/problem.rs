@@ -831,6 +831,16 @@ impl<'c> Problem<'c> {
                                     let key = table.key(&l);
                                     changed |= values[out].add_candidate(table, key);
                                 }
+                                // Tiled reshapes: search the orders whose
+                                // policy tiling keeps the reshape a bitcast.
+                                if transpose.is_none() && target.tiling.is_some() {
+                                    let out_shape = &values[out].shape;
+                                    let tiling = |o: &[usize]| crate::tiling::layout_for(target, out_shape, o);
+                                    for l in algebra::tiled_reshape_output_layouts(&a, out_shape, &tiling) {
+                                        let key = table.key(&l);
+                                        changed |= values[out].add_candidate(table, key);
+                                    }
+                                }
                             }
                         }
                         if accepts_more(&values[v]) {

@@ -100,7 +100,7 @@ ENTRY e {
               p1 = f32[42,12]{0,1} parameter()
               p1.copy = f32[42,12]{1,0} copy(p1)
               ROOT add = f32[42,12]{1,0} add(p0, p1.copy)
-            copy p1.copy: %p1 {0,1} -> {1,0} (2016 bytes, conflicting_users)
+            copy p1.copy: %p1 {0,1} -> {1,0} (2016 bytes, entry)
         "#]],
     );
 }
@@ -173,7 +173,7 @@ ENTRY e {
               p0.copy = f32[3,4]{0,1} copy(p0)
               b = f32[2,3,4]{0,1,2} broadcast(p0.copy)
               ROOT t = f32[4,3,2]{2,1,0} transpose(b)
-            copy p0.copy: %p0 {1,0} -> {0,1} (48 bytes, conflicting_users)
+            copy p0.copy: %p0 {1,0} -> {0,1} (48 bytes, entry)
         "#]],
     );
 }
@@ -248,7 +248,7 @@ ENTRY e {
               p1 = f32[256,64,32]{2,1,0} parameter()
               b = f32[256,64,32]{2,1,0} broadcast(p0.copy)
               ROOT add = f32[256,64,32]{2,1,0} add(b, p1)
-            copy p0.copy: %p0 {0,1} -> {1,0} (8192 bytes, conflicting_users)
+            copy p0.copy: %p0 {0,1} -> {1,0} (8192 bytes, entry)
         "#]],
     );
 }
@@ -277,7 +277,7 @@ ENTRY e {
               p2 = f32[3,3]{1,0} parameter()
               c = f32[3,8]{1,0} concatenate(p1.copy, p2)
               ROOT add = f32[3,8]{1,0} add(p0, c)
-            copy p1.copy: %p1 {0,1} -> {1,0} (60 bytes, conflicting_users)
+            copy p1.copy: %p1 {0,1} -> {1,0} (60 bytes, entry)
         "#]],
     );
 }
@@ -305,7 +305,7 @@ ENTRY e {
               a = f32[16,16]{0,1} add(p0.copy, p1)
               m = f32[16,16]{0,1} multiply(p0.copy, p1)
               ROOT t = (f32[16,16]{0,1}, f32[16,16]{0,1}) tuple(a, m)
-            copy p0.copy: %p0 {1,0} -> {0,1} (1024 bytes, conflicting_users)
+            copy p0.copy: %p0 {1,0} -> {0,1} (1024 bytes, entry)
         "#]],
     );
 }
@@ -361,7 +361,7 @@ ENTRY e {
               cc = f32[2,3,4]{0,2,1} custom-call(p0)
               cc.copy = f32[2,3,4]{2,1,0} copy(cc)
               ROOT exp = f32[2,3,4]{2,1,0} exponential(cc.copy)
-            copy cc.copy: %cc {0,2,1} -> {2,1,0} (96 bytes, conflicting_users)
+            copy cc.copy: %cc {0,2,1} -> {2,1,0} (96 bytes, custom_call)
         "#]],
     );
 }
@@ -387,8 +387,8 @@ ENTRY e {
               lc = f32[8,16]{0,1} custom-call(n)
               lc.copy = f32[8,16]{1,0} copy(lc)
               ROOT a = f32[8,16]{1,0} abs(lc.copy)
-            copy p0.copy: %p0 {1,0} -> {0,1} (512 bytes, conflicting_users)
-            copy lc.copy: %lc {0,1} -> {1,0} (512 bytes, conflicting_users)
+            copy p0.copy: %p0 {1,0} -> {0,1} (512 bytes, entry)
+            copy lc.copy: %lc {0,1} -> {1,0} (512 bytes, custom_call)
         "#]],
     );
 }
@@ -445,7 +445,7 @@ ENTRY e {
               g1 = token[] get-tuple-element(t)
               n = f32[4,4]{1,0} negate(p0.copy)
               ROOT r = (f32[4,4]{1,0}, token[]) tuple(n, g1)
-            copy p0.copy: %p0 {0,1} -> {1,0} (64 bytes, conflicting_users)
+            copy p0.copy: %p0 {0,1} -> {1,0} (64 bytes, entry)
         "#]],
     );
 }
