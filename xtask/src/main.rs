@@ -6,7 +6,9 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+mod corpus;
 mod golden;
+mod loadtest;
 mod run_pass;
 
 #[derive(Parser)]
@@ -22,6 +24,10 @@ enum Command {
     RunPass(run_pass::Args),
     /// Run the golden FileCheck tests, optionally also through LLVM's FileCheck.
     Golden(golden::Args),
+    /// Compare with XLA on the corpus and write docs/performance.md tables.
+    Corpus(corpus::Args),
+    /// Load the HTTP service with concurrent clients posting the corpus.
+    Loadtest(loadtest::Args),
 }
 
 fn main() -> ExitCode {
@@ -29,6 +35,8 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::RunPass(args) => run_pass::run(args),
         Command::Golden(args) => golden::run(args),
+        Command::Corpus(args) => corpus::run(args),
+        Command::Loadtest(args) => loadtest::run(args),
     };
     match result {
         Ok(code) => code,
@@ -61,4 +69,31 @@ pub fn hlo_files(dir: &Path) -> Vec<PathBuf> {
     }
     out.sort();
     out
+}
+
+/// Re-runs `cargo xtask COMMAND ARGS` from a release build, for commands
+/// that measure time.
+pub fn rerun_release(command: &str, args: &[String]) -> anyhow::Result<ExitCode> {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    eprintln!("(timing needs a release build: re-running `cargo xtask {command}` with --release)");
+    let status = std::process::Command::new(cargo)
+        .current_dir(root())
+        .args(["run", "--quiet", "--release", "--package", "xtask", "--", command])
+        .args(args)
+        .status()?;
+    Ok(if status.success() { ExitCode::SUCCESS } else { ExitCode::from(1) })
+}
+
+/// Replaces the text between `<!-- NAME:begin -->` and `<!-- NAME:end -->`
+/// in a markdown file (appending the section if it is missing).
+pub fn replace_section(path: &Path, name: &str, body: &str) -> anyhow::Result<()> {
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    let begin = format!("<!-- {name}:begin -->");
+    let end = format!("<!-- {name}:end -->");
+    let new = match (text.find(&begin), text.find(&end)) {
+        (Some(b), Some(e)) if b < e => format!("{}{begin}\n{body}\n{}", &text[..b], &text[e..]),
+        _ => format!("{text}\n{begin}\n{body}\n{end}\n"),
+    };
+    std::fs::write(path, new)?;
+    Ok(())
 }

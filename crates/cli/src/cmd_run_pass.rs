@@ -28,6 +28,21 @@ pub struct Args {
     /// Skip the verifier on the output.
     #[arg(long)]
     no_verify: bool,
+    /// Relayout: expand every copy between two tilings into explicit pad,
+    /// bitcast, transpose and slice instructions.
+    #[arg(long)]
+    expand_relayouts: bool,
+    /// Draw the output's entry computation (or --draw-computation) as
+    /// Graphviz text into this file.
+    #[arg(long, value_name = "FILE.dot")]
+    dot: Option<PathBuf>,
+    /// Draw the output's entry computation (or --draw-computation) as SVG
+    /// into this file.
+    #[arg(long, value_name = "FILE.svg")]
+    svg: Option<PathBuf>,
+    /// The computation --dot and --svg draw (default: the entry).
+    #[arg(long, value_name = "NAME")]
+    draw_computation: Option<String>,
 }
 
 /// Runs the command.
@@ -38,6 +53,7 @@ pub fn run(args: Args) -> ExitCode {
     };
     let mut opts = Options::new(target);
     opts.verify = !args.no_verify;
+    opts.expand_relayouts = args.expand_relayouts;
     if let Some(passes) = &args.passes {
         let mut chosen = Vec::new();
         for p in passes {
@@ -68,6 +84,17 @@ pub fn run(args: Args) -> ExitCode {
         let text = serde_json::to_string_pretty(&json).unwrap_or_default();
         if let Err(e) = std::fs::write(path, text + "\n") {
             return fail(format!("cannot write the report to {}: {e}", path.display()));
+        }
+    }
+    let pictures = [(&args.dot, driver::PictureKind::Dot), (&args.svg, driver::PictureKind::Svg)];
+    for (path, kind) in pictures {
+        let Some(path) = path else { continue };
+        let picture = match driver::picture(&output.module, args.draw_computation.as_deref(), kind) {
+            Ok(p) => p,
+            Err(e) => return fail(e),
+        };
+        if let Err(e) = std::fs::write(path, picture) {
+            return fail(format!("cannot write {}: {e}", path.display()));
         }
     }
     for t in &output.report.timings {

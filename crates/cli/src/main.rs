@@ -13,6 +13,7 @@ mod cmd_filecheck;
 mod cmd_fmt;
 mod cmd_layout;
 mod cmd_run_pass;
+mod cmd_serve;
 mod cmd_verify;
 mod common;
 
@@ -37,6 +38,8 @@ enum Command {
     RunPass(cmd_run_pass::Args),
     /// Explore the layout algebra: index, explain, bitcast, plan, draw.
     Layout(cmd_layout::Args),
+    /// Serve the pipeline over HTTP (see docs/http-api.md).
+    Serve(cmd_serve::Args),
     /// LLVM-compatible FileCheck: `tessera filecheck [OPTIONS] CHECK_FILE [--input FILE]`.
     #[command(disable_help_flag = true)]
     Filecheck {
@@ -54,6 +57,7 @@ fn main() -> ExitCode {
         Command::Verify(args) => cmd_verify::run(args),
         Command::RunPass(args) => cmd_run_pass::run(args),
         Command::Layout(args) => cmd_layout::run(args),
+        Command::Serve(args) => cmd_serve::run(args),
         Command::Filecheck { args } => cmd_filecheck::run(&args),
     }
 }

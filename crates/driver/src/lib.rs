@@ -14,12 +14,15 @@ use hlo::{Module, Opcode, ParseError};
 use target::TargetSpec;
 
 pub use layout_assignment::Report as AssignmentReport;
+pub use relayout::{Report as RelayoutReport, RewriteKind as RelayoutKind};
 
 /// Which passes run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum PassName {
     /// Layout assignment (with copy insertion).
     LayoutAssignment,
+    /// Relayouts made explicit: bitcasts, copies, expanded relayouts.
+    Relayout,
 }
 
 impl PassName {
@@ -27,6 +30,7 @@ impl PassName {
     pub fn name(self) -> &'static str {
         match self {
             PassName::LayoutAssignment => "layout-assignment",
+            PassName::Relayout => "relayout",
         }
     }
 
@@ -34,13 +38,14 @@ impl PassName {
     pub fn from_name(name: &str) -> Option<PassName> {
         match name {
             "layout-assignment" => Some(PassName::LayoutAssignment),
+            "relayout" => Some(PassName::Relayout),
             _ => None,
         }
     }
 
     /// Every pass, in pipeline order.
     pub fn all() -> &'static [PassName] {
-        &[PassName::LayoutAssignment]
+        &[PassName::LayoutAssignment, PassName::Relayout]
     }
 }
 
@@ -53,12 +58,15 @@ pub struct Options {
     pub passes: Vec<PassName>,
     /// Run the verifier on the output.
     pub verify: bool,
+    /// Relayout: expand every copy between two tilings into explicit pad,
+    /// bitcast, transpose and slice instructions.
+    pub expand_relayouts: bool,
 }
 
 impl Options {
     /// Every pass, verified, for `target`.
     pub fn new(target: Arc<TargetSpec>) -> Options {
-        Options { target, passes: PassName::all().to_vec(), verify: true }
+        Options { target, passes: PassName::all().to_vec(), verify: true, expand_relayouts: false }
     }
 }
 
@@ -101,6 +109,8 @@ pub struct PipelineReport {
     pub passes: Vec<&'static str>,
     /// Layout assignment's report, when it ran.
     pub assignment: Option<AssignmentReport>,
+    /// The relayout pass's report, when it ran.
+    pub relayout: Option<RelayoutReport>,
     /// Counts over the output.
     pub stats: ModuleStats,
     /// Step timings.
@@ -127,6 +137,9 @@ pub enum PipelineError {
     /// The module parses but cannot be assigned.
     #[error("{0}")]
     Assign(String),
+    /// The relayout pass could not make the layouts explicit.
+    #[error("relayout: {0}")]
+    Relayout(String),
     /// The output failed verification: a bug in Tessera, reported rather
     /// than printed as if it were fine.
     #[error("the output failed verification:\n{}", .0.join("\n"))]
@@ -202,6 +215,16 @@ fn finish_module(
     mut timings: Vec<Timing>,
 ) -> Result<Output, PipelineError> {
     let timings = &mut timings;
+    let relayout = if opts.passes.contains(&PassName::Relayout) {
+        let t = Instant::now();
+        let ropts = relayout::Options { expand_relayouts: opts.expand_relayouts };
+        let report =
+            relayout::run(&mut module, &opts.target, &ropts).map_err(|e| PipelineError::Relayout(e.to_string()))?;
+        timings.push(Timing { step: "relayout", duration: t.elapsed() });
+        Some(report)
+    } else {
+        None
+    };
     if opts.verify {
         let t = Instant::now();
         let mut problems: Vec<String> = hlo::verify_module(&module).iter().map(ToString::to_string).collect();
@@ -216,12 +239,18 @@ fn finish_module(
     let t = Instant::now();
     let text = hlo::print_module(&module);
     timings.push(Timing { step: "print", duration: t.elapsed() });
-    let stats = stats(&mut module, assignment.as_ref());
+    let mut stats = stats(&mut module, assignment.as_ref());
+    if let Some(r) = &relayout {
+        // Copies the relayout pass inserted move bytes too; the counts of
+        // copies and bitcasts above are over the output, after relayout.
+        stats.copy_bytes += r.inserted_copy_bytes();
+    }
     let report = PipelineReport {
         module: module.name.clone(),
         target: opts.target.name.clone(),
         passes: opts.passes.iter().map(|p| p.name()).collect(),
         assignment,
+        relayout,
         stats,
         timings: std::mem::take(timings),
     };
@@ -252,4 +281,116 @@ pub fn stats(module: &mut Module, assignment: Option<&AssignmentReport>) -> Modu
         s.movement_bytes = r.movement_bytes();
     }
     s
+}
+
+/// What [`picture`] draws.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum PictureKind {
+    /// Graphviz text.
+    Dot,
+    /// A self-contained SVG.
+    Svg,
+}
+
+/// A picture of one computation of `module` (the entry when `computation`
+/// is `None`): boxes per instruction, edges labelled with the operand's
+/// layout, copies red and bitcasts green. Fails on an unknown name.
+pub fn picture(module: &Module, computation: Option<&str>, kind: PictureKind) -> Result<String, String> {
+    let id = match computation {
+        None => module.entry,
+        Some(name) => module.find_computation(name.trim_start_matches('%')).ok_or_else(|| {
+            let names: Vec<&str> = module.computations.iter().map(|c| c.name.as_str()).collect();
+            format!("no computation named '{name}'; the module has {}", names.join(", "))
+        })?,
+    };
+    Ok(match kind {
+        PictureKind::Dot => relayout::to_dot(module, id),
+        PictureKind::Svg => relayout::to_svg(module, id),
+    })
+}
+
+#[cfg(test)]
+mod relayout_tests {
+    use super::*;
+
+    const TEXT: &str = r#"HloModule pipe, entry_computation_layout={(f32[2,3,4]{2,1,0}, f32[4,6]{0,1})->(f32[6,4]{1,0}, f32[4,6]{1,0})}
+
+ENTRY %main (x: f32[2,3,4], y: f32[4,6]) -> (f32[6,4], f32[4,6]) {
+  %x = f32[2,3,4] parameter(0)
+  %y = f32[4,6] parameter(1)
+  %r = f32[6,4] reshape(%x)
+  %t = f32[6,4] transpose(%y), dimensions={1,0}
+  %s = f32[6,4] add(%r, %t)
+  %u = f32[4,6] transpose(%s), dimensions={1,0}
+  ROOT %o = (f32[6,4], f32[4,6]) tuple(%s, %u)
+}
+"#;
+
+    fn opts(passes: &[PassName]) -> Options {
+        let target = Arc::new(target::load_builtin("gpu").expect("gpu"));
+        Options { passes: passes.to_vec(), ..Options::new(target) }
+    }
+
+    #[test]
+    fn relayout_runs_after_assignment_and_the_counts_are_after_it() {
+        let out = run(TEXT, "t.hlo", &opts(PassName::all())).expect("run");
+        assert_eq!(out.report.passes, ["layout-assignment", "relayout"]);
+        let r = out.report.relayout.as_ref().expect("relayout report");
+        assert_eq!(r.count(RelayoutKind::ReshapeToBitcast), 1);
+        assert_eq!(r.count(RelayoutKind::TransposeToBitcast), 1);
+        assert_eq!(out.report.stats.bitcasts, 2);
+        assert_eq!(out.report.stats.transposes, 1);
+        assert!(out.text.contains("%r = f32[6,4]{1,0} bitcast(%x)"), "{}", out.text);
+        assert!(out.report.timings.iter().any(|t| t.step == "relayout"));
+    }
+
+    #[test]
+    fn layout_assignment_alone_leaves_movements() {
+        let out = run(TEXT, "t.hlo", &opts(&[PassName::LayoutAssignment])).expect("run");
+        assert!(out.report.relayout.is_none());
+        assert_eq!(out.report.stats.bitcasts, 0);
+        assert_eq!(out.report.stats.transposes, 2);
+        assert!(out.text.contains("%r = f32[6,4]{1,0} reshape(%x)"), "{}", out.text);
+    }
+
+    #[test]
+    fn relayout_alone_counts_its_copies() {
+        let text = "HloModule alone\n\nENTRY %main (p: f32[4,8], q: f32[4,8]) -> f32[4,8] {\n  %p = f32[4,8]{0,1} parameter(0)\n  %q = f32[4,8]{1,0} parameter(1)\n  ROOT %a = f32[4,8]{1,0} add(%p, %q)\n}\n";
+        let out = run(text, "t.hlo", &opts(&[PassName::Relayout])).expect("run");
+        assert!(out.report.assignment.is_none());
+        assert_eq!(out.report.stats.copies, 1);
+        assert_eq!(out.report.stats.copy_bytes, 128);
+        assert!(out.text.contains("%a = f32[4,8]{1,0} add(%p.copy, %q)"), "{}", out.text);
+    }
+
+    #[test]
+    fn the_database_path_runs_relayout_too() {
+        let o = opts(PassName::all());
+        let fresh = run(TEXT, "t.hlo", &o).expect("run");
+        let mut db = Database::default();
+        let incremental = run_in(&mut db, TEXT, "t.hlo", &o).expect("run_in");
+        assert_eq!(fresh.text, incremental.text);
+        assert_eq!(fresh.report.relayout, incremental.report.relayout);
+    }
+
+    #[test]
+    fn expand_relayouts_is_an_option() {
+        let text = "HloModule e\n\nENTRY %main (p: f32[3,200]) -> f32[3,200] {\n  %p = f32[3,200]{1,0} parameter(0)\n  ROOT %x = f32[3,200]{1,0:T(8,128)} copy(%p)\n}\n";
+        let mut o = opts(&[PassName::Relayout]);
+        o.expand_relayouts = true;
+        let out = run(text, "t.hlo", &o).expect("run");
+        assert_eq!(out.report.stats.copies, 0);
+        assert!(out.text.contains("pad(%p, %zero.f32), padding=0_5x0_56"), "{}", out.text);
+    }
+
+    #[test]
+    fn pictures_of_named_computations() {
+        let out = run(TEXT, "t.hlo", &opts(PassName::all())).expect("run");
+        let dot = picture(&out.module, None, PictureKind::Dot).expect("dot");
+        assert!(dot.starts_with("digraph \"main\""));
+        let svg = picture(&out.module, Some("%main"), PictureKind::Svg).expect("svg");
+        assert!(svg.starts_with("<svg"));
+        let err = picture(&out.module, Some("nope"), PictureKind::Dot).expect_err("unknown");
+        assert!(err.contains("no computation named 'nope'"), "{err}");
+    }
 }

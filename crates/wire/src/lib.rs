@@ -44,7 +44,50 @@ pub fn report_json(report: &driver::PipelineReport) -> Value {
     if let Some(a) = &report.assignment {
         out["layout_assignment"] = assignment_json(a);
     }
+    if let Some(r) = &report.relayout {
+        out["relayout"] = relayout_json(r);
+    }
     out
+}
+
+/// The relayout report: every rewrite (what, where, bytes, why), with the
+/// steps of expanded relayouts, and counts per kind.
+pub fn relayout_json(r: &driver::RelayoutReport) -> Value {
+    let mut counts = serde_json::Map::new();
+    for &k in driver::RelayoutKind::all() {
+        counts.insert(k.name().to_string(), json!(r.count(k)));
+    }
+    json!({
+        "rewrites": r.rewrites.iter().map(|w| {
+            let mut o = json!({
+                "kind": w.kind.name(),
+                "computation": w.computation,
+                "instruction": w.instruction,
+                "operand": w.operand,
+                "from": w.from.to_string(),
+                "to": w.to.to_string(),
+                "bytes": w.bytes,
+                "why": w.why,
+            });
+            if !w.users.is_empty() {
+                o["users"] = json!(w.users);
+            }
+            if let Some(d) = &w.transpose_dims {
+                o["transpose_dimensions"] = json!(d.as_slice());
+            }
+            if !w.steps.is_empty() {
+                o["steps"] = json!(w.steps.iter().map(|s| json!({
+                    "name": s.name,
+                    "op": s.op,
+                    "shape": s.shape.to_string(),
+                    "bytes": s.bytes,
+                })).collect::<Vec<_>>());
+            }
+            o
+        }).collect::<Vec<_>>(),
+        "counts": Value::Object(counts),
+        "bytes_moved": r.bytes_moved(),
+    })
 }
 
 /// Step timings in microseconds, keyed by step.
@@ -77,6 +120,7 @@ pub fn assignment_json(r: &layout_assignment::Report) -> Value {
             "bytes": m.bytes,
         })).collect::<Vec<_>>(),
         "movement_bytes": r.movement_bytes(),
+        "padding_saved_by_combining": r.padding_saved(),
         "filled_entry_layouts": r.filled.iter().map(|f| json!({
             "position": f.position,
             "layout": f.layout.to_string(),
@@ -87,6 +131,7 @@ pub fn assignment_json(r: &layout_assignment::Report) -> Value {
             "relations": c.relations,
             "sweeps": c.sweeps,
             "moves": c.moves,
+            "padding_saved": c.padding_saved,
         })).collect::<Vec<_>>(),
     })
 }

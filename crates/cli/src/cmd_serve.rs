@@ -1,0 +1,55 @@
+//! `tessera serve`: the HTTP service (see `docs/http-api.md`).
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use crate::common::fail;
+
+/// Arguments of `tessera serve`.
+#[derive(clap::Args)]
+pub struct Args {
+    /// The address to listen on (port 0 picks a free port).
+    #[arg(long, default_value = "127.0.0.1:8080")]
+    addr: SocketAddr,
+    /// A YAML file of limits and timeouts (see docs/http-api.md).
+    #[arg(long)]
+    config: Option<PathBuf>,
+}
+
+/// Runs the service until ctrl-c or SIGTERM, then drains requests in
+/// flight and exits.
+pub fn run(args: Args) -> ExitCode {
+    let config = match &args.config {
+        Some(path) => match server::Config::from_file(path) {
+            Ok(c) => c,
+            Err(e) => {
+                // The message is already `file:line:col: error: ...`.
+                eprintln!("{e}");
+                return ExitCode::from(1);
+            }
+        },
+        None => server::Config::default(),
+    };
+    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(r) => r,
+        Err(e) => return fail(format!("cannot start the async runtime: {e}")),
+    };
+    let result = runtime.block_on(async move {
+        let listener = tokio::net::TcpListener::bind(args.addr)
+            .await
+            .map_err(|e| format!("cannot listen on {}: {e}", args.addr))?;
+        let addr = listener.local_addr().map_err(|e| e.to_string())?;
+        tracing::info!(%addr, ?config, "listening");
+        // The bound address on stdout, for scripts that asked for port 0.
+        println!("listening on http://{addr}");
+        let state = server::AppState::new(config);
+        server::serve(listener, state, server::shutdown_signal()).await.map_err(|e| format!("the server failed: {e}"))
+    });
+    // Abandoned pipeline runs (of requests that timed out) are not waited for.
+    runtime.shutdown_timeout(std::time::Duration::from_secs(1));
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => fail(e),
+    }
+}

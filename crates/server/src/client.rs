@@ -1,0 +1,152 @@
+//! A minimal blocking HTTP/1.1 client over `TcpStream`, for the loopback
+//! tests and `cargo xtask loadtest`: keep-alive, `Content-Length` and
+//! chunked bodies, nothing else. Not for production use.
+
+use std::io::{self, BufRead, BufReader, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::time::Duration;
+
+/// An answer.
+#[derive(Clone, Debug)]
+pub struct ClientResponse {
+    /// The status code.
+    pub status: u16,
+    /// Header names (lower case) and values, in order.
+    pub headers: Vec<(String, String)>,
+    /// The body.
+    pub body: Vec<u8>,
+}
+
+impl ClientResponse {
+    /// The first value of a header.
+    pub fn header(&self, name: &str) -> Option<&str> {
+        let name = name.to_ascii_lowercase();
+        self.headers.iter().find(|(n, _)| *n == name).map(|(_, v)| v.as_str())
+    }
+
+    /// The body as text (lossy).
+    pub fn text(&self) -> String {
+        String::from_utf8_lossy(&self.body).into_owned()
+    }
+}
+
+/// A connection to one server, reopened when the server closed it.
+pub struct Client {
+    addr: SocketAddr,
+    timeout: Duration,
+    conn: Option<BufReader<TcpStream>>,
+}
+
+impl Client {
+    /// A client of `addr`; each read and write waits at most `timeout`.
+    pub fn new(addr: SocketAddr, timeout: Duration) -> Client {
+        Client { addr, timeout, conn: None }
+    }
+
+    fn connect(&self) -> io::Result<BufReader<TcpStream>> {
+        let s = TcpStream::connect_timeout(&self.addr, self.timeout)?;
+        s.set_read_timeout(Some(self.timeout))?;
+        s.set_write_timeout(Some(self.timeout))?;
+        s.set_nodelay(true)?;
+        Ok(BufReader::new(s))
+    }
+
+    /// Sends one request and reads its answer. A request on a kept-alive
+    /// connection that the server had closed is retried once on a new one.
+    pub fn request(&mut self, method: &str, path: &str, headers: &[(&str, &str)], body: &[u8]) -> io::Result<ClientResponse> {
+        let reused = self.conn.is_some();
+        match self.try_request(method, path, headers, body) {
+            Ok(r) => Ok(r),
+            Err(e)
+                if reused
+                    && matches!(
+                        e.kind(),
+                        io::ErrorKind::UnexpectedEof
+                            | io::ErrorKind::ConnectionReset
+                            | io::ErrorKind::ConnectionAborted
+                            | io::ErrorKind::BrokenPipe
+                    ) =>
+            {
+                self.conn = None;
+                self.try_request(method, path, headers, body)
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    fn try_request(&mut self, method: &str, path: &str, headers: &[(&str, &str)], body: &[u8]) -> io::Result<ClientResponse> {
+        let mut conn = match self.conn.take() {
+            Some(c) => c,
+            None => self.connect()?,
+        };
+        let mut head = format!("{method} {path} HTTP/1.1\r\nHost: {}\r\nContent-Length: {}\r\n", self.addr, body.len());
+        for (k, v) in headers {
+            head.push_str(k);
+            head.push_str(": ");
+            head.push_str(v);
+            head.push_str("\r\n");
+        }
+        head.push_str("\r\n");
+        {
+            let s = conn.get_mut();
+            s.write_all(head.as_bytes())?;
+            s.write_all(body)?;
+            s.flush()?;
+        }
+        let response = read_response(&mut conn)?;
+        let close = response.header("connection").is_some_and(|v| v.eq_ignore_ascii_case("close"));
+        if !close {
+            self.conn = Some(conn);
+        }
+        Ok(response)
+    }
+}
+
+/// Reads one response from `r`.
+pub fn read_response(r: &mut impl BufRead) -> io::Result<ClientResponse> {
+    let mut line = String::new();
+    if r.read_line(&mut line)? == 0 {
+        return Err(io::Error::new(io::ErrorKind::UnexpectedEof, "the server closed the connection"));
+    }
+    let status = line
+        .split_whitespace()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidData, format!("bad status line: {line:?}")))?;
+    let mut headers = Vec::new();
+    loop {
+        line.clear();
+        r.read_line(&mut line)?;
+        let l = line.trim_end();
+        if l.is_empty() {
+            break;
+        }
+        if let Some((k, v)) = l.split_once(':') {
+            headers.push((k.trim().to_ascii_lowercase(), v.trim().to_string()));
+        }
+    }
+    let get = |n: &str| headers.iter().find(|(k, _)| k == n).map(|(_, v)| v.clone());
+    let mut body = Vec::new();
+    if get("transfer-encoding").is_some_and(|v| v.eq_ignore_ascii_case("chunked")) {
+        loop {
+            line.clear();
+            r.read_line(&mut line)?;
+            let size = usize::from_str_radix(line.trim().split(';').next().unwrap_or(""), 16)
+                .map_err(|_| io::Error::new(io::ErrorKind::InvalidData, "bad chunk size"))?;
+            let mut chunk = vec![0; size + 2];
+            r.read_exact(&mut chunk)?;
+            chunk.truncate(size);
+            body.extend_from_slice(&chunk);
+            if size == 0 {
+                break;
+            }
+        }
+    } else if let Some(n) = get("content-length") {
+        let n: usize = n.parse().map_err(|_| io::Error::new(io::ErrorKind::InvalidData, "bad content-length"))?;
+        body = vec![0; n];
+        r.read_exact(&mut body)?;
+    } else if status != 204 && status != 304 {
+        r.read_to_end(&mut body)?;
+    }
+    Ok(ClientResponse { status, headers, body })
+}

@@ -1,0 +1,269 @@
+//! The Tessera HTTP service: layout assignment over HTTP, on axum, tokio
+//! and tower-http. `tessera serve` starts it; `docs/http-api.md` describes
+//! the routes.
+//!
+//! The service is a thin shell over [`driver`]: a stateless route runs
+//! [`driver::run`], and a session owns a [`db::Database`] on which
+//! [`driver::run_in`] and [`driver::run_loaded`] recompute only what
+//! changed.
+//!
+//! Architecture invariant: serde and HTTP types stay in this crate (and in
+//! `wire`); the core crates never see them.
+//!
+//! Robustness: no request can make the process panic or grow without
+//! bound. Bodies are capped (413), every request has a time limit (408),
+//! pipeline runs go to the blocking pool through a bounded number of
+//! worker slots and requests in flight are bounded (503 when saturated),
+//! sessions are capped in number and bytes with LRU eviction, and a panic
+//! anywhere is caught and answered with 500.
+
+use std::collections::BTreeMap;
+use std::future::{Future, IntoFuture};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use axum::Router;
+use axum::http::{HeaderValue, Request, StatusCode};
+use axum::response::Response;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use tower::ServiceBuilder;
+use tower_http::request_id::{MakeRequestId, PropagateRequestIdLayer, RequestId, SetRequestIdLayer};
+
+pub mod client;
+pub mod config;
+pub mod error;
+pub mod metrics;
+mod middleware;
+mod request;
+mod routes;
+mod sessions;
+
+pub use config::{Config, ConfigError};
+pub use error::ApiError;
+pub use metrics::Metrics;
+
+use sessions::Sessions;
+
+/// The OpenAPI 3 description served at `GET /openapi.json`.
+pub const OPENAPI: &str = include_str!("openapi.json");
+
+/// The service's shared state: configuration, counters, sessions, worker
+/// slots and the built-in targets.
+#[derive(Clone)]
+pub struct AppState {
+    shared: Arc<Shared>,
+}
+
+struct Shared {
+    config: Config,
+    metrics: Metrics,
+    sessions: Sessions,
+    workers: Arc<Semaphore>,
+    in_flight: Arc<Semaphore>,
+    targets: BTreeMap<String, Arc<target::TargetSpec>>,
+}
+
+impl AppState {
+    /// A fresh service state.
+    pub fn new(config: Config) -> AppState {
+        let mut targets = BTreeMap::new();
+        for name in target::builtin_names() {
+            match target::load_builtin(name) {
+                Ok(spec) => {
+                    targets.insert(name.to_string(), Arc::new(spec));
+                }
+                Err(e) => tracing::error!(target_name = name, error = %e, "a built-in target does not load"),
+            }
+        }
+        let shared = Shared {
+            metrics: Metrics::default(),
+            sessions: Sessions::new(config.max_sessions, config.max_session_bytes),
+            workers: Arc::new(Semaphore::new(config.max_concurrency)),
+            in_flight: Arc::new(Semaphore::new(config.max_in_flight)),
+            targets,
+            config,
+        };
+        AppState { shared: Arc::new(shared) }
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &Config {
+        &self.shared.config
+    }
+
+    /// The counters.
+    pub fn metrics(&self) -> &Metrics {
+        &self.shared.metrics
+    }
+
+    /// Sessions alive.
+    pub fn session_count(&self) -> usize {
+        self.shared.sessions.len()
+    }
+
+    /// Takes a worker slot as a pipeline run does, or `None` when every
+    /// slot is taken. Requests that need a slot while it is held get 503;
+    /// tests use this to saturate the service deterministically.
+    pub fn try_acquire_worker(&self) -> Option<OwnedSemaphorePermit> {
+        self.shared.workers.clone().try_acquire_owned().ok()
+    }
+
+    /// The Prometheus text of `GET /metrics`.
+    pub fn render_metrics(&self) -> String {
+        let (sessions, session_bytes) = self.shared.sessions.usage();
+        let max = self.shared.config.max_concurrency;
+        let gauges = metrics::Gauges {
+            sessions,
+            session_bytes,
+            workers_busy: max.saturating_sub(self.shared.workers.available_permits()),
+            workers_max: max,
+        };
+        self.shared.metrics.render(&gauges)
+    }
+}
+
+/// Makes request ids: a per-process prefix and a counter.
+#[derive(Clone)]
+struct RequestIds {
+    prefix: u32,
+    next: Arc<AtomicU64>,
+}
+
+impl RequestIds {
+    fn new() -> RequestIds {
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.subsec_nanos() ^ (d.as_secs() as u32));
+        RequestIds { prefix: nanos ^ std::process::id().rotate_left(16), next: Arc::new(AtomicU64::new(1)) }
+    }
+}
+
+impl MakeRequestId for RequestIds {
+    fn make_request_id<B>(&mut self, _request: &Request<B>) -> Option<RequestId> {
+        let n = self.next.fetch_add(1, Ordering::Relaxed);
+        HeaderValue::from_str(&format!("{:08x}-{n:06}", self.prefix)).ok().map(RequestId::new)
+    }
+}
+
+/// The service: every route with its layers.
+///
+/// From the outside in: a request id (`x-request-id`, kept if the client
+/// sent one) set and echoed, a tracing span per request, accounting and
+/// load shedding (`middleware::track`, which also turns any error answer
+/// into JSON), panic catching, the time limit, and the body limit.
+pub fn router(state: AppState) -> Router {
+    layered(routes::routes(), state)
+}
+
+/// `routes` with every layer of the service.
+fn layered(routes: Router<AppState>, state: AppState) -> Router {
+    let config = state.config().clone();
+    let layers = ServiceBuilder::new()
+        .layer(SetRequestIdLayer::x_request_id(RequestIds::new()))
+        .layer(middleware::trace_layer())
+        .layer(PropagateRequestIdLayer::x_request_id())
+        .layer(axum::middleware::from_fn_with_state(state.clone(), middleware::track))
+        .layer(tower_http::catch_panic::CatchPanicLayer::custom(middleware::panic_response))
+        .layer(tower_http::timeout::TimeoutLayer::with_status_code(StatusCode::REQUEST_TIMEOUT, config.request_timeout))
+        .layer(tower_http::limit::RequestBodyLimitLayer::new(config.max_body_bytes));
+    routes.layer(layers).with_state(state)
+}
+
+/// Serves on `listener` until `shutdown` completes, then stops accepting
+/// connections and drains the requests in flight, waiting at most the
+/// configured shutdown grace.
+pub async fn serve(
+    listener: tokio::net::TcpListener,
+    state: AppState,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    let grace = state.config().shutdown_grace;
+    let (tx, mut rx) = tokio::sync::watch::channel(false);
+    let signal = async move {
+        shutdown.await;
+        tracing::info!("shutting down: draining requests in flight");
+        let _ = tx.send(true);
+    };
+    let app = router(state);
+    let server = axum::serve(listener, app).with_graceful_shutdown(signal).into_future();
+    let deadline = async move {
+        if rx.wait_for(|&stop| stop).await.is_err() {
+            std::future::pending::<()>().await;
+        }
+        tokio::time::sleep(grace).await;
+    };
+    tokio::select! {
+        result = server => {
+            tracing::info!("stopped");
+            result
+        }
+        () = deadline => {
+            tracing::warn!(grace_ms = grace.as_millis() as u64, "requests still in flight after the shutdown grace; exiting anyway");
+            Ok(())
+        }
+    }
+}
+
+/// Completes on ctrl-c (SIGINT) or SIGTERM.
+pub async fn shutdown_signal() {
+    let ctrl_c = async {
+        if tokio::signal::ctrl_c().await.is_err() {
+            std::future::pending::<()>().await;
+        }
+    };
+    #[cfg(unix)]
+    let terminate = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let terminate = std::future::pending::<()>();
+    tokio::select! {
+        () = ctrl_c => {}
+        () = terminate => {}
+    }
+}
+
+/// A response answered through an error.
+pub(crate) fn error_response(e: ApiError) -> Response {
+    axum::response::IntoResponse::into_response(e)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use axum::body::Body;
+    use axum::routing::get;
+    use http_body_util::BodyExt;
+    use tower::ServiceExt;
+
+    #[tokio::test]
+    async fn a_panicking_handler_is_answered_500_in_json_and_counted() {
+        let state = AppState::new(Config::default());
+        let routes = Router::new().route(
+            "/boom",
+            get(|| async {
+                let v: Vec<u8> = Vec::new();
+                // An out-of-bounds index: a bug, as a panic would be.
+                let i = v.len() + 3;
+                v[i].to_string()
+            }),
+        );
+        let app = layered(routes, state.clone());
+        let req = Request::builder().uri("/boom").body(Body::empty()).expect("request");
+        let response = app.oneshot(req).await.expect("infallible");
+        assert_eq!(response.status(), StatusCode::INTERNAL_SERVER_ERROR);
+        assert!(response.headers().get("x-request-id").is_some());
+        let body = response.into_body().collect().await.expect("body").to_bytes();
+        let v: serde_json::Value = serde_json::from_slice(&body).expect("JSON");
+        assert_eq!(v["error"]["kind"], "internal");
+        assert!(v["error"]["message"].as_str().is_some_and(|m| m.contains("index out of bounds")), "{v}");
+        assert_eq!(state.metrics().requests("/boom", 500), 1);
+        assert_eq!(state.metrics().in_flight(), 0);
+        assert!(state.render_metrics().lines().any(|l| l == "tessera_errors_total{kind=\"internal\"} 1"));
+    }
+}

@@ -1,0 +1,315 @@
+//! What requests carry: body formats, the JSON/YAML request forms, query
+//! options, and their conversion to pipeline options.
+
+use std::sync::Arc;
+
+use axum::body::{Body, Bytes};
+use axum::extract::Query;
+use axum::http::{HeaderMap, StatusCode, Uri, header};
+use serde::Deserialize;
+use serde::de::DeserializeOwned;
+use target::TargetSpec;
+
+use crate::AppState;
+use crate::error::ApiError;
+
+/// How a request body is written.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BodyFormat {
+    /// `text/plain` (or no content type): HLO text.
+    Text,
+    /// `application/json`.
+    Json,
+    /// `application/yaml` (also `application/x-yaml`, `text/yaml`).
+    Yaml,
+}
+
+/// The body format from `Content-Type`; 415 for any other type.
+pub fn body_format(headers: &HeaderMap, allowed: &[BodyFormat]) -> Result<BodyFormat, ApiError> {
+    let format = match headers.get(header::CONTENT_TYPE) {
+        None => BodyFormat::Text,
+        Some(v) => {
+            let v = v.to_str().unwrap_or("");
+            let media = v.split(';').next().unwrap_or("").trim().to_ascii_lowercase();
+            match media.as_str() {
+                "text/plain" => BodyFormat::Text,
+                "application/json" => BodyFormat::Json,
+                "application/yaml" | "application/x-yaml" | "text/yaml" | "text/x-yaml" => BodyFormat::Yaml,
+                _ => return Err(unsupported(v, allowed)),
+            }
+        }
+    };
+    if allowed.contains(&format) { Ok(format) } else { Err(unsupported(media_name(format), allowed)) }
+}
+
+fn media_name(f: BodyFormat) -> &'static str {
+    match f {
+        BodyFormat::Text => "text/plain",
+        BodyFormat::Json => "application/json",
+        BodyFormat::Yaml => "application/yaml",
+    }
+}
+
+fn unsupported(got: &str, allowed: &[BodyFormat]) -> ApiError {
+    let names: Vec<&str> = allowed.iter().map(|&f| media_name(f)).collect();
+    ApiError::new(
+        StatusCode::UNSUPPORTED_MEDIA_TYPE,
+        "unsupported_media_type",
+        format!("content type '{got}' is not accepted here; send {}", names.join(", ")),
+    )
+    .with("accepted", names)
+}
+
+/// True when the client asked for HLO text alone (`Accept: text/plain`
+/// and not JSON).
+pub fn wants_text(headers: &HeaderMap) -> bool {
+    let accept = headers.get(header::ACCEPT).and_then(|v| v.to_str().ok()).unwrap_or("");
+    let types: Vec<String> =
+        accept.split(',').map(|t| t.split(';').next().unwrap_or("").trim().to_ascii_lowercase()).collect();
+    types.iter().any(|t| t == "text/plain") && !types.iter().any(|t| t == "application/json")
+}
+
+/// Reads the whole body, at most `limit` bytes (413 beyond).
+pub async fn read_body(body: Body, limit: usize) -> Result<Bytes, ApiError> {
+    axum::body::to_bytes(body, limit).await.map_err(|e| {
+        let mut source: Option<&(dyn std::error::Error + 'static)> = Some(&e);
+        while let Some(s) = source {
+            if s.is::<http_body_util::LengthLimitError>() {
+                return ApiError::new(
+                    StatusCode::PAYLOAD_TOO_LARGE,
+                    "payload_too_large",
+                    format!("the request body is larger than the limit of {limit} bytes"),
+                )
+                .with("limit", limit);
+            }
+            source = s.source();
+        }
+        ApiError::invalid_request(format!("the request body could not be read: {e}"))
+    })
+}
+
+/// A target: a built-in name or an inline spec.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(untagged)]
+pub enum TargetWire {
+    /// A built-in target's name.
+    Name(String),
+    /// A whole target spec, in the form of a target YAML file.
+    Inline(serde_json::Value),
+}
+
+/// Pipeline options, in a JSON or YAML body.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OptionsWire {
+    /// Make relayouts explicit.
+    pub expand_relayouts: Option<bool>,
+    /// The passes to run, in pipeline order.
+    pub passes: Option<Vec<String>>,
+    /// Verify the output.
+    pub verify: Option<bool>,
+}
+
+/// `POST /v1/layout-assignment` with a JSON or YAML body.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RunWire {
+    /// The module's HLO text.
+    pub module: String,
+    /// The target (default `cpu`).
+    pub target: Option<TargetWire>,
+    /// The options.
+    #[serde(default)]
+    pub options: OptionsWire,
+}
+
+/// `PUT /v1/modules/{id}` with a JSON or YAML body.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ModuleWire {
+    /// The module's HLO text.
+    pub module: String,
+    /// The target (default `cpu`).
+    pub target: Option<TargetWire>,
+}
+
+/// `POST /v1/modules/{id}/layout-assignment` with a JSON or YAML body.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SessionRunWire {
+    /// The target (default: the session's).
+    pub target: Option<TargetWire>,
+    /// The options.
+    #[serde(default)]
+    pub options: OptionsWire,
+}
+
+/// `PATCH /v1/modules/{id}`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PatchWire {
+    /// Computation name (without `%`) to its new text, a whole computation
+    /// as it appears in a module.
+    pub computations: std::collections::BTreeMap<String, String>,
+}
+
+/// Options as query parameters.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct QueryWire {
+    /// A built-in target's name.
+    pub target: Option<String>,
+    /// Make relayouts explicit.
+    pub expand_relayouts: Option<bool>,
+    /// Comma-separated pass names.
+    pub passes: Option<String>,
+    /// Verify the output.
+    pub verify: Option<bool>,
+}
+
+/// Options as the pipeline needs them, from wherever they came.
+#[derive(Clone, Debug, Default)]
+pub struct RunOptions {
+    /// The target, if given.
+    pub target: Option<TargetWire>,
+    /// The rest.
+    pub options: OptionsWire,
+}
+
+/// The query parameters (400 on an unknown one or a bad value).
+pub fn query(uri: &Uri) -> Result<RunOptions, ApiError> {
+    let Query(q) = Query::<QueryWire>::try_from_uri(uri)
+        .map_err(|e| ApiError::invalid_request(format!("bad query parameters: {}", e.body_text())))?;
+    let passes = q.passes.map(|p| p.split(',').map(|s| s.trim().to_string()).filter(|s| !s.is_empty()).collect());
+    Ok(RunOptions {
+        target: q.target.map(TargetWire::Name),
+        options: OptionsWire { expand_relayouts: q.expand_relayouts, passes, verify: q.verify },
+    })
+}
+
+impl RunOptions {
+    /// Fields given in `over` replace those here.
+    pub fn overridden_by(mut self, target: Option<TargetWire>, over: OptionsWire) -> RunOptions {
+        if target.is_some() {
+            self.target = target;
+        }
+        if over.expand_relayouts.is_some() {
+            self.options.expand_relayouts = over.expand_relayouts;
+        }
+        if over.passes.is_some() {
+            self.options.passes = over.passes;
+        }
+        if over.verify.is_some() {
+            self.options.verify = over.verify;
+        }
+        self
+    }
+}
+
+/// Deserializes a JSON or YAML body; errors are 400 `invalid_request`
+/// with the line and column.
+pub fn decode<T: DeserializeOwned>(format: BodyFormat, bytes: &[u8]) -> Result<T, ApiError> {
+    match format {
+        BodyFormat::Json => serde_json::from_slice(bytes).map_err(|e| {
+            ApiError::invalid_request(format!("the JSON body is invalid: {e}")).with("line", e.line()).with("col", e.column())
+        }),
+        BodyFormat::Yaml => {
+            let text = std::str::from_utf8(bytes)
+                .map_err(|e| ApiError::invalid_request(format!("the YAML body is not UTF-8: {e}")))?;
+            serde_yaml::from_str(text).map_err(|e| {
+                let mut err = ApiError::invalid_request(format!("the YAML body is invalid: {e}"));
+                if let Some(l) = e.location() {
+                    err = err.with("line", l.line()).with("col", l.column());
+                }
+                err
+            })
+        }
+        BodyFormat::Text => Err(ApiError::invalid_request("expected a JSON or YAML body")),
+    }
+}
+
+/// A text body as UTF-8 HLO; a bad byte is a located parse error.
+pub fn hlo_text(bytes: &Bytes, file_name: &str) -> Result<String, ApiError> {
+    match std::str::from_utf8(bytes) {
+        Ok(s) => Ok(s.to_string()),
+        Err(_) => match hlo::parse_module_bytes(bytes, file_name) {
+            Err(e) => Err(ApiError::parse(&e)),
+            Ok(_) => Err(ApiError::new(StatusCode::BAD_REQUEST, "parse_error", "the module is not UTF-8")),
+        },
+    }
+}
+
+impl AppState {
+    /// Resolves a target: a built-in name or an inline spec. Names of
+    /// files are not accepted: a client must not make the service read
+    /// its disk.
+    pub fn resolve_target(&self, t: &TargetWire) -> Result<Arc<TargetSpec>, ApiError> {
+        match t {
+            TargetWire::Name(name) => self.shared.targets.get(name).cloned().ok_or_else(|| {
+                let known: Vec<&str> = self.shared.targets.keys().map(String::as_str).collect();
+                ApiError::new(
+                    StatusCode::BAD_REQUEST,
+                    "unknown_target",
+                    format!(
+                        "unknown target '{name}'; the built-in targets are {}, or send an inline target object",
+                        known.join(", ")
+                    ),
+                )
+                .with("known", known)
+            }),
+            TargetWire::Inline(value) => {
+                if !value.is_object() {
+                    return Err(ApiError::new(
+                        StatusCode::BAD_REQUEST,
+                        "invalid_target",
+                        "a target is a built-in name or an object in the form of a target YAML file",
+                    ));
+                }
+                // JSON is YAML: the target loader reads the object as it
+                // would read a file.
+                let text = serde_json::to_string_pretty(value).map_err(|e| ApiError::internal(e.to_string()))?;
+                target::load_str(&text, "<inline target>").map(Arc::new).map_err(|e| {
+                    let message = match &e {
+                        target::LoadError::Yaml { message, .. } => message.clone(),
+                        other => other.to_string(),
+                    };
+                    ApiError::new(StatusCode::BAD_REQUEST, "invalid_target", format!("the inline target is invalid: {message}"))
+                })
+            }
+        }
+    }
+
+    /// The pipeline options for a request; `fallback` is the target when
+    /// the request names none.
+    pub fn driver_options(&self, o: &RunOptions, fallback: Option<Arc<TargetSpec>>) -> Result<driver::Options, ApiError> {
+        let target = match (&o.target, fallback) {
+            (Some(t), _) => self.resolve_target(t)?,
+            (None, Some(t)) => t,
+            (None, None) => self.resolve_target(&TargetWire::Name("cpu".into()))?,
+        };
+        let mut opts = driver::Options::new(target);
+        if let Some(v) = o.options.verify {
+            opts.verify = v;
+        }
+        if let Some(names) = &o.options.passes {
+            let mut passes = Vec::with_capacity(names.len());
+            for name in names {
+                match driver::PassName::from_name(name) {
+                    Some(p) => passes.push(p),
+                    None => {
+                        let known: Vec<&str> = driver::PassName::all().iter().map(|p| p.name()).collect();
+                        return Err(ApiError::new(
+                            StatusCode::BAD_REQUEST,
+                            "unknown_pass",
+                            format!("unknown pass '{name}'; the passes are {}", known.join(", ")),
+                        )
+                        .with("known", known));
+                    }
+                }
+            }
+            opts.passes = passes;
+        }
+        opts.expand_relayouts = o.options.expand_relayouts.unwrap_or(false);
+        Ok(opts)
+    }
+}

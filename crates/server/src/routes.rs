@@ -1,0 +1,497 @@
+//! The routes and their handlers.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use axum::Router;
+use axum::body::Body;
+use axum::extract::{Path, State};
+use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, Uri, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post, put};
+use serde_json::{Map, Value, json};
+
+use crate::AppState;
+use crate::error::ApiError;
+use crate::middleware::panic_message;
+use crate::request::{
+    BodyFormat, ModuleWire, PatchWire, RunWire, SessionRunWire, TargetWire, body_format, decode, hlo_text, query,
+    read_body, wants_text,
+};
+use crate::sessions::{CompInfo, Session, SessionHandle, valid_id};
+
+/// Every route.
+pub fn routes() -> Router<AppState> {
+    Router::new()
+        .route("/v1/layout-assignment", post(stateless_run))
+        .route("/v1/modules/{id}", put(put_module).patch(patch_module).delete(delete_module).get(get_module))
+        .route("/v1/modules/{id}/layout-assignment", post(session_run))
+        .route("/v1/targets", get(targets))
+        .route("/healthz", get(healthz))
+        .route("/metrics", get(metrics))
+        .route("/openapi.json", get(openapi))
+        .fallback(not_found)
+}
+
+/// Why a blocking job did not return.
+enum JobError {
+    /// It panicked (the message).
+    Panic(String),
+    /// The runtime is shutting down.
+    Cancelled,
+}
+
+impl AppState {
+    /// Runs CPU-bound work on the blocking pool in one of the worker
+    /// slots; 503 at once when every slot is taken. The slot is held until
+    /// the work ends, even if the request gave up (timed out) before.
+    async fn run_blocking<T: Send + 'static>(
+        &self,
+        work: impl FnOnce() -> T + Send + 'static,
+    ) -> Result<Result<T, JobError>, ApiError> {
+        let permit = self.shared.workers.clone().try_acquire_owned().map_err(|_| {
+            ApiError::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "overloaded",
+                format!("all {} workers are busy (max_concurrency); retry later", self.config().max_concurrency),
+            )
+        })?;
+        let job = tokio::task::spawn_blocking(move || {
+            let out = work();
+            drop(permit);
+            out
+        });
+        Ok(job.await.map_err(|e| match e.try_into_panic() {
+            Ok(payload) => JobError::Panic(panic_message(payload.as_ref())),
+            Err(_) => JobError::Cancelled,
+        }))
+    }
+}
+
+fn job_error(e: JobError) -> ApiError {
+    match e {
+        JobError::Panic(m) => {
+            tracing::error!(panic = %m, "the pipeline panicked");
+            ApiError::internal(format!("internal error (the pipeline panicked: {m})"))
+        }
+        JobError::Cancelled => ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "shutting_down", "the service is shutting down"),
+    }
+}
+
+/// The answer to a pipeline error.
+fn pipeline_error(e: driver::PipelineError) -> ApiError {
+    match e {
+        driver::PipelineError::Parse(p) => ApiError::parse(&p),
+        driver::PipelineError::Assign(m) => ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "assign_error", m),
+        driver::PipelineError::Relayout(m) => ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "relayout_error", m),
+        driver::PipelineError::Verify(problems) => ApiError::new(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "verify_error",
+            "the output failed verification (a bug in Tessera; please report it)",
+        )
+        .with("problems", problems),
+    }
+}
+
+/// A successful run's answer: JSON, or the HLO text alone.
+fn run_answer(state: &AppState, out: driver::Output, text_only: bool, started: Instant, recomputed: Option<Vec<String>>) -> Response {
+    state.metrics().record_module(out.report.stats.instructions);
+    if text_only {
+        return ([(header::CONTENT_TYPE, HeaderValue::from_static("text/plain; charset=utf-8"))], out.text).into_response();
+    }
+    let mut timings = match wire::timings_json(&out.report.timings) {
+        Value::Object(m) => m,
+        _ => Map::new(),
+    };
+    timings.insert("total".into(), json!(started.elapsed().as_micros() as u64));
+    let mut body = Map::new();
+    body.insert("module".into(), Value::String(out.text));
+    body.insert("report".into(), wire::report_json(&out.report));
+    body.insert("timings".into(), Value::Object(timings));
+    if let Some(r) = recomputed {
+        body.insert("recomputed_computations".into(), json!(r));
+    }
+    axum::Json(Value::Object(body)).into_response()
+}
+
+/// `POST /v1/layout-assignment`.
+async fn stateless_run(State(state): State<AppState>, headers: HeaderMap, uri: Uri, body: Body) -> Result<Response, ApiError> {
+    let started = Instant::now();
+    let format = body_format(&headers, &[BodyFormat::Text, BodyFormat::Json, BodyFormat::Yaml])?;
+    let from_query = query(&uri)?;
+    let bytes = read_body(body, state.config().max_body_bytes).await?;
+    let file_name = "request.hlo";
+    let (text, options) = match format {
+        BodyFormat::Text => (hlo_text(&bytes, file_name)?, from_query),
+        _ => {
+            let w: RunWire = decode(format, &bytes)?;
+            (w.module, from_query.overridden_by(w.target, w.options))
+        }
+    };
+    let opts = state.driver_options(&options, None)?;
+    let out = state
+        .run_blocking(move || driver::run(&text, file_name, &opts))
+        .await?
+        .map_err(job_error)?
+        .map_err(pipeline_error)?;
+    Ok(run_answer(&state, out, wants_text(&headers), started, None))
+}
+
+fn check_id(id: &str) -> Result<(), ApiError> {
+    if valid_id(id) {
+        Ok(())
+    } else {
+        Err(ApiError::invalid_request(format!(
+            "'{id}' is not a session id: use 1 to 128 characters from A-Z, a-z, 0-9, '.', '_' and '-'"
+        )))
+    }
+}
+
+fn session_not_found(id: &str) -> ApiError {
+    ApiError::new(StatusCode::NOT_FOUND, "session_not_found", format!("no session is named '{id}'")).with("id", id)
+}
+
+fn session_too_large(bytes: usize, max: usize) -> ApiError {
+    ApiError::new(
+        StatusCode::PAYLOAD_TOO_LARGE,
+        "session_too_large",
+        format!("the module ({bytes} bytes) would not fit in the session memory limit of {max} bytes (max_session_bytes)"),
+    )
+    .with("limit", max)
+}
+
+/// The JSON description of a session.
+fn session_json(id: &str, s: &Session) -> Value {
+    json!({
+        "id": id,
+        "module": s.module_name,
+        "target": s.target.name,
+        "computations": s.computations.iter().map(|c| c.name.as_str()).collect::<Vec<_>>(),
+        "bytes": s.bytes,
+    })
+}
+
+/// Drops a session whose work panicked: its database may be half updated.
+fn discard_after_panic(state: &AppState, id: &str, handle: &SessionHandle, e: JobError) -> ApiError {
+    if matches!(e, JobError::Panic(_)) {
+        state.shared.sessions.remove_if_same(id, handle);
+    }
+    let mut err = job_error(e);
+    err.message.push_str("; the session was discarded");
+    err
+}
+
+/// `PUT /v1/modules/{id}`: loads (or reloads) a session's module.
+async fn put_module(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+    uri: Uri,
+    body: Body,
+) -> Result<Response, ApiError> {
+    check_id(&id)?;
+    let format = body_format(&headers, &[BodyFormat::Text, BodyFormat::Json, BodyFormat::Yaml])?;
+    let q = query(&uri)?;
+    if q.options.expand_relayouts.is_some() || q.options.passes.is_some() || q.options.verify.is_some() {
+        return Err(ApiError::invalid_request(
+            "PUT takes only the 'target' query parameter; give run options to POST /v1/modules/{id}/layout-assignment",
+        ));
+    }
+    let bytes = read_body(body, state.config().max_body_bytes).await?;
+    let file_name = format!("modules/{id}");
+    let (text, target) = match format {
+        BodyFormat::Text => (hlo_text(&bytes, &file_name)?, q.target),
+        _ => {
+            let w: ModuleWire = decode(format, &bytes)?;
+            (w.module, w.target.or(q.target))
+        }
+    };
+    let target = state.resolve_target(&target.unwrap_or_else(|| TargetWire::Name("cpu".into())))?;
+    let max = state.shared.sessions.max_bytes();
+    if text.len() > max {
+        return Err(session_too_large(text.len(), max));
+    }
+    let existing = state.shared.sessions.get(&id);
+    let created = existing.is_none();
+    let handle: SessionHandle = existing.unwrap_or_else(|| Arc::new(tokio::sync::Mutex::new(None)));
+    let mut guard = handle.clone().lock_owned().await;
+    let job_id = id.clone();
+    let job = state
+        .run_blocking(move || {
+            // Parse the whole module first, so that a malformed module is
+            // refused here and a session never holds one.
+            if let Err(e) = hlo::parse_module(&text, &file_name) {
+                return Err(db::LoadError::Parse(Box::new(e)));
+            }
+            let previous = guard.take();
+            let existed = previous.is_some();
+            let mut s = previous.unwrap_or_else(|| Session::new(target.clone(), file_name.clone()));
+            match s.db.load(&text, &file_name, target.clone()) {
+                Ok(_) => {
+                    s.target = target;
+                    s.file_name = file_name;
+                    s.refresh(text.len());
+                    let answer = session_json(&job_id, &s);
+                    let bytes = s.bytes;
+                    *guard = Some(s);
+                    Ok((answer, bytes))
+                }
+                Err(e) => {
+                    if existed {
+                        *guard = Some(s);
+                    }
+                    Err(e)
+                }
+            }
+        })
+        .await?;
+    let (answer, bytes) = match job {
+        Ok(Ok(x)) => x,
+        Ok(Err(db::LoadError::Parse(e))) => return Err(ApiError::parse(&e)),
+        Ok(Err(e)) => return Err(ApiError::invalid_request(e.to_string())),
+        Err(e) => return Err(discard_after_panic(&state, &id, &handle, e)),
+    };
+    let evicted = state.shared.sessions.commit(&id, &handle, bytes);
+    state.metrics().record_evictions(evicted);
+    let status = if created { StatusCode::CREATED } else { StatusCode::OK };
+    Ok((status, axum::Json(answer)).into_response())
+}
+
+/// The computation name a computation's text declares, and whether it is
+/// marked `ENTRY`.
+fn declared_name(text: &str) -> (String, bool) {
+    let t = text.trim_start();
+    let (t, entry) = match t.strip_prefix("ENTRY") {
+        Some(rest) if rest.starts_with(char::is_whitespace) => (rest.trim_start(), true),
+        _ => (t, false),
+    };
+    let end = t.find(|c: char| c.is_whitespace() || c == '(' || c == '{').unwrap_or(t.len());
+    (t[..end].trim_start_matches('%').to_string(), entry)
+}
+
+/// `PATCH /v1/modules/{id}`: replaces whole computations.
+async fn patch_module(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+    body: Body,
+) -> Result<Response, ApiError> {
+    check_id(&id)?;
+    let format = body_format(&headers, &[BodyFormat::Json, BodyFormat::Yaml])?;
+    let bytes = read_body(body, state.config().max_body_bytes).await?;
+    let patch: PatchWire = decode(format, &bytes)?;
+    if patch.computations.is_empty() {
+        return Err(ApiError::invalid_request("'computations' names no computation"));
+    }
+    let handle = state.shared.sessions.get(&id).ok_or_else(|| session_not_found(&id))?;
+    let mut guard = handle.clone().lock_owned().await;
+    let max = state.shared.sessions.max_bytes();
+    let job_id = id.clone();
+    let job = state
+        .run_blocking(move || -> Result<(Value, usize), ApiError> {
+            let Some(s) = guard.as_mut() else { return Err(session_not_found(&job_id)) };
+            let mut replacements = Vec::with_capacity(patch.computations.len());
+            let mut bytes = s.bytes;
+            for (key, text) in patch.computations {
+                let name = key.trim_start_matches('%').to_string();
+                if replacements.iter().any(|(n, _): &(String, String)| *n == name) {
+                    return Err(ApiError::invalid_request(format!("computation '{name}' is given twice"))
+                        .with("computation", name));
+                }
+                let Some(info) = s.computations.iter().find(|c| c.name == name) else {
+                    return Err(ApiError::new(
+                        StatusCode::BAD_REQUEST,
+                        "unknown_computation",
+                        format!("the module has no computation named '{name}'"),
+                    )
+                    .with("computation", name));
+                };
+                let (declared, entry) = declared_name(&text);
+                if declared != name || entry != info.entry {
+                    let expected = if info.entry { format!("ENTRY %{name}") } else { format!("%{name}") };
+                    return Err(ApiError::invalid_request(format!(
+                        "the text given for '{name}' must be the whole computation, starting with '{expected}'"
+                    ))
+                    .with("computation", name));
+                }
+                bytes = bytes.saturating_sub(info.bytes) + text.len();
+                replacements.push((name, text));
+            }
+            if bytes > max {
+                return Err(session_too_large(bytes, max));
+            }
+            s.db.replace_computations(&replacements).map_err(|e| ApiError::invalid_request(e.to_string()))?;
+            for (name, text) in &replacements {
+                if let Some(c) = s.computations.iter_mut().find(|c| &c.name == name) {
+                    c.bytes = text.len();
+                }
+            }
+            s.bytes = bytes;
+            let mut answer = session_json(&job_id, s);
+            if let Value::Object(m) = &mut answer {
+                m.insert("replaced".into(), json!(replacements.iter().map(|(n, _)| n.as_str()).collect::<Vec<_>>()));
+            }
+            Ok((answer, bytes))
+        })
+        .await?;
+    let (answer, bytes) = match job {
+        Ok(r) => r?,
+        Err(e) => return Err(discard_after_panic(&state, &id, &handle, e)),
+    };
+    let evicted = state.shared.sessions.commit(&id, &handle, bytes);
+    state.metrics().record_evictions(evicted);
+    Ok(axum::Json(answer).into_response())
+}
+
+/// `POST /v1/modules/{id}/layout-assignment`: runs the pipeline on the
+/// session's module, recomputing only what changed.
+async fn session_run(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+    uri: Uri,
+    body: Body,
+) -> Result<Response, ApiError> {
+    let started = Instant::now();
+    check_id(&id)?;
+    let format = body_format(&headers, &[BodyFormat::Text, BodyFormat::Json, BodyFormat::Yaml])?;
+    let mut options = query(&uri)?;
+    let bytes = read_body(body, state.config().max_body_bytes).await?;
+    if !bytes.iter().all(u8::is_ascii_whitespace) {
+        if format == BodyFormat::Text {
+            return Err(ApiError::new(
+                StatusCode::UNSUPPORTED_MEDIA_TYPE,
+                "unsupported_media_type",
+                "the module is the session's: send run options as JSON or YAML (or as query parameters), not text",
+            ));
+        }
+        let w: SessionRunWire = decode(format, &bytes)?;
+        options = options.overridden_by(w.target, w.options);
+    }
+    let handle = state.shared.sessions.get(&id).ok_or_else(|| session_not_found(&id))?;
+    let mut guard = handle.clone().lock_owned().await;
+    let Some(current) = guard.as_ref().map(|s| s.target.clone()) else { return Err(session_not_found(&id)) };
+    let opts = state.driver_options(&options, Some(current))?;
+    let job_id = id.clone();
+    let job = state
+        .run_blocking(move || {
+            let Some(s) = guard.as_mut() else { return Err(session_not_found(&job_id)) };
+            if *s.target != *opts.target {
+                s.db.set_target(opts.target.clone()).map_err(|e| ApiError::internal(e.to_string()))?;
+                s.target = opts.target.clone();
+            }
+            s.db.clear_executions();
+            let out = driver::run_loaded(&s.db, &opts);
+            let recomputed = s.db.recomputed_computations();
+            Ok((out, recomputed))
+        })
+        .await?;
+    let (out, recomputed) = match job {
+        Ok(r) => r?,
+        Err(e) => return Err(discard_after_panic(&state, &id, &handle, e)),
+    };
+    let out = out.map_err(pipeline_error)?;
+    Ok(run_answer(&state, out, wants_text(&headers), started, Some(recomputed)))
+}
+
+/// `GET /v1/modules/{id}`.
+async fn get_module(State(state): State<AppState>, Path(id): Path<String>) -> Result<Response, ApiError> {
+    check_id(&id)?;
+    let handle = state.shared.sessions.get(&id).ok_or_else(|| session_not_found(&id))?;
+    let guard = handle.lock().await;
+    let s = guard.as_ref().ok_or_else(|| session_not_found(&id))?;
+    Ok(axum::Json(session_json(&id, s)).into_response())
+}
+
+/// `DELETE /v1/modules/{id}`.
+async fn delete_module(State(state): State<AppState>, Path(id): Path<String>) -> Result<Response, ApiError> {
+    check_id(&id)?;
+    if state.shared.sessions.remove(&id) { Ok(StatusCode::NO_CONTENT.into_response()) } else { Err(session_not_found(&id)) }
+}
+
+/// `GET /v1/targets`.
+async fn targets(State(state): State<AppState>) -> Response {
+    let list: Vec<Value> = state
+        .shared
+        .targets
+        .iter()
+        .map(|(name, spec)| json!({ "name": name, "description": spec.description.trim() }))
+        .collect();
+    axum::Json(json!({ "targets": list })).into_response()
+}
+
+/// `GET /healthz`.
+async fn healthz() -> Response {
+    axum::Json(json!({ "status": "ok" })).into_response()
+}
+
+/// `GET /metrics`.
+async fn metrics(State(state): State<AppState>) -> Response {
+    let text = state.render_metrics();
+    ([(header::CONTENT_TYPE, HeaderValue::from_static("text/plain; version=0.0.4; charset=utf-8"))], text).into_response()
+}
+
+/// `GET /openapi.json`.
+async fn openapi() -> Response {
+    ([(header::CONTENT_TYPE, HeaderValue::from_static("application/json"))], crate::OPENAPI).into_response()
+}
+
+/// Any other path.
+async fn not_found(method: Method, uri: Uri) -> ApiError {
+    ApiError::new(StatusCode::NOT_FOUND, "not_found", format!("no route for {method} {}", uri.path()))
+}
+
+impl Session {
+    /// An empty session.
+    fn new(target: Arc<target::TargetSpec>, file_name: String) -> Session {
+        Session {
+            db: db::Database::default(),
+            target,
+            file_name,
+            module_name: String::new(),
+            computations: Vec::new(),
+            bytes: 0,
+        }
+    }
+
+    /// Re-reads the module's name and computations after a load.
+    fn refresh(&mut self, bytes: usize) {
+        self.bytes = bytes;
+        self.computations.clear();
+        if let Some(m) = self.db.module() {
+            self.module_name = m.header(&self.db).name.clone();
+            let entry = m.entry(&self.db) as usize;
+            for (i, c) in m.computations(&self.db).iter().enumerate() {
+                self.computations.push(CompInfo { name: c.name(&self.db).clone(), bytes: c.text(&self.db).len(), entry: i == entry });
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_panic_on_the_blocking_pool_becomes_a_500_and_frees_the_slot() {
+        let state = AppState::new(crate::Config { max_concurrency: 1, ..crate::Config::default() });
+        let job = state
+            .run_blocking(|| {
+                let v: Vec<u8> = Vec::new();
+                let i = v.len() + 1;
+                v[i]
+            })
+            .await
+            .map_err(|e| e.message)
+            .expect("a slot was free");
+        let err = match job {
+            Ok(_) => panic!("the job panicked"),
+            Err(e) => job_error(e),
+        };
+        assert_eq!(err.status, StatusCode::INTERNAL_SERVER_ERROR);
+        assert_eq!(err.kind, "internal");
+        assert!(err.message.contains("index out of bounds"), "{}", err.message);
+        // The slot came back.
+        assert!(state.try_acquire_worker().is_some());
+    }
+}

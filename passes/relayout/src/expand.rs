@@ -1,0 +1,222 @@
+//! Phase 3 (on request): every `copy` between two tilings becomes its
+//! relayout plan, made of ordinary HLO instructions. "Between two tilings"
+//! means one side is tiled and the layouts differ ([`changes_tiling`]).
+//!
+//! `shape::relayout_plan(from, to)` gives the steps: `pad` (zeros of the
+//! element type: one shared `constant` per element type and computation),
+//! `bitcast` (a reshape into or out of a physical view, or the split of a
+//! padded array into tiles), `transpose` (the data movement), `slice`
+//! (where padding goes away) and a last `bitcast` into the copy's shape.
+//! The copy keeps its name, metadata and users: its instruction becomes
+//! the last step; the steps before it are new instructions named after it
+//! (`%x.copy.pad`, `%x.copy.transpose`, ...).
+
+use hlo::{AttrValue, Computation, InstId, Instruction, KnownAttr, Opcode, PadDim, Payload, SliceDim};
+use rustc_hash::FxHashMap;
+use shape::{ArrayShape, Layout, PrimitiveType, Shape, Step, StepOp};
+
+use crate::uses::inherited_attrs;
+use crate::{ExpandedStep, RelayoutError, Rewrite, RewriteKind, edit, laid_out, names_of, storage_bytes, unique_name};
+
+/// True when a copy from `from` to `to` is a tiled relayout: one side is
+/// tiled and the layouts differ (other tiles, or the same tiles over
+/// another dimension order), in one memory space. These are the copies
+/// the expansion spells out; a copy between two untiled layouts is a plain
+/// transpose and stays a copy.
+pub fn changes_tiling(from: &ArrayShape, to: &ArrayShape) -> bool {
+    let (a, b) = (from.layout_or_default(), to.layout_or_default());
+    (!a.tiles.is_empty() || !b.tiles.is_empty()) && a != b && a.memory_space == b.memory_space
+}
+
+/// The zero literal of an element type, as HLO text writes it.
+fn zero_literal(t: PrimitiveType) -> &'static str {
+    if t == PrimitiveType::Pred {
+        "false"
+    } else if t.is_complex() {
+        "(0, 0)"
+    } else {
+        "0"
+    }
+}
+
+/// The opcode, attributes and operand count of a step.
+fn step_instruction(step: &Step, name: String, base: &Instruction) -> Instruction {
+    let (opcode, attr) = match &step.op {
+        StepOp::Pad { low, high, interior } => {
+            let dims = (0..low.len()).map(|k| PadDim { low: low[k], high: high[k], interior: interior[k] }).collect();
+            (Opcode::Pad, Some((KnownAttr::Padding, AttrValue::Padding(dims))))
+        }
+        StepOp::Bitcast => (Opcode::Bitcast, None),
+        StepOp::Transpose { dims } => {
+            let ints = dims.iter().map(|&d| d as i64).collect();
+            (Opcode::Transpose, Some((KnownAttr::Dimensions, AttrValue::Ints(ints))))
+        }
+        StepOp::Slice { start, limit, stride } => {
+            let dims =
+                (0..start.len()).map(|k| SliceDim { start: start[k], limit: limit[k], stride: stride[k] }).collect();
+            (Opcode::Slice, Some((KnownAttr::Slice, AttrValue::Slice(dims))))
+        }
+    };
+    let mut inst = Instruction::new(name, opcode, Shape::Array(step.shape.clone()));
+    inst.attrs = inherited_attrs(&base.attrs);
+    if let Some((k, v)) = attr {
+        inst.attrs.set(k, v);
+    }
+    inst
+}
+
+fn op_name(op: &StepOp) -> &'static str {
+    match op {
+        StepOp::Pad { .. } => "pad",
+        StepOp::Bitcast => "bitcast",
+        StepOp::Transpose { .. } => "transpose",
+        StepOp::Slice { .. } => "slice",
+    }
+}
+
+/// The plan's steps with every transpose that moves no byte (one that only
+/// moves size-1 dimensions, say) turned into a bitcast, and each run of
+/// bitcasts merged into one: a bitcast only reinterprets the buffer, so a
+/// chain of them is one reinterpretation.
+fn simplify(from: &ArrayShape, steps: Vec<Step>) -> Vec<Step> {
+    let mut out: Vec<Step> = Vec::with_capacity(steps.len());
+    let mut prev = from.clone();
+    for mut step in steps {
+        if let StepOp::Transpose { dims } = &step.op
+            && shape::transpose_is_bitcast(&prev, &step.shape, dims).is_ok_and(|v| v.bitcast)
+        {
+            step.op = StepOp::Bitcast;
+        }
+        prev = step.shape.clone();
+        match out.last_mut() {
+            Some(last) if last.op == StepOp::Bitcast && step.op == StepOp::Bitcast => last.shape = step.shape,
+            _ => out.push(step),
+        }
+    }
+    out
+}
+
+/// Phase 3 on one computation.
+pub fn expand_copies(comp: &mut Computation) -> Result<Vec<Rewrite>, RelayoutError> {
+    let cname = comp.name.clone();
+    let copies: Vec<(InstId, InstId, ArrayShape, ArrayShape)> = comp
+        .instructions()
+        .filter(|(_, i)| i.opcode == Opcode::Copy)
+        .filter_map(|(id, i)| {
+            let &[o] = i.operands() else { return None };
+            let from = laid_out(comp.inst(o).shape.as_array()?);
+            let to = laid_out(i.shape.as_array()?);
+            (from.dims == to.dims && changes_tiling(&from, &to)).then_some((id, o, from, to))
+        })
+        .collect();
+    if copies.is_empty() {
+        return Ok(Vec::new());
+    }
+    let mut names = names_of(comp);
+    let mut zeros: FxHashMap<PrimitiveType, InstId> = FxHashMap::default();
+    let mut before: FxHashMap<InstId, Vec<InstId>> = FxHashMap::default();
+    let mut rewrites = Vec::new();
+    for (c, o, from, to) in copies {
+        let copy_name = comp.inst(c).name.clone();
+        let plan_error = |message: String| RelayoutError::Plan {
+            computation: cname.clone(),
+            instruction: copy_name.clone(),
+            from: from.to_string(),
+            to: to.to_string(),
+            message,
+        };
+        let plan = shape::relayout_plan(&from, &to).map_err(|e| plan_error(e.to_string()))?;
+        let steps_planned = simplify(&from, plan.steps);
+        let Some(last) = steps_planned.last() else { continue };
+        if from.dynamic != 0 {
+            return Err(plan_error("dynamic dimensions have no fixed buffer".into()));
+        }
+        // The copy's own instruction becomes the last step when that step
+        // already yields its shape; otherwise a last bitcast does.
+        let reuse_last = last.shape == to;
+        let base = comp.inst(c).clone();
+        let mut prev = o;
+        let mut steps = Vec::with_capacity(steps_planned.len() + 1);
+        let count = steps_planned.len();
+        for (k, step) in steps_planned.iter().enumerate() {
+            let op = op_name(&step.op);
+            let is_pad = matches!(step.op, StepOp::Pad { .. });
+            let mut operands = vec![prev];
+            if is_pad {
+                let t = step.shape.element_type;
+                let zero = match zeros.get(&t) {
+                    Some(&z) => z,
+                    None => {
+                        let name = unique_name(&format!("zero.{}", t.name()), &mut names);
+                        let scalar = ArrayShape::with_layout(t, &[], Layout::new(&[]));
+                        let mut inst = Instruction::new(name, Opcode::Constant, Shape::Array(scalar));
+                        inst.payload = Payload::Constant(zero_literal(t).into());
+                        let z = comp.add_unscheduled(inst, &[]).map_err(edit(&cname))?;
+                        before.entry(c).or_default().push(z);
+                        zeros.insert(t, z);
+                        z
+                    }
+                };
+                operands.push(zero);
+            }
+            let bytes = if step.op == StepOp::Bitcast { 0 } else { storage_bytes(&step.shape) };
+            if k + 1 == count && reuse_last {
+                let made = step_instruction(step, copy_name.clone(), &base);
+                let inst = comp.inst_mut(c);
+                inst.opcode = made.opcode;
+                for a in made.attrs.0 {
+                    if let hlo::AttrKey::Known(key) = a.key {
+                        inst.attrs.set(key, a.value);
+                    }
+                }
+                comp.set_operands(c, &operands).map_err(edit(&cname))?;
+                steps.push(ExpandedStep { name: copy_name.clone(), op, shape: step.shape.clone(), bytes });
+            } else {
+                let name = unique_name(&format!("{copy_name}.{op}"), &mut names);
+                let inst = step_instruction(step, name.clone(), &base);
+                let id = comp.add_unscheduled(inst, &operands).map_err(edit(&cname))?;
+                before.entry(c).or_default().push(id);
+                steps.push(ExpandedStep { name, op, shape: step.shape.clone(), bytes });
+                prev = id;
+            }
+        }
+        if !reuse_last {
+            let have = storage_bytes(&last.shape);
+            let want = storage_bytes(&to);
+            if have != want {
+                return Err(plan_error(format!("the plan ends in {} ({have} bytes), not {want} bytes", last.shape)));
+            }
+            comp.inst_mut(c).opcode = Opcode::Bitcast;
+            comp.set_operands(c, &[prev]).map_err(edit(&cname))?;
+            steps.push(ExpandedStep { name: copy_name.clone(), op: "bitcast", shape: to.clone(), bytes: 0 });
+        }
+        let moves = steps.iter().filter(|s| s.op != "bitcast").count();
+        let bytes = steps.iter().map(|s| s.bytes).sum();
+        rewrites.push(Rewrite {
+            kind: RewriteKind::ExpandedRelayout,
+            computation: cname.clone(),
+            instruction: copy_name,
+            operand: comp.inst(o).name.clone(),
+            why: format!(
+                "{from} and {to} are tiled differently; the copy is spelled out as its relayout plan: {} instructions, {moves} of them moving data",
+                steps.len()
+            ),
+            bytes,
+            from,
+            to,
+            transpose_dims: None,
+            users: Vec::new(),
+            steps,
+        });
+    }
+    let old: Vec<InstId> = comp.schedule().to_vec();
+    let mut schedule = Vec::with_capacity(comp.graph().node_count());
+    for id in old {
+        if let Some(pre) = before.get(&id) {
+            schedule.extend_from_slice(pre);
+        }
+        schedule.push(id);
+    }
+    comp.set_schedule(schedule).map_err(edit(&cname))?;
+    Ok(rewrites)
+}

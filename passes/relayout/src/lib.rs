@@ -1,0 +1,300 @@
+//! The relayout pass: turns assigned layouts into explicit instructions, in
+//! their final form.
+//!
+//! Layout assignment decides a layout for every value and inserts a `copy`
+//! wherever a use needs another layout. This pass finishes the job, per
+//! computation, in three phases:
+//!
+//! 1. **Mismatched uses** ([`uses`]). Every use whose operand layout is not
+//!    the one its consumer needs gets a new instruction: a `bitcast` when
+//!    the exact, tile-aware algebra of the `shape` crate proves that every
+//!    element keeps its byte offset in a buffer of the same size, else a
+//!    `copy`. One instruction per (value, layout), shared by every use that
+//!    needs it. After layout assignment there is nothing to do here; on
+//!    hand-laid-out HLO (`--passes relayout`) there often is.
+//! 2. **No-op movements** ([`noop`]). A `copy`, `transpose` or `reshape`
+//!    whose operand and result layouts make it a physical no-op becomes a
+//!    `bitcast`, keeping its name and metadata.
+//! 3. **Expansion** ([`expand`], on request). Every `copy` between two
+//!    tilings becomes its relayout plan: `pad`, `bitcast`, `transpose`,
+//!    `slice`, `bitcast`, each an ordinary HLO instruction with its layout.
+//!
+//! Every rewrite is reported with what, where, how many bytes it moves and
+//! why. [`to_dot`] and [`to_svg`] draw a computation.
+//!
+//! Architecture invariant: the pass never walks elements. Every decision is
+//! the `shape` crate's symbolic verdict; the brute-force walk lives in the
+//! tests only.
+
+mod draw;
+pub mod expand;
+pub mod noop;
+pub mod uses;
+
+use std::fmt;
+
+use hlo::{CompId, Computation, EditError, InstId, Module};
+use rustc_hash::FxHashSet;
+use shape::{ArrayShape, DimVec, Shape};
+use target::TargetSpec;
+
+pub use draw::{MAX_DRAWN_NODES, to_dot, to_svg};
+
+/// What the pass does beyond its fixed work.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct Options {
+    /// Rewrite every `copy` between two tilings into explicit pad, bitcast,
+    /// transpose and slice instructions.
+    pub expand_relayouts: bool,
+}
+
+/// The kind of one rewrite.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum RewriteKind {
+    /// A `copy` that moves no byte became a `bitcast`.
+    CopyToBitcast,
+    /// A `transpose` that moves no byte became a `bitcast`.
+    TransposeToBitcast,
+    /// A `reshape` that moves no byte became a `bitcast`.
+    ReshapeToBitcast,
+    /// A `copy` was inserted for uses needing another layout.
+    InsertedCopy,
+    /// A `bitcast` was inserted for uses needing an equivalent layout.
+    InsertedBitcast,
+    /// A `copy` between two tilings was expanded into its relayout plan.
+    ExpandedRelayout,
+}
+
+impl RewriteKind {
+    /// Every kind, in report order.
+    pub fn all() -> &'static [RewriteKind] {
+        use RewriteKind::*;
+        &[CopyToBitcast, TransposeToBitcast, ReshapeToBitcast, InsertedCopy, InsertedBitcast, ExpandedRelayout]
+    }
+
+    /// The kind's name in reports: `copy-to-bitcast`, `inserted-copy`, ...
+    pub fn name(self) -> &'static str {
+        match self {
+            RewriteKind::CopyToBitcast => "copy-to-bitcast",
+            RewriteKind::TransposeToBitcast => "transpose-to-bitcast",
+            RewriteKind::ReshapeToBitcast => "reshape-to-bitcast",
+            RewriteKind::InsertedCopy => "inserted-copy",
+            RewriteKind::InsertedBitcast => "inserted-bitcast",
+            RewriteKind::ExpandedRelayout => "expanded-relayout",
+        }
+    }
+
+    /// True when the rewrite leaves a `bitcast` at [`Rewrite::instruction`].
+    pub fn is_bitcast(self) -> bool {
+        !matches!(self, RewriteKind::InsertedCopy | RewriteKind::ExpandedRelayout)
+    }
+}
+
+impl fmt::Display for RewriteKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// One instruction of an expanded relayout.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ExpandedStep {
+    /// The instruction's name.
+    pub name: String,
+    /// `pad`, `bitcast`, `transpose` or `slice`.
+    pub op: &'static str,
+    /// Its result, with layout.
+    pub shape: ArrayShape,
+    /// Bytes it writes (0 for a bitcast), padding included.
+    pub bytes: u64,
+}
+
+/// One rewrite: what, where, how many bytes, and why.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Rewrite {
+    /// What was done.
+    pub kind: RewriteKind,
+    /// The computation.
+    pub computation: String,
+    /// The instruction now holding the result: the new `copy`/`bitcast`,
+    /// the rewritten instruction (same name), or the last step of an
+    /// expansion (the copy's name).
+    pub instruction: String,
+    /// The value read: the operand's name.
+    pub operand: String,
+    /// The operand's shape, with its layout.
+    pub from: ArrayShape,
+    /// The result's shape, with its layout.
+    pub to: ArrayShape,
+    /// For a transpose turned bitcast: its `dimensions` (output dimension
+    /// `k` is operand dimension `dims[k]`).
+    pub transpose_dims: Option<DimVec>,
+    /// Bytes moved, padding included; 0 for bitcasts.
+    pub bytes: u64,
+    /// The uses served (inserted instructions): `operand 1 of %add`,
+    /// `the entry result`.
+    pub users: Vec<String>,
+    /// Why: the consumer and its need, and the algebra's reason.
+    pub why: String,
+    /// The instructions of an expanded relayout, in order.
+    pub steps: Vec<ExpandedStep>,
+}
+
+/// What the pass did to a module.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Report {
+    /// Every rewrite, per computation in module order, phases in order.
+    pub rewrites: Vec<Rewrite>,
+}
+
+impl Report {
+    /// The rewrites of one kind.
+    pub fn count(&self, kind: RewriteKind) -> usize {
+        self.rewrites.iter().filter(|r| r.kind == kind).count()
+    }
+
+    /// Bytes moved by the instructions the pass inserted or expanded. A
+    /// copy the pass inserted and then expanded counts once, as its
+    /// expansion.
+    pub fn bytes_moved(&self) -> u64 {
+        self.rewrites
+            .iter()
+            .filter(|r| !(r.kind == RewriteKind::InsertedCopy && self.expanded(&r.computation, &r.instruction)))
+            .map(|r| r.bytes)
+            .sum()
+    }
+
+    /// True when the copy `instruction` of `computation` was expanded.
+    fn expanded(&self, computation: &str, instruction: &str) -> bool {
+        self.rewrites.iter().any(|r| {
+            r.kind == RewriteKind::ExpandedRelayout && r.computation == computation && r.instruction == instruction
+        })
+    }
+
+    /// Bytes moved by the copies the pass inserted.
+    pub fn inserted_copy_bytes(&self) -> u64 {
+        self.rewrites.iter().filter(|r| r.kind == RewriteKind::InsertedCopy).map(|r| r.bytes).sum()
+    }
+}
+
+/// Why the pass could not run.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum RelayoutError {
+    /// A graph edit was refused: a bug in the pass, reported rather than
+    /// hidden.
+    #[error("computation {computation}: graph edit failed: {error}")]
+    Edit { computation: String, error: EditError },
+    /// The computation's instructions form a cycle.
+    #[error("computation {computation} has a cycle through %{instruction}")]
+    Cycle { computation: String, instruction: String },
+    /// A layout a use needs is not valid for its value.
+    #[error("computation {computation}: %{instruction} needs {layout} for {operand}, which is not a valid layout of it: {message}")]
+    InvalidNeed { computation: String, instruction: String, operand: String, layout: String, message: String },
+    /// A tiled copy has no relayout plan.
+    #[error("computation {computation}: cannot expand %{instruction} from {from} to {to}: {message}")]
+    Plan { computation: String, instruction: String, from: String, to: String, message: String },
+    /// The entry result does not have the shape the module's
+    /// `entry_computation_layout` gives.
+    #[error("computation {computation}: the root does not match the entry computation layout's result {expected}")]
+    RootShape { computation: String, expected: String },
+}
+
+/// What a computation's relayout needs to know about the module around it.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ComputationFacts {
+    /// The layout the computation's result must have (the entry's
+    /// `entry_computation_layout` result); leaves without a layout are free.
+    pub result: Option<Shape>,
+}
+
+/// The facts of computation `id` in `module`: only the entry has a fixed
+/// result.
+pub fn facts_for(module: &dyn layout_assignment::ModuleFacts, id: CompId) -> ComputationFacts {
+    if id == module.entry() {
+        ComputationFacts { result: Some(module.entry_layout().result) }
+    } else {
+        ComputationFacts::default()
+    }
+}
+
+/// Runs the pass on every computation of `module`.
+pub fn run(module: &mut Module, target: &TargetSpec, opts: &Options) -> Result<Report, RelayoutError> {
+    let mut report = Report::default();
+    let ids: Vec<CompId> = module.computation_ids().collect();
+    for id in ids {
+        let facts = facts_for(module, id);
+        let comp = module.computation_mut(id);
+        report.rewrites.extend(run_computation(&facts, comp, target, opts)?);
+    }
+    Ok(report)
+}
+
+/// Runs the pass on one computation: mismatched uses, no-op movements,
+/// then (on request) expansion. The result depends only on the computation,
+/// its facts, the target and the options, so an incremental database can
+/// cache it per computation.
+pub fn run_computation(
+    facts: &ComputationFacts,
+    comp: &mut Computation,
+    target: &TargetSpec,
+    opts: &Options,
+) -> Result<Vec<Rewrite>, RelayoutError> {
+    let _span = tracing::debug_span!("relayout", computation = %comp.name).entered();
+    let mut rewrites = uses::fix_uses(facts, comp, target)?;
+    rewrites.extend(noop::movements_to_bitcasts(comp));
+    if opts.expand_relayouts {
+        rewrites.extend(expand::expand_copies(comp)?);
+    }
+    tracing::debug!(rewrites = rewrites.len(), "relayout done");
+    Ok(rewrites)
+}
+
+/// The array shape of `inst` with its layout, the default descending one
+/// when the text gave none.
+pub(crate) fn laid_out(a: &ArrayShape) -> ArrayShape {
+    ArrayShape { layout: Some(a.layout_or_default()), ..a.clone() }
+}
+
+/// Names in use in a computation, for making new ones unique.
+pub(crate) fn names_of(comp: &Computation) -> FxHashSet<String> {
+    comp.instructions().map(|(_, i)| i.name.clone()).collect()
+}
+
+/// `base`, or `base.1`, `base.2`, ... : the first name not yet used.
+pub(crate) fn unique_name(base: &str, names: &mut FxHashSet<String>) -> String {
+    let mut name = base.to_string();
+    let mut k = 1;
+    while names.contains(&name) {
+        name = format!("{base}.{k}");
+        k += 1;
+    }
+    names.insert(name.clone());
+    name
+}
+
+/// Wraps an edit error with the computation's name.
+pub(crate) fn edit(computation: &str) -> impl Fn(EditError) -> RelayoutError + '_ {
+    move |error| RelayoutError::Edit { computation: computation.to_string(), error }
+}
+
+/// A topological order (operands first) of the computation.
+pub(crate) fn order(comp: &Computation) -> Result<Vec<InstId>, RelayoutError> {
+    layout_assignment::topological_order(comp).map_err(|e| match e {
+        layout_assignment::ProblemError::Cycle { computation, instruction } => {
+            RelayoutError::Cycle { computation, instruction }
+        }
+        other => RelayoutError::Cycle { computation: comp.name.clone(), instruction: other.to_string() },
+    })
+}
+
+/// True when both arrays live in the same memory space (`S(n)`). The
+/// bitcast test compares byte positions only; a change of memory space
+/// always moves the bytes, so it is never a bitcast.
+pub(crate) fn same_memory_space(a: &ArrayShape, b: &ArrayShape) -> bool {
+    a.layout_or_default().memory_space == b.layout_or_default().memory_space
+}
+
+/// Bytes of `a`'s buffer, padding included (saturating on absurd shapes).
+pub(crate) fn storage_bytes(a: &ArrayShape) -> u64 {
+    shape::storage_size(a).map_or(u64::MAX, |s| s.bytes)
+}

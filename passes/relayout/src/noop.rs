@@ -1,0 +1,97 @@
+//! Phase 2: a `copy`, `transpose` or `reshape` that moves no byte becomes a
+//! `bitcast`.
+//!
+//! The test is exact and tile-aware (`shape::layout_change_is_bitcast`,
+//! `transpose_is_bitcast`, `reshape_is_bitcast`): every element must keep
+//! its byte offset and both buffers must have the same size, padding
+//! included. XLA's `ReshapeIsBitcast` ignores tiles; here
+//! `f32[8,128]{1,0:T(8,128)}` → `{1,0}` is a bitcast while
+//! `f32[3,128]{1,0:T(8,128)}` → `{1,0}` is not (4096 vs 1536 bytes).
+//!
+//! The instruction keeps its name, metadata and every other attribute;
+//! only a transpose's `dimensions` go, as a bitcast has none.
+
+use hlo::{Computation, InstId, KnownAttr, Opcode};
+use shape::{ArrayShape, BitcastVerdict, DimVec};
+
+use crate::{Rewrite, RewriteKind, laid_out, same_memory_space};
+
+/// The verdict on one instruction, when it is a candidate.
+struct Found {
+    kind: RewriteKind,
+    verdict: BitcastVerdict,
+    dims: Option<DimVec>,
+    from: ArrayShape,
+    to: ArrayShape,
+}
+
+fn verdict(comp: &Computation, id: InstId) -> Option<Found> {
+    let inst = comp.inst(id);
+    let kind = match inst.opcode {
+        Opcode::Copy => RewriteKind::CopyToBitcast,
+        Opcode::Transpose => RewriteKind::TransposeToBitcast,
+        Opcode::Reshape => RewriteKind::ReshapeToBitcast,
+        _ => return None,
+    };
+    let &[o] = inst.operands() else { return None };
+    let (a, r) = (comp.inst(o).shape.as_array()?, inst.shape.as_array()?);
+    // Dynamic dimensions have no fixed buffer; leave them to the backend.
+    if a.dynamic != 0 || r.dynamic != 0 || a.element_type != r.element_type {
+        return None;
+    }
+    let (from, to) = (laid_out(a), laid_out(r));
+    if !same_memory_space(&from, &to) {
+        return None;
+    }
+    let (v, dims) = match kind {
+        RewriteKind::CopyToBitcast if from.dims == to.dims => (shape::layout_change_is_bitcast(&from, &to).ok()?, None),
+        RewriteKind::TransposeToBitcast => {
+            let dims: DimVec = inst
+                .attrs
+                .ints(KnownAttr::Dimensions)?
+                .iter()
+                .map(|&d| usize::try_from(d).ok())
+                .collect::<Option<_>>()?;
+            if dims.len() != from.rank() || to.rank() != from.rank() || !shape::facts::is_permutation(&dims) {
+                return None;
+            }
+            (shape::transpose_is_bitcast(&from, &to, &dims).ok()?, Some(dims))
+        }
+        RewriteKind::ReshapeToBitcast => (shape::reshape_is_bitcast(&from, &to).ok()?, None),
+        _ => return None,
+    };
+    v.bitcast.then_some(Found { kind, verdict: v, dims, from, to })
+}
+
+/// Phase 2 on one computation.
+pub fn movements_to_bitcasts(comp: &mut Computation) -> Vec<Rewrite> {
+    let mut rewrites = Vec::new();
+    let ids: Vec<InstId> = comp.schedule().to_vec();
+    for id in ids {
+        let Some(Found { kind, verdict: v, dims, from, to }) = verdict(comp, id) else { continue };
+        let o = comp.operands(id)[0];
+        let operand = comp.inst(o).name.clone();
+        let inst = comp.inst_mut(id);
+        let op = inst.opcode;
+        inst.opcode = Opcode::Bitcast;
+        inst.attrs.remove(KnownAttr::Dimensions);
+        rewrites.push(Rewrite {
+            kind,
+            computation: String::new(),
+            instruction: inst.name.clone(),
+            operand,
+            why: format!("the {op} from {from} to {to} moves no byte: {}", v.reason),
+            from,
+            to,
+            transpose_dims: dims,
+            bytes: 0,
+            users: Vec::new(),
+            steps: Vec::new(),
+        });
+    }
+    let name = comp.name.clone();
+    for r in &mut rewrites {
+        r.computation.clone_from(&name);
+    }
+    rewrites
+}

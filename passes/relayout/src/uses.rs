@@ -1,0 +1,405 @@
+//! Phase 1: every use whose operand is not in the layout its consumer
+//! needs gets a `bitcast` (when the algebra proves the bytes line up) or a
+//! `copy`, one per (value, layout), shared by all uses needing it.
+//!
+//! The needs, strongest first when two disagree on one use:
+//! 0. a custom call's `operand_layout_constraints` (or a `LayoutConstraint`);
+//! 1. a target rule (`layout_assignment::inst_needs`);
+//! 2. the instruction itself: a layout-preserving op reads its same-rank
+//!    operands in its result layout, a broadcast reads its operand in the
+//!    result's order restricted to the broadcast dimensions;
+//! 3. the target's default for otherwise unconstrained operands.
+//!
+//! The entry root must match the result of `entry_computation_layout`.
+//!
+//! Needs are collected on the unedited computation first (a rule may look
+//! at its operands, e.g. "operand 1 is a constant"), then applied.
+
+use hlo::{Attrs, Computation, InstId, Instruction, KnownAttr, Opcode};
+use layout_assignment::{Need, NeedSource};
+use rustc_hash::{FxHashMap, FxHashSet};
+use shape::{ArrayShape, DimVec, Layout, Shape};
+use target::TargetSpec;
+
+use crate::{
+    ComputationFacts, RelayoutError, Rewrite, RewriteKind, edit, laid_out, names_of, order, same_memory_space, storage_bytes,
+    unique_name,
+};
+
+/// Where a needed layout is read.
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Site {
+    /// Operand `operand` of `user`.
+    Operand { user: InstId, operand: usize },
+}
+
+/// A use that needs another layout than its operand has.
+#[derive(Clone, Debug)]
+struct Want {
+    site: Site,
+    value: InstId,
+    layout: Layout,
+    consumer: String,
+    because: String,
+}
+
+/// How strongly a need binds; lower wins.
+type Priority = u8;
+
+fn source_priority(source: NeedSource) -> Priority {
+    match source {
+        NeedSource::CustomCall | NeedSource::LayoutConstraint => 0,
+        NeedSource::TargetRule(_) => 1,
+        NeedSource::TargetDefault => 3,
+    }
+}
+
+fn source_because(target: &TargetSpec, comp: &Computation, user: InstId, source: NeedSource) -> String {
+    match source {
+        NeedSource::TargetRule(i) => match target.rules.get(i as usize) {
+            Some(rule) => format!("target {} rule '{}' requires it: {}", target.name, rule.name, rule.reason.trim()),
+            None => format!("target {} requires it", target.name),
+        },
+        NeedSource::TargetDefault => {
+            format!("target {} requires this layout for every operand it does not otherwise constrain", target.name)
+        }
+        NeedSource::CustomCall => {
+            let name = comp.inst(user).attrs.string(KnownAttr::CustomCallTarget).unwrap_or("");
+            format!("custom call \"{name}\" constrains its operand layouts")
+        }
+        NeedSource::LayoutConstraint => "a layout constraint in the input fixes this layout".to_string(),
+    }
+}
+
+/// Instructions whose operands this phase does not check: forwarding
+/// instructions, calls (their boundaries are layout assignment's), existing
+/// bitcasts (valid only as written) and copies (they read any layout).
+fn unchecked(op: Opcode) -> bool {
+    use Opcode::*;
+    matches!(
+        op,
+        Tuple | GetTupleElement | OptimizationBarrier | AddDependency | Domain | Parameter | Bitcast | Copy | While
+            | Call | Conditional | Fusion | AsyncStart | AsyncUpdate | AsyncDone
+    )
+}
+
+/// Collectives that keep each tuple leaf's layout separately.
+fn per_leaf(op: Opcode) -> bool {
+    use Opcode::*;
+    matches!(
+        op,
+        AllReduce | AllReduceStart | AllReduceDone | AllToAll | CollectivePermute | CollectivePermuteStart
+            | CollectivePermuteDone | AllGather | AllGatherStart | AllGatherDone | ReduceScatter | CollectiveBroadcast
+    )
+}
+
+fn array_leaves(s: &Shape) -> Vec<&ArrayShape> {
+    let mut v = Vec::new();
+    s.for_each_array(&mut |_, a| v.push(a));
+    v
+}
+
+/// The needs of `id`'s operands that its operands do not meet.
+fn operand_wants(comp: &Computation, target: &TargetSpec, id: InstId, out: &mut Vec<Want>) {
+    let inst = comp.inst(id);
+    let op = inst.opcode;
+    if unchecked(op) {
+        return;
+    }
+    let needs = layout_assignment::inst_needs(target, comp, id);
+    let results = array_leaves(&inst.shape);
+    let keeps = target.keeps_layout(op);
+    for (i, &o) in inst.operands().iter().enumerate() {
+        let Some(a) = comp.inst(o).shape.as_array() else { continue };
+        if a.rank() == 0 {
+            continue;
+        }
+        let have = a.layout_or_default();
+        // (priority, layout, why); a met need records `have`.
+        let mut best: Option<(Priority, Layout, String)> = None;
+        let mut offer = |p: Priority, layout: Layout, because: &dyn Fn() -> String| {
+            if best.as_ref().is_none_or(|(q, _, _)| p < *q) {
+                best = Some((p, layout, because()));
+            }
+        };
+        if let Some(Some((need, source))) = needs.operands.get(i) {
+            let layout = match need {
+                Need::Exact(l) => l.clone(),
+                Need::Matrix { .. } if need.accepts_order(&have) => have.clone(),
+                Need::Matrix { preferred, .. } => preferred.clone(),
+            };
+            offer(source_priority(*source), layout, &|| source_because(target, comp, id, *source));
+        }
+        if op == Opcode::Broadcast {
+            let dims: Option<DimVec> = inst
+                .attrs
+                .ints(KnownAttr::Dimensions)
+                .map(|d| d.iter().filter_map(|&x| usize::try_from(x).ok()).collect());
+            if let (Some(dims), Some(r)) = (dims.filter(|d| d.len() == a.rank()), results.first()) {
+                let out_layout = r.layout_or_default();
+                let m2m: DimVec =
+                    out_layout.minor_to_major.iter().filter_map(|d| dims.iter().position(|x| x == d)).collect();
+                let layout = if have.minor_to_major == m2m {
+                    have.clone()
+                } else {
+                    layout_assignment::layout_for(target, a, &m2m)
+                };
+                offer(2, layout, &|| {
+                    "a broadcast reads its operand in its result's order restricted to the broadcast dimensions"
+                        .to_string()
+                });
+            }
+        } else if keeps {
+            let partner = if per_leaf(op) && results.len() == inst.operands().len() {
+                results.get(i)
+            } else {
+                results.first()
+            };
+            if let Some(r) = partner.filter(|r| r.rank() == a.rank()) {
+                let out_layout = r.layout_or_default();
+                let layout = if r.element_storage_bits() == a.element_storage_bits() {
+                    out_layout
+                } else if out_layout.minor_to_major == have.minor_to_major {
+                    // Different element widths may tile differently; the
+                    // order is what must agree.
+                    have.clone()
+                } else {
+                    layout_assignment::layout_for(target, a, &out_layout.minor_to_major)
+                };
+                offer(2, layout, &|| format!("{op} keeps its operands' layout"));
+            }
+        }
+        if let Some((_, layout, because)) = best
+            && layout != have
+        {
+            out.push(Want {
+                site: Site::Operand { user: id, operand: i },
+                value: o,
+                layout,
+                consumer: format!("operand {i} of %{}", inst.name),
+                because,
+            });
+        }
+    }
+}
+
+/// The state of phase 1 on one computation.
+struct Inserter {
+    computation: String,
+    made: FxHashMap<(InstId, Layout), (InstId, usize)>,
+    after: FxHashMap<InstId, Vec<InstId>>,
+    at_end: Vec<InstId>,
+    names: FxHashSet<String>,
+    rewrites: Vec<Rewrite>,
+}
+
+impl Inserter {
+    /// The instruction holding `value` in `layout`: a new bitcast or copy,
+    /// or the one already made for another use.
+    fn provide(
+        &mut self,
+        comp: &mut Computation,
+        value: InstId,
+        layout: &Layout,
+        consumer: &str,
+        because: &str,
+    ) -> Result<InstId, RelayoutError> {
+        if let Some(&(id, r)) = self.made.get(&(value, layout.clone())) {
+            self.rewrites[r].users.push(consumer.to_string());
+            return Ok(id);
+        }
+        let source = comp.inst(value);
+        let Some(a) = source.shape.as_array() else {
+            return Err(RelayoutError::InvalidNeed {
+                computation: self.computation.clone(),
+                instruction: consumer.to_string(),
+                operand: format!("%{}", source.name),
+                layout: layout.to_string(),
+                message: "the value is not an array".into(),
+            });
+        };
+        let from = laid_out(a);
+        let to = ArrayShape { layout: Some(layout.clone()), ..from.clone() };
+        if let Err(e) = to.validate() {
+            return Err(RelayoutError::InvalidNeed {
+                computation: self.computation.clone(),
+                instruction: consumer.to_string(),
+                operand: format!("%{}", source.name),
+                layout: layout.to_string(),
+                message: e.to_string(),
+            });
+        }
+        let (bitcast, reason) = match shape::layout_change_is_bitcast(&from, &to) {
+            _ if !same_memory_space(&from, &to) => (false, "the memory spaces differ".to_string()),
+            Ok(v) => (v.bitcast, v.reason.to_string()),
+            Err(e) => (false, format!("the algebra cannot relate the layouts ({e})")),
+        };
+        let (opcode, suffix, kind) = if bitcast {
+            (Opcode::Bitcast, "bitcast", RewriteKind::InsertedBitcast)
+        } else {
+            (Opcode::Copy, "copy", RewriteKind::InsertedCopy)
+        };
+        let name = unique_name(&format!("{}.{suffix}", source.name), &mut self.names);
+        let operand_name = source.name.clone();
+        let mut inst = Instruction::new(name.clone(), opcode, Shape::Array(to.clone()));
+        inst.attrs = inherited_attrs(&source.attrs);
+        let id = comp.add_unscheduled(inst, &[value]).map_err(edit(&self.computation))?;
+        self.after.entry(value).or_default().push(id);
+        let bytes = if bitcast { 0 } else { storage_bytes(&to) };
+        let verb = if bitcast { "bitcast" } else { "copy" };
+        self.rewrites.push(Rewrite {
+            kind,
+            computation: self.computation.clone(),
+            instruction: name,
+            operand: operand_name.clone(),
+            why: format!("{consumer} needs {layout} ({because}), but %{operand_name} is {}; {verb}: {reason}", from.layout_or_default()),
+            from,
+            to,
+            transpose_dims: None,
+            bytes,
+            users: vec![consumer.to_string()],
+            steps: Vec::new(),
+        });
+        self.made.insert((value, layout.clone()), (id, self.rewrites.len() - 1));
+        Ok(id)
+    }
+
+    /// Makes `id` (with shape `required`'s logical shape) hold `required`'s
+    /// layouts; returns the replacement of `id` when one is needed.
+    fn fix_result(
+        &mut self,
+        comp: &mut Computation,
+        id: InstId,
+        required: &Shape,
+        consumer: &str,
+    ) -> Result<Option<InstId>, RelayoutError> {
+        let shape = comp.inst(id).shape.clone();
+        match (&shape, required) {
+            (Shape::Array(a), Shape::Array(r)) => {
+                let Some(l) = &r.layout else { return Ok(None) };
+                if a.rank() == 0 || a.layout_or_default() == *l {
+                    return Ok(None);
+                }
+                let because = "the entry computation layout fixes the result";
+                self.provide(comp, id, l, consumer, because).map(Some)
+            }
+            (Shape::Tuple(es), Shape::Tuple(rs)) if es.len() == rs.len() => {
+                if !leaf_differs(&shape, required) {
+                    return Ok(None);
+                }
+                let is_tuple = comp.inst(id).opcode == Opcode::Tuple;
+                let mut parts = Vec::with_capacity(es.len());
+                for (k, r) in rs.iter().enumerate() {
+                    let element = if is_tuple {
+                        match comp.operands(id).get(k) {
+                            Some(&o) => o,
+                            None => {
+                                return Err(RelayoutError::RootShape {
+                                    computation: self.computation.clone(),
+                                    expected: required.to_string(),
+                                });
+                            }
+                        }
+                    } else {
+                        let name = unique_name(&format!("{}.gte.{k}", comp.inst(id).name), &mut self.names);
+                        let mut gte = Instruction::new(name, Opcode::GetTupleElement, es[k].clone());
+                        gte.attrs.set(KnownAttr::Index, hlo::AttrValue::Int(k as i64));
+                        let g = comp.add_unscheduled(gte, &[id]).map_err(edit(&self.computation))?;
+                        self.at_end.push(g);
+                        g
+                    };
+                    let consumer = format!("{consumer}, element {k}");
+                    let new = self.fix_result(comp, element, r, &consumer)?;
+                    parts.push(new.unwrap_or(element));
+                }
+                let shapes: Vec<Shape> = parts.iter().map(|&p| comp.inst(p).shape.clone()).collect();
+                if is_tuple && comp.users(id).is_empty() {
+                    // The root tuple itself is edited in place.
+                    for (k, &p) in parts.iter().enumerate() {
+                        comp.set_operand(id, k, p).map_err(edit(&self.computation))?;
+                    }
+                    comp.inst_mut(id).shape = Shape::Tuple(shapes);
+                    return Ok(None);
+                }
+                let name = unique_name(&format!("{}.relayout", comp.inst(id).name), &mut self.names);
+                let tuple = Instruction::new(name, Opcode::Tuple, Shape::Tuple(shapes));
+                let t = comp.add_unscheduled(tuple, &parts).map_err(edit(&self.computation))?;
+                self.at_end.push(t);
+                Ok(Some(t))
+            }
+            _ if shape.same_logical_shape(required) => Ok(None),
+            _ => Err(RelayoutError::RootShape { computation: self.computation.clone(), expected: required.to_string() }),
+        }
+    }
+}
+
+/// True when some array leaf of `have` lacks the layout `required` gives it.
+fn leaf_differs(have: &Shape, required: &Shape) -> bool {
+    let h = array_leaves(have);
+    let r = array_leaves(required);
+    h.len() != r.len()
+        || h.iter().zip(&r).any(|(a, b)| {
+            a.rank() > 0 && b.layout.as_ref().is_some_and(|l| *l != a.layout_or_default())
+        })
+}
+
+/// Attributes a new instruction takes over from the value it reads.
+pub(crate) fn inherited_attrs(source: &Attrs) -> Attrs {
+    let mut attrs = Attrs::default();
+    for key in [KnownAttr::Sharding, KnownAttr::Metadata] {
+        if let Some(v) = source.get(key) {
+            attrs.set(key, v.clone());
+        }
+    }
+    attrs
+}
+
+/// Phase 1 on one computation.
+pub fn fix_uses(facts: &ComputationFacts, comp: &mut Computation, target: &TargetSpec) -> Result<Vec<Rewrite>, RelayoutError> {
+    let topo = order(comp)?;
+    let mut wants = Vec::new();
+    for &id in &topo {
+        operand_wants(comp, target, id, &mut wants);
+    }
+    let root_needs_work = match (&facts.result, comp.root()) {
+        (Some(r), Some(root)) => leaf_differs(&comp.inst(root).shape, r) || !comp.inst(root).shape.same_logical_shape(r),
+        _ => false,
+    };
+    if wants.is_empty() && !root_needs_work {
+        return Ok(Vec::new());
+    }
+    let mut ins = Inserter {
+        computation: comp.name.clone(),
+        made: FxHashMap::default(),
+        after: FxHashMap::default(),
+        at_end: Vec::new(),
+        names: names_of(comp),
+        rewrites: Vec::new(),
+    };
+    for w in &wants {
+        let new = ins.provide(comp, w.value, &w.layout, &w.consumer, &w.because)?;
+        let Site::Operand { user, operand } = w.site;
+        comp.set_operand(user, operand, new).map_err(edit(&ins.computation))?;
+    }
+    if let (Some(required), Some(root)) = (&facts.result, comp.root())
+        && let Some(new) = ins.fix_result(comp, root, required, "the entry result")?
+    {
+        comp.set_root(new).map_err(edit(&ins.computation))?;
+    }
+    // One new schedule: each new instruction right after what it reads.
+    let old: Vec<InstId> = comp.schedule().to_vec();
+    let mut schedule = Vec::with_capacity(comp.graph().node_count());
+    fn push_tree(id: InstId, schedule: &mut Vec<InstId>, after: &FxHashMap<InstId, Vec<InstId>>) {
+        schedule.push(id);
+        if let Some(next) = after.get(&id) {
+            for &n in next {
+                push_tree(n, schedule, after);
+            }
+        }
+    }
+    for id in old.into_iter().chain(ins.at_end.iter().copied()) {
+        push_tree(id, &mut schedule, &ins.after);
+    }
+    comp.set_schedule(schedule).map_err(edit(&ins.computation))?;
+    Ok(ins.rewrites)
+}

@@ -1,0 +1,379 @@
+//! Brute-force oracles for the relayout tests: walk every logical index of
+//! small shapes through `shape::linear_index` and compare positions, and
+//! execute expanded relayouts on numbered buffers.
+//!
+//! These walks are the tests' ground truth; the pass itself never walks.
+
+#![allow(dead_code)]
+
+use hlo::{Computation, InstId, KnownAttr, Module, Opcode, AttrValue};
+use relayout::{Report, RewriteKind};
+use shape::{ArrayShape, Expansion, Shape};
+
+/// The most elements a walk visits exhaustively.
+pub const WALK_LIMIT: u64 = 1 << 15;
+
+pub fn array(text: &str) -> ArrayShape {
+    match shape::parse_shape(text) {
+        Ok(Shape::Array(a)) => a,
+        other => panic!("{text}: {other:?}"),
+    }
+}
+
+pub fn laid_out(a: &ArrayShape) -> ArrayShape {
+    ArrayShape { layout: Some(a.layout_or_default()), ..a.clone() }
+}
+
+pub fn target(name: &str) -> target::TargetSpec {
+    target::load_builtin(name).expect("built-in target")
+}
+
+pub fn parse(text: &str) -> Module {
+    hlo::parse_module(text, "test.hlo").unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// Parses, runs the relayout pass alone, verifies the output.
+pub fn relayout_alone(text: &str, target_name: &str, expand: bool) -> (Module, Report) {
+    let mut m = parse(text);
+    let r = relayout::run(&mut m, &target(target_name), &relayout::Options { expand_relayouts: expand })
+        .unwrap_or_else(|e| panic!("{e}"));
+    let problems = hlo::verify_module(&m);
+    assert!(problems.is_empty(), "verifier: {problems:?}\n{}", hlo::print_module(&m));
+    // The printed text parses again to the same text.
+    let printed = hlo::print_module(&m);
+    let again = hlo::print_module(&parse(&printed));
+    assert_eq!(printed, again, "the output does not round-trip");
+    (m, r)
+}
+
+/// The row-major multi-index of linear position `l` in `dims`.
+pub fn unravel(mut l: u64, dims: &[i64]) -> Vec<i64> {
+    let mut idx = vec![0i64; dims.len()];
+    for k in (0..dims.len()).rev() {
+        let d = dims[k].max(1) as u64;
+        idx[k] = (l % d) as i64;
+        l /= d;
+    }
+    idx
+}
+
+pub fn count(dims: &[i64]) -> u64 {
+    dims.iter().map(|&d| d.max(0) as u64).product()
+}
+
+/// How the logical indices of a bitcast's operand and result correspond.
+#[derive(Clone, Debug)]
+pub enum Map {
+    /// Same dimensions, same index.
+    Same,
+    /// Elements matched in row-major logical order (a reshape).
+    RowMajor,
+    /// Output dimension `k` is operand dimension `dims[k]`.
+    Transpose(Vec<usize>),
+}
+
+/// The result index of operand element number `l` (row-major in FROM).
+fn partner(map: &Map, l: u64, from: &ArrayShape, to: &ArrayShape) -> Vec<i64> {
+    match map {
+        Map::Same => unravel(l, &from.dims),
+        Map::RowMajor => unravel(l, &to.dims),
+        Map::Transpose(dims) => {
+            let i = unravel(l, &from.dims);
+            dims.iter().map(|&d| i[d]).collect()
+        }
+    }
+}
+
+/// Smaller shapes with the same layouts and the same verdict structure:
+/// every dimension above 3 shrinks to 3 (sizes 1 stay 1, so untiled
+/// orders keep meaning the same); a reshape shrinks each group of its
+/// common factors consistently. `None` when no such shrink is known.
+pub fn shrink(map: &Map, from: &ArrayShape, to: &ArrayShape) -> Option<(ArrayShape, ArrayShape)> {
+    let small = |d: i64| d.min(3);
+    let tiled = |a: &ArrayShape| !a.layout_or_default().tiles.is_empty();
+    if tiled(from) || tiled(to) {
+        return None;
+    }
+    match map {
+        Map::Same | Map::Transpose(_) => {
+            let f: Vec<i64> = from.dims.iter().map(|&d| small(d)).collect();
+            let t: Vec<i64> = match map {
+                Map::Transpose(dims) => dims.iter().map(|&d| f[d]).collect(),
+                _ => f.clone(),
+            };
+            Some((with_dims(from, &f), with_dims(to, &t)))
+        }
+        Map::RowMajor => {
+            let bounds = shape::facts::common_factors(&from.dims, &to.dims);
+            let (mut f, mut t) = (Vec::new(), Vec::new());
+            for w in bounds.windows(2) {
+                let (a, b) = (&from.dims[w[0].0..w[1].0], &to.dims[w[0].1..w[1].1]);
+                if a.len() <= 1 {
+                    let b2: Vec<i64> = b.iter().map(|&d| small(d)).collect();
+                    f.extend(a.iter().map(|_| b2.iter().product::<i64>()));
+                    t.extend(b2);
+                } else if b.len() <= 1 {
+                    let a2: Vec<i64> = a.iter().map(|&d| small(d)).collect();
+                    t.extend(b.iter().map(|_| a2.iter().product::<i64>()));
+                    f.extend(a2);
+                } else if count(a) <= 4096 {
+                    f.extend_from_slice(a);
+                    t.extend_from_slice(b);
+                } else {
+                    return None;
+                }
+            }
+            (f.len() == from.rank() && t.len() == to.rank()).then(|| (with_dims(from, &f), with_dims(to, &t)))
+        }
+    }
+}
+
+fn with_dims(a: &ArrayShape, dims: &[i64]) -> ArrayShape {
+    ArrayShape { dims: dims.iter().copied().collect(), ..laid_out(a) }
+}
+
+/// The brute-force verdict: `Ok(true)` when every element keeps its slot
+/// and both buffers have the same size, `Ok(false)` with a witness found,
+/// checked over every index (shrinking large shapes first).
+pub fn walk(map: &Map, from: &ArrayShape, to: &ArrayShape) -> Result<bool, String> {
+    let (from, to) = (laid_out(from), laid_out(to));
+    let sf = shape::storage_size(&from).map_err(|e| e.to_string())?;
+    let st = shape::storage_size(&to).map_err(|e| e.to_string())?;
+    if sf.bytes != st.bytes || sf.elements != st.elements || sf.element_bits != st.element_bits {
+        return Ok(false);
+    }
+    let (f, t) = if sf.elements > WALK_LIMIT {
+        let (f, t) = shrink(map, &from, &to).ok_or_else(|| format!("no small version of {from} -> {to}"))?;
+        // The small pair must get the same exact verdict as the big one,
+        // or it would not stand for it.
+        let exact = |a: &ArrayShape, b: &ArrayShape| -> Result<bool, String> {
+            let v = match map {
+                Map::Same => shape::layout_change_is_bitcast(a, b),
+                Map::RowMajor => shape::reshape_is_bitcast(a, b),
+                Map::Transpose(d) => shape::transpose_is_bitcast(a, b, d),
+            };
+            v.map(|v| v.bitcast).map_err(|e| e.to_string())
+        };
+        if exact(&f, &t)? != exact(&from, &to)? {
+            return Err(format!("shrinking {from} -> {to} to {f} -> {t} changes the verdict"));
+        }
+        let (a, b) = (shape::storage_size(&f).map_err(|e| e.to_string())?, shape::storage_size(&t).map_err(|e| e.to_string())?);
+        if a.bytes != b.bytes {
+            return Ok(false);
+        }
+        (f, t)
+    } else {
+        (from, to)
+    };
+    let ef = Expansion::new(&f).map_err(|e| e.to_string())?;
+    let et = Expansion::new(&t).map_err(|e| e.to_string())?;
+    for l in 0..count(&f.dims) {
+        let i = unravel(l, &f.dims);
+        let j = partner(map, l, &f, &t);
+        let a = ef.linear_index(&i).map_err(|e| e.to_string())?;
+        let b = et.linear_index(&j).map_err(|e| e.to_string())?;
+        if a != b {
+            return Ok(false);
+        }
+    }
+    Ok(true)
+}
+
+fn array_of(comp: &Computation, id: InstId) -> ArrayShape {
+    laid_out(comp.inst(id).shape.as_array().expect("an array"))
+}
+
+/// Executes the chain of instructions from `start` (exclusive) to `end`
+/// (inclusive) on FROM's numbered buffer, with pad, transpose and slice on
+/// the logical array and bitcast keeping the bytes; returns an error unless
+/// the result is exactly END's buffer of the numbered elements.
+pub fn execute_chain(comp: &Computation, start: InstId, end: InstId) -> Result<usize, String> {
+    // The chain, walked back through operand 0.
+    let mut chain = vec![end];
+    let mut cur = end;
+    while let Some(&o) = comp.operands(cur).first() {
+        if o == start {
+            break;
+        }
+        chain.push(o);
+        cur = o;
+        if chain.len() > 64 {
+            return Err("no chain back to the operand".into());
+        }
+    }
+    chain.reverse();
+    let from = array_of(comp, start);
+    let size = |a: &ArrayShape| shape::storage_size(a).map_err(|e| e.to_string());
+    // Slot contents: Some(element number) or None (padding, pad values).
+    let mut buf = vec![None; size(&from)?.slots as usize];
+    let ef = Expansion::new(&from).map_err(|e| e.to_string())?;
+    for l in 0..count(&from.dims) {
+        buf[ef.linear_index(&unravel(l, &from.dims)).map_err(|e| e.to_string())? as usize] = Some(l);
+    }
+    let mut shape_in = from.clone();
+    let mut bitcasts = 0;
+    for &id in &chain {
+        let inst = comp.inst(id);
+        let out = array_of(comp, id);
+        let e_in = Expansion::new(&shape_in).map_err(|e| e.to_string())?;
+        let e_out = Expansion::new(&out).map_err(|e| e.to_string())?;
+        let read = |idx: &[i64]| -> Result<Option<u64>, String> {
+            Ok(buf[e_in.linear_index(idx).map_err(|e| e.to_string())? as usize])
+        };
+        let mut next = vec![None; size(&out)?.slots as usize];
+        match inst.opcode {
+            Opcode::Bitcast => {
+                if size(&shape_in)?.bytes != size(&out)?.bytes {
+                    return Err(format!("bitcast %{} changes the buffer size", inst.name));
+                }
+                bitcasts += 1;
+                next = buf.clone();
+                next.resize(size(&out)?.slots as usize, None);
+            }
+            Opcode::Transpose => {
+                let dims: Vec<usize> = inst.attrs.ints(KnownAttr::Dimensions).unwrap_or(&[]).iter().map(|&d| d as usize).collect();
+                for l in 0..count(&out.dims) {
+                    let j = unravel(l, &out.dims);
+                    let mut i = vec![0i64; j.len()];
+                    for (k, &d) in dims.iter().enumerate() {
+                        i[d] = j[k];
+                    }
+                    next[e_out.linear_index(&j).map_err(|e| e.to_string())? as usize] = read(&i)?;
+                }
+            }
+            Opcode::Slice => {
+                let Some(AttrValue::Slice(sl)) = inst.attrs.get(KnownAttr::Slice) else { return Err("slice attribute".into()) };
+                for l in 0..count(&out.dims) {
+                    let j = unravel(l, &out.dims);
+                    let i: Vec<i64> = j.iter().zip(sl).map(|(&x, s)| s.start + x * s.stride).collect();
+                    next[e_out.linear_index(&j).map_err(|e| e.to_string())? as usize] = read(&i)?;
+                }
+            }
+            Opcode::Pad => {
+                let Some(AttrValue::Padding(pd)) = inst.attrs.get(KnownAttr::Padding) else { return Err("padding attribute".into()) };
+                if comp.inst(comp.operands(id)[1]).opcode != Opcode::Constant {
+                    return Err("the padding value is not a constant".into());
+                }
+                for l in 0..count(&out.dims) {
+                    let j = unravel(l, &out.dims);
+                    let mut i = Vec::with_capacity(j.len());
+                    let mut inside = true;
+                    for (k, &x) in j.iter().enumerate() {
+                        let step = pd[k].interior + 1;
+                        let y = x - pd[k].low;
+                        if y < 0 || y % step != 0 || y / step >= shape_in.dims[k] {
+                            inside = false;
+                        }
+                        i.push(y / step);
+                    }
+                    let v = if inside { read(&i)? } else { None };
+                    next[e_out.linear_index(&j).map_err(|e| e.to_string())? as usize] = v;
+                }
+            }
+            other => return Err(format!("unexpected {other} in an expanded relayout")),
+        }
+        buf = next;
+        shape_in = out;
+    }
+    // Every element of END is where END's layout puts it.
+    let e_end = Expansion::new(&shape_in).map_err(|e| e.to_string())?;
+    for l in 0..count(&shape_in.dims) {
+        let at = e_end.linear_index(&unravel(l, &shape_in.dims)).map_err(|e| e.to_string())?;
+        if buf[at as usize] != Some(l) {
+            return Err(format!("element {l} is not at slot {at} of {shape_in}: found {:?}", buf[at as usize]));
+        }
+    }
+    Ok(bitcasts)
+}
+
+/// Checks every bitcast of `module` that is not in `existing` (names of
+/// bitcasts the input already had): each must come from a reported
+/// rewrite, and the walk must confirm that it moves no element. Returns how
+/// many bitcasts were proven.
+pub fn prove_bitcasts(module: &Module, report: &Report, existing: &[(String, String)]) -> Result<usize, String> {
+    let mut proven = 0;
+    for comp in &module.computations {
+        let expanded: Vec<&relayout::Rewrite> = report
+            .rewrites
+            .iter()
+            .filter(|r| r.computation == comp.name && r.kind == RewriteKind::ExpandedRelayout)
+            .collect();
+        let mut in_chains = std::collections::HashSet::new();
+        for r in &expanded {
+            for s in &r.steps {
+                in_chains.insert(s.name.clone());
+            }
+            let find = |n: &str| comp.instructions().find(|(_, i)| i.name == n).map(|(id, _)| id);
+            let (Some(end), Some(start)) = (find(&r.instruction), find(&r.operand)) else {
+                return Err(format!("expanded relayout %{} is not in the module", r.instruction));
+            };
+            proven += execute_chain(comp, start, end).map_err(|e| format!("%{}: {e}", r.instruction))?;
+        }
+        for (id, inst) in comp.instructions() {
+            if inst.opcode != Opcode::Bitcast {
+                continue;
+            }
+            if existing.iter().any(|(c, n)| *c == comp.name && *n == inst.name) || in_chains.contains(&inst.name) {
+                continue;
+            }
+            let Some(r) = report.rewrites.iter().find(|r| r.computation == comp.name && r.instruction == inst.name) else {
+                return Err(format!("bitcast %{} in {} is in no rewrite", inst.name, comp.name));
+            };
+            let map = match r.kind {
+                RewriteKind::CopyToBitcast | RewriteKind::InsertedBitcast => Map::Same,
+                RewriteKind::ReshapeToBitcast => Map::RowMajor,
+                RewriteKind::TransposeToBitcast => {
+                    Map::Transpose(r.transpose_dims.as_ref().ok_or("a transpose without dims")?.to_vec())
+                }
+                other => return Err(format!("bitcast %{} comes from a {other}", inst.name)),
+            };
+            let from = array_of(comp, comp.operands(id)[0]);
+            let to = array_of(comp, id);
+            if from != r.from || to != r.to {
+                return Err(format!("%{}: the report says {} -> {}, the module has {from} -> {to}", inst.name, r.from, r.to));
+            }
+            if !walk(&map, &from, &to).map_err(|e| format!("%{}: {e}", inst.name))? {
+                return Err(format!("bitcast %{} ({from} -> {to}, {map:?}) moves an element", inst.name));
+            }
+            proven += 1;
+        }
+    }
+    Ok(proven)
+}
+
+/// Checks that every remaining `copy`, `transpose` and `reshape` really
+/// moves data: the walk finds a moved element or a size change.
+pub fn confirm_movements(module: &Module) -> Result<usize, String> {
+    let mut confirmed = 0;
+    for comp in &module.computations {
+        for (id, inst) in comp.instructions() {
+            let map = match inst.opcode {
+                Opcode::Copy => Map::Same,
+                Opcode::Reshape => Map::RowMajor,
+                Opcode::Transpose => Map::Transpose(
+                    inst.attrs.ints(KnownAttr::Dimensions).unwrap_or(&[]).iter().map(|&d| d as usize).collect(),
+                ),
+                _ => continue,
+            };
+            let Some(&o) = comp.operands(id).first() else { continue };
+            let (Some(a), Some(b)) = (comp.inst(o).shape.as_array(), inst.shape.as_array()) else { continue };
+            if a.dynamic != 0 || b.dynamic != 0 {
+                continue;
+            }
+            if walk(&map, a, b).map_err(|e| format!("%{}: {e}", inst.name))? {
+                return Err(format!("%{} ({a} -> {b}) moves nothing but was kept", inst.name));
+            }
+            confirmed += 1;
+        }
+    }
+    Ok(confirmed)
+}
+
+/// The (computation, name) of every bitcast in a module.
+pub fn bitcasts(module: &Module) -> Vec<(String, String)> {
+    module
+        .computations
+        .iter()
+        .flat_map(|c| c.instructions().filter(|(_, i)| i.opcode == Opcode::Bitcast).map(move |(_, i)| (c.name.clone(), i.name.clone())))
+        .collect()
+}

@@ -1,0 +1,272 @@
+//! `cargo xtask corpus`: compares Tessera with XLA on the corpus of real
+//! modules (`../shared/corpus/xla-cpu`, or `--corpus DIR`) and writes the
+//! comparison tables into `docs/performance.md`.
+//!
+//! For each module it measures, on the same input (`before_layout.hlo`):
+//! - XLA CPU's layout assignment (`after_layout.hlo`): its copies and their
+//!   bytes, how many of those copies are in fact bitcasts, and the bytes of
+//!   its transposes and reshapes that move data (both judged with Tessera's
+//!   exact algebra);
+//! - Tessera with `--target cpu`: the same counts, after the relayout pass;
+//! - bitcasts: Tessera's against those in XLA's `optimized.hlo`;
+//! - time: XLA's `pass_only` median from `meta.json` against Tessera's pass
+//!   (median of warm in-process runs) and its whole `run-pass`;
+//! - TPU: tile padding with and without dimension combining.
+//!
+//! Timings need a release build; the command re-runs itself with
+//! `--release` when built for debugging.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use hlo::{Module, Opcode};
+use shape::ArrayShape;
+
+/// Arguments of `cargo xtask corpus`.
+#[derive(clap::Args)]
+pub struct Args {
+    /// The corpus directory (default: ../shared/corpus/xla-cpu beside the repository).
+    #[arg(long)]
+    corpus: Option<PathBuf>,
+    /// Timed runs per module (the median is reported).
+    #[arg(long, default_value_t = 9)]
+    runs: usize,
+    /// Print the tables without writing docs/performance.md.
+    #[arg(long)]
+    no_write: bool,
+}
+
+/// What one side did to a module.
+#[derive(Default, Clone)]
+struct Side {
+    copies: usize,
+    copy_bytes: u64,
+    bitcast_copies: usize,
+    movement_bytes: u64,
+    bitcasts: usize,
+}
+
+struct Row {
+    name: String,
+    instructions: usize,
+    xla: Side,
+    ours: Side,
+    xla_optimized_bitcasts: Option<usize>,
+    xla_pass_us: Option<f64>,
+    our_pass_us: f64,
+    our_run_pass_us: f64,
+    tpu_padding: u64,
+    tpu_padding_uncombined: u64,
+    gpu: Side,
+}
+
+fn bytes(a: &ArrayShape) -> u64 {
+    shape::storage_size(a).map_or(0, |s| s.bytes)
+}
+
+/// Copies, copy bytes, copies that are bitcasts, data-moving transposes and
+/// reshapes, and bitcasts of a module whose layouts are all set.
+fn measure(module: &Module) -> Side {
+    let mut side = Side::default();
+    for comp in &module.computations {
+        for (id, inst) in comp.instructions() {
+            let operand = comp.operands(id).first().and_then(|&o| comp.inst(o).shape.as_array());
+            let (Some(out), Some(from)) = (inst.shape.as_array(), operand) else {
+                if inst.opcode == Opcode::Bitcast {
+                    side.bitcasts += 1;
+                }
+                continue;
+            };
+            match inst.opcode {
+                Opcode::Copy => {
+                    side.copies += 1;
+                    side.copy_bytes += bytes(out);
+                    if shape::layout_change_is_bitcast(from, out).is_ok_and(|v| v.bitcast) {
+                        side.bitcast_copies += 1;
+                    }
+                }
+                Opcode::Transpose => {
+                    let dims: Vec<usize> = inst
+                        .attrs
+                        .ints(hlo::KnownAttr::Dimensions)
+                        .unwrap_or(&[])
+                        .iter()
+                        .filter_map(|&d| usize::try_from(d).ok())
+                        .collect();
+                    if !shape::transpose_is_bitcast(from, out, &dims).is_ok_and(|v| v.bitcast) {
+                        side.movement_bytes += bytes(out);
+                    }
+                }
+                Opcode::Reshape => {
+                    if !shape::reshape_is_bitcast(from, out).is_ok_and(|v| v.bitcast) {
+                        side.movement_bytes += bytes(out);
+                    }
+                }
+                Opcode::Bitcast => side.bitcasts += 1,
+                _ => {}
+            }
+        }
+    }
+    side
+}
+
+fn median(mut v: Vec<Duration>) -> f64 {
+    v.sort();
+    v.get(v.len() / 2).map_or(0.0, |d| d.as_secs_f64() * 1e6)
+}
+
+fn read_meta(dir: &Path) -> Option<serde_json::Value> {
+    serde_json::from_str(&std::fs::read_to_string(dir.join("meta.json")).ok()?).ok()
+}
+
+/// Runs the command.
+pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    if cfg!(debug_assertions) {
+        return crate::rerun_release("corpus", &std::env::args().skip(2).collect::<Vec<_>>());
+    }
+    let root = crate::root();
+    let corpus = args.corpus.clone().unwrap_or_else(|| root.join("../shared/corpus/xla-cpu"));
+    let mut dirs: Vec<PathBuf> = std::fs::read_dir(&corpus)
+        .with_context(|| format!("cannot read the corpus at {}", corpus.display()))?
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.join("before_layout.hlo").exists())
+        .collect();
+    dirs.sort();
+    let cpu = target::load_builtin("cpu").map_err(|e| anyhow::anyhow!("{e}"))?;
+    let gpu = target::load_builtin("gpu").map_err(|e| anyhow::anyhow!("{e}"))?;
+    let tpu = target::load_builtin("tpu").map_err(|e| anyhow::anyhow!("{e}"))?;
+    let mut tpu_flat = tpu.clone();
+    if let Some(t) = &mut tpu_flat.tiling {
+        t.combine_dimensions = false;
+    }
+    let mut rows = Vec::new();
+    for dir in &dirs {
+        let name = dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        eprintln!("{name}");
+        let before_text = std::fs::read_to_string(dir.join("before_layout.hlo"))?;
+        let after = hlo::parse_module(&std::fs::read_to_string(dir.join("after_layout.hlo"))?, "after_layout.hlo")
+            .map_err(|e| anyhow::anyhow!("{e}"))?;
+        let optimized = std::fs::read_to_string(dir.join("optimized.hlo"))
+            .ok()
+            .and_then(|t| hlo::parse_module(&t, "optimized.hlo").ok());
+        let meta = read_meta(dir);
+        let xla_pass_us = meta
+            .as_ref()
+            .and_then(|m| m["layout_assignment_time_us"]["pass_only"]["median"].as_f64());
+        let parsed = hlo::parse_module(&before_text, &name).map_err(|e| anyhow::anyhow!("{e}"))?;
+
+        let run = |t: &target::TargetSpec| -> anyhow::Result<driver::Output> {
+            driver::run(&before_text, &name, &driver::Options::new(std::sync::Arc::new(t.clone())))
+                .map_err(|e| anyhow::anyhow!("{name}: {e}"))
+        };
+        let ours_out = run(&cpu)?;
+        let ours = Side {
+            copy_bytes: ours_out.report.stats.copy_bytes,
+            movement_bytes: ours_out.report.stats.movement_bytes,
+            ..measure(&ours_out.module)
+        };
+        // The pass alone, warm, on a fresh copy of the parsed module each run.
+        let mut pass_times = Vec::with_capacity(args.runs);
+        let mut run_times = Vec::with_capacity(args.runs);
+        for _ in 0..args.runs {
+            let mut m = parsed.clone();
+            let t = Instant::now();
+            layout_assignment::run(&mut m, &cpu).map_err(|e| anyhow::anyhow!("{e}"))?;
+            pass_times.push(t.elapsed());
+            let t = Instant::now();
+            run(&cpu)?;
+            run_times.push(t.elapsed());
+        }
+        let gpu_out = run(&gpu)?;
+        let tpu_out = run(&tpu)?;
+        let tpu_flat_out = run(&tpu_flat)?;
+        rows.push(Row {
+            name,
+            instructions: parsed.instruction_count(),
+            xla: measure(&after),
+            ours,
+            xla_optimized_bitcasts: optimized.as_ref().map(|m| measure(m).bitcasts),
+            xla_pass_us,
+            our_pass_us: median(pass_times),
+            our_run_pass_us: median(run_times),
+            tpu_padding: tpu_out.report.stats.padding_bytes,
+            tpu_padding_uncombined: tpu_flat_out.report.stats.padding_bytes,
+            gpu: Side {
+                copy_bytes: gpu_out.report.stats.copy_bytes,
+                movement_bytes: gpu_out.report.stats.movement_bytes,
+                ..measure(&gpu_out.module)
+            },
+        });
+    }
+    let tables = tables(&rows);
+    println!("{tables}");
+    if !args.no_write {
+        crate::replace_section(&root.join("docs/performance.md"), "corpus", &tables)?;
+        eprintln!("wrote docs/performance.md");
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn tables(rows: &[Row]) -> String {
+    let mut s = String::new();
+    let sum = |f: &dyn Fn(&Row) -> u64| rows.iter().map(f).sum::<u64>();
+    s.push_str("### Copies and bytes moved, CPU target, against XLA CPU\n\n");
+    s.push_str("Bytes moved are the bytes written by copies plus those written by transposes and reshapes that are not bitcasts, judged with the exact algebra on both sides. \"bitcast copies\" are XLA copies that move no byte (its later simplifier turns them into bitcasts).\n\n");
+    s.push_str("| module | instrs | XLA copies | XLA bitcast copies | XLA bytes moved | Tessera copies | Tessera bytes moved | bytes saved |\n|---|---:|---:|---:|---:|---:|---:|---:|\n");
+    for r in rows {
+        let xla = r.xla.copy_bytes + r.xla.movement_bytes;
+        let ours = r.ours.copy_bytes + r.ours.movement_bytes;
+        s.push_str(&format!(
+            "| {} | {} | {} | {} | {} | {} | {} | {} |\n",
+            r.name, r.instructions, r.xla.copies, r.xla.bitcast_copies, xla, r.ours.copies, ours, xla as i64 - ours as i64
+        ));
+    }
+    let xla_total = sum(&|r| r.xla.copy_bytes + r.xla.movement_bytes);
+    let our_total = sum(&|r| r.ours.copy_bytes + r.ours.movement_bytes);
+    s.push_str(&format!(
+        "| **total** | {} | {} | {} | {} | {} | {} | {} |\n\n",
+        sum(&|r| r.instructions as u64),
+        sum(&|r| r.xla.copies as u64),
+        sum(&|r| r.xla.bitcast_copies as u64),
+        xla_total,
+        sum(&|r| r.ours.copies as u64),
+        our_total,
+        xla_total as i64 - our_total as i64
+    ));
+    s.push_str("### Bitcasts: Tessera (CPU, after relayout) against XLA's optimized.hlo\n\n| module | Tessera bitcasts | XLA optimized bitcasts |\n|---|---:|---:|\n");
+    for r in rows {
+        let x = r.xla_optimized_bitcasts.map_or("n/a".to_string(), |b| b.to_string());
+        s.push_str(&format!("| {} | {} | {} |\n", r.name, r.ours.bitcasts, x));
+    }
+    s.push('\n');
+    s.push_str("### Time, CPU target\n\nXLA: `layout_assignment_time_us.pass_only` median from `meta.json` (XLA's pass alone, in a warm compiler, 2-core machine). Tessera: median of warm in-process runs on this machine: the pass alone (layout assignment on a parsed module) and the whole `run-pass` pipeline (parse, assign, relayout, verify, print).\n\n");
+    s.push_str("| module | XLA pass µs | Tessera pass µs | speed-up | Tessera run-pass µs | run-pass vs XLA pass |\n|---|---:|---:|---:|---:|---:|\n");
+    for r in rows {
+        let (x, ratio, ratio_run) = match r.xla_pass_us {
+            Some(x) => (format!("{x:.0}"), format!("{:.1}x", x / r.our_pass_us), format!("{:.1}x", x / r.our_run_pass_us)),
+            None => ("n/a".into(), "n/a".into(), "n/a".into()),
+        };
+        s.push_str(&format!("| {} | {} | {:.0} | {} | {:.0} | {} |\n", r.name, x, r.our_pass_us, ratio, r.our_run_pass_us, ratio_run));
+    }
+    s.push('\n');
+    s.push_str("### TPU target: tile padding with and without dimension combining\n\n| module | padding bytes, no combining | padding bytes, combining | saved |\n|---|---:|---:|---:|\n");
+    for r in rows {
+        s.push_str(&format!(
+            "| {} | {} | {} | {} |\n",
+            r.name,
+            r.tpu_padding_uncombined,
+            r.tpu_padding,
+            r.tpu_padding_uncombined as i64 - r.tpu_padding as i64
+        ));
+    }
+    let (a, b) = (sum(&|r| r.tpu_padding_uncombined), sum(&|r| r.tpu_padding));
+    s.push_str(&format!("| **total** | {a} | {b} | {} |\n\n", a as i64 - b as i64));
+    s.push_str("### GPU target\n\n| module | copies | copy bytes | data-moving transpose/reshape bytes | bitcasts |\n|---|---:|---:|---:|---:|\n");
+    for r in rows {
+        s.push_str(&format!("| {} | {} | {} | {} | {} |\n", r.name, r.gpu.copies, r.gpu.copy_bytes, r.gpu.movement_bytes, r.gpu.bitcasts));
+    }
+    s
+}
