@@ -402,7 +402,12 @@ fn dot_groups(inst: &Instruction, comp: &Computation, role: Role, rank: usize) -
             // The result is (batch..., lhs free..., rhs free...).
             let lhs_rank = comp.inst(*inst.operands().first()?).shape.as_array()?.rank();
             let nb = dims(KnownAttr::LhsBatchDims).len();
-            let lhs_free = lhs_rank - nb - dims(KnownAttr::LhsContractingDims).len();
+            // A malformed dot must not underflow: it gets no need, and the
+            // verifier reports it.
+            let lhs_free = lhs_rank.checked_sub(nb)?.checked_sub(dims(KnownAttr::LhsContractingDims).len())?;
+            if nb + lhs_free > rank {
+                return None;
+            }
             let batch: DimVec = (0..nb).collect();
             let free: DimVec = (nb..nb + lhs_free).collect();
             let contracting: DimVec = (nb + lhs_free..rank).collect();
