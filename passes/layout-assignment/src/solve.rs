@@ -10,7 +10,8 @@
 //! helps. Every choice is made in a fixed order with strict improvement,
 //! so the result does not depend on hash order or timing.
 
-use rustc_hash::{FxHashMap, FxHashSet};
+use rustc_hash::FxHashMap;
+use smallvec::SmallVec;
 use target::CostWeights;
 
 use crate::algebra;
@@ -18,6 +19,10 @@ use crate::problem::{LayoutId, LayoutKey, Problem, RelationKind, ValueId, restri
 
 /// The most improvement sweeps; convergence usually takes two or three.
 const MAX_SWEEPS: usize = 8;
+
+/// The most layouts a group move tries; more buy little and cost time on
+/// large groups.
+const MAX_GROUP_CANDIDATES: usize = 8;
 
 /// A chosen layout per value.
 pub struct Solution {
@@ -39,32 +44,40 @@ struct Solver<'a, 'c> {
     target: &'a target::TargetSpec,
     weights: CostWeights,
     labels: Vec<LayoutId>,
-    /// Relations reading each value.
-    reads: Vec<Vec<u32>>,
     /// Relations whose `out` is each value (their readers' needs depend on it).
     outs: Vec<Vec<u32>>,
+    /// Matrix needs on each value (they depend on the value's own layout).
+    matrix_reads: Vec<Vec<u32>>,
+    /// Per relation: the layout it currently needs its value in (whether or
+    /// not the value already has it), kept up to date as labels change.
+    raw: Vec<Option<LayoutId>>,
+    /// Per value: how many relations currently need each layout. A value's
+    /// copy cost is the bytes of the needed layouts other than its own, so
+    /// it is computed from these counts in time independent of how many
+    /// relations read the value.
+    counts: Vec<SmallVec<[(LayoutId, u32); 2]>>,
     /// Movement relations touching each value.
     moves: Vec<Vec<u32>>,
-    /// Per relation: the need id for each `out` label, once computed.
-    need_cache: FxHashMap<(u32, LayoutId), LayoutId>,
+    /// Per relation: the need id for each `out` label seen so far. A
+    /// relation sees few labels, so a small inline list beats a global map
+    /// (which on large modules turns every lookup into a cache miss).
+    need_cache: Vec<SmallVec<[(LayoutId, LayoutId); 2]>>,
     /// Per movement relation: whether a label pair makes it a bitcast.
-    move_cache: FxHashMap<(u32, LayoutId, LayoutId), bool>,
+    move_cache: Vec<SmallVec<[(LayoutId, LayoutId, bool); 2]>>,
 }
 
 /// Solves the problem under `target`'s cost weights.
 pub fn solve(p: &mut Problem<'_>, target: &target::TargetSpec) -> Solution {
     let n = p.values.len();
-    let mut reads = vec![Vec::new(); n];
     let mut outs = vec![Vec::new(); n];
+    let mut matrix_reads = vec![Vec::new(); n];
     let mut moves = vec![Vec::new(); n];
     for (r, rel) in p.relations.iter().enumerate() {
         let r = r as u32;
         match &rel.kind {
-            RelationKind::Same { out } | RelationKind::Broadcast { out, .. } => {
-                reads[rel.v as usize].push(r);
-                outs[*out as usize].push(r);
-            }
-            RelationKind::Need { .. } => reads[rel.v as usize].push(r),
+            RelationKind::Same { out } | RelationKind::Broadcast { out, .. } => outs[*out as usize].push(r),
+            RelationKind::Need { matrix: Some(_), .. } => matrix_reads[rel.v as usize].push(r),
+            RelationKind::Need { .. } => {}
             RelationKind::Movement { out, .. } => {
                 moves[rel.v as usize].push(r);
                 if *out != rel.v {
@@ -74,27 +87,79 @@ pub fn solve(p: &mut Problem<'_>, target: &target::TargetSpec) -> Solution {
         }
     }
     let labels = p.values.iter().map(|v| v.candidates.first().copied().unwrap_or(0)).collect();
+    let relation_count = p.relations.len();
     let mut s = Solver {
         p,
         target,
         weights: target.cost.clone(),
         labels,
-        reads,
         outs,
+        matrix_reads,
+        raw: vec![None; relation_count],
+        counts: vec![SmallVec::new(); n],
         moves,
-        need_cache: FxHashMap::default(),
-        move_cache: FxHashMap::default(),
+        need_cache: vec![SmallVec::new(); relation_count],
+        move_cache: vec![SmallVec::new(); relation_count],
     };
+    for r in 0..relation_count as u32 {
+        s.refresh(r);
+    }
     let (sweeps, moves) = s.search();
     let padding_saved = if target.tiling.as_ref().is_some_and(|t| t.combine_dimensions) { s.combine() } else { 0 };
-    let needs = (0..s.p.relations.len() as u32).map(|r| s.needed(r)).collect();
+    let needs = (0..relation_count as u32).map(|r| s.needed(r)).collect();
     Solution { labels: s.labels, sweeps, moves, needs, padding_saved }
 }
 
 impl Solver<'_, '_> {
-    /// The layout id that relation `r` needs its value in, or `None` when
-    /// the value's current layout serves it.
-    fn needed(&mut self, r: u32) -> Option<LayoutId> {
+    /// The layout id relation `r` needs beyond its value's own, if any.
+    fn needed(&self, r: u32) -> Option<LayoutId> {
+        let v = self.p.relations[r as usize].v as usize;
+        self.raw[r as usize].filter(|&id| id != self.labels[v])
+    }
+
+    /// Recomputes the layout relation `r` needs and updates its value's
+    /// counts.
+    fn refresh(&mut self, r: u32) {
+        let new = self.raw_need(r);
+        let old = self.raw[r as usize];
+        if new == old {
+            return;
+        }
+        let v = self.p.relations[r as usize].v as usize;
+        let counts = &mut self.counts[v];
+        if let Some(old) = old {
+            if let Some(slot) = counts.iter_mut().find(|(id, _)| *id == old) {
+                slot.1 -= 1;
+            }
+        }
+        if let Some(new) = new {
+            match counts.iter_mut().find(|(id, _)| *id == new) {
+                Some(slot) => slot.1 += 1,
+                None => counts.push((new, 1)),
+            }
+        }
+        self.raw[r as usize] = new;
+    }
+
+    /// Gives value `m` layout `id`, and refreshes the needs that depend on it.
+    fn relabel(&mut self, m: ValueId, id: LayoutId) {
+        if self.labels[m as usize] == id {
+            return;
+        }
+        self.labels[m as usize] = id;
+        for i in 0..self.outs[m as usize].len() {
+            let r = self.outs[m as usize][i];
+            self.refresh(r);
+        }
+        for i in 0..self.matrix_reads[m as usize].len() {
+            let r = self.matrix_reads[m as usize][i];
+            self.refresh(r);
+        }
+    }
+
+    /// The layout id relation `r` needs its value in (whatever the value's
+    /// own), or `None`: no need, or a matrix need the value already meets.
+    fn raw_need(&mut self, r: u32) -> Option<LayoutId> {
         let p = &mut *self.p;
         let rel = &p.relations[r as usize];
         let v = rel.v as usize;
@@ -102,7 +167,7 @@ impl Solver<'_, '_> {
             RelationKind::Same { out } | RelationKind::Broadcast { out, .. } => {
                 let out = *out as usize;
                 let out_label = self.labels[out];
-                if let Some(&id) = self.need_cache.get(&(r, out_label)) {
+                if let Some(&(_, id)) = self.need_cache[r as usize].iter().find(|(l, _)| *l == out_label) {
                     id
                 } else {
                     let out_key = p.values[out].key(out_label);
@@ -118,7 +183,7 @@ impl Solver<'_, '_> {
                         _ => out_key,
                     };
                     let id = p.values[v].intern(&p.table, key);
-                    self.need_cache.insert((r, out_label), id);
+                    self.need_cache[r as usize].push((out_label, id));
                     id
                 }
             }
@@ -133,22 +198,19 @@ impl Solver<'_, '_> {
             }
             RelationKind::Movement { .. } => return None,
         };
-        (id != self.labels[v]).then_some(id)
+        Some(id)
     }
 
-    /// The cost of the copies value `v` needs.
-    fn copy_cost(&mut self, v: ValueId) -> f64 {
-        let mut needed: smallvec::SmallVec<[LayoutId; 4]> = smallvec::SmallVec::new();
-        for i in 0..self.reads[v as usize].len() {
-            let r = self.reads[v as usize][i];
-            if let Some(id) = self.needed(r) {
-                if !needed.contains(&id) {
-                    needed.push(id);
-                }
-            }
-        }
+    /// The cost of the copies value `v` needs: one per distinct layout its
+    /// readers need other than its own.
+    fn copy_cost(&self, v: ValueId) -> f64 {
         let value = &self.p.values[v as usize];
-        needed.iter().map(|&id| value.bytes[id as usize] as f64 * self.weights.copy_byte).sum()
+        let own = self.labels[v as usize];
+        self.counts[v as usize]
+            .iter()
+            .filter(|&&(id, c)| c > 0 && id != own)
+            .map(|&(id, _)| value.bytes[id as usize] as f64 * self.weights.copy_byte)
+            .sum()
     }
 
     /// The cost of the tile padding stored with value `v` in its layout,
@@ -170,9 +232,9 @@ impl Solver<'_, '_> {
         let RelationKind::Movement { out, transpose } = &rel.kind else { return 0.0 };
         let (v, out) = (rel.v as usize, *out as usize);
         let (lv, lo) = (self.labels[v], self.labels[out]);
-        let key = (r, lv, lo);
-        let bitcast = match self.move_cache.get(&key) {
-            Some(&b) => b,
+        let cached = self.move_cache[r as usize].iter().find(|&&(a, b, _)| a == lv && b == lo).map(|&(_, _, x)| x);
+        let bitcast = match cached {
+            Some(b) => b,
             None => {
                 let p = &*self.p;
                 let a = with_layout(&p.values[v].shape, p.table.get(p.values[v].key(lv)).clone());
@@ -181,7 +243,7 @@ impl Solver<'_, '_> {
                     Some(dims) => algebra::transpose_is_bitcast(&a, &b, dims),
                     None => algebra::reshape_is_bitcast(&a, &b),
                 };
-                self.move_cache.insert(key, bitcast);
+                self.move_cache[r as usize].push((lv, lo, bitcast));
                 bitcast
             }
         };
@@ -190,52 +252,56 @@ impl Solver<'_, '_> {
 
     /// The cost of every term that a relabelling of `members` can change.
     fn local_cost(&mut self, members: &[ValueId], scratch: &mut Scratch) -> f64 {
-        scratch.values.clear();
-        scratch.moves.clear();
+        scratch.begin(self.p.values.len(), self.p.relations.len());
         for &m in members {
-            scratch.values.insert(m);
+            scratch.add_value(m);
             for &r in &self.outs[m as usize] {
-                scratch.values.insert(self.p.relations[r as usize].v);
+                scratch.add_value(self.p.relations[r as usize].v);
             }
             for &r in &self.moves[m as usize] {
-                scratch.moves.insert(r);
+                scratch.add_move(r);
             }
         }
-        let mut values: Vec<ValueId> = scratch.values.iter().copied().collect();
-        values.sort_unstable();
-        let mut moves: Vec<u32> = scratch.moves.iter().copied().collect();
-        moves.sort_unstable();
         let mut cost = 0.0;
-        for v in values {
+        for i in 0..scratch.values.len() {
+            let v = scratch.values[i];
             cost += self.copy_cost(v);
             if self.weights.padding_byte > 0.0 {
                 cost += self.padding_cost(v);
             }
         }
-        for r in moves {
-            cost += self.move_cost(r);
+        for i in 0..scratch.moves.len() {
+            cost += self.move_cost(scratch.moves[i]);
         }
         cost
     }
 
-    /// Tries relabelling the free values among `members` to `layout`; keeps
-    /// the change only when it lowers the cost. Returns the gain.
-    fn try_move(&mut self, members: &[ValueId], key: LayoutKey, origin: ValueId, scratch: &mut Scratch) -> f64 {
+    /// Tries relabelling the free values among `members` to `key` (with
+    /// their own tiling where their element width differs from `origin`'s);
+    /// keeps the change only when it lowers the cost. `before` is the
+    /// group's current local cost, when the caller knows it. Returns the
+    /// local cost after the call (new or unchanged) and whether it moved.
+    fn try_move(
+        &mut self,
+        members: &[ValueId],
+        key: LayoutKey,
+        origin: ValueId,
+        before: Option<f64>,
+        scratch: &mut Scratch,
+    ) -> (Option<f64>, bool) {
         let rank = self.p.table.get(key).minor_to_major.len();
-        let free: Vec<ValueId> = members
-            .iter()
-            .copied()
-            .filter(|&m| {
-                let v = &self.p.values[m as usize];
-                v.fixed.is_none() && v.shape.rank() == rank
-            })
-            .collect();
-        if free.is_empty() {
-            return 0.0;
+        scratch.free.clear();
+        scratch.free.extend(members.iter().copied().filter(|&m| {
+            let v = &self.p.values[m as usize];
+            v.fixed.is_none() && v.shape.rank() == rank
+        }));
+        if scratch.free.is_empty() {
+            return (before, false);
         }
+        let free = std::mem::take(&mut scratch.free);
         let p = &mut *self.p;
         let origin_bits = p.values[origin as usize].shape.element_storage_bits();
-        let mut new_ids: Vec<LayoutId> = Vec::with_capacity(free.len());
+        scratch.ids.clear();
         for &m in &free {
             // Members of another element width take the same order with
             // their own tiling.
@@ -250,27 +316,36 @@ impl Solver<'_, '_> {
                 );
                 p.table.key(&layout)
             };
-            new_ids.push(p.values[m as usize].intern(&p.table, member_key));
+            scratch.ids.push(p.values[m as usize].intern(&p.table, member_key));
         }
-        if free.iter().zip(&new_ids).all(|(&m, &id)| self.labels[m as usize] == id) {
-            return 0.0;
-        }
-        let before = self.local_cost(&free, scratch);
-        let old: Vec<LayoutId> = free.iter().map(|&m| self.labels[m as usize]).collect();
-        for (&m, &id) in free.iter().zip(&new_ids) {
-            self.labels[m as usize] = id;
-        }
-        let after = self.local_cost(&free, scratch);
-        // Require a real gain so that ties keep the earlier, preferred
-        // layout and the search always terminates.
-        if after < before - 0.5 {
-            before - after
+        let new_ids = std::mem::take(&mut scratch.ids);
+        let unchanged = free.iter().zip(&new_ids).all(|(&m, &id)| self.labels[m as usize] == id);
+        let result = if unchanged {
+            (before, false)
         } else {
-            for (&m, &id) in free.iter().zip(&old) {
-                self.labels[m as usize] = id;
+            let before = match before {
+                Some(b) => b,
+                None => self.local_cost(&free, scratch),
+            };
+            let old: Vec<LayoutId> = free.iter().map(|&m| self.labels[m as usize]).collect();
+            for (&m, &id) in free.iter().zip(&new_ids) {
+                self.relabel(m, id);
             }
-            0.0
-        }
+            let after = self.local_cost(&free, scratch);
+            // Require a real gain so that ties keep the earlier, preferred
+            // layout and the search always terminates.
+            if after < before - 0.5 {
+                (Some(after), true)
+            } else {
+                for (&m, &id) in free.iter().zip(&old) {
+                    self.relabel(m, id);
+                }
+                (Some(before), false)
+            }
+        };
+        scratch.free = free;
+        scratch.ids = new_ids;
+        result
     }
 
     /// Groups of values to move together: lock groups, and components
@@ -291,24 +366,32 @@ impl Solver<'_, '_> {
         (atoms, components)
     }
 
-    /// Candidate layouts of a group: the union of its members' candidates,
-    /// in member order, each with the member it came from.
+    /// Candidate layouts of a group: its members' candidates in member order,
+    /// each with the member it came from, one per dimension order (members
+    /// of another element width derive their own tiling from it), at most
+    /// `MAX_GROUP_CANDIDATES`.
     fn group_candidates(&self, members: &[ValueId]) -> Vec<(LayoutKey, ValueId)> {
         let mut out: Vec<(LayoutKey, ValueId)> = Vec::new();
+        let mut orders: Vec<&shape::DimVec> = Vec::new();
+        let mut offer = |out: &mut Vec<(LayoutKey, ValueId)>, k: LayoutKey, m: ValueId| {
+            let order = &self.p.table.get(k).minor_to_major;
+            if out.len() < MAX_GROUP_CANDIDATES && !orders.contains(&order) {
+                orders.push(order);
+                out.push((k, m));
+            }
+        };
+        // Fixed members' layouts are strong hints for their group: first.
         for &m in members {
             let v = &self.p.values[m as usize];
             if v.fixed.is_some() && members.len() > 1 {
-                // A fixed member's layout is a strong hint for its group.
-                let k = v.key(0);
-                if !out.iter().any(|&(x, _)| x == k) {
-                    out.push((k, m));
-                }
-                continue;
+                offer(&mut out, v.key(0), m);
             }
-            for &c in &v.candidates {
-                let k = v.key(c);
-                if !out.iter().any(|&(x, _)| x == k) {
-                    out.push((k, m));
+        }
+        for &m in members {
+            let v = &self.p.values[m as usize];
+            if v.fixed.is_none() {
+                for &c in &v.candidates {
+                    offer(&mut out, v.key(c), m);
                 }
             }
         }
@@ -370,14 +453,15 @@ impl Solver<'_, '_> {
             let old: Vec<LayoutId> = free.iter().map(|&m| self.labels[m as usize]).collect();
             for &m in &free {
                 let p = &mut *self.p;
-                self.labels[m as usize] = p.values[m as usize].intern(&p.table, key);
+                let id = p.values[m as usize].intern(&p.table, key);
+                self.relabel(m, id);
             }
             let after = self.local_cost(&free, &mut scratch);
             if after <= before + 0.5 {
                 saved += base_bytes - bytes;
             } else {
                 for (&m, &id) in free.iter().zip(&old) {
-                    self.labels[m as usize] = id;
+                    self.relabel(m, id);
                 }
             }
         }
@@ -408,19 +492,31 @@ impl Solver<'_, '_> {
         let mut scratch = Scratch::default();
         let mut sweeps = 0;
         let mut applied = 0;
+        let mut groups_active = true;
         for _ in 0..MAX_SWEEPS {
             sweeps += 1;
             let mut improved = false;
-            for (members, candidates) in components.iter().chain(atoms.iter()) {
-                // First improvement: an applied move becomes the baseline the
-                // next candidate must beat.
-                for &(key, origin) in candidates {
-                    if self.try_move(members, key, origin, &mut scratch) > 0.0 {
-                        applied += 1;
-                        improved = true;
+            let mut group_improved = false;
+            // Group moves first, while they still help; then single values.
+            let lists: [&[(Vec<ValueId>, Vec<(LayoutKey, ValueId)>)]; 2] =
+                if groups_active { [&components, &atoms] } else { [&[], &atoms] };
+            for (list, is_group) in lists.into_iter().zip([true, false]) {
+                for (members, candidates) in list {
+                    // First improvement: an applied move becomes the baseline
+                    // the next candidate must beat.
+                    let mut current: Option<f64> = None;
+                    for &(key, origin) in candidates {
+                        let (cost, moved) = self.try_move(members, key, origin, current, &mut scratch);
+                        current = cost;
+                        if moved {
+                            applied += 1;
+                            improved = true;
+                            group_improved |= is_group;
+                        }
                     }
                 }
             }
+            groups_active &= group_improved;
             if !improved {
                 break;
             }
@@ -429,10 +525,55 @@ impl Solver<'_, '_> {
     }
 }
 
+/// Buffers reused across moves. Membership is marked with a generation
+/// stamp, so starting a new set costs nothing however large the last one
+/// was (clearing a hash set costs its capacity, which made every small move
+/// after a large one pay for it).
 #[derive(Default)]
 struct Scratch {
-    values: FxHashSet<ValueId>,
-    moves: FxHashSet<u32>,
+    generation: u32,
+    value_mark: Vec<u32>,
+    move_mark: Vec<u32>,
+    values: Vec<ValueId>,
+    moves: Vec<u32>,
+    free: Vec<ValueId>,
+    ids: Vec<LayoutId>,
+}
+
+impl Scratch {
+    fn begin(&mut self, values: usize, relations: usize) {
+        if self.value_mark.len() < values {
+            self.value_mark.resize(values, 0);
+        }
+        if self.move_mark.len() < relations {
+            self.move_mark.resize(relations, 0);
+        }
+        self.generation = self.generation.wrapping_add(1);
+        if self.generation == 0 {
+            // The stamp wrapped: reset the marks once.
+            self.value_mark.iter_mut().for_each(|m| *m = 0);
+            self.move_mark.iter_mut().for_each(|m| *m = 0);
+            self.generation = 1;
+        }
+        self.values.clear();
+        self.moves.clear();
+    }
+
+    fn add_value(&mut self, v: ValueId) {
+        let mark = &mut self.value_mark[v as usize];
+        if *mark != self.generation {
+            *mark = self.generation;
+            self.values.push(v);
+        }
+    }
+
+    fn add_move(&mut self, r: u32) {
+        let mark = &mut self.move_mark[r as usize];
+        if *mark != self.generation {
+            *mark = self.generation;
+            self.moves.push(r);
+        }
+    }
 }
 
 /// A plain union-find over value indices.
