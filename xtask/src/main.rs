@@ -6,6 +6,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+mod bench;
 mod corpus;
 mod golden;
 mod loadtest;
@@ -26,6 +27,8 @@ enum Command {
     Golden(golden::Args),
     /// Compare with XLA on the corpus and write docs/performance.md tables.
     Corpus(corpus::Args),
+    /// Run the benchmarks and record them in docs/performance.md.
+    Bench(bench::Args),
     /// Load the HTTP service with concurrent clients posting the corpus.
     Loadtest(loadtest::Args),
 }
@@ -36,6 +39,7 @@ fn main() -> ExitCode {
         Command::RunPass(args) => run_pass::run(args),
         Command::Golden(args) => golden::run(args),
         Command::Corpus(args) => corpus::run(args),
+        Command::Bench(args) => bench::run(args),
         Command::Loadtest(args) => loadtest::run(args),
     };
     match result {

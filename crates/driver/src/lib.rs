@@ -260,7 +260,7 @@ fn finish_module(
 /// Counts copies, bitcasts, transposes and padding over a module.
 pub fn stats(module: &mut Module, assignment: Option<&AssignmentReport>) -> ModuleStats {
     let mut s = ModuleStats::default();
-    for comp in &module.computations {
+    for (id, comp) in module.computation_ids().zip(&module.computations) {
         for (_, inst) in comp.instructions() {
             s.instructions += 1;
             match inst.opcode {
@@ -268,6 +268,16 @@ pub fn stats(module: &mut Module, assignment: Option<&AssignmentReport>) -> Modu
                 Opcode::Bitcast => s.bitcasts += 1,
                 Opcode::Transpose => s.transposes += 1,
                 _ => {}
+            }
+            // Padding is counted once per buffer: bitcasts, tuples and
+            // get-tuple-elements alias buffers defined elsewhere, and so do
+            // the parameters of called computations.
+            let aliases = matches!(
+                inst.opcode,
+                Opcode::Bitcast | Opcode::Tuple | Opcode::GetTupleElement | Opcode::OptimizationBarrier | Opcode::AddDependency | Opcode::Domain
+            ) || (inst.opcode == Opcode::Parameter && id != module.entry);
+            if aliases {
+                continue;
             }
             inst.shape.for_each_array(&mut |_, a| {
                 if a.layout.is_some() {

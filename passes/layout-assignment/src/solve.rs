@@ -252,6 +252,13 @@ impl Solver<'_, '_> {
 
     /// The cost of every term that a relabelling of `members` can change.
     fn local_cost(&mut self, members: &[ValueId], scratch: &mut Scratch) -> f64 {
+        let (copies, movements, padding) = self.local_cost_parts(members, scratch);
+        copies + movements + padding
+    }
+
+    /// The terms a relabelling of `members` can change, by kind: copies,
+    /// data-moving transposes and reshapes, and weighed padding.
+    fn local_cost_parts(&mut self, members: &[ValueId], scratch: &mut Scratch) -> (f64, f64, f64) {
         scratch.begin(self.p.values.len(), self.p.relations.len());
         for &m in members {
             scratch.add_value(m);
@@ -262,18 +269,18 @@ impl Solver<'_, '_> {
                 scratch.add_move(r);
             }
         }
-        let mut cost = 0.0;
+        let (mut copies, mut movements, mut padding) = (0.0, 0.0, 0.0);
         for i in 0..scratch.values.len() {
             let v = scratch.values[i];
-            cost += self.copy_cost(v);
+            copies += self.copy_cost(v);
             if self.weights.padding_byte > 0.0 {
-                cost += self.padding_cost(v);
+                padding += self.padding_cost(v);
             }
         }
         for i in 0..scratch.moves.len() {
-            cost += self.move_cost(scratch.moves[i]);
+            movements += self.move_cost(scratch.moves[i]);
         }
-        cost
+        (copies, movements, padding)
     }
 
     /// Tries relabelling the free values among `members` to `key` (with
@@ -449,15 +456,18 @@ impl Solver<'_, '_> {
                 }
             }
             let Some((bytes, key)) = best else { continue };
-            let before = self.local_cost(&free, &mut scratch);
+            let (copies_before, moves_before, _) = self.local_cost_parts(&free, &mut scratch);
             let old: Vec<LayoutId> = free.iter().map(|&m| self.labels[m as usize]).collect();
             for &m in &free {
                 let p = &mut *self.p;
                 let id = p.values[m as usize].intern(&p.table, key);
                 self.relabel(m, id);
             }
-            let after = self.local_cost(&free, &mut scratch);
-            if after <= before + 0.5 {
+            // No new copy and no transpose or reshape that stops being a
+            // bitcast: each part on its own, so that one cannot pay for the
+            // other (a copy's buffer would bring its own padding).
+            let (copies_after, moves_after, _) = self.local_cost_parts(&free, &mut scratch);
+            if copies_after <= copies_before + 0.5 && moves_after <= moves_before + 0.5 {
                 saved += base_bytes - bytes;
             } else {
                 for (&m, &id) in free.iter().zip(&old) {
