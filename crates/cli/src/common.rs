@@ -11,10 +11,12 @@ pub enum LogFormat {
     Json,
 }
 
-/// Sends tracing output to stderr, filtered by `RUST_LOG` (default: warn).
-pub fn init_logging(format: LogFormat) {
+/// Sends tracing output to stderr, filtered by `RUST_LOG` (default:
+/// `default_level`: `info` for the service, which logs each request, `warn`
+/// for one-shot commands).
+pub fn init_logging(format: LogFormat, default_level: &str) {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default_level));
     let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
     match format {
         LogFormat::Text => builder.init(),

@@ -51,7 +51,8 @@ enum Command {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    common::init_logging(cli.log_format);
+    let default_level = if matches!(cli.command, Command::Serve(_)) { "info" } else { "warn" };
+    common::init_logging(cli.log_format, default_level);
     match cli.command {
         Command::Fmt(args) => cmd_fmt::run(args),
         Command::Verify(args) => cmd_verify::run(args),

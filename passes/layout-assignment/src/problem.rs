@@ -191,8 +191,11 @@ pub enum RelationSource {
 pub enum RelationKind {
     /// Read in `out`'s layout.
     Same { out: ValueId },
-    /// Read in `out`'s layout restricted to the broadcast dimensions.
-    Broadcast { out: ValueId, dims: DimVec },
+    /// Read in `out`'s layout restricted to the broadcast dimensions. With
+    /// `pin`, a target or custom call fixes the operand's layout at this use
+    /// (the `Need` relation there makes any copy); the broadcast then only
+    /// constrains its own result to orders that agree with the pin.
+    Broadcast { out: ValueId, dims: DimVec, pin: Option<LayoutId> },
     /// Read in a fixed layout; `need_id` is its id in the value's table
     /// (for a matrix need, `matrix` indexes [`Problem::matrix_needs`] and
     /// `need_id` is the preferred layout's id).
@@ -685,7 +688,27 @@ impl<'c> Problem<'c> {
                         return Err(self.mismatch(id, "broadcast dimensions do not match the operand rank"));
                     };
                     if v_rank > 0 {
-                        self.push(v, RelationKind::Broadcast { out: partner, dims }, site, RelationSource::Broadcast);
+                        // A need at this use (the last Need relation pushed
+                        // for it) pins the operand's layout.
+                        let pin = match (&needs.operands[i], self.relations.last()) {
+                            (Some((Need::Exact(_), _)), Some(r)) if r.v == v && r.site == site => match r.kind {
+                                RelationKind::Need { need_id, .. } => Some(need_id),
+                                _ => None,
+                            },
+                            _ => None,
+                        };
+                        if let Some(pin_id) = pin {
+                            // Offer the result the order that agrees with the
+                            // pin: the operand's dimensions in its order, the
+                            // broadcast dimensions more major.
+                            let pinned = self.table.get(self.values[v as usize].key(pin_id)).minor_to_major.clone();
+                            let mut m2m: DimVec = pinned.iter().map(|&d| dims[d]).collect();
+                            m2m.extend((0..out_rank).rev().filter(|d| !dims.contains(d)));
+                            let layout = crate::tiling::layout_for(target, &self.values[partner as usize].shape, &m2m);
+                            let key = self.table.key(&layout);
+                            self.values[partner as usize].add_candidate(&self.table, key);
+                        }
+                        self.push(v, RelationKind::Broadcast { out: partner, dims, pin }, site, RelationSource::Broadcast);
                     }
                 }
                 Opcode::Transpose => {
@@ -806,7 +829,7 @@ impl<'c> Problem<'c> {
                         changed |= share_candidates(values, table, target, out, v, &mut scratch);
                         changed |= share_candidates(values, table, target, v, out, &mut scratch);
                     }
-                    RelationKind::Broadcast { out, dims } => {
+                    RelationKind::Broadcast { out, dims, .. } => {
                         if !accepts_more(&values[v]) {
                             continue;
                         }

@@ -20,6 +20,9 @@ use crate::problem::{LayoutId, LayoutKey, Problem, RelationKind, ValueId, restri
 /// The most improvement sweeps; convergence usually takes two or three.
 const MAX_SWEEPS: usize = 8;
 
+/// The cost of a labelling no copy can make valid.
+const INFEASIBLE: f64 = 1e18;
+
 /// The most layouts a group move tries; more buy little and cost time on
 /// large groups.
 const MAX_GROUP_CANDIDATES: usize = 8;
@@ -75,6 +78,7 @@ pub fn solve(p: &mut Problem<'_>, target: &target::TargetSpec) -> Solution {
     for (r, rel) in p.relations.iter().enumerate() {
         let r = r as u32;
         match &rel.kind {
+            RelationKind::Broadcast { out, pin: Some(_), .. } => moves[*out as usize].push(r),
             RelationKind::Same { out } | RelationKind::Broadcast { out, .. } => outs[*out as usize].push(r),
             RelationKind::Need { matrix: Some(_), .. } => matrix_reads[rel.v as usize].push(r),
             RelationKind::Need { .. } => {}
@@ -157,6 +161,25 @@ impl Solver<'_, '_> {
         }
     }
 
+    /// The layout id a broadcast relation reads its operand in under the
+    /// current label of its result.
+    fn broadcast_read(&mut self, r: u32) -> LayoutId {
+        let p = &mut *self.p;
+        let rel = &p.relations[r as usize];
+        let RelationKind::Broadcast { out, dims, .. } = &rel.kind else { return 0 };
+        let (v, out) = (rel.v as usize, *out as usize);
+        let out_label = self.labels[out];
+        if let Some(&(_, id)) = self.need_cache[r as usize].iter().find(|(l, _)| *l == out_label) {
+            return id;
+        }
+        let out_key = p.values[out].key(out_label);
+        let restricted = restrict_layout(self.target, &p.values[v].shape, p.table.get(out_key), dims);
+        let key = p.table.key(&restricted);
+        let id = p.values[v].intern(&p.table, key);
+        self.need_cache[r as usize].push((out_label, id));
+        id
+    }
+
     /// The layout id relation `r` needs its value in (whatever the value's
     /// own), or `None`: no need, or a matrix need the value already meets.
     fn raw_need(&mut self, r: u32) -> Option<LayoutId> {
@@ -164,6 +187,7 @@ impl Solver<'_, '_> {
         let rel = &p.relations[r as usize];
         let v = rel.v as usize;
         let id = match &rel.kind {
+            RelationKind::Broadcast { pin: Some(_), .. } => return None,
             RelationKind::Same { out } | RelationKind::Broadcast { out, .. } => {
                 let out = *out as usize;
                 let out_label = self.labels[out];
@@ -229,6 +253,11 @@ impl Solver<'_, '_> {
     /// The cost of movement relation `r`: zero when it is a bitcast.
     fn move_cost(&mut self, r: u32) -> f64 {
         let rel = &self.p.relations[r as usize];
+        if let RelationKind::Broadcast { pin: Some(pin), .. } = rel.kind {
+            // A pinned broadcast whose result order disagrees with the pin
+            // cannot be served by any copy: rule such labellings out.
+            return if self.broadcast_read(r) == pin { 0.0 } else { INFEASIBLE };
+        }
         let RelationKind::Movement { out, transpose } = &rel.kind else { return 0.0 };
         let (v, out) = (rel.v as usize, *out as usize);
         let (lv, lo) = (self.labels[v], self.labels[out]);

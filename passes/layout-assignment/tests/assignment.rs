@@ -872,3 +872,34 @@ ENTRY e {
     };
     assert_eq!(layouts(a), layouts(b));
 }
+
+#[test]
+fn cpu_broadcast_operands_are_row_major_and_the_broadcast_agrees() {
+    // XLA CPU needs every operand row-major, a broadcast's included; the
+    // broadcast reads its operand in its own order restricted to its
+    // dimensions, so its result takes an order that agrees, and the entry's
+    // {0,1,2} result is a copy at the root.
+    check(
+        "cpu",
+        r#"
+HloModule m, entry_computation_layout={(f32[4,8]{0,1})->(f32[4,8,2]{2,1,0}, f32[4,8,2]{0,1,2})}
+ENTRY e {
+  p = f32[4,8] parameter(0)
+  b = f32[4,8,2] broadcast(p), dimensions={0,1}
+  c = f32[4,8,2] broadcast(p), dimensions={0,1}
+  ROOT t = (f32[4,8,2], f32[4,8,2]) tuple(b, c)
+}
+"#,
+        expect![[r#"
+            e:
+              p = f32[4,8]{0,1} parameter()
+              p.copy = f32[4,8]{1,0} copy(p)
+              b = f32[4,8,2]{2,1,0} broadcast(p.copy)
+              c = f32[4,8,2]{1,0,2} broadcast(p.copy)
+              c.copy = f32[4,8,2]{0,1,2} copy(c)
+              ROOT t = (f32[4,8,2]{2,1,0}, f32[4,8,2]{0,1,2}) tuple(b, c.copy)
+            copy p.copy: %p {0,1} -> {1,0} (128 bytes, target_requirement)
+            copy c.copy: %c {1,0,2} -> {0,1,2} (256 bytes, entry)
+        "#]],
+    );
+}
