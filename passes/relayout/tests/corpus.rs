@@ -32,7 +32,25 @@ fn xla_bitcasts(dir: &std::path::Path) -> Option<usize> {
 
 #[test]
 fn every_bitcast_on_the_xla_cpu_corpus_is_proven() {
-    let cpu = target("cpu");
+    prove_corpus("cpu");
+}
+
+#[test]
+fn every_bitcast_the_tpu_pipeline_emits_on_the_corpus_is_proven() {
+    prove_corpus("tpu");
+}
+
+#[test]
+fn every_bitcast_the_gpu_pipeline_emits_on_the_corpus_is_proven() {
+    prove_corpus("gpu");
+}
+
+/// Runs the pipeline for `target_name` on every corpus module and proves
+/// each bitcast it emits by walking elements (large arrays through small
+/// shapes with the same layouts).
+fn prove_corpus(target_name: &str) {
+    let cpu = target(target_name);
+    eprintln!("target {target_name}");
     let mut table = Vec::new();
     let mut total_proven = 0;
     let dirs = corpus();
@@ -45,9 +63,12 @@ fn every_bitcast_on_the_xla_cpu_corpus_is_proven() {
         let report = relayout::run(&mut m, &cpu, &relayout::Options::default()).unwrap_or_else(|e| panic!("{name}: {e}"));
         let problems = hlo::verify_module(&m);
         assert!(problems.is_empty(), "{name}: {problems:?}");
-        // After layout assignment every use already has its layout.
+        // After layout assignment every use already has its layout, up to
+        // byte-identical spellings: layout assignment treats layouts with
+        // the same bytes as one (a combined tile on a value whose
+        // second-minor dimension fills the tile), and relayout writes the
+        // difference as a bitcast, which is proven below like the rest.
         assert_eq!(report.count(RewriteKind::InsertedCopy), 0, "{name}");
-        assert_eq!(report.count(RewriteKind::InsertedBitcast), 0, "{name}");
         let proven = prove_bitcasts(&m, &report, &existing).unwrap_or_else(|e| panic!("{name}: {e}"));
         let ours = bitcasts(&m).len();
         assert_eq!(proven + existing.len(), ours, "{name}: every bitcast is accounted for");
