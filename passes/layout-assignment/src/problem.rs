@@ -805,9 +805,54 @@ impl<'c> Problem<'c> {
                 value.add_candidate(&self.table, key);
             }
         }
+        if target.reduce.reduced_dims_minor {
+            self.seed_row_reductions(target);
+        }
         for v in &mut self.values {
             let default = self.table.key(&policy::default_layout(target, &v.shape));
             v.add_candidate(&self.table, default);
+        }
+    }
+
+    /// On targets whose row-reduction emitter is faster (XLA GPU), offers
+    /// each reduce input the layout that makes the reduction a row
+    /// reduction: the reduced dimensions most minor, in reverse order of
+    /// `dimensions`, then the kept dimensions in the result's order. It is
+    /// a candidate ahead of the default, not a need: a value that another
+    /// constraint pins keeps its layout rather than paying for a copy.
+    fn seed_row_reductions(&mut self, target: &TargetSpec) {
+        let comp = self.comp;
+        for (id, inst) in comp.instructions() {
+            if inst.opcode != Opcode::Reduce {
+                continue;
+            }
+            let Some(reduced) = inst.attrs.ints(KnownAttr::Dimensions) else { continue };
+            let Ok(reduced) = reduced.iter().map(|&d| usize::try_from(d)).collect::<Result<DimVec, _>>() else { continue };
+            // A variadic reduce takes N inputs, then N initial values.
+            let inputs = inst.operands().len() / 2;
+            let outputs = self.leaf_values[id.index()].clone();
+            for (i, &o) in inst.operands()[..inputs].iter().enumerate() {
+                let Some(&v) = self.leaf_values[o.index()].first() else { continue };
+                let Some(&out) = outputs.get(i).or(outputs.first()) else { continue };
+                let (operand, result) = (&self.values[v as usize], &self.values[out as usize]);
+                let rank = operand.shape.rank();
+                if !accepts_more(operand) || reduced.iter().any(|&d| d >= rank) || result.shape.rank() + reduced.len() != rank {
+                    continue;
+                }
+                let kept: DimVec = (0..rank).filter(|d| !reduced.contains(d)).collect();
+                let result_order = match result.candidates.first() {
+                    Some(&c) => self.table.get(result.key(c)).minor_to_major.clone(),
+                    None => policy::default_layout(target, &result.shape).minor_to_major,
+                };
+                let mut m2m: DimVec = reduced.iter().rev().copied().collect();
+                m2m.extend(result_order.iter().filter_map(|&j| kept.get(j).copied()));
+                if m2m.len() != rank {
+                    continue;
+                }
+                let layout = crate::tiling::layout_for(target, &operand.shape, &m2m);
+                let key = self.table.key(&layout);
+                self.values[v as usize].add_candidate(&self.table, key);
+            }
         }
     }
 

@@ -778,6 +778,148 @@ ENTRY e {
     );
 }
 
+/// A reduction over dimension 0 of a value whose layout nothing else
+/// decides: a broadcast of a vector.
+const COLUMN_SUM_OF_BROADCAST: &str = r#"
+HloModule m, entry_computation_layout={(f32[32]{0})->f32[32]{0}}
+add {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT s = f32[] add(a, b)
+}
+ENTRY e {
+  p0 = f32[32] parameter(0)
+  bc = f32[64,32] broadcast(p0), dimensions={1}
+  z = f32[] constant(0)
+  ROOT r = f32[32] reduce(bc, z), dimensions={0}, to_apply=add
+}
+"#;
+
+#[test]
+fn gpu_prefers_row_reductions_when_the_input_layout_is_free() {
+    // Notes 3 (PropagateReductionLayoutToOperand): the reduced dimension
+    // becomes the most minor, so the reduction reads contiguous rows.
+    check(
+        "gpu",
+        COLUMN_SUM_OF_BROADCAST,
+        expect![[r#"
+            add:
+              a = f32[] parameter()
+              b = f32[] parameter()
+              ROOT s = f32[] add(a, b)
+            e:
+              p0 = f32[32]{0} parameter()
+              bc = f32[64,32]{0,1} broadcast(p0)
+              z = f32[] constant()
+              ROOT r = f32[32]{0} reduce(bc, z)
+        "#]],
+    );
+}
+
+#[test]
+fn cpu_has_no_row_reduction_preference() {
+    // The same module on CPU keeps the default layout.
+    check(
+        "cpu",
+        COLUMN_SUM_OF_BROADCAST,
+        expect![[r#"
+            add:
+              a = f32[] parameter()
+              b = f32[] parameter()
+              ROOT s = f32[] add(a, b)
+            e:
+              p0 = f32[32]{0} parameter()
+              bc = f32[64,32]{1,0} broadcast(p0)
+              z = f32[] constant()
+              ROOT r = f32[32]{0} reduce(bc, z)
+        "#]],
+    );
+}
+
+#[test]
+fn gpu_row_reduction_is_a_preference_not_a_copy() {
+    // The reduce input comes from a parameter pinned {1,0}: a row
+    // reduction would need a copy, so the pinned layout is kept.
+    check(
+        "gpu",
+        r#"
+HloModule m, entry_computation_layout={(f32[64,32]{1,0})->f32[32]{0}}
+add {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT s = f32[] add(a, b)
+}
+ENTRY e {
+  p0 = f32[64,32] parameter(0)
+  n = f32[64,32] negate(p0)
+  z = f32[] constant(0)
+  ROOT r = f32[32] reduce(n, z), dimensions={0}, to_apply=add
+}
+"#,
+        expect![[r#"
+            add:
+              a = f32[] parameter()
+              b = f32[] parameter()
+              ROOT s = f32[] add(a, b)
+            e:
+              p0 = f32[64,32]{1,0} parameter()
+              n = f32[64,32]{1,0} negate(p0)
+              z = f32[] constant()
+              ROOT r = f32[32]{0} reduce(n, z)
+        "#]],
+    );
+}
+
+#[test]
+fn gpu_variadic_reduce_rows_follow_the_result_order() {
+    // Reducing dimension 1 of a rank-3 pair: dimension 1 most minor, then
+    // the kept dimensions (0 and 2) in the result's {1,0} order: {1,2,0}.
+    check(
+        "gpu",
+        r#"
+HloModule m, entry_computation_layout={(f32[4]{0}, s32[4]{0})->(f32[4,6]{1,0}, s32[4,6]{1,0})}
+argmax {
+  a = f32[] parameter(0)
+  ai = s32[] parameter(1)
+  b = f32[] parameter(2)
+  bi = s32[] parameter(3)
+  g = pred[] compare(a, b), direction=GE
+  v = f32[] select(g, a, b)
+  i = s32[] select(g, ai, bi)
+  ROOT t = (f32[], s32[]) tuple(v, i)
+}
+ENTRY e {
+  p0 = f32[4] parameter(0)
+  p1 = s32[4] parameter(1)
+  x = f32[4,5,6] broadcast(p0), dimensions={0}
+  y = s32[4,5,6] broadcast(p1), dimensions={0}
+  z = f32[] constant(0)
+  zi = s32[] constant(0)
+  ROOT r = (f32[4,6], s32[4,6]) reduce(x, y, z, zi), dimensions={1}, to_apply=argmax
+}
+"#,
+        expect![[r#"
+            argmax:
+              a = f32[] parameter()
+              ai = s32[] parameter()
+              b = f32[] parameter()
+              bi = s32[] parameter()
+              g = pred[] compare(a, b)
+              v = f32[] select(g, a, b)
+              i = s32[] select(g, ai, bi)
+              ROOT t = (f32[], s32[]) tuple(v, i)
+            e:
+              p0 = f32[4]{0} parameter()
+              p1 = s32[4]{0} parameter()
+              x = f32[4,5,6]{1,2,0} broadcast(p0)
+              y = s32[4,5,6]{1,2,0} broadcast(p1)
+              z = f32[] constant()
+              zi = s32[] constant()
+              ROOT r = (f32[4,6]{1,0}, s32[4,6]{1,0}) reduce(x, y, z, zi)
+        "#]],
+    );
+}
+
 #[test]
 fn gpu_sort_uses_default_layouts() {
     // Row 119: keys f32[3,2]{0,1} are copied to {1,0} for the sort.
