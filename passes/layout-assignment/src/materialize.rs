@@ -234,6 +234,9 @@ fn explain(
             };
             (cause, "a layout constraint in the input fixes this layout".to_string())
         }
+        RelationSource::Need(NeedSource::Outfeed) => {
+            (CopyCause::HostTransfer, "the outfeed sends it to the host in the layout of its outfeed_shape".to_string())
+        }
         RelationSource::EntryResult => (CopyCause::Entry, "the entry computation layout fixes the result".to_string()),
         RelationSource::Alias { parameter } => {
             (CopyCause::Alias, format!("input_output_alias ties the result to parameter {parameter}"))
@@ -324,6 +327,7 @@ fn describe_fix(
             },
             NeedSource::TargetDefault => format!("target {} needing its operands in this layout (it keeps its layout)", target.name),
             NeedSource::CustomCall | NeedSource::LayoutConstraint => "a layout constraint on its operands".into(),
+            NeedSource::Outfeed => "an outfeed_shape".into(),
         },
         ExistingBitcast => "an existing bitcast".into(),
         Infeed => "the infeed".into(),

@@ -69,6 +69,8 @@ pub enum NeedSource {
     CustomCall,
     /// A `LayoutConstraint` custom call, or a bitcast in the input.
     LayoutConstraint,
+    /// An outfeed's `outfeed_shape`: the layout the host receives.
+    Outfeed,
 }
 
 /// The needs of one instruction under a target.
@@ -187,6 +189,18 @@ pub fn inst_needs(target: &TargetSpec, comp: &Computation, id: InstId) -> InstNe
         }
     }
 
+    // An outfeed sends its operand to the host in `outfeed_shape`'s layout
+    // (XLA makes this mandatory). Tuple operands get per-leaf needs from
+    // the problem builder, through `outfeed_layouts`.
+    if inst.opcode == Opcode::Outfeed {
+        if let Some(layouts) = outfeed_layouts(target, inst).filter(|l| l.iter().any(Option::is_some)) {
+            if let ([Some(layout)], Some(true)) = (layouts.as_slice(), inst.operands().first().map(|&o| comp.inst(o).shape.is_array())) {
+                needs.operands[0] = Some((Need::Exact(layout.clone()), NeedSource::Outfeed));
+            }
+            return needs;
+        }
+    }
+
     let rule = matching_rule(target, comp, id);
     if let Some((index, rule)) = rule {
         let source = NeedSource::TargetRule(index as u16);
@@ -219,6 +233,19 @@ pub fn inst_needs(target: &TargetSpec, comp: &Computation, id: InstId) -> InstNe
         }
     }
     needs
+}
+
+/// The layout of each array leaf of an outfeed's `outfeed_shape`, in
+/// leaf order (`None` for a leaf written without one), as the target
+/// stores it; `None` when the attribute is absent or does not parse.
+pub fn outfeed_layouts(target: &TargetSpec, inst: &Instruction) -> Option<Vec<Option<Layout>>> {
+    let Some(AttrValue::Raw(text)) = inst.attrs.get(KnownAttr::OutfeedShape) else { return None };
+    let shape = shape::parse_shape(text).ok()?;
+    let mut layouts = Vec::new();
+    shape.for_each_array(&mut |_, a| {
+        layouts.push(a.layout.as_ref().map(|l| tiling::device_layout(target, a, l)));
+    });
+    Some(layouts)
 }
 
 /// Instructions whose operands flow into their result or a callee without

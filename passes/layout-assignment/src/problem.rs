@@ -532,7 +532,7 @@ impl<'c> Problem<'c> {
                 if let Some((Need::Exact(l), source)) = &needs.result {
                     let reason = match *source {
                         NeedSource::TargetRule(rule) => FixReason::TargetRule(rule),
-                        NeedSource::CustomCall | NeedSource::LayoutConstraint | NeedSource::TargetDefault => FixReason::CustomCall,
+                        NeedSource::CustomCall | NeedSource::LayoutConstraint | NeedSource::TargetDefault | NeedSource::Outfeed => FixReason::CustomCall,
                     };
                     for (i, a) in leaves.iter().enumerate() {
                         if fixed[i].is_none() && a.rank() == l.minor_to_major.len() {
@@ -650,6 +650,19 @@ impl<'c> Problem<'c> {
             return Ok(());
         }
 
+        // A tuple sent to the host: each leaf in `outfeed_shape`'s layout.
+        if op == Opcode::Outfeed {
+            if let (Some(&o), Some(layouts)) = (inst.operands().first(), policy::outfeed_layouts(target, inst)) {
+                if comp.inst(o).shape.is_tuple() {
+                    let leaves = self.leaf_values[o.index()].clone();
+                    for (leaf, (&v, layout)) in leaves.iter().zip(layouts).enumerate() {
+                        let Some(layout) = layout else { continue };
+                        let site = Site::Operand { user: id, operand: 0, leaf: leaf as u32 };
+                        self.need(v, Need::Exact(layout), site, RelationSource::Need(NeedSource::Outfeed));
+                    }
+                }
+            }
+        }
         let needs = needs_cache[id.index()].take().unwrap_or_else(|| Box::new(policy::inst_needs(target, comp, id)));
         let keeps = target.keeps_layout(op);
         for (i, &o) in inst.operands().iter().enumerate() {

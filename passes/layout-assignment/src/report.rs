@@ -22,6 +22,8 @@ pub enum CopyCause {
     Alias,
     /// A `bitcast` in the input fixes its operand's layout.
     ExistingBitcast,
+    /// An outfeed sends its operand to the host in `outfeed_shape`'s layout.
+    HostTransfer,
 }
 
 impl CopyCause {
@@ -36,6 +38,7 @@ impl CopyCause {
             CopyCause::CallSignature => "call_signature",
             CopyCause::Alias => "alias",
             CopyCause::ExistingBitcast => "existing_bitcast",
+            CopyCause::HostTransfer => "host_transfer",
         }
     }
 }

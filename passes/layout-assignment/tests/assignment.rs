@@ -480,6 +480,83 @@ ENTRY e {
     );
 }
 
+#[test]
+fn outfeed_sends_its_operand_in_the_outfeed_shape_layout() {
+    // Notes 2.3: an outfeed's operand gets `outfeed_shape`'s layout,
+    // mandatory. The exponential is free, so it takes {0,1} itself and the
+    // copy lands on the parameter, pinned {1,0} by the entry layout.
+    check(
+        "generic",
+        r#"
+HloModule m, entry_computation_layout={(f32[8,4]{1,0})->token[]}
+ENTRY e {
+  p0 = f32[8,4] parameter(0)
+  x = f32[8,4] exponential(p0)
+  tok = token[] after-all()
+  ROOT o = token[] outfeed(x, tok), outfeed_shape=f32[8,4]{0,1}
+}
+"#,
+        expect![[r#"
+            e:
+              p0 = f32[8,4]{1,0} parameter()
+              p0.copy = f32[8,4]{0,1} copy(p0)
+              x = f32[8,4]{0,1} exponential(p0.copy)
+              tok = token[] after-all()
+              ROOT o = token[] outfeed(x, tok)
+            copy p0.copy: %p0 {1,0} -> {0,1} (128 bytes, entry)
+        "#]],
+    );
+}
+
+#[test]
+fn outfeed_of_a_tuple_constrains_each_leaf() {
+    // Leaf 0 must be {0,1}; leaf 1 names no layout and is left alone.
+    check(
+        "generic",
+        r#"
+HloModule m, entry_computation_layout={(f32[8,4]{1,0}, f32[2,3]{1,0})->token[]}
+ENTRY e {
+  p0 = f32[8,4] parameter(0)
+  p1 = f32[2,3] parameter(1)
+  t = (f32[8,4], f32[2,3]) tuple(p0, p1)
+  tok = token[] after-all()
+  ROOT o = token[] outfeed(t, tok), outfeed_shape=(f32[8,4]{0,1}, f32[2,3])
+}
+"#,
+        expect![[r#"
+            e:
+              p0 = f32[8,4]{1,0} parameter()
+              p0.copy = f32[8,4]{0,1} copy(p0)
+              p1 = f32[2,3]{1,0} parameter()
+              t = (f32[8,4]{0,1}, f32[2,3]{1,0}) tuple(p0.copy, p1)
+              tok = token[] after-all()
+              ROOT o = token[] outfeed(t, tok)
+            copy p0.copy: %p0 {1,0} -> {0,1} (128 bytes, host_transfer)
+        "#]],
+    );
+}
+
+#[test]
+fn outfeed_without_a_layout_takes_the_operand_as_it_is() {
+    check(
+        "generic",
+        r#"
+HloModule m, entry_computation_layout={(f32[8,4]{0,1})->token[]}
+ENTRY e {
+  p0 = f32[8,4] parameter(0)
+  tok = token[] after-all()
+  ROOT o = token[] outfeed(p0, tok), outfeed_shape=f32[8,4]
+}
+"#,
+        expect![[r#"
+            e:
+              p0 = f32[8,4]{0,1} parameter()
+              tok = token[] after-all()
+              ROOT o = token[] outfeed(p0, tok)
+        "#]],
+    );
+}
+
 // ---------------------------------------------------------------------------
 // Control flow.
 

@@ -48,7 +48,7 @@ type Priority = u8;
 
 fn source_priority(source: NeedSource) -> Priority {
     match source {
-        NeedSource::CustomCall | NeedSource::LayoutConstraint => 0,
+        NeedSource::CustomCall | NeedSource::LayoutConstraint | NeedSource::Outfeed => 0,
         NeedSource::TargetRule(_) => 1,
         NeedSource::TargetDefault => 3,
     }
@@ -68,6 +68,7 @@ fn source_because(target: &TargetSpec, comp: &Computation, user: InstId, source:
             format!("custom call \"{name}\" constrains its operand layouts")
         }
         NeedSource::LayoutConstraint => "a layout constraint in the input fixes this layout".to_string(),
+        NeedSource::Outfeed => "the outfeed sends it to the host in the layout of its outfeed_shape".to_string(),
     }
 }
 
