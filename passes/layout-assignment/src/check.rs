@@ -170,6 +170,9 @@ impl<'a> Checker<'a> {
                 }
             }
         }
+        if op == Opcode::Outfeed {
+            self.check_outfeed(id);
+        }
         // Custom-call constraints and target needs.
         if let Some(target) = self.target {
             if !policy::forwards_operands(op) {
@@ -191,6 +194,34 @@ impl<'a> Checker<'a> {
                 if want.layout.is_some() && !same_layout(a, want) {
                     self.report(Some(id), format!("operand {i} is {} but the custom call requires {}", show(a), show(want)));
                 }
+            }
+        }
+    }
+
+    /// A tuple outfeed sends each leaf in `outfeed_shape`'s layout (array
+    /// outfeeds are covered by the target needs above).
+    fn check_outfeed(&mut self, id: InstId) {
+        let comp = self.comp;
+        let inst = comp.inst(id);
+        let Some(&o) = inst.operands().first() else { return };
+        let operand = &comp.inst(o).shape;
+        if !operand.is_tuple() {
+            return;
+        }
+        let wanted: Vec<Option<Layout>> = match self.target {
+            Some(target) => policy::outfeed_layouts(target, inst).unwrap_or_default(),
+            None => match inst.attrs.get(KnownAttr::OutfeedShape) {
+                Some(AttrValue::Raw(text)) => match shape::parse_shape(text) {
+                    Ok(s) => array_leaves(&s).iter().map(|a| a.layout.clone()).collect(),
+                    Err(_) => Vec::new(),
+                },
+                _ => Vec::new(),
+            },
+        };
+        for (leaf, (a, want)) in array_leaves(operand).into_iter().zip(wanted).enumerate() {
+            let Some(want) = want else { continue };
+            if !same_layout(a, &with(a, &want)) {
+                self.report(Some(id), format!("outfeed leaf {leaf} is {} but outfeed_shape says {want}", show(a)));
             }
         }
     }
