@@ -502,6 +502,7 @@ fn columns_count_characters_not_bytes() {
 const FILES: &[(&str, u32, u32, &str)] = &[
     ("bad_element_type.hlo", 4, 13, "expected an element type such as f32 or bf16, found 'f33'"),
     ("bad_integer.hlo", 5, 50, "expected an integer in 'dimensions', found 'x'"),
+    ("deep_tile_nest.hlo", 4, 71, "more than 8 tiling levels; at most 8 are supported"),
     ("duplicate_name.hlo", 5, 3, "duplicate instruction name %a"),
     ("empty.hlo", 1, 1, "expected 'HloModule' at the start of the module"),
     ("layout_rank_mismatch.hlo", 4, 21, "Dimensions size is 2, but minor to major size is 1."),

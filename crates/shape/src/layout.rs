@@ -258,6 +258,9 @@ impl Layout {
         }
         // The rank each tiling level works on: the first level sees the
         // array; each later level sees what the level before produced.
+        if self.tiles.len() > MAX_TILE_LEVELS {
+            return Err(LayoutError::TooManyTileLevels { levels: self.tiles.len() });
+        }
         let mut level_rank = rank;
         for (level, tile) in self.tiles.iter().enumerate() {
             if tile.dims.is_empty() {
@@ -290,6 +293,11 @@ impl Layout {
     }
 }
 
+/// The most tiling levels a layout may have. Real layouts use one to
+/// three (`T(8,128)(2,1)`); each level adds dimensions to the expansion,
+/// so a deep nest is rejected rather than expanded.
+pub const MAX_TILE_LEVELS: usize = 8;
+
 /// Why a layout does not fit a shape.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum LayoutError {
@@ -317,6 +325,8 @@ pub enum LayoutError {
     PaddedDimensionsCount { rank: usize, len: usize },
     #[error("padded dimension {dim} is {padded}, smaller than the dimension size {size}")]
     PaddedDimensionTooSmall { dim: usize, padded: i64, size: i64 },
+    #[error("the layout has {levels} tiling levels; at most {max} are supported", max = MAX_TILE_LEVELS)]
+    TooManyTileLevels { levels: usize },
     #[error("tile {level} is empty")]
     EmptyTile { level: usize },
     #[error(
@@ -362,6 +372,10 @@ mod tests {
         assert!(check(&[2, 3], l).unwrap_err().contains("most minor"));
         let l = Layout::new(&[0]).with_tiles(&[Tile::new(&[8, 128])]);
         assert!(check(&[5], l).unwrap_err().contains("the shape has 1 dimensions"));
+        // A deep nest is refused before anything expands it.
+        let deep = vec![Tile::new(&[1]); MAX_TILE_LEVELS + 1];
+        assert!(check(&[5], Layout::new(&[0]).with_tiles(&deep)).unwrap_err().contains("tiling levels; at most 8"));
+        assert_eq!(check(&[5], Layout::new(&[0]).with_tiles(&deep[1..])), Ok(()));
         let l = Layout::new(&[1, 0]).with_tiles(&[Tile::new(&[2, 4]), Tile::new(&[1, 2, 1, 1, 1])]);
         assert!(check(&[8, 8], l).unwrap_err().contains("produced 4 dimensions"));
     }

@@ -15,7 +15,7 @@ mod shape;
 pub mod text;
 
 pub use element::PrimitiveType;
-pub use layout::{DimLevel, DimLevelKind, DimVec, Layout, LayoutError, SplitConfig, Tile};
+pub use layout::{DimLevel, DimLevelKind, DimVec, Layout, LayoutError, MAX_TILE_LEVELS, SplitConfig, Tile};
 pub use shape::{ArrayShape, Dims, MAX_RANK, Shape};
 pub use bitcast::{
     BitcastKind, BitcastVerdict, FALLBACK_BUDGET, Method, Reason, bitcast_by_periods, is_bitcast, layout_change_is_bitcast,

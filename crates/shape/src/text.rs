@@ -20,7 +20,7 @@ use std::fmt::{self, Write as _};
 use smallvec::SmallVec;
 
 use crate::{
-    ArrayShape, DimLevel, DimLevelKind, Layout, MAX_RANK, PrimitiveType, Shape, SplitConfig, Tile,
+    ArrayShape, DimLevel, DimLevelKind, Layout, MAX_RANK, MAX_TILE_LEVELS, PrimitiveType, Shape, SplitConfig, Tile,
 };
 
 /// A syntax error in shape text: where it is (a byte offset into the text
@@ -345,6 +345,7 @@ impl<'a> ShapeParser<'a> {
                 return Err(self.error("expected '(' to start a tile after T"));
             }
             while self.peek() == Some(b'(') {
+                let tile_start = self.pos;
                 self.pos += 1;
                 let mut tile = Tile::default();
                 if !self.eat(b')') {
@@ -356,11 +357,17 @@ impl<'a> ShapeParser<'a> {
                         } else {
                             tile.dims.push(self.int("a tile size or '*'")?);
                         }
+                        if tile.dims.len() > MAX_RANK {
+                            return Err(self.error(format!("a tile with more than {MAX_RANK} entries")));
+                        }
                         if self.eat(b')') {
                             break;
                         }
                         self.expect(b',', "',' or ')' in a tile")?;
                     }
+                }
+                if layout.tiles.len() == MAX_TILE_LEVELS {
+                    return Err(self.error_at(tile_start, format!("more than {MAX_TILE_LEVELS} tiling levels; at most {MAX_TILE_LEVELS} are supported")));
                 }
                 layout.tiles.push(tile);
                 self.skip_trivia();
@@ -738,6 +745,8 @@ mod tests {
         check_error("f32[2]{0:#(s32)}", 11, "unsigned integer type");
         check_error("token[2]", 0, "takes no dimensions");
         check_error("(f32[1] f32[2])", 8, "',' or ')'");
+        check_error("f32[2]{0:T(1)(1)(1)(1)(1)(1)(1)(1)(1)}", 34, "more than 8 tiling levels");
+        check("f32[2]{0:T(1)(1)(1)(1)(1)(1)(1)(1)}", "");
     }
 
     #[test]

@@ -6,7 +6,7 @@
 //! - every array value has a layout, and every layout is valid for its shape;
 //! - ops that keep their layout read same-rank operands in their own layout,
 //!   and broadcasts read operands in their result's order;
-//! - custom-call `operand_layout_constraints` and a target's operand needs
+//! - custom-call `operand_layout_constraints`, `outfeed_shape` and a target's operand needs
 //!   hold (with a target);
 //! - the entry computation's parameters and root match the entry layout;
 //! - calls, fusions, loops and conditionals agree with their computations;
