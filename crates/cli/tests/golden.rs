@@ -1,4 +1,5 @@
-//! The golden tests: one test per `testdata/**/*.hlo` file. Each file
+//! The golden tests: one test per `testdata/**/*.hlo` file (and per
+//! `*.test` file, for commands that read no module). Each file
 //! carries `// RUN:` lines (`%s` is the file, `tessera` is this crate's
 //! binary, `FileCheck` is Tessera's own) and its `// CHECK:` lines.
 //!
@@ -29,5 +30,5 @@ fn check_hlo(path: &Path) -> datatest_stable::Result<()> {
 }
 
 datatest_stable::harness! {
-    { test = check_hlo, root = "../../testdata", pattern = r"\.hlo$" },
+    { test = check_hlo, root = "../../testdata", pattern = r"\.(hlo|test)$" },
 }
