@@ -39,7 +39,7 @@ pub use petgraph;
 pub use print::{
     print_module, write_attr_value, write_computation, write_instruction, write_module, write_shape,
 };
-pub use verify::{VerifyError, verify_module};
+pub use verify::{VerifyError, uses_before_definition, verify_module};
 
 /// `text` without its leading `//` comment lines (and blank lines after
 /// one of them), such as the `// RUN:` lines of a golden test. The parser

@@ -47,6 +47,25 @@ pub fn verify_module(module: &Module) -> Vec<VerifyError> {
     v.errors
 }
 
+/// Every use of an instruction that comes before its definition in the
+/// schedule, as `(computation, user, operand)` names. XLA's parser accepts
+/// such text in unscheduled modules, so `verify_module` allows it there;
+/// passes must not introduce any, and tests check that with this.
+pub fn uses_before_definition(module: &Module) -> Vec<(String, String, String)> {
+    let mut found = Vec::new();
+    for comp in &module.computations {
+        let position: FxHashMap<InstId, usize> = comp.schedule().iter().enumerate().map(|(i, &id)| (id, i)).collect();
+        for (i, (_, inst)) in comp.instructions().enumerate() {
+            for &op in inst.operands().iter().chain(inst.control_predecessors()) {
+                if position.get(&op).is_some_and(|&j| j > i) {
+                    found.push((comp.name.clone(), inst.name.clone(), comp.inst(op).name.clone()));
+                }
+            }
+        }
+    }
+    found
+}
+
 struct Verifier<'m> {
     module: &'m Module,
     errors: Vec<VerifyError>,

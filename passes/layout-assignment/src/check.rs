@@ -170,9 +170,8 @@ impl<'a> Checker<'a> {
                 }
             }
         }
-        if op == Opcode::Outfeed {
-            self.check_outfeed(id);
-        }
+        self.check_tuple_operands(id);
+        self.check_aliasing(id);
         // Custom-call constraints and target needs.
         if let Some(target) = self.target {
             if !policy::forwards_operands(op) {
@@ -198,30 +197,64 @@ impl<'a> Checker<'a> {
         }
     }
 
-    /// A tuple outfeed sends each leaf in `outfeed_shape`'s layout (array
-    /// outfeeds are covered by the target needs above).
-    fn check_outfeed(&mut self, id: InstId) {
+    /// Needs on leaves of tuple operands: a constrained custom call's tuple
+    /// operand, a tuple outfeed. Without a target the layouts are compared
+    /// as written.
+    fn check_tuple_operands(&mut self, id: InstId) {
         let comp = self.comp;
         let inst = comp.inst(id);
-        let Some(&o) = inst.operands().first() else { return };
-        let operand = &comp.inst(o).shape;
-        if !operand.is_tuple() {
+        if !matches!(inst.opcode, Opcode::CustomCall | Opcode::Outfeed) {
             return;
         }
-        let wanted: Vec<Option<Layout>> = match self.target {
-            Some(target) => policy::outfeed_layouts(target, inst).unwrap_or_default(),
-            None => match inst.attrs.get(KnownAttr::OutfeedShape) {
-                Some(AttrValue::Raw(text)) => match shape::parse_shape(text) {
-                    Ok(s) => array_leaves(&s).iter().map(|a| a.layout.clone()).collect(),
-                    Err(_) => Vec::new(),
-                },
-                _ => Vec::new(),
-            },
+        let needs = match self.target {
+            Some(target) => policy::inst_needs(target, comp, id).tuple_operand_leaves,
+            None => {
+                let given: Vec<(usize, Shape)> = match (inst.opcode, inst.attrs.get(KnownAttr::OperandLayoutConstraints)) {
+                    (Opcode::Outfeed, _) => policy::outfeed_shape(inst).map(|s| vec![(0, s)]).unwrap_or_default(),
+                    (_, Some(AttrValue::Shapes(shapes))) => shapes.iter().cloned().enumerate().collect(),
+                    _ => Vec::new(),
+                };
+                let mut out = Vec::new();
+                for (operand, s) in given.into_iter().filter(|(_, s)| s.is_tuple()) {
+                    for (leaf, a) in array_leaves(&s).into_iter().enumerate() {
+                        if let Some(l) = &a.layout {
+                            out.push((operand, leaf, l.clone(), policy::NeedSource::CustomCall));
+                        }
+                    }
+                }
+                out
+            }
         };
-        for (leaf, (a, want)) in array_leaves(operand).into_iter().zip(wanted).enumerate() {
-            let Some(want) = want else { continue };
+        for (operand, leaf, want, _) in needs {
+            let Some(&o) = inst.operands().get(operand) else { continue };
+            let Some(a) = array_leaves(&comp.inst(o).shape).get(leaf).copied() else { continue };
             if !same_layout(a, &with(a, &want)) {
-                self.report(Some(id), format!("outfeed leaf {leaf} is {} but outfeed_shape says {want}", show(a)));
+                self.report(Some(id), format!("operand {operand} leaf {leaf} is {} but {want} is required", show(a)));
+            }
+        }
+    }
+
+    /// An output aliased to an operand must have the operand's layout.
+    fn check_aliasing(&mut self, id: InstId) {
+        let comp = self.comp;
+        let inst = comp.inst(id);
+        let Some(AttrValue::Aliasing(aliases)) = inst.attrs.get(KnownAttr::OutputToOperandAliasing) else { return };
+        let out_leaves = array_leaves(&inst.shape);
+        for alias in aliases {
+            let Some(&o) = usize::try_from(alias.operand).ok().and_then(|i| inst.operands().get(i)) else { continue };
+            let in_leaves = array_leaves(&comp.inst(o).shape);
+            let (Some(out_range), Some(in_range)) = (
+                crate::problem::leaf_range_at(&inst.shape, &alias.output_index),
+                crate::problem::leaf_range_at(&comp.inst(o).shape, &alias.operand_index),
+            ) else {
+                continue;
+            };
+            for (x, y) in out_range.zip(in_range) {
+                let (Some(out), Some(a)) = (out_leaves.get(x), in_leaves.get(y)) else { continue };
+                let Some(l) = a.layout.as_ref().filter(|_| a.rank() == out.rank()) else { continue };
+                if !same_layout(out, &with(out, l)) {
+                    self.report(Some(id), format!("output leaf {x} aliases operand {} but is {} while the operand is {}", alias.operand, show(out), show(a)));
+                }
             }
         }
     }

@@ -128,7 +128,7 @@ pub fn calls_of(comp: &Computation) -> Vec<(CompId, CallRole)> {
                     out.push((b, CallRole::Branch { conditional: inst.name.clone(), branches: branches.clone() }));
                 }
             }
-            Opcode::Call | Opcode::Fusion => {
+            Opcode::Call | Opcode::Fusion | Opcode::AsyncStart => {
                 out.extend(inst.attrs.called_computations().map(|c| (c, CallRole::Called)));
             }
             _ => {

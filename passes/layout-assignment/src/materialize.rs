@@ -160,8 +160,9 @@ pub fn plan(
             }
         }
     }
-    if p.auto_result {
-        for (leaf, a) in array_leaves(&result).iter().enumerate().filter(|(_, a)| a.rank() > 0) {
+    let result_leaves = array_leaves(&result);
+    for &leaf in &p.auto_result {
+        if let Some(a) = result_leaves.get(leaf as usize) {
             let position = if result.is_tuple() { format!("result leaf {leaf}") } else { "result".to_string() };
             filled.push(FilledLayout { position, layout: a.layout.clone().unwrap_or_default() });
         }
@@ -362,8 +363,15 @@ pub fn apply(comp: &mut Computation, assignment: &ComputationAssignment, order: 
     let mut operand_leaf_map: FxHashMap<(InstId, u32), Vec<(u32, InstId)>> = FxHashMap::default();
     let mut root_leaf_map: Vec<(u32, InstId)> = Vec::new();
     for c in &assignment.copies {
-        let source = extract_leaf(comp, c.def, c.leaf, &mut names, &mut after);
-        let source_inst = comp.inst(c.def);
+        // When every use reads the leaf through one existing array
+        // instruction (a get-tuple-element of a tuple parameter, say), copy
+        // that instruction rather than extracting the leaf again.
+        let (source, origin) = match shared_array_operand(comp, c) {
+            Some(g) => (g, g),
+            None => extract_leaf(comp, c.def, c.leaf, &mut names, &mut after),
+        };
+        // The copy is named after the existing instruction it reads from.
+        let source_inst = comp.inst(origin);
         let mut shape = comp.inst(source).shape.clone();
         if let Some(a) = shape.as_array_mut() {
             a.layout = Some(c.to.clone());
@@ -436,6 +444,22 @@ pub fn apply(comp: &mut Computation, assignment: &ComputationAssignment, order: 
     copy_names
 }
 
+/// The one array-shaped operand instruction, other than the value's own
+/// definition, through which every site of `copy` reads it; `None` when
+/// the sites read it differently or a site is the computation's root.
+fn shared_array_operand(comp: &Computation, copy: &PlannedCopy) -> Option<InstId> {
+    let mut shared = None;
+    for site in &copy.sites {
+        let Site::Operand { user, operand, .. } = *site else { return None };
+        let &o = comp.operands(user).get(operand as usize)?;
+        if o == copy.def || !comp.inst(o).shape.is_array() || shared.is_some_and(|s| s != o) {
+            return None;
+        }
+        shared = Some(o);
+    }
+    shared
+}
+
 /// Attributes a copy takes over from the value it copies, as XLA does.
 fn inherited_attrs(source: &Attrs) -> Attrs {
     let mut attrs = Attrs::default();
@@ -459,19 +483,24 @@ fn unique_name(base: &str, names: &mut rustc_hash::FxHashSet<String>) -> String 
 }
 
 /// An instruction holding array leaf `leaf` of `def`: `def` itself when it
-/// is an array, else a chain of get-tuple-elements placed after it.
+/// is an array, else a chain of get-tuple-elements placed after it (after
+/// the async-done, for an async result). Also returns the existing
+/// instruction the chain starts from.
 fn extract_leaf(
     comp: &mut Computation,
     def: InstId,
     leaf: u32,
     names: &mut rustc_hash::FxHashSet<String>,
     after: &mut FxHashMap<InstId, Vec<InstId>>,
-) -> InstId {
-    let mut cur = def;
-    let mut remaining = leaf as usize;
+) -> (InstId, InstId) {
+    let (mut cur, mut remaining) = match async_result_leaf(comp, def, leaf) {
+        Some((done, leaf)) => (done, leaf),
+        None => (def, leaf as usize),
+    };
+    let origin = cur;
     loop {
         let shape = comp.inst(cur).shape.clone();
-        let Some(elements) = shape.tuple_elements() else { return cur };
+        let Some(elements) = shape.tuple_elements() else { return (cur, origin) };
         let mut k = 0;
         while k < elements.len() {
             let n = crate::problem::array_leaf_count(&elements[k]);
@@ -481,14 +510,38 @@ fn extract_leaf(
             remaining -= n;
             k += 1;
         }
-        let Some(element) = elements.get(k) else { return cur };
+        let Some(element) = elements.get(k) else { return (cur, origin) };
         let name = unique_name(&format!("{}.gte.{k}", comp.inst(cur).name), names);
         let mut gte = Instruction::new(name, Opcode::GetTupleElement, element.clone());
         gte.attrs.set(KnownAttr::Index, AttrValue::Int(k as i64));
-        let Ok(id) = comp.add_unscheduled(gte, &[cur]) else { return cur };
+        let Ok(id) = comp.add_unscheduled(gte, &[cur]) else { return (cur, origin) };
         after.entry(cur).or_default().push(id);
         cur = id;
     }
+}
+
+/// For a leaf of an async-start's result element, the async-done that
+/// delivers it and the leaf's index there: the result may only be read
+/// after the operation is done, never through the async-start tuple.
+fn async_result_leaf(comp: &Computation, def: InstId, leaf: u32) -> Option<(InstId, usize)> {
+    if comp.inst(def).opcode != Opcode::AsyncStart {
+        return None;
+    }
+    let result = crate::problem::element_leaf_range(&comp.inst(def).shape, 1)?;
+    let leaf = leaf as usize;
+    if !result.contains(&leaf) {
+        return None;
+    }
+    // Follow async-update to the async-done.
+    let mut cur = def;
+    for _ in 0..comp.graph().node_count() {
+        let next = comp.users(cur).into_iter().find(|&u| matches!(comp.inst(u).opcode, Opcode::AsyncUpdate | Opcode::AsyncDone))?;
+        if comp.inst(next).opcode == Opcode::AsyncDone {
+            return Some((next, leaf - result.start));
+        }
+        cur = next;
+    }
+    None
 }
 
 /// An instruction equal to `old` with the given array leaves replaced.
@@ -525,6 +578,11 @@ fn rebuild_with_leaves(
         } else if inner.is_empty() {
             parts.push(None);
             continue;
+        } else if !element.is_tuple() {
+            // An array element replaced whole needs no get-tuple-element.
+            changed = true;
+            parts.push(inner.iter().find(|(l, _)| *l == 0).map(|&(_, id)| id));
+            continue;
         } else {
             let name = unique_name(&format!("{}.gte.{k}", comp.inst(old).name), names);
             let mut gte = Instruction::new(name, Opcode::GetTupleElement, element.clone());
@@ -537,7 +595,9 @@ fn rebuild_with_leaves(
             parts.push(Some(current));
         } else {
             changed = true;
-            parts.push(Some(rebuild_with_leaves(comp, current, &inner, names, before, anchor)));
+            // Parts of a tuple edited in place must come before it.
+            let inner_anchor = if single_use_tuple { old } else { anchor };
+            parts.push(Some(rebuild_with_leaves(comp, current, &inner, names, before, inner_anchor)));
         }
     }
     if !changed {
@@ -589,9 +649,10 @@ pub fn refresh_forwarded_shapes(comp: &mut Computation, order: &[InstId]) {
                     _ => None,
                 }
             }
-            Opcode::OptimizationBarrier | Opcode::AddDependency | Opcode::Domain => {
+            Opcode::OptimizationBarrier | Opcode::AddDependency | Opcode::Domain | Opcode::AsyncUpdate => {
                 operands.first().map(|&o| comp.inst(o).shape.clone())
             }
+            Opcode::AsyncDone => operands.first().and_then(|&o| comp.inst(o).shape.tuple_elements()?.get(1).cloned()),
             _ => None,
         };
         if let Some(s) = new_shape {

@@ -82,15 +82,37 @@ pub struct InstNeeds {
     pub result: Option<(Need, NeedSource)>,
     /// Per result leaf, for custom calls whose shape gives each leaf's layout.
     pub result_leaves: Vec<Option<Layout>>,
+    /// Exact needs on array leaves of tuple operands, as (operand, leaf,
+    /// layout): a constrained custom call's tuple operand, a tuple outfeed.
+    pub tuple_operand_leaves: Vec<(usize, usize, Layout, NeedSource)>,
+}
+
+impl InstNeeds {
+    /// Records exact needs for the leaves of tuple operand `operand` of
+    /// shape `given` that carry a layout.
+    fn tuple_operand(&mut self, target: &TargetSpec, operand: usize, given: &shape::Shape, source: NeedSource) {
+        let mut leaf = 0;
+        given.for_each_array(&mut |_, a| {
+            if let Some(l) = &a.layout {
+                self.tuple_operand_leaves.push((operand, leaf, tiling::device_layout(target, a, l), source));
+            }
+            leaf += 1;
+        });
+    }
 }
 
 /// Finds the first rule of `target` that applies to `id`, with its index.
 pub fn matching_rule<'t>(target: &'t TargetSpec, comp: &Computation, id: InstId) -> Option<(usize, &'t Rule)> {
     let inst = comp.inst(id);
-    target.rules.iter().enumerate().find(|(_, rule)| rule_applies(rule, comp, inst))
+    target.rules.iter().enumerate().find(|(_, rule)| rule_applies(rule, comp, inst, true))
 }
 
-fn rule_applies(rule: &Rule, comp: &Computation, inst: &Instruction) -> bool {
+/// Whether `rule` applies to `inst`. With `shared_constants`, a
+/// `constant_operand` rule also requires every user of that constant to
+/// match the rule and read it at the same operand: a constant is laid out
+/// once, at compile time, so a layout only some of its users like would
+/// cost a copy (XLA CPU asks the same of all users).
+fn rule_applies(rule: &Rule, comp: &Computation, inst: &Instruction, shared_constants: bool) -> bool {
     if !rule.ops.contains(&inst.opcode) {
         return false;
     }
@@ -118,9 +140,14 @@ fn rule_applies(rule: &Rule, comp: &Computation, inst: &Instruction) -> bool {
         }
     }
     if let Some(n) = when.constant_operand {
-        match inst.operands().get(n) {
-            Some(&o) if comp.inst(o).opcode == Opcode::Constant => {}
-            _ => return false,
+        let Some(&o) = inst.operands().get(n).filter(|&&o| comp.inst(o).opcode == Opcode::Constant) else { return false };
+        if shared_constants
+            && !comp.users(o).iter().all(|&u| {
+                let user = comp.inst(u);
+                user.operands().iter().enumerate().all(|(i, &x)| x != o || i == n) && rule_applies(rule, comp, user, false)
+            })
+        {
+            return false;
         }
     }
     if !when.operand_types.is_empty() {
@@ -177,9 +204,11 @@ pub fn inst_needs(target: &TargetSpec, comp: &Computation, id: InstId) -> InstNe
             return needs;
         }
         if let Some(AttrValue::Shapes(shapes)) = inst.attrs.get(KnownAttr::OperandLayoutConstraints) {
-            for (slot, s) in needs.operands.iter_mut().zip(shapes) {
+            for (i, s) in shapes.iter().enumerate().take(needs.operands.len()) {
                 if let Some((a, layout)) = s.as_array().and_then(|a| Some((a, a.layout.as_ref()?))) {
-                    *slot = Some((Need::Exact(tiling::device_layout(target, a, layout)), NeedSource::CustomCall));
+                    needs.operands[i] = Some((Need::Exact(tiling::device_layout(target, a, layout)), NeedSource::CustomCall));
+                } else if s.is_tuple() {
+                    needs.tuple_operand(target, i, s, NeedSource::CustomCall);
                 }
             }
             let mut leaves = Vec::new();
@@ -193,9 +222,18 @@ pub fn inst_needs(target: &TargetSpec, comp: &Computation, id: InstId) -> InstNe
     // (XLA makes this mandatory). Tuple operands get per-leaf needs from
     // the problem builder, through `outfeed_layouts`.
     if inst.opcode == Opcode::Outfeed {
-        if let Some(layouts) = outfeed_layouts(target, inst).filter(|l| l.iter().any(Option::is_some)) {
-            if let ([Some(layout)], Some(true)) = (layouts.as_slice(), inst.operands().first().map(|&o| comp.inst(o).shape.is_array())) {
-                needs.operands[0] = Some((Need::Exact(layout.clone()), NeedSource::Outfeed));
+        if let Some(given) = outfeed_shape(inst).filter(|s| {
+            let mut any = false;
+            s.for_each_array(&mut |_, a| any |= a.layout.is_some());
+            any
+        }) {
+            match given.as_array() {
+                Some(a) => {
+                    if let (Some(l), Some(true)) = (&a.layout, inst.operands().first().map(|&o| comp.inst(o).shape.is_array())) {
+                        needs.operands[0] = Some((Need::Exact(tiling::device_layout(target, a, l)), NeedSource::Outfeed));
+                    }
+                }
+                None => needs.tuple_operand(target, 0, &given, NeedSource::Outfeed),
             }
             return needs;
         }
@@ -235,17 +273,10 @@ pub fn inst_needs(target: &TargetSpec, comp: &Computation, id: InstId) -> InstNe
     needs
 }
 
-/// The layout of each array leaf of an outfeed's `outfeed_shape`, in
-/// leaf order (`None` for a leaf written without one), as the target
-/// stores it; `None` when the attribute is absent or does not parse.
-pub fn outfeed_layouts(target: &TargetSpec, inst: &Instruction) -> Option<Vec<Option<Layout>>> {
+/// An outfeed's `outfeed_shape`, when present and well formed.
+pub fn outfeed_shape(inst: &Instruction) -> Option<shape::Shape> {
     let Some(AttrValue::Raw(text)) = inst.attrs.get(KnownAttr::OutfeedShape) else { return None };
-    let shape = shape::parse_shape(text).ok()?;
-    let mut layouts = Vec::new();
-    shape.for_each_array(&mut |_, a| {
-        layouts.push(a.layout.as_ref().map(|l| tiling::device_layout(target, a, l)));
-    });
-    Some(layouts)
+    shape::parse_shape(text).ok()
 }
 
 /// Instructions whose operands flow into their result or a callee without

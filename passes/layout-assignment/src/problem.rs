@@ -239,8 +239,8 @@ pub struct Problem<'c> {
     pub order: Vec<InstId>,
     /// Entry parameters whose layout was AUTO and is chosen here.
     pub auto_params: Vec<(u32, u32)>,
-    /// True when the result layout was AUTO (entry only).
-    pub auto_result: bool,
+    /// The entry result's array leaves whose layout was AUTO.
+    pub auto_result: Vec<u32>,
 }
 
 /// Errors that make a computation impossible to assign.
@@ -319,6 +319,20 @@ pub fn element_leaf_range(s: &Shape, k: usize) -> Option<std::ops::Range<usize>>
     Some(start..start + array_leaf_count(elements.get(k)?))
 }
 
+/// The array leaves of the sub-shape at tuple index `path`, as a range of
+/// leaf numbers of `s`.
+pub fn leaf_range_at(s: &Shape, path: &[i64]) -> Option<std::ops::Range<usize>> {
+    let mut start = 0;
+    let mut cur = s;
+    for &k in path {
+        let k = usize::try_from(k).ok()?;
+        let range = element_leaf_range(cur, k)?;
+        start += range.start;
+        cur = cur.tuple_elements()?.get(k)?;
+    }
+    Some(start..start + array_leaf_count(cur))
+}
+
 impl<'c> Problem<'c> {
     /// Builds the problem of `comp` under `target` and `ctx`.
     pub fn build(
@@ -338,7 +352,7 @@ impl<'c> Problem<'c> {
             boundary: (ctx.params.as_ref().map(|(_, r)| r.clone()), ctx.result.as_ref().map(|(_, r)| r.clone())),
             order,
             auto_params: Vec::new(),
-            auto_result: false,
+            auto_result: Vec::new(),
         };
         let order = std::mem::take(&mut p.order);
         // Each instruction's needs are computed once and used twice.
@@ -424,7 +438,17 @@ impl<'c> Problem<'c> {
                     _ => return Err(self.mismatch(id, "get-tuple-element needs an index and a tuple operand")),
                 }
             }
-            Opcode::OptimizationBarrier | Opcode::AddDependency | Opcode::Domain => Some(operand_leaves(self, 0)),
+            Opcode::OptimizationBarrier | Opcode::AddDependency | Opcode::Domain | Opcode::AsyncUpdate => {
+                Some(operand_leaves(self, 0))
+            }
+            // async-done returns element 1 of the async-start tuple: the
+            // wrapped computation's result.
+            Opcode::AsyncDone => {
+                let operand = inst.operands().first().map(|&o| &comp.inst(o).shape);
+                let range = operand.and_then(|s| element_leaf_range(s, 1));
+                let Some(range) = range else { return Err(self.mismatch(id, "async-done needs an async-start tuple operand")) };
+                Some(operand_leaves(self, 0).get(range).map(SmallVec::from_slice).unwrap_or_default())
+            }
             _ => None,
         };
         if let Some(values) = forwarded {
@@ -491,6 +515,31 @@ impl<'c> Problem<'c> {
                     for (i, r) in result_leaves.iter().enumerate() {
                         fixed[i] = Some((given(r), FixReason::Callee(first)));
                     }
+                }
+            }
+            // async-start's tuple holds (operands, result, context): the
+            // operands as the wrapped computation takes them, and its result
+            // as it returns it. The operands themselves are related to the
+            // parameters like a call's.
+            Opcode::AsyncStart => {
+                let Some(AttrValue::Computation(callee)) = inst.attrs.get(KnownAttr::Calls) else {
+                    return Err(self.mismatch(id, "async-start needs calls="));
+                };
+                let sig = ctx.callees.get(callee).ok_or(ProblemError::MissingCallee {
+                    computation: comp.name.clone(),
+                    instruction: inst.name.clone(),
+                    callee: callee.0,
+                })?;
+                let params: Vec<&ArrayShape> = sig.params.iter().flat_map(array_leaves).collect();
+                let result = array_leaves(&sig.result);
+                let (Some(r0), Some(r1)) = (element_leaf_range(&inst.shape, 0), element_leaf_range(&inst.shape, 1)) else {
+                    return Err(self.mismatch(id, "async-start's shape is not an (operands, result, ...) tuple"));
+                };
+                if r0.len() != params.len() || r1.len() != result.len() {
+                    return Err(self.mismatch(id, "async-start's shape does not match the wrapped computation"));
+                }
+                for (i, a) in r0.zip(&params).chain(r1.zip(&result)) {
+                    fixed[i] = Some((given(a), FixReason::Callee(*callee)));
                 }
             }
             Opcode::Bitcast => {
@@ -616,7 +665,7 @@ impl<'c> Problem<'c> {
                 Some(AttrValue::Computation(c)) => vec![(0, *c)],
                 _ => vec![],
             },
-            Opcode::Call | Opcode::Fusion => {
+            Opcode::Call | Opcode::Fusion | Opcode::AsyncStart => {
                 match inst.attrs.get(KnownAttr::ToApply).or(inst.attrs.get(KnownAttr::Calls)) {
                     Some(AttrValue::Computation(c)) => (0..inst.operands().len()).map(|i| (i, *c)).collect(),
                     _ => vec![],
@@ -629,7 +678,7 @@ impl<'c> Problem<'c> {
             for (operand, callee) in call_targets {
                 let Some(sig) = ctx.callees.get(&callee) else { continue };
                 let param_index = match op {
-                    Opcode::Call | Opcode::Fusion => operand,
+                    Opcode::Call | Opcode::Fusion | Opcode::AsyncStart => operand,
                     _ => 0,
                 };
                 let Some(param) = sig.params.get(param_index) else { continue };
@@ -650,20 +699,39 @@ impl<'c> Problem<'c> {
             return Ok(());
         }
 
-        // A tuple sent to the host: each leaf in `outfeed_shape`'s layout.
-        if op == Opcode::Outfeed {
-            if let (Some(&o), Some(layouts)) = (inst.operands().first(), policy::outfeed_layouts(target, inst)) {
-                if comp.inst(o).shape.is_tuple() {
-                    let leaves = self.leaf_values[o.index()].clone();
-                    for (leaf, (&v, layout)) in leaves.iter().zip(layouts).enumerate() {
-                        let Some(layout) = layout else { continue };
-                        let site = Site::Operand { user: id, operand: 0, leaf: leaf as u32 };
-                        self.need(v, Need::Exact(layout), site, RelationSource::Need(NeedSource::Outfeed));
+        let needs = needs_cache[id.index()].take().unwrap_or_else(|| Box::new(policy::inst_needs(target, comp, id)));
+        // Needs on leaves of tuple operands (a constrained custom call's
+        // tuple operand, a tuple outfeed).
+        for (operand, leaf, layout, source) in &needs.tuple_operand_leaves {
+            let Some(&o) = inst.operands().get(*operand) else { continue };
+            let Some(&v) = self.leaf_values[o.index()].get(*leaf) else { continue };
+            let site = Site::Operand { user: id, operand: *operand as u32, leaf: *leaf as u32 };
+            self.need(v, Need::Exact(layout.clone()), site, RelationSource::Need(*source));
+        }
+        // An output aliased to an operand shares its buffer, so the
+        // operand is read in the output's layout.
+        if let Some(AttrValue::Aliasing(aliases)) = inst.attrs.get(KnownAttr::OutputToOperandAliasing) {
+            for alias in aliases {
+                let Some(&o) = usize::try_from(alias.operand).ok().and_then(|i| inst.operands().get(i)) else { continue };
+                let (Some(out_range), Some(in_range)) =
+                    (leaf_range_at(&inst.shape, &alias.output_index), leaf_range_at(&comp.inst(o).shape, &alias.operand_index))
+                else {
+                    continue;
+                };
+                if out_range.len() != in_range.len() {
+                    return Err(self.mismatch(id, "output_to_operand_aliasing pairs shapes of different structure"));
+                }
+                let outs = self.leaf_values[id.index()].clone();
+                let ins = self.leaf_values[o.index()].clone();
+                for (out_leaf, in_leaf) in out_range.zip(in_range) {
+                    let (Some(&out), Some(&v)) = (outs.get(out_leaf), ins.get(in_leaf)) else { continue };
+                    if self.values[out as usize].shape.rank() == self.values[v as usize].shape.rank() && v != out {
+                        let site = Site::Operand { user: id, operand: alias.operand as u32, leaf: in_leaf as u32 };
+                        self.push(v, RelationKind::Same { out }, site, RelationSource::LayoutPreservingUser { opcode: op });
                     }
                 }
             }
         }
-        let needs = needs_cache[id.index()].take().unwrap_or_else(|| Box::new(policy::inst_needs(target, comp, id)));
         let keeps = target.keeps_layout(op);
         for (i, &o) in inst.operands().iter().enumerate() {
             let operand_leaves = self.leaf_values[o.index()].clone();
@@ -756,7 +824,7 @@ impl<'c> Problem<'c> {
             if leaves.len() != root_values.len() {
                 return Err(self.mismatch(root, "the root's shape differs from the required result shape"));
             }
-            let mut any_auto = false;
+            let mut auto = Vec::new();
             for (leaf, (&v, a)) in root_values.iter().zip(leaves).enumerate() {
                 match &a.layout {
                     Some(l) => {
@@ -766,10 +834,13 @@ impl<'c> Problem<'c> {
                         };
                         self.need(v, Need::Exact(layout), Site::Root { leaf: leaf as u32 }, source);
                     }
-                    None => any_auto |= a.rank() > 0,
+                    None if a.rank() > 0 => auto.push(leaf as u32),
+                    None => {}
                 }
             }
-            self.auto_result = ctx.is_entry && any_auto;
+            if ctx.is_entry {
+                self.auto_result = auto;
+            }
         }
         // input_output_alias: an AUTO result leaf aliased with a parameter
         // takes the parameter's layout.

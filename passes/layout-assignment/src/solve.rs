@@ -27,6 +27,10 @@ const INFEASIBLE: f64 = 1e18;
 /// large groups.
 const MAX_GROUP_CANDIDATES: usize = 8;
 
+/// The most values a move across a broadcast relabels at once; larger
+/// groups are left to the single-group search, to keep the pass linear.
+const MAX_JOINT_MOVE: usize = 4096;
+
 /// A chosen layout per value.
 pub struct Solution {
     /// Per value: the id of its chosen layout in its table.
@@ -108,7 +112,8 @@ pub fn solve(p: &mut Problem<'_>, target: &target::TargetSpec) -> Solution {
     for r in 0..relation_count as u32 {
         s.refresh(r);
     }
-    let (sweeps, moves) = s.search();
+    let (sweeps, mut moves) = s.search();
+    moves += s.broadcast_moves();
     let padding_saved = if target.tiling.as_ref().is_some_and(|t| t.combine_dimensions) { s.combine() } else { 0 };
     let needs = (0..relation_count as u32).map(|r| s.needed(r)).collect();
     Solution { labels: s.labels, sweeps, moves, needs, padding_saved }
@@ -505,6 +510,116 @@ impl Solver<'_, '_> {
             }
         }
         saved
+    }
+
+    /// Moves across broadcasts. A broadcast joins no group (its operand
+    /// has another rank), so single group moves cannot change both sides
+    /// at once: moving the operand's group alone may make the broadcast
+    /// need a copy, and moving the result's alone the same. This tries each
+    /// of the operand group's candidates together with the result group in
+    /// the order it induces (the operand's dimensions in its order, the new
+    /// dimensions more major), for broadcasts whose operand group costs
+    /// something now. Returns the number of moves applied.
+    fn broadcast_moves(&mut self) -> usize {
+        // Only free members move, and only their costs can change.
+        let (_, components) = self.groups();
+        let components: Vec<Vec<ValueId>> = components
+            .into_iter()
+            .map(|g| g.into_iter().filter(|&m| self.p.values[m as usize].fixed.is_none()).collect())
+            .collect();
+        let mut group_of = vec![u32::MAX; self.p.values.len()];
+        for (g, members) in components.iter().enumerate() {
+            for &m in members {
+                group_of[m as usize] = g as u32;
+            }
+        }
+        let broadcasts: Vec<(u32, u32, ValueId, shape::DimVec)> = self
+            .p
+            .relations
+            .iter()
+            .filter_map(|r| match &r.kind {
+                RelationKind::Broadcast { out, dims, pin: None } => {
+                    let (g1, g2) = (group_of[r.v as usize], group_of[*out as usize]);
+                    let small = |g: u32| components.get(g as usize).is_some_and(|m| m.len() <= MAX_JOINT_MOVE);
+                    (small(g1) && small(g2)).then(|| (g1, g2, *out, dims.clone()))
+                }
+                _ => None,
+            })
+            .collect();
+        let mut scratch = Scratch::default();
+        let mut applied = 0;
+        for _ in 0..MAX_SWEEPS {
+            let mut improved = false;
+            for (g1, g2, out, dims) in &broadcasts {
+                let (g1, g2) = (&components[*g1 as usize], &components[*g2 as usize]);
+                if self.local_cost(g1, &mut scratch) < 0.5 {
+                    continue;
+                }
+                for (key, origin) in self.group_candidates(g1) {
+                    let operand_order = self.p.table.get(key).minor_to_major.clone();
+                    let out_shape = &self.p.values[*out as usize].shape;
+                    let mut m2m: shape::DimVec = operand_order.iter().filter_map(|&d| dims.get(d).copied()).collect();
+                    m2m.extend((0..out_shape.rank()).rev().filter(|d| !dims.contains(d)));
+                    if m2m.len() != out_shape.rank() {
+                        continue;
+                    }
+                    let out_layout = crate::tiling::layout_for(self.target, out_shape, &m2m);
+                    let out_key = self.p.table.key(&out_layout);
+                    if self.try_joint_move(&[(g1, key, origin), (g2, out_key, *out)], &mut scratch) {
+                        applied += 1;
+                        improved = true;
+                        break;
+                    }
+                }
+            }
+            if !improved {
+                break;
+            }
+        }
+        applied
+    }
+
+    /// Relabels several groups at once, each to its own layout (as
+    /// `try_move` does for one), and keeps the change only when the cost of
+    /// all of them together drops.
+    fn try_joint_move(&mut self, parts: &[(&Vec<ValueId>, LayoutKey, ValueId)], scratch: &mut Scratch) -> bool {
+        let mut moves: Vec<(ValueId, LayoutId)> = Vec::new();
+        for &(members, key, origin) in parts {
+            let rank = self.p.table.get(key).minor_to_major.len();
+            let p = &mut *self.p;
+            let origin_bits = p.values[origin as usize].shape.element_storage_bits();
+            for &m in members {
+                let value = &p.values[m as usize];
+                if value.fixed.is_some() || value.shape.rank() != rank {
+                    continue;
+                }
+                let member_key = if value.shape.element_storage_bits() == origin_bits {
+                    key
+                } else {
+                    let layout =
+                        crate::tiling::same_layout_for(self.target, p.table.get(key), &p.values[origin as usize].shape, &value.shape);
+                    p.table.key(&layout)
+                };
+                let id = p.values[m as usize].intern(&p.table, member_key);
+                moves.push((m, id));
+            }
+        }
+        if moves.iter().all(|&(m, id)| self.labels[m as usize] == id) {
+            return false;
+        }
+        let members: Vec<ValueId> = moves.iter().map(|&(m, _)| m).collect();
+        let before = self.local_cost(&members, scratch);
+        let old: Vec<LayoutId> = members.iter().map(|&m| self.labels[m as usize]).collect();
+        for &(m, id) in &moves {
+            self.relabel(m, id);
+        }
+        if self.local_cost(&members, scratch) < before - 0.5 {
+            return true;
+        }
+        for (&m, &id) in members.iter().zip(&old) {
+            self.relabel(m, id);
+        }
+        false
     }
 
     fn search(&mut self) -> (usize, usize) {

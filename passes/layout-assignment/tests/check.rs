@@ -96,7 +96,21 @@ const CASES: &[Case] = &[
         target: None,
         broken: "HloModule m\nENTRY e {\n  p = f32[2,3]{1,0} parameter(0)\n  q = s32[4]{0} parameter(1)\n  tu = (f32[2,3]{1,0}, s32[4]{0}) tuple(p, q)\n  t = token[] after-all()\n  ROOT o = token[] outfeed(tu, t), outfeed_shape=(f32[2,3]{0,1}, s32[4]{0})\n}\n",
         fixed: "HloModule m\nENTRY e {\n  p = f32[2,3]{0,1} parameter(0)\n  q = s32[4]{0} parameter(1)\n  tu = (f32[2,3]{0,1}, s32[4]{0}) tuple(p, q)\n  t = token[] after-all()\n  ROOT o = token[] outfeed(tu, t), outfeed_shape=(f32[2,3]{0,1}, s32[4]{0})\n}\n",
-        expect: "outfeed leaf 0 is f32[2,3]{1,0} but outfeed_shape says {0,1}",
+        expect: "operand 0 leaf 0 is f32[2,3]{1,0} but {0,1} is required",
+    },
+    Case {
+        name: "custom call tuple operand leaf",
+        target: None,
+        broken: "HloModule m\nENTRY e {\n  p = f32[2,3]{1,0} parameter(0)\n  q = s32[4]{0} parameter(1)\n  tu = (f32[2,3]{1,0}, s32[4]{0}) tuple(p, q)\n  ROOT c = f32[2]{0} custom-call(tu), custom_call_target=\"foo\", operand_layout_constraints={(f32[2,3]{0,1}, s32[4]{0})}\n}\n",
+        fixed: "HloModule m\nENTRY e {\n  p = f32[2,3]{0,1} parameter(0)\n  q = s32[4]{0} parameter(1)\n  tu = (f32[2,3]{0,1}, s32[4]{0}) tuple(p, q)\n  ROOT c = f32[2]{0} custom-call(tu), custom_call_target=\"foo\", operand_layout_constraints={(f32[2,3]{0,1}, s32[4]{0})}\n}\n",
+        expect: "operand 0 leaf 0 is f32[2,3]{1,0} but {0,1} is required",
+    },
+    Case {
+        name: "output aliased to an operand",
+        target: None,
+        broken: "HloModule m\nENTRY e {\n  p = f32[2,3]{0,1} parameter(0)\n  ROOT c = f32[2,3]{1,0} custom-call(p), custom_call_target=\"foo\", output_to_operand_aliasing={{}: (0, {})}\n}\n",
+        fixed: "HloModule m\nENTRY e {\n  p = f32[2,3]{0,1} parameter(0)\n  ROOT c = f32[2,3]{0,1} custom-call(p), custom_call_target=\"foo\", output_to_operand_aliasing={{}: (0, {})}\n}\n",
+        expect: "output leaf 0 aliases operand 0 but is f32[2,3]{1,0} while the operand is f32[2,3]{0,1}",
     },
 ];
 

@@ -26,6 +26,8 @@ fn check(target_name: &str) {
         let before = hlo::parse_module(&text, name).unwrap();
         let mut after = before.clone();
         layout_assignment::run(&mut after, &target).unwrap_or_else(|e| panic!("{name}: {e}"));
+        assert!(hlo::verify_module(&after).is_empty(), "{target_name} {name}");
+        assert!(hlo::uses_before_definition(&after).is_empty(), "{target_name} {name}");
         let limits = interp::Limits::default();
         if let Err(e) = interp::check_equivalent(&before, &after, &[7], &limits) {
             panic!("{target_name} {name}: the output is not equivalent to the input:\n{e}");

@@ -58,6 +58,9 @@ fn every_corpus_module_is_tiled_by_the_tpu_policy() {
     for (name, text) in corpus() {
         let mut module = hlo::parse_module(&text, &name).unwrap();
         layout_assignment::run(&mut module, &target).unwrap_or_else(|e| panic!("{name}: {e}"));
+        let structural = hlo::verify_module(&module);
+        assert!(structural.is_empty(), "{name}: {structural:?}");
+        assert!(hlo::uses_before_definition(&module).is_empty(), "{name}: a use before its definition");
         let problems = layout_assignment::check_layouts(&module, Some(&target));
         assert!(problems.is_empty(), "{name}: {}", problems.iter().map(ToString::to_string).collect::<Vec<_>>().join("\n"));
         for comp in &module.computations {

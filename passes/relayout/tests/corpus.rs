@@ -63,6 +63,7 @@ fn prove_corpus(target_name: &str) {
         let report = relayout::run(&mut m, &cpu, &relayout::Options::default()).unwrap_or_else(|e| panic!("{name}: {e}"));
         let problems = hlo::verify_module(&m);
         assert!(problems.is_empty(), "{name}: {problems:?}");
+        assert!(hlo::uses_before_definition(&m).is_empty(), "{name}");
         // After layout assignment every use already has its layout, up to
         // byte-identical spellings: layout assignment treats layouts with
         // the same bytes as one (a combined tile on a value whose

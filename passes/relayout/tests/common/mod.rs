@@ -39,6 +39,8 @@ pub fn relayout_alone(text: &str, target_name: &str, expand: bool) -> (Module, R
         .unwrap_or_else(|e| panic!("{e}"));
     let problems = hlo::verify_module(&m);
     assert!(problems.is_empty(), "verifier: {problems:?}\n{}", hlo::print_module(&m));
+    let order = hlo::uses_before_definition(&m);
+    assert!(order.is_empty(), "used before defined: {order:?}");
     // The printed text parses again to the same text.
     let printed = hlo::print_module(&m);
     let again = hlo::print_module(&parse(&printed));
