@@ -435,7 +435,6 @@ impl Database {
     /// the assignments. Parse errors carry absolute positions.
     pub fn assigned_module(&self) -> Result<(Module, std::collections::BTreeMap<CompId, ComputationAssignment>), AssignError> {
         let m = self.module.ok_or_else(|| AssignError::Pass(PassError::Module("no module is loaded".into())))?;
-        let header = m.header(self);
         let mut computations = Vec::new();
         let mut assignments = std::collections::BTreeMap::new();
         for &c in m.computations(self) {
@@ -450,7 +449,26 @@ impl Database {
             })?;
             assignments.insert(CompId(c.index(self)), ComputationAssignment::clone(&a));
         }
-        let module = Module {
+        Ok((self.module_of(m, computations), assignments))
+    }
+
+    /// The loaded module as parsed, before any pass. Parse errors carry
+    /// absolute positions.
+    pub fn parsed_module(&self) -> Result<Module, AssignError> {
+        let m = self.module.ok_or_else(|| AssignError::Pass(PassError::Module("no module is loaded".into())))?;
+        let mut computations = Vec::new();
+        for &c in m.computations(self) {
+            match &parsed(self, c).result {
+                Ok(comp) => computations.push(Computation::clone(comp)),
+                Err(e) => return Err(AssignError::Parse(Box::new(absolute(e, c, self, m)))),
+            }
+        }
+        Ok(self.module_of(m, computations))
+    }
+
+    fn module_of(&self, m: SourceModule, computations: Vec<Computation>) -> Module {
+        let header = m.header(self);
+        Module {
             name: header.name.clone(),
             entry_computation_layout: entry_layout(self, m).clone(),
             entry_computation_layout_given: header.entry_computation_layout.is_some(),
@@ -460,8 +478,7 @@ impl Database {
             debug_tables: header.debug_tables.clone(),
             computations,
             entry: CompId(m.entry(self)),
-        };
-        Ok((module, assignments))
+        }
     }
 }
 

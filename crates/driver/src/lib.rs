@@ -134,6 +134,10 @@ pub enum PipelineError {
     /// The text does not parse.
     #[error("{0}")]
     Parse(Box<ParseError>),
+    /// The module parses but is not well formed (the verifier's problems),
+    /// so no pass runs on it.
+    #[error("the input module is invalid:\n{}", .0.join("\n"))]
+    InvalidInput(Vec<String>),
     /// The module parses but cannot be assigned.
     #[error("{0}")]
     Assign(String),
@@ -156,6 +160,11 @@ pub fn run(text: &str, file_name: &str, opts: &Options) -> Result<Output, Pipeli
     let start = Instant::now();
     let mut module = hlo::parse_module(text, file_name).map_err(|e| PipelineError::Parse(Box::new(e)))?;
     timings.push(Timing { step: "parse", duration: start.elapsed() });
+    if opts.verify {
+        let t = Instant::now();
+        verify_input(&module)?;
+        timings.push(Timing { step: "verify-input", duration: t.elapsed() });
+    }
     let assignment = if opts.passes.contains(&PassName::LayoutAssignment) {
         let t = Instant::now();
         let report = layout_assignment::run(&mut module, &opts.target).map_err(|e| PipelineError::Assign(e.to_string()))?;
@@ -186,7 +195,28 @@ pub fn run_loaded(db: &Database, opts: &Options) -> Result<Output, PipelineError
     finish(db, opts, Instant::now(), &mut timings)
 }
 
+/// Refuses a module the structural verifier rejects: passes assume well
+/// formed input, and an output problem must mean a bug in Tessera.
+fn verify_input(module: &Module) -> Result<(), PipelineError> {
+    let problems = hlo::verify_module(module);
+    if problems.is_empty() {
+        Ok(())
+    } else {
+        Err(PipelineError::InvalidInput(problems.iter().map(ToString::to_string).collect()))
+    }
+}
+
 fn finish(db: &Database, opts: &Options, start: Instant, timings: &mut Vec<Timing>) -> Result<Output, PipelineError> {
+    if opts.verify {
+        // The database keeps the parsed module; checking it costs no parse.
+        let t = Instant::now();
+        let module = db.parsed_module().map_err(|e| match e {
+            db::AssignError::Parse(p) => PipelineError::Parse(p),
+            other => PipelineError::Assign(other.to_string()),
+        })?;
+        verify_input(&module)?;
+        timings.push(Timing { step: "verify-input", duration: t.elapsed() });
+    }
     let assign = opts.passes.contains(&PassName::LayoutAssignment);
     let (module, assignment) = if assign {
         let (module, assignments) = db.assigned_module().map_err(|e| match e {

@@ -82,6 +82,12 @@ fn job_error(e: JobError) -> ApiError {
 fn pipeline_error(e: driver::PipelineError) -> ApiError {
     match e {
         driver::PipelineError::Parse(p) => ApiError::parse(&p),
+        driver::PipelineError::InvalidInput(problems) => ApiError::new(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "invalid_module",
+            "the module parses but is not well formed",
+        )
+        .with("problems", problems),
         driver::PipelineError::Assign(m) => ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "assign_error", m),
         driver::PipelineError::Relayout(m) => ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "relayout_error", m),
         driver::PipelineError::Verify(problems) => ApiError::new(

@@ -291,6 +291,18 @@ async fn a_module_that_parses_but_cannot_be_assigned_is_422() {
 }
 
 #[tokio::test]
+async fn a_module_that_parses_but_is_malformed_is_422_with_the_problems() {
+    let (router, _) = app(Config::default());
+    // An add of an f32 and an s32: well formed text, ill-typed HLO.
+    let text = "HloModule bad\n\nENTRY %main (x: f32[4], y: s32[4]) -> f32[4] {\n  %x = f32[4] parameter(0)\n  %y = s32[4] parameter(1)\n  ROOT %a = f32[4] add(%x, %y)\n}\n";
+    let a = call(&router, request("POST", "/v1/layout-assignment", Some("text/plain"), text)).await;
+    let e = a.error(422, "invalid_module");
+    let problems = e["problems"].as_array().expect("a list of problems");
+    assert_eq!(problems.len(), 1, "{e}");
+    assert!(problems[0].as_str().unwrap().contains("instruction %a: operand element types f32 and s32 differ"), "{e}");
+}
+
+#[tokio::test]
 async fn unknown_content_type_is_415() {
     let (router, _) = app(Config::default());
     let a = call(&router, request("POST", "/v1/layout-assignment", Some("application/xml"), "<hlo/>")).await;
