@@ -11,7 +11,10 @@
 //! - bitcasts: Tessera's against those in XLA's `optimized.hlo`;
 //! - time: XLA's `pass_only` median from `meta.json` against Tessera's pass
 //!   (median of warm in-process runs) and its whole `run-pass`;
-//! - TPU: tile padding with and without dimension combining.
+//! - TPU: tile padding with and without dimension combining;
+//! - round trip: every `.hlo` file of the corpus (the 15.7 MB optimized
+//!   transformer included) must print back byte for byte; the command fails
+//!   otherwise.
 //!
 //! Timings need a release build; the command re-runs itself with
 //! `--release` when built for debugging.
@@ -60,6 +63,45 @@ struct Row {
     tpu_padding: u64,
     tpu_padding_uncombined: u64,
     gpu: Side,
+}
+
+/// One corpus file parsed and printed back.
+struct RoundTrip {
+    file: String,
+    bytes: usize,
+    identical: bool,
+    parse_ms: f64,
+    print_ms: f64,
+}
+
+/// Parses and prints every `.hlo` file in `dirs`.
+fn round_trips(dirs: &[PathBuf], corpus: &Path) -> anyhow::Result<Vec<RoundTrip>> {
+    let mut out = Vec::new();
+    for dir in dirs {
+        let mut files: Vec<PathBuf> = std::fs::read_dir(dir)?
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| p.extension().is_some_and(|e| e == "hlo"))
+            .collect();
+        files.sort();
+        for path in files {
+            let text = std::fs::read_to_string(&path)?;
+            let file = path.strip_prefix(corpus).unwrap_or(&path).display().to_string();
+            let t = Instant::now();
+            let parsed = hlo::parse_module(&text, &file);
+            let parse_ms = t.elapsed().as_secs_f64() * 1e3;
+            let (identical, print_ms) = match parsed {
+                Ok(m) => {
+                    let t = Instant::now();
+                    let printed = hlo::print_module(&m);
+                    (printed == text, t.elapsed().as_secs_f64() * 1e3)
+                }
+                Err(_) => (false, 0.0),
+            };
+            out.push(RoundTrip { file, bytes: text.len(), identical, parse_ms, print_ms });
+        }
+    }
+    Ok(out)
 }
 
 fn bytes(a: &ArrayShape) -> u64 {
@@ -201,13 +243,45 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             },
         });
     }
-    let tables = tables(&rows);
+    let trips = round_trips(&dirs, &corpus)?;
+    let mut tables = tables(&rows);
+    tables.push_str(&round_trip_table(&trips));
     println!("{tables}");
+    let broken: Vec<&RoundTrip> = trips.iter().filter(|t| !t.identical).collect();
+    for t in &broken {
+        eprintln!("error: {} does not print back byte for byte", t.file);
+    }
+    if !broken.is_empty() {
+        return Ok(ExitCode::from(1));
+    }
     if !args.no_write {
         crate::replace_section(&root.join("docs/performance.md"), "corpus", &tables)?;
         eprintln!("wrote docs/performance.md");
     }
     Ok(ExitCode::SUCCESS)
+}
+
+fn round_trip_table(trips: &[RoundTrip]) -> String {
+    let identical = trips.iter().filter(|t| t.identical).count();
+    let total: usize = trips.iter().map(|t| t.bytes).sum();
+    let mut s = format!(
+        "\n### Round trip: parse, then print\n\n{identical} of {} corpus files ({:.1} MB) print back byte for byte. The largest:\n\n| file | bytes | identical | parse ms | print ms |\n|---|---:|---|---:|---:|\n",
+        trips.len(),
+        total as f64 / 1e6
+    );
+    let mut largest: Vec<&RoundTrip> = trips.iter().collect();
+    largest.sort_by(|a, b| b.bytes.cmp(&a.bytes).then_with(|| a.file.cmp(&b.file)));
+    for t in largest.iter().take(5) {
+        s.push_str(&format!(
+            "| {} | {} | {} | {:.1} | {:.1} |\n",
+            t.file,
+            t.bytes,
+            if t.identical { "yes" } else { "**no**" },
+            t.parse_ms,
+            t.print_ms
+        ));
+    }
+    s
 }
 
 fn tables(rows: &[Row]) -> String {
