@@ -37,6 +37,21 @@ fn the_walk_oracle_sees_tiles() {
     // A large pair is shrunk to one with the same layouts and verdict.
     assert_eq!(walk(&Map::RowMajor, &array("f32[512,4096]{1,0}"), &array("f32[512,64,64]{2,1,0}")), Ok(true));
     assert_eq!(walk(&Map::RowMajor, &array("f32[512,4096]{0,1}"), &array("f32[512,64,64]{2,1,0}")), Ok(false));
+    // Large tiled pairs too: the stand-in keeps the tiles and each
+    // dimension's remainder modulo its tile.
+    let (f, t) = shrink(&Map::RowMajor, &array("f32[4,128,256]{2,1,0:T(8,128)}"), &array("f32[512,256]{1,0:T(8,128)}")).unwrap();
+    assert!(count(&f.dims) <= WALK_LIMIT, "{f}");
+    assert_eq!((f.layout, t.layout), (array("f32[4,128,256]{2,1,0:T(8,128)}").layout, array("f32[512,256]{1,0:T(8,128)}").layout));
+    assert_eq!(walk(&Map::RowMajor, &array("f32[4,128,256]{2,1,0:T(8,128)}"), &array("f32[512,256]{1,0:T(8,128)}")), Ok(true));
+    // 100 rows are not a whole number of 8-row tiles: merging them moves
+    // elements, and the walk must say so (the buffers differ in size too).
+    assert_eq!(walk(&Map::RowMajor, &array("f32[4,100,256]{2,1,0:T(8,128)}"), &array("f32[400,256]{1,0:T(8,128)}")), Ok(false));
+    // Same buffer size, elements moved: a transpose {1,0} of a square
+    // tiled array kept in the same layout; in the reversed order the
+    // tiles cover the same physical dimensions, so nothing moves.
+    assert_eq!(walk(&Map::Transpose(vec![1, 0]), &array("f32[256,256]{1,0:T(8,128)}"), &array("f32[256,256]{1,0:T(8,128)}")), Ok(false));
+    assert_eq!(walk(&Map::Transpose(vec![1, 0]), &array("f32[256,256]{1,0:T(8,128)}"), &array("f32[256,256]{0,1:T(8,128)}")), Ok(true));
+    assert_eq!(walk(&Map::Same, &array("f32[64,8,256]{2,1,0:T(8,128)}"), &array("f32[64,8,256]{2,1,0:T(*,8,128)}")), Ok(true));
 }
 
 const HAND: &str = r#"HloModule hand, entry_computation_layout={(f32[8,128]{1,0:T(8,128)}, f32[3,128]{1,0:T(8,128)}, f32[4,8]{1,0}, f32[2,8,128]{2,1,0:T(8,128)}, f32[2,3,128]{2,1,0:T(8,128)})->(f32[8,128]{1,0}, f32[3,128]{1,0}, f32[8,4]{0,1}, f32[8,4]{1,0}, f32[16,128]{1,0:T(8,128)}, f32[6,128]{1,0:T(8,128)}, f32[8,128]{1,0})}

@@ -9,9 +9,15 @@
 use hlo::{Computation, InstId, KnownAttr, Module, Opcode, AttrValue};
 use relayout::{Report, RewriteKind};
 use shape::{ArrayShape, Expansion, Shape};
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// The most elements a walk visits exhaustively.
 pub const WALK_LIMIT: u64 = 1 << 15;
+
+/// Large pairs walked through a small stand-in of the same layouts.
+pub static SHRUNK: AtomicUsize = AtomicUsize::new(0);
+/// Large tiled pairs walked on sampled indices (no stand-in found).
+pub static SAMPLED: AtomicUsize = AtomicUsize::new(0);
 
 pub fn array(text: &str) -> ArrayShape {
     match shape::parse_shape(text) {
@@ -87,15 +93,18 @@ fn partner(map: &Map, l: u64, from: &ArrayShape, to: &ArrayShape) -> Vec<i64> {
 }
 
 /// Smaller shapes with the same layouts and the same verdict structure:
-/// every dimension above 3 shrinks to 3 (sizes 1 stay 1, so untiled
-/// orders keep meaning the same); a reshape shrinks each group of its
-/// common factors consistently. `None` when no such shrink is known.
+/// untiled pairs through `shrink_untiled`, tiled ones through
+/// `shrink_tiled`. `None` when no such shrink is known.
 pub fn shrink(map: &Map, from: &ArrayShape, to: &ArrayShape) -> Option<(ArrayShape, ArrayShape)> {
-    let small = |d: i64| d.min(3);
     let tiled = |a: &ArrayShape| !a.layout_or_default().tiles.is_empty();
-    if tiled(from) || tiled(to) {
-        return None;
-    }
+    if tiled(from) || tiled(to) { shrink_tiled(map, from, to) } else { shrink_untiled(map, from, to) }
+}
+
+/// Every dimension above 3 shrinks to 3 (sizes 1 stay 1, so untiled
+/// orders keep meaning the same); a reshape shrinks each group of its
+/// common factors consistently.
+fn shrink_untiled(map: &Map, from: &ArrayShape, to: &ArrayShape) -> Option<(ArrayShape, ArrayShape)> {
+    let small = |d: i64| d.min(3);
     match map {
         Map::Same | Map::Transpose(_) => {
             let f: Vec<i64> = from.dims.iter().map(|&d| small(d)).collect();
@@ -130,6 +139,131 @@ pub fn shrink(map: &Map, from: &ArrayShape, to: &ArrayShape) -> Option<(ArraySha
     }
 }
 
+/// The tiled dimensions of a shape's first tile level, as (the logical
+/// dimensions combined into one tiled dimension, its tile size); every
+/// other dimension is its own group with tile size 1.
+fn tile_groups(a: &ArrayShape) -> Vec<(Vec<usize>, i64)> {
+    let layout = a.layout_or_default();
+    let m2m = &layout.minor_to_major;
+    let mut groups = Vec::new();
+    let mut covered = vec![false; a.rank()];
+    if let Some(tile) = layout.tiles.first() {
+        // Tile entries apply to the most minor dimensions, the last entry
+        // to the most minor one; a `*` entry folds its dimension into the
+        // next more minor entry's group.
+        let n = tile.dims.len().min(m2m.len());
+        let mut pending: Vec<usize> = Vec::new();
+        for k in (0..n).rev() {
+            // Entry for physical position k from the minor end.
+            let entry = tile.dims[tile.dims.len() - n + (n - 1 - k)];
+            let dim = m2m[k];
+            covered[dim] = true;
+            pending.push(dim);
+            if entry != shape::Tile::COMBINE {
+                groups.push((std::mem::take(&mut pending), entry));
+            }
+        }
+        if !pending.is_empty() {
+            groups.push((pending, 1));
+        }
+    }
+    for (d, c) in covered.iter().enumerate() {
+        if !c {
+            groups.push((vec![d], 1));
+        }
+    }
+    groups
+}
+
+/// True when `new` dimensions keep everything a tiled verdict can depend
+/// on from `old`: per tile group, the product's remainder modulo the tile
+/// and whether it fills at least one tile; per dimension, whether it is 1.
+fn keeps_tile_structure(a: &ArrayShape, old: &[i64], new: &[i64]) -> bool {
+    if old.iter().zip(new).any(|(&o, &n)| (o == 1) != (n == 1) || n < 1) {
+        return false;
+    }
+    tile_groups(a).iter().all(|(dims, t)| {
+        let p = |s: &[i64]| dims.iter().map(|&d| s[d]).product::<i64>();
+        let (po, pn) = (p(old), p(new));
+        pn % t == po % t && (pn >= *t) == (po >= *t)
+    })
+}
+
+/// Shrinks a tiled pair dimension by dimension, keeping its layouts and
+/// tile structure: a dimension (with its partner on the other side) loses
+/// whole multiples of the tiles that touch it, or, inside a reshape group,
+/// both sides divide by a common factor. Greedy, largest cut first.
+fn shrink_tiled(map: &Map, from: &ArrayShape, to: &ArrayShape) -> Option<(ArrayShape, ArrayShape)> {
+    let (mut f, mut t): (Vec<i64>, Vec<i64>) = (from.dims.to_vec(), to.dims.to_vec());
+    // Which (from dim, to dim) pairs scale together.
+    let pairs: Vec<(usize, usize, bool)> = match map {
+        Map::Same => (0..f.len()).map(|i| (i, i, true)).collect(),
+        Map::Transpose(perm) => perm.iter().enumerate().map(|(j, &i)| (i, j, true)).collect(),
+        Map::RowMajor => {
+            let bounds = shape::facts::common_factors(&from.dims, &to.dims);
+            let mut v = Vec::new();
+            for w in bounds.windows(2) {
+                let single = w[1].0 - w[0].0 == 1 && w[1].1 - w[0].1 == 1;
+                for i in w[0].0..w[1].0 {
+                    for j in w[0].1..w[1].1 {
+                        v.push((i, j, single));
+                    }
+                }
+            }
+            v
+        }
+    };
+    let total = |d: &[i64]| d.iter().map(|&x| x.max(0) as u64).product::<u64>();
+    while total(&f) > WALK_LIMIT {
+        let mut best: Option<(u64, Vec<i64>, Vec<i64>)> = None;
+        for &(i, j, same_size) in &pairs {
+            let (a, b) = (f[i], t[j]);
+            // Candidate new sizes (a2, b2) with a/a2 == b/b2.
+            let mut options: Vec<(i64, i64)> = Vec::new();
+            if same_size && a == b {
+                // Drop whole tiles' worth: any smaller size works if the
+                // structure check passes; try a few natural ones.
+                for n in [1, 2, 3, 4, 8, 16, 32, 64, 128, 256, 512] {
+                    if n < a {
+                        options.push((n, n));
+                    }
+                    for step in [8, 128, 256, 1024] {
+                        let m = a % step + n * step;
+                        if m < a && m > 0 {
+                            options.push((m, m));
+                        }
+                    }
+                }
+            }
+            for k in 2..=a.min(b).min(4096) {
+                if a % k == 0 && b % k == 0 {
+                    options.push((a / k, b / k));
+                }
+            }
+            for (a2, b2) in options {
+                let mut f2 = f.clone();
+                let mut t2 = t.clone();
+                f2[i] = a2;
+                t2[j] = b2;
+                if total(&f2) != total(&t2) {
+                    continue;
+                }
+                if !keeps_tile_structure(from, &f, &f2) || !keeps_tile_structure(to, &t, &t2) {
+                    continue;
+                }
+                let size = total(&f2);
+                if best.as_ref().is_none_or(|(s, _, _)| size < *s) {
+                    best = Some((size, f2, t2));
+                }
+            }
+        }
+        let (_, f2, t2) = best?;
+        f = f2;
+        t = t2;
+    }
+    Some((with_dims(from, &f), with_dims(to, &t)))
+}
+
 fn with_dims(a: &ArrayShape, dims: &[i64]) -> ArrayShape {
     ArrayShape { dims: dims.iter().copied().collect(), ..laid_out(a) }
 }
@@ -144,13 +278,7 @@ pub fn walk(map: &Map, from: &ArrayShape, to: &ArrayShape) -> Result<bool, Strin
     if sf.bytes != st.bytes || sf.elements != st.elements || sf.element_bits != st.element_bits {
         return Ok(false);
     }
-    if sf.elements > WALK_LIMIT && shrink(map, &from, &to).is_none() {
-        return sampled_walk(map, &from, &to);
-    }
     let (f, t) = if sf.elements > WALK_LIMIT {
-        let (f, t) = shrink(map, &from, &to).ok_or_else(|| format!("no small version of {from} -> {to}"))?;
-        // The small pair must get the same exact verdict as the big one,
-        // or it would not stand for it.
         let exact = |a: &ArrayShape, b: &ArrayShape| -> Result<bool, String> {
             let v = match map {
                 Map::Same => shape::layout_change_is_bitcast(a, b),
@@ -159,17 +287,30 @@ pub fn walk(map: &Map, from: &ArrayShape, to: &ArrayShape) -> Result<bool, Strin
             };
             v.map(|v| v.bitcast).map_err(|e| e.to_string())
         };
-        if exact(&f, &t)? != exact(&from, &to)? {
-            return Err(format!("shrinking {from} -> {to} to {f} -> {t} changes the verdict"));
+        let tiled = !from.layout_or_default().tiles.is_empty() || !to.layout_or_default().tiles.is_empty();
+        match shrink(map, &from, &to) {
+            // The small pair must get the same exact verdict as the big one,
+            // or it would not stand for it.
+            Some((f, t)) if exact(&f, &t)? == exact(&from, &to)? => {
+                SHRUNK.fetch_add(1, Ordering::Relaxed);
+                (f, t)
+            }
+            // A tiled pair whose small stand-in is not found or does not
+            // keep the verdict is checked on sampled indices instead.
+            _ if tiled => {
+                SAMPLED.fetch_add(1, Ordering::Relaxed);
+                return sampled_walk(map, &from, &to);
+            }
+            Some((f, t)) => return Err(format!("shrinking {from} -> {to} to {f} -> {t} changes the verdict")),
+            None => return Err(format!("no small version of {from} -> {to}")),
         }
-        let (a, b) = (shape::storage_size(&f).map_err(|e| e.to_string())?, shape::storage_size(&t).map_err(|e| e.to_string())?);
-        if a.bytes != b.bytes {
-            return Ok(false);
-        }
-        (f, t)
     } else {
         (from, to)
     };
+    let (a, b) = (shape::storage_size(&f).map_err(|e| e.to_string())?, shape::storage_size(&t).map_err(|e| e.to_string())?);
+    if a.bytes != b.bytes {
+        return Ok(false);
+    }
     let ef = Expansion::new(&f).map_err(|e| e.to_string())?;
     let et = Expansion::new(&t).map_err(|e| e.to_string())?;
     for l in 0..count(&f.dims) {
