@@ -152,7 +152,14 @@ fn targets() -> &'static [std::sync::Arc<target::TargetSpec>] {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 512, failure_persistence: None, ..ProptestConfig::default() })]
+    // A fixed seed keeps CI reproducible; exploration runs raise `cases`
+    // and change the seed by hand.
+    #![proptest_config(ProptestConfig {
+        cases: 512,
+        failure_persistence: None,
+        rng_seed: proptest::test_runner::RngSeed::Fixed(0x7e55_e7a0),
+        ..ProptestConfig::default()
+    })]
 
     #[test]
     fn edited_modules_never_make_the_pipeline_panic(

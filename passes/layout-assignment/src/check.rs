@@ -372,10 +372,54 @@ pub fn prove_bitcast(from: &ArrayShape, to: &ArrayShape) -> Result<(), String> {
             return Ok(());
         }
     }
+    // Tiles can make a transpose a bitcast whose dimension order differs
+    // from the two layouts' orders (a tile that spans a whole dimension
+    // hides where it sits). Try every permutation that matches the
+    // dimension sizes; there are few unless many sizes repeat.
+    if from.rank() == to.rank() && from.rank() <= shape::MAX_RANK {
+        let mut found = false;
+        let mut tried = 0usize;
+        let mut perm: Vec<usize> = Vec::with_capacity(to.rank());
+        let mut used = vec![false; from.rank()];
+        permutations_matching(from, to, &mut perm, &mut used, &mut tried, &mut found);
+        if found {
+            return Ok(());
+        }
+    }
     Err(match as_reshape {
         Ok(v) => format!("bitcast from {} to {} is no layout change, reshape or transpose that keeps every byte: {}", show(from), show(to), v.reason),
         Err(e) => format!("cannot prove bitcast from {} to {}: {e}", show(from), show(to)),
     })
+}
+
+/// The most permutations `prove_bitcast` tries.
+const MAX_PERMUTATIONS: usize = 5040;
+
+/// Depth-first over the permutations `perm` with `to.dims[k] ==
+/// from.dims[perm[k]]`, stopping at the first that makes a bitcast
+/// transpose or after `MAX_PERMUTATIONS`.
+fn permutations_matching(from: &ArrayShape, to: &ArrayShape, perm: &mut Vec<usize>, used: &mut [bool], tried: &mut usize, found: &mut bool) {
+    if *found || *tried >= MAX_PERMUTATIONS {
+        return;
+    }
+    let k = perm.len();
+    if k == to.rank() {
+        *tried += 1;
+        *found = shape::transpose_is_bitcast(from, to, perm).is_ok_and(|v| v.bitcast);
+        return;
+    }
+    for d in 0..from.rank() {
+        if !used[d] && from.dims[d] == to.dims[k] {
+            used[d] = true;
+            perm.push(d);
+            permutations_matching(from, to, perm, used, tried, found);
+            perm.pop();
+            used[d] = false;
+            if *found {
+                return;
+            }
+        }
+    }
 }
 
 /// True when `a`'s layout orders dimensions like `want` (ignoring size-1

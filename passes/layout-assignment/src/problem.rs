@@ -261,11 +261,25 @@ pub enum ProblemError {
 pub fn topological_order(comp: &Computation) -> Result<Vec<InstId>, ProblemError> {
     use hlo::petgraph::visit::EdgeRef;
     let schedule = comp.schedule();
+    let graph = comp.graph();
+    // XLA prints computations in a valid order, and Kahn's algorithm below
+    // (smallest schedule position first) returns such a schedule
+    // unchanged: check that in one pass and skip the rest.
+    let bound = graph.node_indices().map(|n| n.index() + 1).max().unwrap_or(0);
+    let mut at = vec![usize::MAX; bound];
+    for (i, &id) in schedule.iter().enumerate() {
+        at[id.index()] = i;
+    }
+    let ordered = schedule.iter().enumerate().all(|(i, &id)| {
+        graph.edges_directed(id, hlo::petgraph::Direction::Incoming).all(|e| at[e.source().index()] < i)
+    });
+    if ordered && schedule.len() == graph.node_count() {
+        return Ok(schedule.to_vec());
+    }
     let mut position: FxHashMap<InstId, usize> = FxHashMap::default();
     for (i, &id) in schedule.iter().enumerate() {
         position.insert(id, i);
     }
-    let graph = comp.graph();
     let mut indegree: FxHashMap<InstId, usize> = FxHashMap::default();
     for &id in schedule {
         indegree.insert(id, graph.edges_directed(id, hlo::petgraph::Direction::Incoming).count());

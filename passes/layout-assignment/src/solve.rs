@@ -112,9 +112,11 @@ pub fn solve(p: &mut Problem<'_>, target: &target::TargetSpec) -> Solution {
     for r in 0..relation_count as u32 {
         s.refresh(r);
     }
-    let (sweeps, mut moves) = s.search();
-    moves += s.broadcast_moves();
-    let padding_saved = if target.tiling.as_ref().is_some_and(|t| t.combine_dimensions) { s.combine() } else { 0 };
+    // Groups depend on the relations only, not on labels: found once.
+    let (atoms, components) = s.groups();
+    let (sweeps, mut moves) = s.search(&atoms, &components);
+    moves += s.broadcast_moves(&components);
+    let padding_saved = if target.tiling.as_ref().is_some_and(|t| t.combine_dimensions) { s.combine(&components) } else { 0 };
     let needs = (0..relation_count as u32).map(|r| s.needed(r)).collect();
     Solution { labels: s.labels, sweeps, moves, needs, padding_saved }
 }
@@ -443,8 +445,7 @@ impl Solver<'_, '_> {
     /// switch to a `*`-combined first tile when that lowers the group's
     /// padding and costs nothing else: no new copy and no transpose or
     /// reshape that stops being a bitcast. Returns the padding bytes saved.
-    fn combine(&mut self) -> u64 {
-        let (_, components) = self.groups();
+    fn combine(&mut self, components: &[Vec<ValueId>]) -> u64 {
         let mut scratch = Scratch::default();
         let mut saved = 0u64;
         for members in components {
@@ -520,12 +521,11 @@ impl Solver<'_, '_> {
     /// the order it induces (the operand's dimensions in its order, the new
     /// dimensions more major), for broadcasts whose operand group costs
     /// something now. Returns the number of moves applied.
-    fn broadcast_moves(&mut self) -> usize {
+    fn broadcast_moves(&mut self, components: &[Vec<ValueId>]) -> usize {
         // Only free members move, and only their costs can change.
-        let (_, components) = self.groups();
         let components: Vec<Vec<ValueId>> = components
-            .into_iter()
-            .map(|g| g.into_iter().filter(|&m| self.p.values[m as usize].fixed.is_none()).collect())
+            .iter()
+            .map(|g| g.iter().copied().filter(|&m| self.p.values[m as usize].fixed.is_none()).collect())
             .collect();
         let mut group_of = vec![u32::MAX; self.p.values.len()];
         for (g, members) in components.iter().enumerate() {
@@ -622,25 +622,18 @@ impl Solver<'_, '_> {
         false
     }
 
-    fn search(&mut self) -> (usize, usize) {
-        let (atoms, components) = self.groups();
+    fn search(&mut self, atoms: &[Vec<ValueId>], components: &[Vec<ValueId>]) -> (usize, usize) {
         let movable = |s: &Self, g: &Vec<ValueId>| g.iter().any(|&m| s.p.values[m as usize].fixed.is_none());
         let components: Vec<(Vec<ValueId>, Vec<(LayoutKey, ValueId)>)> = components
-            .into_iter()
+            .iter()
             .filter(|g| g.len() > 1 && movable(self, g))
-            .map(|g| {
-                let c = self.group_candidates(&g);
-                (g, c)
-            })
+            .map(|g| (g.clone(), self.group_candidates(g)))
             .filter(|(_, c)| c.len() > 1)
             .collect();
         let atoms: Vec<(Vec<ValueId>, Vec<(LayoutKey, ValueId)>)> = atoms
-            .into_iter()
+            .iter()
             .filter(|g| movable(self, g))
-            .map(|g| {
-                let c = self.group_candidates(&g);
-                (g, c)
-            })
+            .map(|g| (g.clone(), self.group_candidates(g)))
             .filter(|(_, c)| c.len() > 1)
             .collect();
         let mut scratch = Scratch::default();

@@ -57,6 +57,15 @@ const CASES: &[Case] = &[
         expect: "%b:",
     },
     Case {
+        // The tile (2,*,4) spans dimension 0 whole, so this bitcast is the
+        // transpose {3,1,0,2}, which neither layout's order shows.
+        name: "tiled bitcast that is a hidden transpose",
+        target: None,
+        broken: "HloModule m\nENTRY e {\n  p = f32[2,3,4,30]{2,1,0,3:T(2,*,4)} parameter(0)\n  ROOT b = f32[30,2,3,4]{3,2,1,0} bitcast(p)\n}\n",
+        fixed: "HloModule m\nENTRY e {\n  p = f32[2,3,4,30]{2,1,0,3:T(2,*,4)} parameter(0)\n  ROOT b = f32[30,3,2,4]{3,2,1,0} bitcast(p)\n}\n",
+        expect: "%b: bitcast from f32[2,3,4,30]{2,1,0,3:T(2,*,4)} to f32[30,2,3,4]{3,2,1,0} is no layout change",
+    },
+    Case {
         name: "entry layout not honoured",
         target: None,
         broken: "HloModule m, entry_computation_layout={(f32[2,3]{0,1})->f32[2,3]{0,1}}\nENTRY e {\n  p = f32[2,3]{1,0} parameter(0)\n  ROOT c = f32[2,3]{0,1} copy(p)\n}\n",
