@@ -8,6 +8,11 @@ use std::sync::Arc;
 
 use divan::Bencher;
 
+// The same allocator as the `tessera` binary, so that the numbers are the
+// ones a user of the command line or the server sees.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() {
     divan::main();
 }

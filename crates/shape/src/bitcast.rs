@@ -1157,10 +1157,10 @@ fn decide(
     }
     let to_eff = match kind {
         BitcastKind::Transpose => transposed_shape(to, &lt, &from.dims, perm),
-        _ => ArrayShape { layout: Some(lt.as_ref().clone()), ..to.clone() },
+        _ => to.in_layout(lt.as_ref().clone()),
     };
     let from_layout = lf.as_ref().clone();
-    let from_eff = ArrayShape { layout: Some(from_layout.clone()), ..from.clone() };
+    let from_eff = from.in_layout(from_layout.clone());
     let to_layout = to_eff.layout.clone().unwrap_or_else(|| Layout::descending(to_eff.rank()));
     let se = Side::new(&from_eff, &from_layout);
     let te = Side::new(&to_eff, &to_layout);

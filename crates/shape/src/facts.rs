@@ -472,7 +472,7 @@ pub fn reshape_result_layout(input: &ArrayShape, out_dims: &[i64]) -> Option<Lay
     let out = ArrayShape::new(input.element_type, out_dims);
     candidates.into_iter().find(|c| {
         c.validate_for_dims(out_dims).is_ok()
-            && reshape_is_bitcast(input, &ArrayShape { layout: Some(c.clone()), ..out.clone() })
+            && reshape_is_bitcast(input, &out.in_layout(c.clone()))
                 .is_ok_and(|v| v.bitcast)
     })
 }

@@ -16,11 +16,23 @@ pub type DimVec = SmallVec<[usize; 6]>;
 
 /// One tile of a tiling: its sizes, most major first, covering a suffix of
 /// the physical dimensions of the shape being tiled.
-#[derive(Clone, Debug, PartialEq, Eq, Hash, Default)]
+#[derive(Debug, PartialEq, Eq, Hash, Default)]
 pub struct Tile {
     /// Tile sizes, most major first. [`Tile::COMBINE`] marks a dimension
     /// folded into the next more minor one (`*` in text).
-    pub dims: SmallVec<[i64; 4]>,
+    // Two inline entries cover every tile in practice (`(8,128)`, `(2,1)`);
+    // more spill to the heap. Each inline entry costs every layout 16 bytes.
+    pub dims: SmallVec<[i64; 2]>,
+}
+
+// Written out rather than derived: `SmallVec`'s `Clone` copies element by
+// element through an iterator, while `from_slice` copies the `Copy`
+// elements in one go. Layouts are cloned often enough on the pass's hot
+// paths for the difference to show.
+impl Clone for Tile {
+    fn clone(&self) -> Tile {
+        Tile { dims: SmallVec::from_slice(&self.dims) }
+    }
 }
 
 impl Tile {
@@ -101,7 +113,7 @@ pub struct SplitConfig {
 
 /// The physical layout of an array: dimension order, tiling and the other
 /// properties XLA records.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[derive(Debug, PartialEq, Eq)]
 pub struct Layout {
     /// Dimension numbers from the most minor (fastest varying) to the most
     /// major. A permutation of `0..rank` in a valid layout.
@@ -130,7 +142,47 @@ pub struct Layout {
     pub dynamic_shape_metadata_prefix_bytes: i64,
     /// Legacy `padded_dimensions` (`PAD(...)`, a Tessera extension): the size
     /// each logical dimension is padded to before the layout applies.
-    pub padded_dimensions: Option<SmallVec<[i64; 6]>>,
+    // Boxed: rare, and a `SmallVec` here made every layout 48 bytes larger.
+    pub padded_dimensions: Option<Box<[i64]>>,
+}
+
+// Written out for the same reason as `Tile`'s: the hot fields are
+// `SmallVec`s of `Copy` numbers, which `from_slice` copies in one go.
+impl Clone for Layout {
+    fn clone(&self) -> Layout {
+        Layout {
+            minor_to_major: SmallVec::from_slice(&self.minor_to_major),
+            dim_levels: self.dim_levels.clone(),
+            // Most layouts have no tiles; skip the iterator for them.
+            tiles: if self.tiles.is_empty() { SmallVec::new() } else { self.tiles.iter().cloned().collect() },
+            tail_padding_alignment_in_elements: self.tail_padding_alignment_in_elements,
+            index_primitive_type: self.index_primitive_type,
+            pointer_primitive_type: self.pointer_primitive_type,
+            element_size_in_bits: self.element_size_in_bits,
+            memory_space: self.memory_space,
+            split_configs: self.split_configs.clone(),
+            physical_shape: self.physical_shape.clone(),
+            dynamic_shape_metadata_prefix_bytes: self.dynamic_shape_metadata_prefix_bytes,
+            padded_dimensions: self.padded_dimensions.clone(),
+        }
+    }
+}
+
+// Hashes the fields that tell layouts apart in practice and skips the
+// rarely set ones. Equal layouts still hash equally, since every hashed field
+// takes part in equality; layouts differing only in a skipped field collide
+// and are told apart by `Eq`. Layouts are hashed on the pass's hot path
+// (interning), where hashing every field cost more than the lookup.
+impl std::hash::Hash for Layout {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.minor_to_major.hash(state);
+        self.tiles.len().hash(state);
+        for tile in &self.tiles {
+            tile.dims.hash(state);
+        }
+        self.element_size_in_bits.hash(state);
+        self.memory_space.hash(state);
+    }
 }
 
 impl Default for Layout {

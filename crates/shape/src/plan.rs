@@ -397,8 +397,8 @@ pub fn relayout_plan(from: &ArrayShape, to: &ArrayShape) -> Result<Plan, Algebra
     }
     let lf = checked_layout(from)?.into_owned();
     let lt = checked_layout(to)?.into_owned();
-    let from = ArrayShape { layout: Some(lf.clone()), ..from.clone() };
-    let to = ArrayShape { layout: Some(lt.clone()), ..to.clone() };
+    let from = from.in_layout(lf.clone());
+    let to = to.in_layout(lt.clone());
     if from == to {
         return Ok(Plan { from, steps: Vec::new() });
     }

@@ -31,7 +31,7 @@ pub enum Shape {
 
 /// An array shape: element type, dimension sizes, which of them are
 /// dynamic, and an optional layout.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[derive(Debug, PartialEq, Eq, Hash)]
 pub struct ArrayShape {
     /// The element type; never `token` or `opaque`.
     pub element_type: PrimitiveType,
@@ -43,6 +43,19 @@ pub struct ArrayShape {
     /// The layout; `None` when the text gave none (an AUTO layout in an
     /// entry computation layout, or a shape whose layout is yet to be chosen).
     pub layout: Option<Layout>,
+}
+
+// Written out so that the dimensions are copied in one go (see `Layout`'s
+// `Clone`).
+impl Clone for ArrayShape {
+    fn clone(&self) -> ArrayShape {
+        ArrayShape {
+            element_type: self.element_type,
+            dims: SmallVec::from_slice(&self.dims),
+            dynamic: self.dynamic,
+            layout: self.layout.clone(),
+        }
+    }
 }
 
 impl ArrayShape {
@@ -83,6 +96,12 @@ impl ArrayShape {
     /// `None` on overflow or for an unbounded dimension.
     pub fn element_count(&self) -> Option<u64> {
         self.dims.iter().try_fold(1u64, |acc, &d| acc.checked_mul(u64::try_from(d).ok()?))
+    }
+
+    /// This shape with `layout` in place of its own. Cheaper than cloning
+    /// the shape and then replacing the layout: the old one is not copied.
+    pub fn in_layout(&self, layout: Layout) -> ArrayShape {
+        ArrayShape { element_type: self.element_type, dims: SmallVec::from_slice(&self.dims), dynamic: self.dynamic, layout: Some(layout) }
     }
 
     /// The layout, or the default descending layout when none is set.

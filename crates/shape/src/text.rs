@@ -436,7 +436,7 @@ impl<'a> ShapeParser<'a> {
         if self.at_word(b"PAD") {
             self.pos += 3;
             self.expect(b'(', "'(' after PAD")?;
-            let mut padded = SmallVec::new();
+            let mut padded: Vec<i64> = Vec::new();
             loop {
                 padded.push(self.int("a padded dimension size")?);
                 if self.eat(b')') {
@@ -444,7 +444,7 @@ impl<'a> ShapeParser<'a> {
                 }
                 self.expect(b',', "',' or ')' in PAD(...)")?;
             }
-            layout.padded_dimensions = Some(padded);
+            layout.padded_dimensions = Some(padded.into_boxed_slice());
         }
         Ok(())
     }

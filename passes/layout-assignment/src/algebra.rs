@@ -153,7 +153,7 @@ pub fn tiled_reshape_output_layouts(
     orders
         .into_iter()
         .map(|o| tiling(&o))
-        .filter(|l| reshape_is_bitcast(operand, &ArrayShape { layout: Some(l.clone()), ..out.clone() }))
+        .filter(|l| reshape_is_bitcast(operand, &out.in_layout(l.clone())))
         .collect()
 }
 
@@ -258,7 +258,7 @@ mod tests {
             assert_eq!(fast, exact_reshape(&a, &b), "{a} -> {b}");
             bitcasts += usize::from(fast);
             if let Some(l) = reshape_output_layout(&a, &b) {
-                let derived = ArrayShape { layout: Some(l), ..b.clone() };
+                let derived = b.in_layout(l);
                 assert!(exact_reshape(&a, &derived), "{a} -> {derived}");
             }
         }

@@ -68,7 +68,7 @@ fn same_layout(a: &ArrayShape, b: &ArrayShape) -> bool {
 }
 
 fn with(a: &ArrayShape, layout: &Layout) -> ArrayShape {
-    ArrayShape { layout: Some(layout.clone()), ..a.clone() }
+    a.in_layout(layout.clone())
 }
 
 fn show(a: &ArrayShape) -> String {
@@ -176,8 +176,8 @@ impl<'a> Checker<'a> {
         if let Some(target) = self.target {
             if !policy::forwards_operands(op) {
                 let needs = policy::inst_needs(target, comp, id);
-                for (i, need) in needs.operands.iter().enumerate() {
-                    let (Some((need, _)), Some(a)) = (need, self.operand_array(id, i)) else { continue };
+                for (i, need, _) in needs.operand_needs() {
+                    let Some(a) = self.operand_array(id, i) else { continue };
                     let ok = match need {
                         Need::Exact(l) => same_layout(a, &with(a, l)),
                         Need::Matrix { .. } => a.layout.as_ref().is_some_and(|l| need.accepts_order(l)),

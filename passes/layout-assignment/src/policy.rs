@@ -3,7 +3,6 @@
 
 use hlo::{AttrValue, Computation, InstId, Instruction, KnownAttr, Opcode};
 use shape::{ArrayShape, DimVec, Layout};
-use smallvec::SmallVec;
 use target::{DimOrder, Requirement, Rule, TargetSpec};
 
 use crate::tiling;
@@ -76,8 +75,11 @@ pub enum NeedSource {
 /// The needs of one instruction under a target.
 #[derive(Clone, Debug, Default)]
 pub struct InstNeeds {
-    /// Per operand: a need on its array value (non-array operands: `None`).
-    pub operands: SmallVec<[Option<(Need, NeedSource)>; 3]>,
+    /// Needs on array operands, as (operand index, need, source), at most
+    /// one per operand, in operand order. Sparse rather than one slot per
+    /// operand: a need holds a whole layout, and filling a slot for every
+    /// operand cost more than the needs themselves.
+    operands: Vec<(usize, Need, NeedSource)>,
     /// A need on every array leaf of the result.
     pub result: Option<(Need, NeedSource)>,
     /// Per result leaf, for custom calls whose shape gives each leaf's layout.
@@ -88,6 +90,25 @@ pub struct InstNeeds {
 }
 
 impl InstNeeds {
+    /// The need on operand `i`, if any.
+    pub fn operand(&self, i: usize) -> Option<(&Need, NeedSource)> {
+        self.operands.iter().find(|(k, _, _)| *k == i).map(|(_, need, source)| (need, *source))
+    }
+
+    /// The needs on operands, as (operand index, need, source), in operand
+    /// order.
+    pub fn operand_needs(&self) -> impl Iterator<Item = (usize, &Need, NeedSource)> {
+        self.operands.iter().map(|(i, need, source)| (*i, need, *source))
+    }
+
+    /// Sets the need on operand `i`, replacing any earlier one.
+    fn set_operand(&mut self, i: usize, need: Need, source: NeedSource) {
+        match self.operands.binary_search_by_key(&i, |(k, _, _)| *k) {
+            Ok(at) => self.operands[at] = (i, need, source),
+            Err(at) => self.operands.insert(at, (i, need, source)),
+        }
+    }
+
     /// Records exact needs for the leaves of tuple operand `operand` of
     /// shape `given` that carry a layout.
     fn tuple_operand(&mut self, target: &TargetSpec, operand: usize, given: &shape::Shape, source: NeedSource) {
@@ -189,7 +210,7 @@ pub fn first_array(shape: &shape::Shape) -> Option<&ArrayShape> {
 pub fn inst_needs(target: &TargetSpec, comp: &Computation, id: InstId) -> InstNeeds {
     let inst = comp.inst(id);
     let mut needs = InstNeeds::default();
-    needs.operands.resize(inst.operands().len(), None);
+    let operand_count = inst.operands().len();
 
     // A custom call that lists operand layouts is layout-constrained: its
     // operands and its own shape are exact requirements.
@@ -198,15 +219,17 @@ pub fn inst_needs(target: &TargetSpec, comp: &Computation, id: InstId) -> InstNe
         if target_name == "LayoutConstraint" {
             if let Some((a, layout)) = inst.shape.as_array().and_then(|a| Some((a, a.layout.as_ref()?))) {
                 let layout = tiling::device_layout(target, a, layout);
-                needs.operands[0] = Some((Need::Exact(layout.clone()), NeedSource::LayoutConstraint));
+                if operand_count > 0 {
+                    needs.set_operand(0, Need::Exact(layout.clone()), NeedSource::LayoutConstraint);
+                }
                 needs.result = Some((Need::Exact(layout), NeedSource::LayoutConstraint));
             }
             return needs;
         }
         if let Some(AttrValue::Shapes(shapes)) = inst.attrs.get(KnownAttr::OperandLayoutConstraints) {
-            for (i, s) in shapes.iter().enumerate().take(needs.operands.len()) {
+            for (i, s) in shapes.iter().enumerate().take(operand_count) {
                 if let Some((a, layout)) = s.as_array().and_then(|a| Some((a, a.layout.as_ref()?))) {
-                    needs.operands[i] = Some((Need::Exact(tiling::device_layout(target, a, layout)), NeedSource::CustomCall));
+                    needs.set_operand(i, Need::Exact(tiling::device_layout(target, a, layout)), NeedSource::CustomCall);
                 } else if s.is_tuple() {
                     needs.tuple_operand(target, i, s, NeedSource::CustomCall);
                 }
@@ -230,7 +253,7 @@ pub fn inst_needs(target: &TargetSpec, comp: &Computation, id: InstId) -> InstNe
             match given.as_array() {
                 Some(a) => {
                     if let (Some(l), Some(true)) = (&a.layout, inst.operands().first().map(|&o| comp.inst(o).shape.is_array())) {
-                        needs.operands[0] = Some((Need::Exact(tiling::device_layout(target, a, l)), NeedSource::Outfeed));
+                        needs.set_operand(0, Need::Exact(tiling::device_layout(target, a, l)), NeedSource::Outfeed);
                     }
                 }
                 None => needs.tuple_operand(target, 0, &given, NeedSource::Outfeed),
@@ -245,7 +268,7 @@ pub fn inst_needs(target: &TargetSpec, comp: &Computation, id: InstId) -> InstNe
         for (i, &op) in inst.operands().iter().enumerate() {
             let (Some(req), Some(a)) = (rule.operands.get(i), comp.inst(op).shape.as_array()) else { continue };
             if let Some(need) = realize(target, req, a, inst, comp, Role::Operand(i)) {
-                needs.operands[i] = Some((need, source.clone()));
+                needs.set_operand(i, need, source);
             }
         }
         if let (Some(req), Some(a)) = (&rule.result, first_array(&inst.shape)) {
@@ -260,12 +283,12 @@ pub fn inst_needs(target: &TargetSpec, comp: &Computation, id: InstId) -> InstNe
     if let Some(req) = &target.operand_default {
         if !forwards_operands(inst.opcode) && inst.opcode != Opcode::Copy {
             for (i, &op) in inst.operands().iter().enumerate() {
-                if needs.operands[i].is_some() {
+                if needs.operand(i).is_some() {
                     continue;
                 }
                 let Some(a) = comp.inst(op).shape.as_array() else { continue };
                 if let Some(need) = realize(target, req, a, inst, comp, Role::Operand(i)) {
-                    needs.operands[i] = Some((need, NeedSource::TargetDefault));
+                    needs.set_operand(i, need, NeedSource::TargetDefault);
                 }
             }
         }

@@ -149,7 +149,7 @@ impl Value {
 
 /// `a` with `layout`.
 pub fn with_layout(a: &ArrayShape, layout: Layout) -> ArrayShape {
-    ArrayShape { layout: Some(layout), ..a.clone() }
+    a.in_layout(layout)
 }
 
 /// Where a copy would be inserted for a relation.
@@ -370,7 +370,7 @@ impl<'c> Problem<'c> {
         };
         let order = std::mem::take(&mut p.order);
         // Each instruction's needs are computed once and used twice.
-        let mut needs_cache: Vec<Option<Box<policy::InstNeeds>>> = vec![None; bound];
+        let mut needs_cache: Vec<Option<policy::InstNeeds>> = vec![None; bound];
         for &id in &order {
             p.define(id, ctx, target, &mut needs_cache)?;
         }
@@ -389,7 +389,7 @@ impl<'c> Problem<'c> {
         let mut v = Value {
             def,
             leaf,
-            shape: ArrayShape { layout: None, ..a.clone() },
+            shape: ArrayShape { element_type: a.element_type, dims: a.dims.clone(), dynamic: a.dynamic, layout: None },
             fixed: None,
             lock: id,
             layouts: SmallVec::new(),
@@ -427,7 +427,7 @@ impl<'c> Problem<'c> {
         id: InstId,
         ctx: &Context,
         target: &TargetSpec,
-        needs_cache: &mut [Option<Box<policy::InstNeeds>>],
+        needs_cache: &mut [Option<policy::InstNeeds>],
     ) -> Result<(), ProblemError> {
         let comp = self.comp;
         let inst = comp.inst(id);
@@ -567,7 +567,7 @@ impl<'c> Problem<'c> {
                 }
             }
             _ => {
-                let needs = needs_cache[id.index()].get_or_insert_with(|| Box::new(policy::inst_needs(target, comp, id)));
+                let needs = needs_cache[id.index()].get_or_insert_with(|| policy::inst_needs(target, comp, id));
                 for (i, l) in needs.result_leaves.iter().enumerate() {
                     if let (Some(l), Some(slot), Some(a)) = (l, fixed.get_mut(i), leaves.get(i)) {
                         *slot = Some((crate::tiling::device_layout(target, a, l), FixReason::CustomCall));
@@ -579,9 +579,11 @@ impl<'c> Problem<'c> {
                 // results row-major).
                 if target.keeps_layout(inst.opcode) {
                     if let Some(a) = leaves.first() {
-                        let forced = needs.operands.iter().zip(inst.operands()).find_map(|(n, &o)| match n {
-                            Some((Need::Exact(l), src)) if comp.inst(o).shape.as_array().is_some_and(|x| x.rank() == a.rank()) => {
-                                Some((l.clone(), *src))
+                        let forced = needs.operand_needs().find_map(|(i, n, src)| match n {
+                            Need::Exact(l)
+                                if inst.operands().get(i).and_then(|&o| comp.inst(o).shape.as_array()).is_some_and(|x| x.rank() == a.rank()) =>
+                            {
+                                Some((l.clone(), src))
                             }
                             _ => None,
                         });
@@ -649,7 +651,7 @@ impl<'c> Problem<'c> {
         id: InstId,
         ctx: &Context,
         target: &TargetSpec,
-        needs_cache: &mut [Option<Box<policy::InstNeeds>>],
+        needs_cache: &mut [Option<policy::InstNeeds>],
     ) -> Result<(), ProblemError> {
         let comp = self.comp;
         let inst = comp.inst(id);
@@ -713,7 +715,7 @@ impl<'c> Problem<'c> {
             return Ok(());
         }
 
-        let needs = needs_cache[id.index()].take().unwrap_or_else(|| Box::new(policy::inst_needs(target, comp, id)));
+        let needs = needs_cache[id.index()].take().unwrap_or_else(|| policy::inst_needs(target, comp, id));
         // Needs on leaves of tuple operands (a constrained custom call's
         // tuple operand, a tuple outfeed).
         for (operand, leaf, layout, source) in &needs.tuple_operand_leaves {
@@ -754,9 +756,9 @@ impl<'c> Problem<'c> {
             }
             let operand_is_array = comp.inst(o).shape.is_array();
             let site = Site::Operand { user: id, operand: i as u32, leaf: 0 };
-            if let Some((need, source)) = &needs.operands[i] {
+            if let Some((need, source)) = needs.operand(i) {
                 if operand_is_array {
-                    self.need(operand_leaves[0], need.clone(), site, RelationSource::Need(*source));
+                    self.need(operand_leaves[0], need.clone(), site, RelationSource::Need(source));
                 }
             }
             if !operand_is_array {
@@ -785,7 +787,7 @@ impl<'c> Problem<'c> {
                     if v_rank > 0 {
                         // A need at this use (the last Need relation pushed
                         // for it) pins the operand's layout.
-                        let pin = match (&needs.operands[i], self.relations.last()) {
+                        let pin = match (needs.operand(i), self.relations.last()) {
                             (Some((Need::Exact(_), _)), Some(r)) if r.v == v && r.site == site => match r.kind {
                                 RelationKind::Need { need_id, .. } => Some(need_id),
                                 _ => None,

@@ -252,7 +252,7 @@ pub fn run_computation(
 /// The array shape of `inst` with its layout, the default descending one
 /// when the text gave none.
 pub(crate) fn laid_out(a: &ArrayShape) -> ArrayShape {
-    ArrayShape { layout: Some(a.layout_or_default()), ..a.clone() }
+    a.in_layout(a.layout_or_default())
 }
 
 /// Names in use in a computation, for making new ones unique.

@@ -123,13 +123,13 @@ fn operand_wants(comp: &Computation, target: &TargetSpec, id: InstId, out: &mut 
                 best = Some((p, layout, because()));
             }
         };
-        if let Some(Some((need, source))) = needs.operands.get(i) {
+        if let Some((need, source)) = needs.operand(i) {
             let layout = match need {
                 Need::Exact(l) => l.clone(),
                 Need::Matrix { .. } if need.accepts_order(&have) => have.clone(),
                 Need::Matrix { preferred, .. } => preferred.clone(),
             };
-            offer(source_priority(*source), layout, &|| source_because(target, comp, id, *source));
+            offer(source_priority(source), layout, &|| source_because(target, comp, id, source));
         }
         if op == Opcode::Broadcast {
             let dims: Option<DimVec> = inst
@@ -220,7 +220,7 @@ impl Inserter {
             });
         };
         let from = laid_out(a);
-        let to = ArrayShape { layout: Some(layout.clone()), ..from.clone() };
+        let to = from.in_layout(layout.clone());
         if let Err(e) = to.validate() {
             return Err(RelayoutError::InvalidNeed {
                 computation: self.computation.clone(),
