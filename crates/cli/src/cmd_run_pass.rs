@@ -6,7 +6,7 @@ use std::process::ExitCode;
 
 use driver::{Options, PassName};
 
-use crate::common::fail;
+use crate::common::{error_line, fail};
 
 /// Arguments of `tessera run-pass`.
 #[derive(clap::Args)]
@@ -49,7 +49,11 @@ pub struct Args {
 pub fn run(args: Args) -> ExitCode {
     let target = match wire::resolve_target(&args.target) {
         Ok(t) => t,
-        Err(e) => return fail(e),
+        Err(e) => {
+            let located = e.is_located();
+            eprintln!("{}", error_line(e, located));
+            return ExitCode::from(1);
+        }
     };
     let mut opts = Options::new(target);
     opts.verify = !args.no_verify;

@@ -33,7 +33,8 @@ fn run_with(args: &Args, err: &mut dyn Write) -> u8 {
     let target = match args.target.as_deref().map(wire::resolve_target).transpose() {
         Ok(t) => t,
         Err(e) => {
-            let _ = writeln!(err, "error: {e}");
+            let located = e.is_located();
+            let _ = writeln!(err, "{}", crate::common::error_line(e, located));
             return 1;
         }
     };

@@ -30,6 +30,13 @@ pub fn fail(message: impl std::fmt::Display) -> ExitCode {
     ExitCode::from(1)
 }
 
+/// The one line an error is reported as: a located one (`FILE:LINE:COL:
+/// error: ...`, such as a target file's) as it is, anything else after
+/// `error: `, so that no line says `error:` twice.
+pub fn error_line(message: impl std::fmt::Display, located: bool) -> String {
+    if located { message.to_string() } else { format!("error: {message}") }
+}
+
 /// Reads a file, or standard input for `-`. Returns the name to show in
 /// messages and the bytes.
 pub fn read_input(file: &str) -> Result<(String, Vec<u8>), String> {

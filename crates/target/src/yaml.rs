@@ -45,6 +45,15 @@ pub fn load_builtin(name: &str) -> Result<TargetSpec, LoadError> {
     load_str(text, &format!("targets/{name}.yaml"))
 }
 
+impl LoadError {
+    /// True when the message starts with the file it is about, in the
+    /// `FILE[:LINE:COL]: error: MESSAGE` form, so that a front end prints
+    /// it as it is rather than prefixing another `error:`.
+    pub fn is_located(&self) -> bool {
+        matches!(self, LoadError::Io { .. } | LoadError::Yaml { .. })
+    }
+}
+
 /// Loads a target file.
 pub fn load_file(path: &Path) -> Result<TargetSpec, LoadError> {
     let text = std::fs::read_to_string(path).map_err(|e| LoadError::Io {
@@ -87,7 +96,7 @@ fn refine_location(text: &str, line: usize, column: usize, message: &str) -> (us
 /// Why a target could not be loaded.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum LoadError {
-    #[error("{file}: {message}")]
+    #[error("{file}: error: cannot read the target file: {message}")]
     Io { file: String, message: String },
     #[error("{file}:{line}:{column}: error: {message}")]
     Yaml { file: String, line: usize, column: usize, message: String },
