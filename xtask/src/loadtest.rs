@@ -6,9 +6,14 @@
 //! The server runs in process on a loopback port unless `--addr` names
 //! one. The clients speak HTTP/1.1 over plain `TcpStream`s with
 //! keep-alive (`server::client`).
+//!
+//! The load test only ever talks to loopback: `--addr` must be in
+//! 127.0.0.0/8 or `::1`, or a host name (such as `localhost`) whose every
+//! address is. A load generator pointed at another machine is a denial of
+//! service, so it is refused before any connection is made.
 
 use std::collections::BTreeMap;
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr, ToSocketAddrs};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -26,9 +31,10 @@ pub struct Args {
     /// Requests in all.
     #[arg(long, default_value_t = 200)]
     requests: usize,
-    /// A running server to load instead of an in-process one.
+    /// A running server to load instead of an in-process one, as
+    /// `HOST:PORT`. Loopback only: 127.0.0.0/8, `[::1]` or `localhost`.
     #[arg(long)]
-    addr: Option<SocketAddr>,
+    addr: Option<String>,
     /// The process id of the server at `--addr`, to read its peak memory.
     #[arg(long)]
     server_pid: Option<u32>,
@@ -56,6 +62,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     if args.clients == 0 || args.requests == 0 {
         bail!("--clients and --requests must be at least 1");
     }
+    // Checked first, so that a wrong address costs nothing.
+    let given = args.addr.as_deref().map(loopback_addr).transpose()?;
     let modules = corpus(&args.exclude)?;
     if modules.is_empty() {
         bail!("no module under testdata/xla-cpu matches");
@@ -64,7 +72,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
 
     // The server: in process on a loopback port, or the one given.
     let mut in_process = None;
-    let addr = match args.addr {
+    let addr = match given {
         Some(a) => a,
         None => {
             let config = server::Config {
@@ -156,7 +164,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         Some(kib) => println!(
             "peak RSS:     {:.1} MiB (VmHWM of the {})",
             kib as f64 / 1024.0,
-            if args.addr.is_none() { "loadtest process, server included" } else { "server process" }
+            if given.is_none() { "loadtest process, server included" } else { "server process" }
         ),
         None => println!("peak RSS:     not measured (give --server-pid for a server at --addr)"),
     }
@@ -170,6 +178,34 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         println!("  {name:<28} {:>5} {:>10} {:>10}", l.len(), ms(percentile(&l, 50.0)), ms(l.last().copied()));
     }
     Ok(if errors == 0 { ExitCode::SUCCESS } else { ExitCode::from(1) })
+}
+
+/// Resolves `--addr` and refuses it unless every address it names is
+/// loopback. A name that resolves to one loopback and one other address is
+/// refused too, because the client might connect to either.
+fn loopback_addr(given: &str) -> anyhow::Result<SocketAddr> {
+    let resolved: Vec<SocketAddr> = given
+        .to_socket_addrs()
+        .with_context(|| format!("--addr {given}: not a HOST:PORT address that resolves"))?
+        .collect();
+    let Some(&first) = resolved.first() else {
+        bail!("--addr {given}: the name resolves to no address");
+    };
+    let outside: Vec<String> = resolved.iter().filter(|a| !is_loopback(a.ip())).map(|a| a.ip().to_string()).collect();
+    if !outside.is_empty() {
+        bail!(
+            "--addr {given}: the load test runs on loopback only (127.0.0.0/8 or ::1), but this names {}",
+            outside.join(", ")
+        );
+    }
+    Ok(first)
+}
+
+/// 127.0.0.0/8 and `::1`, including `::ffff:127.x.y.z`, which is the same
+/// IPv4 loopback address written as IPv6. The unspecified address
+/// (`0.0.0.0`, `::`) is refused: it means "any interface", not loopback.
+fn is_loopback(ip: IpAddr) -> bool {
+    ip.to_canonical().is_loopback()
 }
 
 /// The corpus modules, by directory name, minus the excluded ones.
@@ -227,4 +263,68 @@ fn percentile(sorted: &[Duration], p: f64) -> Option<Duration> {
 
 fn ms(d: Option<Duration>) -> String {
     d.map_or_else(|| "-".to_string(), |d| format!("{:.1} ms", d.as_secs_f64() * 1000.0))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn loopback_addresses_are_accepted() {
+        for (given, want) in [
+            ("127.0.0.1:8080", "127.0.0.1:8080"),
+            ("127.12.34.56:1", "127.12.34.56:1"),
+            ("[::1]:9000", "[::1]:9000"),
+            ("[::ffff:127.0.0.1]:80", "[::ffff:127.0.0.1]:80"),
+        ] {
+            let got = loopback_addr(given).unwrap_or_else(|e| panic!("{given} is loopback: {e:#}"));
+            assert_eq!(got.to_string(), want);
+        }
+    }
+
+    #[test]
+    fn localhost_is_accepted_when_it_resolves_to_loopback() {
+        // `localhost` resolves through /etc/hosts, without the network; on a
+        // machine where it named anything but loopback, refusing is right.
+        let every_address_loopback =
+            ("localhost", 80).to_socket_addrs().map(|mut a| a.all(|a| is_loopback(a.ip()))).unwrap_or(false);
+        let got = loopback_addr("localhost:8080");
+        if every_address_loopback {
+            let a = got.expect("localhost is loopback here");
+            assert!(a.ip().is_loopback() && a.port() == 8080, "{a}");
+        } else {
+            assert!(got.is_err(), "{got:?}");
+        }
+    }
+
+    #[test]
+    fn other_addresses_are_refused_with_a_clear_error() {
+        for given in ["10.0.0.1:8080", "192.168.1.20:80", "8.8.8.8:53", "0.0.0.0:8080", "[::]:8080", "[2001:db8::1]:80", "[::ffff:10.0.0.1]:80", "128.0.0.1:80"] {
+            let e = loopback_addr(given).expect_err(given);
+            let message = format!("{e:#}");
+            assert!(message.contains("loopback only") && message.contains(given), "{given}: {message}");
+        }
+    }
+
+    #[test]
+    fn malformed_addresses_are_refused() {
+        // No port, a bad port, nothing at all: refused without a lookup.
+        for given in ["127.0.0.1", "127.0.0.1:99999", "", ":80x"] {
+            let e = loopback_addr(given).expect_err(given);
+            assert!(format!("{e:#}").contains("--addr"), "{given}: {e:#}");
+        }
+    }
+
+    #[test]
+    fn the_command_line_refuses_a_remote_addr_before_any_work() {
+        use clap::Parser;
+        #[derive(Parser)]
+        struct Cli {
+            #[command(flatten)]
+            args: Args,
+        }
+        let cli = Cli::try_parse_from(["loadtest", "--addr", "10.1.2.3:8080", "--requests", "1"]).expect("parses");
+        let e = run(cli.args).expect_err("a remote address is refused");
+        assert!(format!("{e:#}").contains("loopback only"), "{e:#}");
+    }
 }

@@ -40,11 +40,22 @@ pub fn run(args: Args) -> ExitCode {
             .await
             .map_err(|e| format!("cannot listen on {}: {e}", args.addr))?;
         let addr = listener.local_addr().map_err(|e| e.to_string())?;
+        // The signal handlers go in before the address is announced, so a
+        // client that saw the address can always stop the service gracefully.
+        let shutdown = server::shutdown_signal();
         tracing::info!(%addr, ?config, "listening");
-        // The bound address on stdout, for scripts that asked for port 0.
-        println!("listening on http://{addr}");
         let state = server::AppState::new(config);
-        server::serve(listener, state, server::shutdown_signal()).await.map_err(|e| format!("the server failed: {e}"))
+        // The bound address on stdout, for scripts that asked for port 0.
+        // It is printed once the service is ready (built-in targets loaded,
+        // signals handled). A closed stdout is no reason to stop serving, so
+        // a failed write is ignored.
+        {
+            use std::io::Write;
+            let mut out = std::io::stdout().lock();
+            let _ = writeln!(out, "listening on http://{addr}");
+            let _ = out.flush();
+        }
+        server::serve(listener, state, shutdown).await.map_err(|e| format!("the server failed: {e}"))
     });
     // Abandoned pipeline runs (of requests that timed out) are not waited for.
     runtime.shutdown_timeout(std::time::Duration::from_secs(1));

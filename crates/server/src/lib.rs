@@ -204,27 +204,48 @@ pub async fn serve(
     }
 }
 
-/// Completes on ctrl-c (SIGINT) or SIGTERM.
-pub async fn shutdown_signal() {
-    let ctrl_c = async {
-        if tokio::signal::ctrl_c().await.is_err() {
-            std::future::pending::<()>().await;
-        }
-    };
+/// A future that completes on ctrl-c (SIGINT) or SIGTERM.
+///
+/// On Unix the signal handlers are installed when this function is called,
+/// not when the future is first polled. Until a handler is installed,
+/// SIGTERM kills the process at once, so `tessera serve` calls this before
+/// it announces its address: from then on a SIGTERM always drains. It must
+/// be called within a tokio runtime.
+pub fn shutdown_signal() -> impl Future<Output = ()> + Send + 'static {
     #[cfg(unix)]
-    let terminate = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut s) => {
-                s.recv().await;
-            }
-            Err(_) => std::future::pending::<()>().await,
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        let interrupt = signal(SignalKind::interrupt());
+        let terminate = signal(SignalKind::terminate());
+        if let Err(e) = &interrupt {
+            tracing::warn!(error = %e, "cannot handle SIGINT; ctrl-c will not shut down gracefully");
         }
-    };
+        if let Err(e) = &terminate {
+            tracing::warn!(error = %e, "cannot handle SIGTERM; it will not shut down gracefully");
+        }
+        async move {
+            // A signal that could not be handled never completes its branch.
+            let wait = |s: std::io::Result<tokio::signal::unix::Signal>| async move {
+                match s {
+                    Ok(mut s) => {
+                        s.recv().await;
+                    }
+                    Err(_) => std::future::pending::<()>().await,
+                }
+            };
+            tokio::select! {
+                () = wait(interrupt) => tracing::info!("SIGINT received"),
+                () = wait(terminate) => tracing::info!("SIGTERM received"),
+            }
+        }
+    }
     #[cfg(not(unix))]
-    let terminate = std::future::pending::<()>();
-    tokio::select! {
-        () = ctrl_c => {}
-        () = terminate => {}
+    {
+        async {
+            if tokio::signal::ctrl_c().await.is_err() {
+                std::future::pending::<()>().await;
+            }
+        }
     }
 }
 
