@@ -118,6 +118,7 @@ opcodes! {
     RoundNearestAfz => "round-nearest-afz",
     RoundNearestEven => "round-nearest-even",
     Rsqrt => "rsqrt",
+    Scan => "scan",
     Scatter => "scatter",
     Select => "select",
     SelectAndScatter => "select-and-scatter",
@@ -252,6 +253,7 @@ impl Opcode {
                 | ReduceWindow
                 | SelectAndScatter
                 | Scatter
+                | Scan
                 | Sort
                 | TopK
                 | Fft
@@ -291,6 +293,7 @@ impl Opcode {
                 | ReduceScatter
                 | AllReduce
                 | AllReduceStart
+                | Scan
                 | Scatter
                 | SelectAndScatter
                 | Sort

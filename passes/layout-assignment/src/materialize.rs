@@ -292,7 +292,10 @@ fn boundary_cause(fixed: Option<crate::problem::FixReason>) -> Option<CopyCause>
         Callee(_) | Boundary => Some(CopyCause::CallSignature),
         ExistingBitcast => Some(CopyCause::ExistingBitcast),
         TargetRule(_) | OperandNeed(_) => Some(CopyCause::TargetRequirement),
-        Infeed => Some(CopyCause::Entry),
+        // Like an outfeed's operand, an infeed's buffer crosses to or from
+        // the host in the layout the transfer declares.
+        Infeed => Some(CopyCause::HostTransfer),
+        Alias => Some(CopyCause::Alias),
         Scalar => None,
     }
 }
@@ -332,6 +335,7 @@ fn describe_fix(
         },
         ExistingBitcast => "an existing bitcast".into(),
         Infeed => "the infeed".into(),
+        Alias => "input_output_alias with the entry result".into(),
         Scalar => "being a scalar".into(),
     }
 }
@@ -359,6 +363,7 @@ pub fn apply(comp: &mut Computation, assignment: &ComputationAssignment, order: 
     let mut at_end: Vec<InstId> = Vec::new();
     let mut names: rustc_hash::FxHashSet<String> = comp.instructions().map(|(_, i)| i.name.clone()).collect();
     let mut copy_names = Vec::new();
+    let position: FxHashMap<InstId, usize> = comp.schedule().iter().enumerate().map(|(i, &id)| (id, i)).collect();
     // Replacements per (user, operand) or root: leaf -> new array instruction.
     let mut operand_leaf_map: FxHashMap<(InstId, u32), Vec<(u32, InstId)>> = FxHashMap::default();
     let mut root_leaf_map: Vec<(u32, InstId)> = Vec::new();
@@ -368,7 +373,21 @@ pub fn apply(comp: &mut Computation, assignment: &ComputationAssignment, order: 
         // that instruction rather than extracting the leaf again.
         let (source, origin) = match shared_array_operand(comp, c) {
             Some(g) => (g, g),
-            None => extract_leaf(comp, c.def, c.leaf, &mut names, &mut after),
+            None => {
+                // An existing read of the leaf may serve only if it comes
+                // before every instruction that will read the copy.
+                let first_user = c
+                    .sites
+                    .iter()
+                    .filter_map(|s| match *s {
+                        Site::Operand { user, .. } => position.get(&user).copied(),
+                        Site::Root { .. } => None,
+                    })
+                    .min()
+                    .unwrap_or(usize::MAX);
+                let usable = |g: InstId| position.get(&g).is_some_and(|&p| p < first_user);
+                extract_leaf(comp, c.def, c.leaf, &mut names, &mut after, &usable)
+            }
         };
         // The copy is named after the existing instruction it reads from.
         let source_inst = comp.inst(origin);
@@ -484,7 +503,8 @@ fn unique_name(base: &str, names: &mut rustc_hash::FxHashSet<String>) -> String 
 
 /// An instruction holding array leaf `leaf` of `def`: `def` itself when it
 /// is an array, else a chain of get-tuple-elements placed after it (after
-/// the async-done, for an async result). Also returns the existing
+/// the async-done, for an async result), reusing the get-tuple-elements
+/// of the input that `usable` allows. Also returns the existing
 /// instruction the chain starts from.
 fn extract_leaf(
     comp: &mut Computation,
@@ -492,12 +512,13 @@ fn extract_leaf(
     leaf: u32,
     names: &mut rustc_hash::FxHashSet<String>,
     after: &mut FxHashMap<InstId, Vec<InstId>>,
+    usable: &dyn Fn(InstId) -> bool,
 ) -> (InstId, InstId) {
     let (mut cur, mut remaining) = match async_result_leaf(comp, def, leaf) {
         Some((done, leaf)) => (done, leaf),
         None => (def, leaf as usize),
     };
-    let origin = cur;
+    let mut origin = cur;
     loop {
         let shape = comp.inst(cur).shape.clone();
         let Some(elements) = shape.tuple_elements() else { return (cur, origin) };
@@ -511,6 +532,13 @@ fn extract_leaf(
             k += 1;
         }
         let Some(element) = elements.get(k) else { return (cur, origin) };
+        // Read the element through a get-tuple-element the input already
+        // has, rather than adding a second one and leaving it unused.
+        if let Some(existing) = existing_element_read(comp, cur, k).filter(|&g| usable(g)) {
+            cur = existing;
+            origin = existing;
+            continue;
+        }
         let name = unique_name(&format!("{}.gte.{k}", comp.inst(cur).name), names);
         let mut gte = Instruction::new(name, Opcode::GetTupleElement, element.clone());
         gte.attrs.set(KnownAttr::Index, AttrValue::Int(k as i64));
@@ -518,6 +546,18 @@ fn extract_leaf(
         after.entry(cur).or_default().push(id);
         cur = id;
     }
+}
+
+/// The first (in instruction order) existing `get-tuple-element` reading
+/// element `k` of `tuple`.
+fn existing_element_read(comp: &Computation, tuple: InstId, k: usize) -> Option<InstId> {
+    comp.users(tuple)
+        .into_iter()
+        .filter(|&u| {
+            let inst = comp.inst(u);
+            inst.opcode == Opcode::GetTupleElement && inst.attrs.int(KnownAttr::Index).and_then(|i| usize::try_from(i).ok()) == Some(k)
+        })
+        .min()
 }
 
 /// For a leaf of an async-start's result element, the async-done that

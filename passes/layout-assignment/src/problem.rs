@@ -46,6 +46,9 @@ pub enum FixReason {
     ExistingBitcast,
     /// An infeed's declared layout.
     Infeed,
+    /// An AUTO entry parameter aliased (`input_output_alias`) with a result
+    /// leaf whose layout is given.
+    Alias,
     /// A scalar has one layout.
     Scalar,
 }
@@ -490,14 +493,22 @@ impl<'c> Problem<'c> {
                     for (i, g) in given_leaves.iter().enumerate() {
                         match &g.layout {
                             Some(l) if ctx.is_entry => {
-                                fixed[i] = Some((crate::tiling::device_layout(target, g, l), FixReason::EntryParameter));
+                                fixed[i] = Some((entry_device_layout(target, g, l), FixReason::EntryParameter));
                             }
                             Some(l) => {
                                 let why = if ctx.is_entry { FixReason::EntryParameter } else { FixReason::Boundary };
                                 fixed[i] = Some((l.clone(), why));
                             }
                             // A scalar has one layout: not AUTO, whatever the text says.
-                            None if ctx.is_entry && g.rank() > 0 => self.auto_params.push((n as u32, i as u32)),
+                            None if ctx.is_entry && g.rank() > 0 => {
+                                self.auto_params.push((n as u32, i as u32));
+                                // An AUTO parameter aliased with a set result
+                                // leaf takes that leaf's layout (XLA resets
+                                // the side the user did not set).
+                                if let Some(l) = aliased_result_layout(ctx, n, param, i) {
+                                    fixed[i] = Some((entry_device_layout(target, g, &l), FixReason::Alias));
+                                }
+                            }
                             None => {}
                         }
                     }
@@ -845,7 +856,7 @@ impl<'c> Problem<'c> {
                 match &a.layout {
                     Some(l) => {
                         let (source, layout) = match reason {
-                            BoundaryReason::Entry => (RelationSource::EntryResult, crate::tiling::device_layout(target, a, l)),
+                            BoundaryReason::Entry => (RelationSource::EntryResult, entry_device_layout(target, a, l)),
                             _ => (RelationSource::BoundaryResult, l.clone()),
                         };
                         self.need(v, Need::Exact(layout), Site::Root { leaf: leaf as u32 }, source);
@@ -875,8 +886,30 @@ impl<'c> Problem<'c> {
                 ) else {
                     continue;
                 };
-                if let (true, Some(l), Some(&v)) = (result_auto, &pa.layout, root_values.get(leaf)) {
-                    self.need(v, Need::Exact(l.clone()), Site::Root { leaf: leaf as u32 }, RelationSource::Alias { parameter: alias.parameter });
+                let Some(&v) = root_values.get(leaf) else { continue };
+                match (result_auto, &pa.layout) {
+                    (true, Some(l)) => {
+                        let layout = entry_device_layout(target, pa, l);
+                        self.need(v, Need::Exact(layout), Site::Root { leaf: leaf as u32 }, RelationSource::Alias { parameter: alias.parameter });
+                    }
+                    // Both sides AUTO: the result is read in whatever
+                    // layout the parameter gets, as a loop body's root is
+                    // read in its parameter's.
+                    (true, None) => {
+                        let param_value = comp
+                            .parameters()
+                            .into_iter()
+                            .find(|&p| comp.inst(p).parameter_number().map(i64::from) == Some(alias.parameter))
+                            .and_then(|p| alias_leaf(&comp.inst(p).shape, &alias.parameter_index).map(|(k, _)| (p, k)))
+                            .and_then(|(p, k)| self.leaf_values[p.index()].get(k).copied());
+                        if let Some(w) = param_value.filter(|&w| w != v) {
+                            let source = RelationSource::Alias { parameter: alias.parameter };
+                            self.push(v, RelationKind::Same { out: w }, Site::Root { leaf: leaf as u32 }, source);
+                        }
+                    }
+                    // A set result with an AUTO parameter fixed the
+                    // parameter when it was defined.
+                    _ => {}
                 }
             }
         }
@@ -1120,4 +1153,27 @@ fn alias_leaf<'s>(s: &'s Shape, index: &[i64]) -> Option<(usize, &'s ArrayShape)
         cur = elements.get(i)?;
     }
     cur.as_array().map(|a| (flat, a))
+}
+
+/// The layout an entry parameter or result lives in inside the module: the
+/// device layout of the given one, in the default memory space. As in XLA,
+/// a memory space the entry computation layout names (`S(n)`, host memory)
+/// says where the caller keeps the buffer; it stays in the entry layout and
+/// is not propagated to instructions.
+fn entry_device_layout(target: &TargetSpec, a: &ArrayShape, given: &Layout) -> Layout {
+    let mut layout = crate::tiling::device_layout(target, a, given);
+    layout.memory_space = 0;
+    layout
+}
+
+/// The given layout of the entry result leaf that `input_output_alias`
+/// ties to leaf `leaf` of entry parameter `parameter` (of shape `param`).
+fn aliased_result_layout(ctx: &Context, parameter: usize, param: &Shape, leaf: usize) -> Option<Layout> {
+    let (result, _) = ctx.result.as_ref()?;
+    ctx.io_alias.iter().find_map(|alias| {
+        if usize::try_from(alias.parameter).ok()? != parameter || alias_leaf(param, &alias.parameter_index)?.0 != leaf {
+            return None;
+        }
+        alias_leaf(result, &alias.output_index)?.1.layout.clone()
+    })
 }

@@ -22,7 +22,9 @@ pub enum CopyCause {
     Alias,
     /// A `bitcast` in the input fixes its operand's layout.
     ExistingBitcast,
-    /// An outfeed sends its operand to the host in `outfeed_shape`'s layout.
+    /// A transfer to or from the host fixes the layout: an outfeed sends
+    /// its operand in `outfeed_shape`'s layout, an infeed delivers its
+    /// buffer in its own declared layout.
     HostTransfer,
 }
 

@@ -10,9 +10,21 @@ use expect_test::{Expect, expect};
 /// backend's constraints.
 const GENERIC: &str = "name: generic\n";
 
+/// The generic target, plus a rule that reduces write row-major results:
+/// a reduce whose result layout is not free, so that a copy can be forced
+/// around it.
+const ROW_MAJOR_REDUCE: &str = "name: row-major-reduce
+rules:
+  - name: reduce-result
+    ops: [reduce]
+    result: row_major
+    reason: the reduction emitter writes row-major results
+";
+
 fn target(name: &str) -> target::TargetSpec {
     match name {
         "generic" => target::load_str(GENERIC, "generic.yaml").unwrap(),
+        "row-major-reduce" => target::load_str(ROW_MAJOR_REDUCE, "row-major-reduce.yaml").unwrap(),
         other => target::load_builtin(other).unwrap(),
     }
 }
@@ -1130,8 +1142,7 @@ ENTRY e {
 // and why: 60-63 are parser and verifier facts (crates/hlo tests); 68 needs
 // XLA's layout-sensitive simplifier; 75 is an XLA error we deliberately
 // replace (existing bitcasts are constraints, above); 78, 95 and 125 need
-// channels paired across instructions; 92-93 memory spaces are kept as
-// written (crates/shape tests); 97 and 104 are XLA flags we do not model;
+// channels paired across instructions; 97 and 104 are XLA flags we do not model;
 // 98-99 are TPU-internal dumps; 109 is XLA's cloning of shared branch
 // computations, which a per-computation assignment does not need; 120-121
 // need TopK and FFT library rules our GPU target does not list.
@@ -1914,6 +1925,527 @@ ENTRY e {
               d0 = f32[2,4]{1,0} dot(p0, c)
               d1 = f32[4]{0} dot(p1, c)
               ROOT r = (f32[2,4]{1,0}, f32[4]{0}) tuple(d0, d1)
+        "#]],
+    );
+}
+
+#[test]
+fn slice_of_a_column_major_parameter_into_a_row_major_add() {
+    // Row 80: XLA gives Add(par0, Slice(Copy(par1) as {1,0})), copying the
+    // 4x5 parameter. Tessera deliberately copies the 3x4 slice instead: a
+    // slice keeps its operand's layout, so either copy satisfies the add,
+    // and the smaller one moves fewer bytes (48 rather than 80).
+    check(
+        "generic",
+        r#"
+HloModule m, entry_computation_layout={(f32[3,4]{1,0}, f32[4,5]{0,1})->f32[3,4]{1,0}}
+ENTRY e {
+  p0 = f32[3,4] parameter(0)
+  p1 = f32[4,5] parameter(1)
+  s = f32[3,4] slice(p1), slice={[0:3], [0:4]}
+  ROOT add = f32[3,4] add(p0, s)
+}
+"#,
+        expect![[r#"
+            e:
+              p0 = f32[3,4]{1,0} parameter()
+              p1 = f32[4,5]{0,1} parameter()
+              s = f32[3,4]{0,1} slice(p1)
+              s.copy = f32[3,4]{1,0} copy(s)
+              ROOT add = f32[3,4]{1,0} add(p0, s.copy)
+            copy s.copy: %s {0,1} -> {1,0} (48 bytes, conflicting_users)
+        "#]],
+    );
+}
+
+#[test]
+fn dynamic_slice_of_a_column_major_parameter_into_a_row_major_add() {
+    // Row 81: XLA gives Add(par0, DynamicSlice(Copy(par1) as {1,0}, p2,
+    // p3)). As for row 80, Tessera copies the smaller dynamic-slice result
+    // instead of the parameter; the dynamic-slice keeps its operand's
+    // layout either way.
+    check(
+        "generic",
+        r#"
+HloModule m, entry_computation_layout={(f32[3,4]{1,0}, f32[4,5]{0,1}, s32[], s32[])->f32[3,4]{1,0}}
+ENTRY e {
+  p0 = f32[3,4] parameter(0)
+  p1 = f32[4,5] parameter(1)
+  p2 = s32[] parameter(2)
+  p3 = s32[] parameter(3)
+  ds = f32[3,4] dynamic-slice(p1, p2, p3), dynamic_slice_sizes={3,4}
+  ROOT add = f32[3,4] add(p0, ds)
+}
+"#,
+        expect![[r#"
+            e:
+              p0 = f32[3,4]{1,0} parameter()
+              p1 = f32[4,5]{0,1} parameter()
+              p2 = s32[] parameter()
+              p3 = s32[] parameter()
+              ds = f32[3,4]{0,1} dynamic-slice(p1, p2, p3)
+              ds.copy = f32[3,4]{1,0} copy(ds)
+              ROOT add = f32[3,4]{1,0} add(p0, ds.copy)
+            copy ds.copy: %ds {0,1} -> {1,0} (48 bytes, conflicting_users)
+        "#]],
+    );
+}
+
+#[test]
+fn convolution_with_odd_operand_layouts_needs_no_copy() {
+    // Row 83: a convolution reads operands in any layout (it may change
+    // layout), so operands {2,3,1,0} and {3,2,0,1} are read as they are:
+    // Convolution(Param0, Param1), no copies.
+    check(
+        "generic",
+        r#"
+HloModule m, entry_computation_layout={(f32[1,4,4,2]{2,3,1,0}, f32[3,3,2,5]{3,2,0,1})->f32[1,2,2,5]{3,2,1,0}}
+ENTRY e {
+  p0 = f32[1,4,4,2] parameter(0)
+  p1 = f32[3,3,2,5] parameter(1)
+  ROOT conv = f32[1,2,2,5] convolution(p0, p1), window={size=3x3}, dim_labels=b01f_01io->b01f
+}
+"#,
+        expect![[r#"
+            e:
+              p0 = f32[1,4,4,2]{2,3,1,0} parameter()
+              p1 = f32[3,3,2,5]{3,2,0,1} parameter()
+              ROOT conv = f32[1,2,2,5]{3,2,1,0} convolution(p0, p1)
+        "#]],
+    );
+}
+
+#[test]
+fn while_loop_state_from_an_infeed_is_copied_into_the_body_layout() {
+    // Row 85: the body's infeed delivers {1,0} and feeds the loop state, so
+    // the state is {1,0}; the entry's infeed delivers {0,1} and is copied
+    // into the loop tuple, and the {0,1} result is a copy of the loop's
+    // {1,0} output, as in XLA. Tokens pass through the loop and are never
+    // copied. The copy into the loop is forced by the loop state; the root
+    // copy by the entry result.
+    check(
+        "generic",
+        r#"
+HloModule m, entry_computation_layout={()->f32[8,16]{0,1}}
+cond {
+  cp = (s32[], token[], f32[8,16]) parameter(0)
+  ci = s32[] get-tuple-element(cp), index=0
+  five = s32[] constant(5)
+  ROOT lt = pred[] compare(ci, five), direction=LT
+}
+body {
+  bp = (s32[], token[], f32[8,16]) parameter(0)
+  bi = s32[] get-tuple-element(bp), index=0
+  btok = token[] get-tuple-element(bp), index=1
+  feed = (f32[8,16]{1,0}, token[]) infeed(btok)
+  next_tok = token[] get-tuple-element(feed), index=1
+  next_buf = f32[8,16] get-tuple-element(feed), index=0
+  one = s32[] constant(1)
+  next_i = s32[] add(bi, one)
+  ROOT bt = (s32[], token[], f32[8,16]) tuple(next_i, next_tok, next_buf)
+}
+ENTRY e {
+  tok = token[] after-all()
+  efeed = (f32[8,16]{0,1}, token[]) infeed(tok)
+  etok = token[] get-tuple-element(efeed), index=1
+  ebuf = f32[8,16] get-tuple-element(efeed), index=0
+  zero = s32[] constant(0)
+  init = (s32[], token[], f32[8,16]) tuple(zero, etok, ebuf)
+  loop = (s32[], token[], f32[8,16]) while(init), condition=cond, body=body
+  ROOT result = f32[8,16] get-tuple-element(loop), index=2
+}
+"#,
+        expect![[r#"
+            cond:
+              cp = (s32[], token[], f32[8,16]{1,0}) parameter()
+              ci = s32[] get-tuple-element(cp)
+              five = s32[] constant()
+              ROOT lt = pred[] compare(ci, five)
+            body:
+              bp = (s32[], token[], f32[8,16]{1,0}) parameter()
+              bi = s32[] get-tuple-element(bp)
+              btok = token[] get-tuple-element(bp)
+              feed = (f32[8,16]{1,0}, token[]) infeed(btok)
+              next_tok = token[] get-tuple-element(feed)
+              next_buf = f32[8,16]{1,0} get-tuple-element(feed)
+              one = s32[] constant()
+              next_i = s32[] add(bi, one)
+              ROOT bt = (s32[], token[], f32[8,16]{1,0}) tuple(next_i, next_tok, next_buf)
+            e:
+              tok = token[] after-all()
+              efeed = (f32[8,16]{0,1}, token[]) infeed(tok)
+              etok = token[] get-tuple-element(efeed)
+              ebuf = f32[8,16]{0,1} get-tuple-element(efeed)
+              ebuf.copy = f32[8,16]{1,0} copy(ebuf)
+              zero = s32[] constant()
+              init = (s32[], token[], f32[8,16]{1,0}) tuple(zero, etok, ebuf.copy)
+              loop = (s32[], token[], f32[8,16]{1,0}) while(init)
+              result = f32[8,16]{1,0} get-tuple-element(loop)
+              ROOT result.copy = f32[8,16]{0,1} copy(result)
+            copy ebuf.copy: %efeed leaf 0 {0,1} -> {1,0} (512 bytes, loop_state)
+            copy result.copy: %loop leaf 1 {1,0} -> {0,1} (512 bytes, entry)
+        "#]],
+    );
+}
+
+#[test]
+fn infeed_layout_forces_a_copy_reported_as_a_host_transfer() {
+    // An infeed delivers its buffer in its own declared layout ({0,1});
+    // the row-major add it feeds, pinned by the entry, reads a copy. The
+    // copy is there because of the host transfer, as an outfeed's is.
+    check(
+        "generic",
+        r#"
+HloModule m, entry_computation_layout={(f32[8,4]{1,0})->f32[8,4]{1,0}}
+ENTRY e {
+  p0 = f32[8,4] parameter(0)
+  tok = token[] after-all()
+  feed = (f32[8,4]{0,1}, token[]) infeed(tok)
+  x = f32[8,4] get-tuple-element(feed), index=0
+  ROOT add = f32[8,4] add(p0, x)
+}
+"#,
+        expect![[r#"
+            e:
+              p0 = f32[8,4]{1,0} parameter()
+              tok = token[] after-all()
+              feed = (f32[8,4]{0,1}, token[]) infeed(tok)
+              x = f32[8,4]{0,1} get-tuple-element(feed)
+              x.copy = f32[8,4]{1,0} copy(x)
+              ROOT add = f32[8,4]{1,0} add(p0, x.copy)
+            copy x.copy: %feed leaf 0 {0,1} -> {1,0} (128 bytes, host_transfer)
+        "#]],
+    );
+}
+
+#[test]
+fn buffer_chain_of_pin_add_one_unpin_keeps_the_parameter_layout() {
+    // Row 107: Pin -> AddOne -> Unpin, each custom call aliasing its
+    // output to its operand: the {0,1} parameter layout flows through the
+    // chain to the (AUTO) result, with no copy.
+    check(
+        "generic",
+        r#"
+HloModule m, entry_computation_layout={(f32[16,32]{0,1})->f32[16,32]}
+ENTRY e {
+  p0 = f32[16,32] parameter(0)
+  pin = b(f32[16,32]) custom-call(p0), custom_call_target="Pin", output_to_operand_aliasing={{}: (0, {})}
+  add = b(f32[16,32]) custom-call(pin), custom_call_target="AddOne", output_to_operand_aliasing={{}: (0, {})}
+  ROOT unpin = f32[16,32] custom-call(add), custom_call_target="Unpin", output_to_operand_aliasing={{}: (0, {})}
+}
+"#,
+        expect![[r#"
+            e:
+              p0 = f32[16,32]{0,1} parameter()
+              pin = b(f32[16,32]{0,1}) custom-call(p0)
+              add = b(f32[16,32]{0,1}) custom-call(pin)
+              ROOT unpin = f32[16,32]{0,1} custom-call(add)
+            filled result: {0,1}
+        "#]],
+    );
+}
+
+#[test]
+fn buffer_chain_of_pin_add_one_unpin_takes_the_result_layout() {
+    // Row 107, the other way round: an AUTO parameter and a {0,1} result.
+    // The layout flows back through the chain to the parameter; no copy.
+    check(
+        "generic",
+        r#"
+HloModule m, entry_computation_layout={(f32[16,32])->f32[16,32]{0,1}}
+ENTRY e {
+  p0 = f32[16,32] parameter(0)
+  pin = b(f32[16,32]) custom-call(p0), custom_call_target="Pin", output_to_operand_aliasing={{}: (0, {})}
+  add = b(f32[16,32]) custom-call(pin), custom_call_target="AddOne", output_to_operand_aliasing={{}: (0, {})}
+  ROOT unpin = f32[16,32] custom-call(add), custom_call_target="Unpin", output_to_operand_aliasing={{}: (0, {})}
+}
+"#,
+        expect![[r#"
+            e:
+              p0 = f32[16,32]{0,1} parameter()
+              pin = b(f32[16,32]{0,1}) custom-call(p0)
+              add = b(f32[16,32]{0,1}) custom-call(pin)
+              ROOT unpin = f32[16,32]{0,1} custom-call(add)
+            filled parameter 0: {0,1}
+        "#]],
+    );
+}
+
+#[test]
+fn scan_keeps_its_operand_layout() {
+    // Row 108: scan is layout-preserving: its array operand and output
+    // element 0 share one layout; with a {0,1} result, the input takes
+    // {0,1} and nothing is copied.
+    check(
+        "generic",
+        r#"
+HloModule m, entry_computation_layout={(f32[100,200], f32[200])->(f32[100,200]{0,1}, f32[200])}
+add {
+  a = f32[200] parameter(0)
+  b = f32[200] parameter(1)
+  s = f32[200] add(a, b)
+  ROOT t = (f32[200], f32[200]) tuple(s, s)
+}
+ENTRY e {
+  p0 = f32[100,200] parameter(0)
+  init = f32[200] parameter(1)
+  ROOT scan = (f32[100,200], f32[200]) scan(p0, init), dimensions={0}, num_carries=1, is_associative=false, to_apply=add
+}
+"#,
+        expect![[r#"
+            add:
+              a = f32[200]{0} parameter()
+              b = f32[200]{0} parameter()
+              s = f32[200]{0} add(a, b)
+              ROOT t = (f32[200]{0}, f32[200]{0}) tuple(s, s)
+            e:
+              p0 = f32[100,200]{0,1} parameter()
+              init = f32[200]{0} parameter()
+              ROOT scan = (f32[100,200]{0,1}, f32[200]{0}) scan(p0, init)
+            filled parameter 0: {0,1}
+            filled parameter 1: {0}
+            filled result leaf 1: {0}
+        "#]],
+    );
+}
+
+#[test]
+fn scan_of_a_rank_three_operand_keeps_its_layout() {
+    // Row 108, rank 3: a {0,2,1} result gives the operand {0,2,1}.
+    check(
+        "generic",
+        r#"
+HloModule m, entry_computation_layout={(f32[10,20,30], f32[20,30])->(f32[10,20,30]{0,2,1}, f32[20,30])}
+add {
+  a = f32[20,30] parameter(0)
+  b = f32[20,30] parameter(1)
+  s = f32[20,30] add(a, b)
+  ROOT t = (f32[20,30], f32[20,30]) tuple(s, s)
+}
+ENTRY e {
+  p0 = f32[10,20,30] parameter(0)
+  init = f32[20,30] parameter(1)
+  ROOT scan = (f32[10,20,30], f32[20,30]) scan(p0, init), dimensions={0}, num_carries=1, is_associative=false, to_apply=add
+}
+"#,
+        expect![[r#"
+            add:
+              a = f32[20,30]{1,0} parameter()
+              b = f32[20,30]{1,0} parameter()
+              s = f32[20,30]{1,0} add(a, b)
+              ROOT t = (f32[20,30]{1,0}, f32[20,30]{1,0}) tuple(s, s)
+            e:
+              p0 = f32[10,20,30]{0,2,1} parameter()
+              init = f32[20,30]{1,0} parameter()
+              ROOT scan = (f32[10,20,30]{0,2,1}, f32[20,30]{1,0}) scan(p0, init)
+            filled parameter 0: {0,2,1}
+            filled parameter 1: {1,0}
+            filled result leaf 1: {1,0}
+        "#]],
+    );
+}
+
+#[test]
+fn entry_memory_space_stays_in_the_entry_layout() {
+    // Rows 92 and 93: a parameter and a result in host memory (S(5)). As in
+    // XLA, the parameter and root instructions live in the default memory
+    // space, and the entry computation layout keeps S(5) for both.
+    let hlo = r#"
+HloModule m, entry_computation_layout={(f32[4,8]{1,0:S(5)})->f32[4,8]{1,0:S(5)}}
+ENTRY e {
+  p0 = f32[4,8] parameter(0)
+  ROOT n = f32[4,8] negate(p0)
+}
+"#;
+    check(
+        "generic",
+        hlo,
+        expect![[r#"
+            e:
+              p0 = f32[4,8]{1,0} parameter()
+              ROOT n = f32[4,8]{1,0} negate(p0)
+        "#]],
+    );
+    let mut module = hlo::parse_module(hlo, "test.hlo").unwrap();
+    layout_assignment::run(&mut module, &target("generic")).unwrap();
+    assert!(
+        hlo::print_module(&module).contains("entry_computation_layout={(f32[4,8]{1,0:S(5)})->f32[4,8]{1,0:S(5)}}"),
+        "{}",
+        hlo::print_module(&module)
+    );
+}
+
+#[test]
+fn partially_set_entry_layout_keeps_memory_space_on_set_leaves() {
+    // Row 93: leaf 0 of the parameter is set in host memory, leaf 1 is
+    // AUTO. Leaf 0 keeps {0,1} (and S(5) in the entry layout only), leaf 1
+    // is filled with the default.
+    let hlo = r#"
+HloModule m, entry_computation_layout={((f32[2,3]{0,1:S(5)}, f32[2,3]))->(f32[2,3], f32[2,3])}
+ENTRY e {
+  p = (f32[2,3], f32[2,3]) parameter(0)
+  a = f32[2,3] get-tuple-element(p), index=0
+  b = f32[2,3] get-tuple-element(p), index=1
+  na = f32[2,3] negate(a)
+  nb = f32[2,3] negate(b)
+  ROOT r = (f32[2,3], f32[2,3]) tuple(na, nb)
+}
+"#;
+    check(
+        "generic",
+        hlo,
+        expect![[r#"
+            e:
+              p = (f32[2,3]{0,1}, f32[2,3]{1,0}) parameter()
+              a = f32[2,3]{0,1} get-tuple-element(p)
+              b = f32[2,3]{1,0} get-tuple-element(p)
+              na = f32[2,3]{0,1} negate(a)
+              nb = f32[2,3]{1,0} negate(b)
+              ROOT r = (f32[2,3]{0,1}, f32[2,3]{1,0}) tuple(na, nb)
+            filled parameter 0 leaf 1: {1,0}
+            filled result leaf 0: {0,1}
+            filled result leaf 1: {1,0}
+        "#]],
+    );
+    let mut module = hlo::parse_module(hlo, "test.hlo").unwrap();
+    layout_assignment::run(&mut module, &target("generic")).unwrap();
+    assert!(
+        hlo::print_module(&module).contains("entry_computation_layout={((f32[2,3]{0,1:S(5)}, f32[2,3]{1,0}))->(f32[2,3]{0,1}, f32[2,3]{1,0})}"),
+        "{}",
+        hlo::print_module(&module)
+    );
+}
+
+#[test]
+fn input_output_alias_ties_an_auto_parameter_to_its_result() {
+    // Row 103, parameter unset: XLA's module (add of the parameter and a
+    // reshaped vector, transposed into the result) with the result {0,1}.
+    // The aliased parameter takes the result's layout, as XLA resets the
+    // side the user did not set to the other side's.
+    check(
+        "generic",
+        r#"
+HloModule m, input_output_alias={ {}: (0, {}, may-alias) }, entry_computation_layout={(f32[5,5], f32[25]{0})->f32[5,5]{0,1}}
+ENTRY e {
+  p0 = f32[5,5] parameter(0)
+  p1 = f32[25] parameter(1)
+  r = f32[5,5] reshape(p1)
+  a = f32[5,5] add(p0, r)
+  ROOT t = f32[5,5] transpose(a), dimensions={1,0}
+}
+"#,
+        expect![[r#"
+            e:
+              p0 = f32[5,5]{0,1} parameter()
+              p0.copy = f32[5,5]{1,0} copy(p0)
+              p1 = f32[25]{0} parameter()
+              r = f32[5,5]{1,0} reshape(p1)
+              a = f32[5,5]{1,0} add(p0.copy, r)
+              ROOT t = f32[5,5]{0,1} transpose(a)
+            copy p0.copy: %p0 {0,1} -> {1,0} (100 bytes, alias)
+            filled parameter 0: {0,1}
+        "#]],
+    );
+}
+
+#[test]
+fn input_output_alias_with_both_sides_auto_gives_them_one_layout() {
+    // Row 103, both unset: the parameter and the result are chosen
+    // together, and end in the same layout.
+    check(
+        "generic",
+        r#"
+HloModule m, input_output_alias={ {}: (0, {}, may-alias) }, entry_computation_layout={(f32[5,5], f32[25]{0})->f32[5,5]}
+ENTRY e {
+  p0 = f32[5,5] parameter(0)
+  p1 = f32[25] parameter(1)
+  r = f32[5,5] reshape(p1)
+  a = f32[5,5] add(p0, r)
+  ROOT t = f32[5,5] transpose(a), dimensions={1,0}
+}
+"#,
+        expect![[r#"
+            e:
+              p0 = f32[5,5]{1,0} parameter()
+              p1 = f32[25]{0} parameter()
+              r = f32[5,5]{1,0} reshape(p1)
+              a = f32[5,5]{1,0} add(p0, r)
+              ROOT t = f32[5,5]{1,0} transpose(a)
+            filled parameter 0: {1,0}
+            filled result: {1,0}
+        "#]],
+    );
+}
+
+#[test]
+fn copy_goes_on_the_smaller_side_of_a_reduce() {
+    // The reduce writes row-major (a target rule) but the entry wants the
+    // reduced result column-major, and the input arrives column-major. No
+    // layout of the big 64x32x256 input can change what the reduce writes,
+    // so the one copy is of the small 64x32 result; the input is read where
+    // it lies, not copied to row-major first.
+    check(
+        "row-major-reduce",
+        r#"
+HloModule m, entry_computation_layout={(f32[64,32,256]{0,1,2})->f32[64,32]{0,1}}
+add {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT s = f32[] add(a, b)
+}
+ENTRY e {
+  p0 = f32[64,32,256] parameter(0)
+  x = f32[64,32,256] exponential(p0)
+  z = f32[] constant(0)
+  ROOT r = f32[64,32] reduce(x, z), dimensions={2}, to_apply=add
+}
+"#,
+        expect![[r#"
+            add:
+              a = f32[] parameter()
+              b = f32[] parameter()
+              ROOT s = f32[] add(a, b)
+            e:
+              p0 = f32[64,32,256]{0,1,2} parameter()
+              x = f32[64,32,256]{0,1,2} exponential(p0)
+              z = f32[] constant()
+              r = f32[64,32]{1,0} reduce(x, z)
+              ROOT r.copy = f32[64,32]{0,1} copy(r)
+            copy r.copy: %r {1,0} -> {0,1} (8192 bytes, entry)
+        "#]],
+    );
+}
+
+#[test]
+fn reduce_writes_the_layout_its_user_needs_without_a_copy() {
+    // Without a rule on the reduce, XLA propagates the operand's order to
+    // the result (reduced dimensions deleted) and then copies the result
+    // into the entry's {1,0}; here the reduce may write any layout, so it
+    // writes {1,0} directly and nothing is copied.
+    check(
+        "generic",
+        r#"
+HloModule m, entry_computation_layout={(f32[64,32,256]{0,1,2})->f32[64,32]{1,0}}
+add {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT s = f32[] add(a, b)
+}
+ENTRY e {
+  p0 = f32[64,32,256] parameter(0)
+  z = f32[] constant(0)
+  ROOT r = f32[64,32] reduce(p0, z), dimensions={2}, to_apply=add
+}
+"#,
+        expect![[r#"
+            add:
+              a = f32[] parameter()
+              b = f32[] parameter()
+              ROOT s = f32[] add(a, b)
+            e:
+              p0 = f32[64,32,256]{0,1,2} parameter()
+              z = f32[] constant()
+              ROOT r = f32[64,32]{1,0} reduce(p0, z)
         "#]],
     );
 }

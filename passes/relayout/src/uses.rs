@@ -335,6 +335,17 @@ impl Inserter {
 }
 
 /// True when some array leaf of `have` lacks the layout `required` gives it.
+/// `s` with every leaf's layout in the default memory space.
+fn in_default_memory_space(s: &Shape) -> Shape {
+    let mut s = s.clone();
+    s.for_each_array_mut(&mut |a| {
+        if let Some(l) = &mut a.layout {
+            l.memory_space = 0;
+        }
+    });
+    s
+}
+
 fn leaf_differs(have: &Shape, required: &Shape) -> bool {
     let h = array_leaves(have);
     let r = array_leaves(required);
@@ -362,7 +373,11 @@ pub fn fix_uses(facts: &ComputationFacts, comp: &mut Computation, target: &Targe
     for &id in &topo {
         operand_wants(comp, target, id, &mut wants);
     }
-    let root_needs_work = match (&facts.result, comp.root()) {
+    // As in XLA, a memory space in the entry result (`S(n)`, host memory)
+    // says where the caller keeps the buffer; the root itself lives in the
+    // default memory space, so only the rest of the layout must match.
+    let required_result = facts.result.as_ref().map(in_default_memory_space);
+    let root_needs_work = match (&required_result, comp.root()) {
         (Some(r), Some(root)) => leaf_differs(&comp.inst(root).shape, r) || !comp.inst(root).shape.same_logical_shape(r),
         _ => false,
     };
@@ -382,7 +397,7 @@ pub fn fix_uses(facts: &ComputationFacts, comp: &mut Computation, target: &Targe
         let Site::Operand { user, operand } = w.site;
         comp.set_operand(user, operand, new).map_err(edit(&ins.computation))?;
     }
-    if let (Some(required), Some(root)) = (&facts.result, comp.root())
+    if let (Some(required), Some(root)) = (&required_result, comp.root())
         && let Some(new) = ins.fix_result(comp, root, required, "the entry result")?
     {
         comp.set_root(new).map_err(edit(&ins.computation))?;
