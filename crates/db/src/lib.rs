@@ -1,12 +1,23 @@
-//! The incremental database: a module, a target and options as salsa
-//! inputs, and per-computation tracked queries for parsing, call
-//! structure, signatures and layout assignment.
+//! The incremental database: a module (its header and the source of each
+//! computation) and a target as salsa inputs, and per-computation tracked
+//! queries: the parsed graph, its calls, its constraints (the layouts
+//! fixed at its boundary and its callees' signatures), its assignment and
+//! its signature.
 //!
 //! Granularity is one computation. Re-sending a module with one computation
 //! changed re-parses and re-assigns that computation; its callers and the
 //! computations around it re-run only when its signature (parameter and
 //! result layouts) changed, because every query returns plain comparable
-//! data and salsa backdates equal results.
+//! data and salsa backdates equal results. A computation's constraints
+//! re-run when a signature, the call graph or the entry layout they read
+//! changed; its assignment re-runs only when the constraints differ (or its
+//! own text or the target changed).
+//!
+//! There is no options input: no pipeline option changes a computation's
+//! assignment. The pass list, `verify` and relayout's `expand_relayouts`
+//! act on the assembled module after the database, and the tiling options
+//! (`keep_untiled_entry`, `combine_dimensions`) are fields of the target,
+//! which is an input.
 //!
 //! Architecture invariant: salsa values never hold a petgraph graph directly.
 //! A parsed computation sits behind an `Arc` and compares by a fingerprint
@@ -185,9 +196,14 @@ impl ModuleFacts for Facts<'_> {
     }
 }
 
-fn assign(db: &dyn salsa::Database, c: SourceComputation, phase: Phase) -> AssignmentResult {
+/// The outcome of building one computation's constraints.
+pub type ConstraintsResult = Result<Arc<Context>, AssignError>;
+
+/// Builds the constraints of computation `c` for `phase`: the layouts fixed
+/// at its boundary (entry layout, loop state, branch result, aliasing) and
+/// the signatures of the computations it calls.
+fn build_constraints(db: &dyn salsa::Database, c: SourceComputation, phase: Phase) -> ConstraintsResult {
     let m = c.module(db);
-    let comp = parsed(db, c).result.clone().map_err(|e| AssignError::Parse(Box::new(e)))?;
     let graph = call_graph(db, m);
     let facts = Facts { db, m };
     let comps = m.computations(db);
@@ -205,7 +221,33 @@ fn assign(db: &dyn salsa::Database, c: SourceComputation, phase: Phase) -> Assig
             AssignError::Parse(p) => PassError::Module(p.message.clone()),
         })
     };
-    let ctx: Context = layout_assignment::context_for(&facts, graph, id, phase, &mut signature).map_err(AssignError::Pass)?;
+    layout_assignment::context_for(&facts, graph, id, phase, &mut signature).map(Arc::new).map_err(AssignError::Pass)
+}
+
+/// The constraints of a computation as its callers see it: what its
+/// assignment must honour beyond its own text and the target. It re-runs
+/// when a signature around it, the call graph or the entry layout changes,
+/// and the assignment re-runs only when the constraints it returns differ.
+#[salsa::tracked(returns(ref))]
+pub fn constraints(db: &dyn salsa::Database, c: SourceComputation) -> ConstraintsResult {
+    build_constraints(db, c, Phase::Final)
+}
+
+/// The constraints of a conditional branch before the conditional fixes
+/// its result (asked only for branches).
+#[salsa::tracked(returns(ref))]
+pub fn free_constraints(db: &dyn salsa::Database, c: SourceComputation) -> ConstraintsResult {
+    build_constraints(db, c, Phase::Free)
+}
+
+fn assign(db: &dyn salsa::Database, c: SourceComputation, phase: Phase) -> AssignmentResult {
+    let m = c.module(db);
+    let comp = parsed(db, c).result.clone().map_err(|e| AssignError::Parse(Box::new(e)))?;
+    let ctx = match phase {
+        Phase::Final => constraints(db, c),
+        Phase::Free => free_constraints(db, c),
+    }
+    .clone()?;
     let all = names(db, m);
     let name_of = |c: CompId| all.get(c.index()).cloned().unwrap_or_default();
     layout_assignment::assign_computation(&comp, &name_of, &ctx, m.target(db))

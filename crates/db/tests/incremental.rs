@@ -102,6 +102,8 @@ fn changing_a_leaf_root_layout_reruns_its_callers() {
         expect![[r#"
             [
                 "calls(leaf)",
+                "constraints(f)",
+                "constraints(main)",
                 "final_assignment(f)",
                 "final_assignment(leaf)",
                 "final_assignment(main)",
@@ -111,6 +113,40 @@ fn changing_a_leaf_root_layout_reruns_its_callers() {
             ]
         "#]],
     );
+}
+
+#[test]
+fn constraints_rerun_when_what_they_read_changes_and_assignments_only_when_they_differ() {
+    // A header attribute that layout assignment does not use changes: the
+    // entry's constraints read the header (for the entry layout and
+    // `input_output_alias`), so they re-run, find the same constraints,
+    // and the entry's assignment does not re-run. No other computation's
+    // constraints read the header.
+    let text = module("ROOT lr = f32[8,4] abs(ln)");
+    let edited = text.replacen("HloModule inc,", "HloModule inc, replica_count=2,", 1);
+    assert_ne!(text, edited);
+    check(&text, &edited, expect![[r#"
+        [
+            "constraints(main)",
+            "entry_layout(inc)",
+        ]
+    "#]]);
+}
+
+#[test]
+fn changing_the_entry_layout_reruns_the_entry_constraints_and_assignment_only() {
+    // The entry result's first leaf changes layout: the entry's
+    // constraints change, so its assignment re-runs; the callees' do not.
+    let text = module("ROOT lr = f32[8,4] abs(ln)");
+    let edited = text.replacen("->(f32[8,4]{1,0}, f32[8])", "->(f32[8,4]{0,1}, f32[8])", 1);
+    assert_ne!(text, edited);
+    check(&text, &edited, expect![[r#"
+        [
+            "constraints(main)",
+            "entry_layout(inc)",
+            "final_assignment(main)",
+        ]
+    "#]]);
 }
 
 #[test]

@@ -27,7 +27,7 @@ pub enum BoundaryReason {
 }
 
 /// The outside facts for one computation.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Context {
     /// True for the entry computation.
     pub is_entry: bool,
