@@ -457,6 +457,16 @@ pub struct StorageSize {
 
 /// The buffer size of a shape under its layout (the default layout if none).
 pub fn storage_size(shape: &ArrayShape) -> Result<StorageSize, AlgebraError> {
+    // Most layouts have no tiles and no legacy padding: the buffer is then
+    // the element count, tail padded, and building the whole expansion (the
+    // cost model asks for sizes many times per value) is wasted work. The
+    // arithmetic is the same as in `Expansion::new`, and a test compares
+    // both paths.
+    let layout = checked_layout(shape)?;
+    if layout.tiles.is_empty() && layout.padded_dimensions.is_none() {
+        let elements = product(&shape.dims, "the element count")?;
+        return untiled_storage(elements, layout.tail_padding_alignment_in_elements, shape.element_storage_bits());
+    }
     let e = Expansion::new(shape)?;
     Ok(StorageSize {
         elements: e.element_count,
@@ -464,6 +474,16 @@ pub fn storage_size(shape: &ArrayShape) -> Result<StorageSize, AlgebraError> {
         element_bits: e.element_bits,
         bytes: e.storage_bytes,
     })
+}
+
+/// The storage of `elements` elements of `element_bits` bits each, the
+/// element count padded up to a multiple of `align`.
+fn untiled_storage(elements: u64, align: i64, element_bits: u64) -> Result<StorageSize, AlgebraError> {
+    let align = align as u64;
+    let slots = elements.div_ceil(align).checked_mul(align).ok_or_else(|| overflow("the tail-padded element count"))?;
+    let bits = u128::from(slots) * u128::from(element_bits);
+    let bytes = u64::try_from(bits.div_ceil(8)).map_err(|_| overflow("the buffer size in bytes"))?;
+    Ok(StorageSize { elements, slots, element_bits, bytes })
 }
 
 /// The linear slot of the element at `index` (one entry per dimension).
@@ -483,6 +503,17 @@ mod tests {
 
     fn array(text: &str) -> ArrayShape {
         parse_shape(text).expect("test shape parses").as_array().expect("an array").clone()
+    }
+
+    #[test]
+    fn untiled_storage_sizes_agree_with_the_expansion() {
+        for text in ["f32[3,5]{0,1}", "s4[7,3]{1,0:E(4)}", "pred[9]{0:E(1)L(16)}", "bf16[2,3,5]{2,0,1:L(4)}", "u8[]", "f64[0,4]"] {
+            let a = array(text);
+            let e = Expansion::new(&a).unwrap();
+            let z = storage_size(&a).unwrap();
+            assert_eq!((z.elements, z.slots, z.element_bits, z.bytes), (e.element_count, e.storage_slots, e.element_bits, e.storage_bytes), "{text}");
+        }
+        assert!(storage_size(&array("f32[4611686018427387904,4]")).is_err());
     }
 
     #[test]

@@ -24,6 +24,31 @@ pub fn storage_bytes(a: &ArrayShape) -> u64 {
     shape::storage_size(a).map_or(u64::MAX, |s| s.bytes)
 }
 
+/// Bytes of the buffer holding `a` (whose own layout is ignored) in
+/// `layout`; [`storage_bytes`] without building the shape when the layout
+/// only orders dimensions.
+pub fn storage_bytes_in(a: &ArrayShape, layout: &Layout) -> u64 {
+    if is_order_only(layout) && a.dynamic == 0 {
+        if let Some(bits) = a.element_count().and_then(|n| n.checked_mul(a.element_storage_bits())) {
+            return bits.div_ceil(8);
+        }
+    }
+    storage_bytes(&a.in_layout(layout.clone()))
+}
+
+/// True when the array `a` (whose own layout is ignored) occupies the same
+/// bytes in layouts `la` and `lb`: [`same_bytes`] without building shapes
+/// for the common case of layouts that only order dimensions.
+pub fn same_bytes_in(a: &ArrayShape, la: &Layout, lb: &Layout) -> bool {
+    if la == lb {
+        return true;
+    }
+    if is_order_only(la) && is_order_only(lb) {
+        return same_order_ignoring_unit_dims(&a.dims, la, lb);
+    }
+    shape::layout_change_is_bitcast(&a.in_layout(la.clone()), &a.in_layout(lb.clone())).is_ok_and(|v| v.bitcast)
+}
+
 /// True for a layout that only orders dimensions: no tiles, padding or
 /// other property that changes where bytes go.
 fn is_order_only(l: &Layout) -> bool {

@@ -209,8 +209,10 @@ pub fn first_array(shape: &shape::Shape) -> Option<&ArrayShape> {
 /// and calls are not covered here: the pass handles them structurally.
 pub fn inst_needs(target: &TargetSpec, comp: &Computation, id: InstId) -> InstNeeds {
     let inst = comp.inst(id);
-    let mut needs = InstNeeds::default();
     let operand_count = inst.operands().len();
+    // Sized up front: growing a vector of needs (each holds a layout) one
+    // element at a time showed up in profiles of large modules.
+    let mut needs = InstNeeds { operands: Vec::with_capacity(operand_count), ..InstNeeds::default() };
 
     // A custom call that lists operand layouts is layout-constrained: its
     // operands and its own shape are exact requirements.

@@ -12,6 +12,7 @@
 //! only a transpose's `dimensions` go, as a bitcast has none.
 
 use hlo::{Computation, InstId, KnownAttr, Opcode};
+use rustc_hash::FxHashMap;
 use shape::{ArrayShape, BitcastVerdict, DimVec};
 
 use crate::{Rewrite, RewriteKind, laid_out, same_memory_space};
@@ -25,7 +26,13 @@ struct Found {
     to: ArrayShape,
 }
 
-fn verdict(comp: &Computation, id: InstId) -> Option<Found> {
+/// Verdicts already reached in one computation, by (kind, from, to,
+/// transpose dimensions). Large modules repeat a few movements many times
+/// (the 24-layer transformer has 884 reshapes of 11 distinct shape pairs),
+/// and the exact test costs far more than a lookup.
+type Verdicts = FxHashMap<(RewriteKind, ArrayShape, ArrayShape, Option<DimVec>), Option<BitcastVerdict>>;
+
+fn verdict(comp: &Computation, id: InstId, seen: &mut Verdicts) -> Option<Found> {
     let inst = comp.inst(id);
     let kind = match inst.opcode {
         Opcode::Copy => RewriteKind::CopyToBitcast,
@@ -43,8 +50,8 @@ fn verdict(comp: &Computation, id: InstId) -> Option<Found> {
     if !same_memory_space(&from, &to) {
         return None;
     }
-    let (v, dims) = match kind {
-        RewriteKind::CopyToBitcast if from.dims == to.dims => (shape::layout_change_is_bitcast(&from, &to).ok()?, None),
+    let dims = match kind {
+        RewriteKind::CopyToBitcast if from.dims == to.dims => None,
         RewriteKind::TransposeToBitcast => {
             let dims: DimVec = inst
                 .attrs
@@ -55,11 +62,27 @@ fn verdict(comp: &Computation, id: InstId) -> Option<Found> {
             if dims.len() != from.rank() || to.rank() != from.rank() || !shape::facts::is_permutation(&dims) {
                 return None;
             }
-            (shape::transpose_is_bitcast(&from, &to, &dims).ok()?, Some(dims))
+            Some(dims)
         }
-        RewriteKind::ReshapeToBitcast => (shape::reshape_is_bitcast(&from, &to).ok()?, None),
+        RewriteKind::ReshapeToBitcast => None,
         _ => return None,
     };
+    let key = (kind, from, to, dims);
+    let v = match seen.get(&key) {
+        Some(v) => v.clone(),
+        None => {
+            let (_, from, to, dims) = &key;
+            let v = match (kind, dims) {
+                (RewriteKind::TransposeToBitcast, Some(dims)) => shape::transpose_is_bitcast(from, to, dims),
+                (RewriteKind::ReshapeToBitcast, _) => shape::reshape_is_bitcast(from, to),
+                _ => shape::layout_change_is_bitcast(from, to),
+            }
+            .ok();
+            seen.insert(key.clone(), v.clone());
+            v
+        }
+    }?;
+    let (_, from, to, dims) = key;
     v.bitcast.then_some(Found { kind, verdict: v, dims, from, to })
 }
 
@@ -67,8 +90,9 @@ fn verdict(comp: &Computation, id: InstId) -> Option<Found> {
 pub fn movements_to_bitcasts(comp: &mut Computation) -> Vec<Rewrite> {
     let mut rewrites = Vec::new();
     let ids: Vec<InstId> = comp.schedule().to_vec();
+    let mut seen = Verdicts::default();
     for id in ids {
-        let Some(Found { kind, verdict: v, dims, from, to }) = verdict(comp, id) else { continue };
+        let Some(Found { kind, verdict: v, dims, from, to }) = verdict(comp, id, &mut seen) else { continue };
         let o = comp.operands(id)[0];
         let operand = comp.inst(o).name.clone();
         let inst = comp.inst_mut(id);

@@ -15,10 +15,13 @@
 //! Needs are collected on the unedited computation first (a rule may look
 //! at its operands, e.g. "operand 1 is a constant"), then applied.
 
+use std::borrow::Cow;
+
 use hlo::{Attrs, Computation, InstId, Instruction, KnownAttr, Opcode};
 use layout_assignment::{Need, NeedSource};
 use rustc_hash::{FxHashMap, FxHashSet};
 use shape::{ArrayShape, DimVec, Layout, Shape};
+use smallvec::SmallVec;
 use target::TargetSpec;
 
 use crate::{
@@ -94,10 +97,38 @@ fn per_leaf(op: Opcode) -> bool {
     )
 }
 
-fn array_leaves(s: &Shape) -> Vec<&ArrayShape> {
-    let mut v = Vec::new();
+fn array_leaves(s: &Shape) -> SmallVec<[&ArrayShape; 2]> {
+    // Most shapes are one array; they need neither a walk nor the heap.
+    if let Shape::Array(a) = s {
+        return SmallVec::from_slice(&[a]);
+    }
+    let mut v = SmallVec::new();
     s.for_each_array(&mut |_, a| v.push(a));
     v
+}
+
+/// Why a use needs the layout it needs; turned into a sentence only for a
+/// use that is not met, since most uses are.
+#[derive(Clone, Copy)]
+enum Because {
+    /// A target rule, custom call, layout constraint or outfeed.
+    Source(NeedSource),
+    /// A broadcast reads its operand in its result's order.
+    Broadcast,
+    /// A layout-preserving op reads its operands in its result's layout.
+    Keeps(Opcode),
+}
+
+impl Because {
+    fn sentence(self, target: &TargetSpec, comp: &Computation, user: InstId) -> String {
+        match self {
+            Because::Source(source) => source_because(target, comp, user, source),
+            Because::Broadcast => {
+                "a broadcast reads its operand in its result's order restricted to the broadcast dimensions".to_string()
+            }
+            Because::Keeps(op) => format!("{op} keeps its operands' layout"),
+        }
+    }
 }
 
 /// The needs of `id`'s operands that its operands do not meet.
@@ -115,21 +146,25 @@ fn operand_wants(comp: &Computation, target: &TargetSpec, id: InstId, out: &mut 
         if a.rank() == 0 {
             continue;
         }
-        let have = a.layout_or_default();
-        // (priority, layout, why); a met need records `have`.
-        let mut best: Option<(Priority, Layout, String)> = None;
-        let mut offer = |p: Priority, layout: Layout, because: &dyn Fn() -> String| {
-            if best.as_ref().is_none_or(|(q, _, _)| p < *q) {
-                best = Some((p, layout, because()));
-            }
+        let have: Cow<'_, Layout> = match &a.layout {
+            Some(l) => Cow::Borrowed(l),
+            None => Cow::Owned(Layout::descending(a.rank())),
         };
+        // The strongest need, as (priority, layout, why); a met need holds
+        // `have`. Layouts are borrowed where they can be: most needs are met.
+        let mut best: Option<(Priority, Cow<'_, Layout>, Because)> = None;
+        fn offer<'l>(p: Priority, layout: Cow<'l, Layout>, because: Because, best: &mut Option<(Priority, Cow<'l, Layout>, Because)>) {
+            if best.as_ref().is_none_or(|(q, _, _)| p < *q) {
+                *best = Some((p, layout, because));
+            }
+        }
         if let Some((need, source)) = needs.operand(i) {
             let layout = match need {
-                Need::Exact(l) => l.clone(),
+                Need::Exact(l) => Cow::Borrowed(l),
                 Need::Matrix { .. } if need.accepts_order(&have) => have.clone(),
-                Need::Matrix { preferred, .. } => preferred.clone(),
+                Need::Matrix { preferred, .. } => Cow::Borrowed(preferred),
             };
-            offer(source_priority(source), layout, &|| source_because(target, comp, id, source));
+            offer(source_priority(source), layout, Because::Source(source), &mut best);
         }
         if op == Opcode::Broadcast {
             let dims: Option<DimVec> = inst
@@ -137,18 +172,21 @@ fn operand_wants(comp: &Computation, target: &TargetSpec, id: InstId, out: &mut 
                 .ints(KnownAttr::Dimensions)
                 .map(|d| d.iter().filter_map(|&x| usize::try_from(x).ok()).collect());
             if let (Some(dims), Some(r)) = (dims.filter(|d| d.len() == a.rank()), results.first()) {
-                let out_layout = r.layout_or_default();
-                let m2m: DimVec =
-                    out_layout.minor_to_major.iter().filter_map(|d| dims.iter().position(|x| x == d)).collect();
+                let descending;
+                let out_order: &[usize] = match &r.layout {
+                    Some(l) => &l.minor_to_major,
+                    None => {
+                        descending = Layout::descending(r.rank());
+                        &descending.minor_to_major
+                    }
+                };
+                let m2m: DimVec = out_order.iter().filter_map(|d| dims.iter().position(|x| x == d)).collect();
                 let layout = if have.minor_to_major == m2m {
                     have.clone()
                 } else {
-                    layout_assignment::layout_for(target, a, &m2m)
+                    Cow::Owned(layout_assignment::layout_for(target, a, &m2m))
                 };
-                offer(2, layout, &|| {
-                    "a broadcast reads its operand in its result's order restricted to the broadcast dimensions"
-                        .to_string()
-                });
+                offer(2, layout, Because::Broadcast, &mut best);
             }
         } else if keeps {
             let partner = if per_leaf(op) && results.len() == inst.operands().len() {
@@ -157,7 +195,10 @@ fn operand_wants(comp: &Computation, target: &TargetSpec, id: InstId, out: &mut 
                 results.first()
             };
             if let Some(r) = partner.filter(|r| r.rank() == a.rank()) {
-                let out_layout = r.layout_or_default();
+                let out_layout: Cow<'_, Layout> = match &r.layout {
+                    Some(l) => Cow::Borrowed(l),
+                    None => Cow::Owned(Layout::descending(r.rank())),
+                };
                 let layout = if r.element_storage_bits() == a.element_storage_bits() {
                     out_layout
                 } else if out_layout.minor_to_major == have.minor_to_major {
@@ -165,20 +206,20 @@ fn operand_wants(comp: &Computation, target: &TargetSpec, id: InstId, out: &mut 
                     // order is what must agree.
                     have.clone()
                 } else {
-                    layout_assignment::layout_for(target, a, &out_layout.minor_to_major)
+                    Cow::Owned(layout_assignment::layout_for(target, a, &out_layout.minor_to_major))
                 };
-                offer(2, layout, &|| format!("{op} keeps its operands' layout"));
+                offer(2, layout, Because::Keeps(op), &mut best);
             }
         }
         if let Some((_, layout, because)) = best
-            && layout != have
+            && *layout != *have
         {
             out.push(Want {
                 site: Site::Operand { user: id, operand: i },
                 value: o,
-                layout,
+                layout: layout.into_owned(),
                 consumer: format!("operand {i} of %{}", inst.name),
-                because,
+                because: because.sentence(target, comp, id),
             });
         }
     }
