@@ -319,7 +319,7 @@ impl Inserter {
         match (&shape, required) {
             (Shape::Array(a), Shape::Array(r)) => {
                 let Some(l) = &r.layout else { return Ok(None) };
-                if a.rank() == 0 || a.layout_or_default() == *l {
+                if a.rank() == 0 || same_but_memory_space(&a.layout_or_default(), l) {
                     return Ok(None);
                 }
                 let because = "the entry computation layout fixes the result";
@@ -375,7 +375,6 @@ impl Inserter {
     }
 }
 
-/// True when some array leaf of `have` lacks the layout `required` gives it.
 /// `s` with every leaf's layout in the default memory space.
 fn in_default_memory_space(s: &Shape) -> Shape {
     let mut s = s.clone();
@@ -387,13 +386,27 @@ fn in_default_memory_space(s: &Shape) -> Shape {
     s
 }
 
+/// True when some array leaf of `have` lacks the layout `required` gives
+/// it, memory space aside.
 fn leaf_differs(have: &Shape, required: &Shape) -> bool {
     let h = array_leaves(have);
     let r = array_leaves(required);
     h.len() != r.len()
         || h.iter().zip(&r).any(|(a, b)| {
-            a.rank() > 0 && b.layout.as_ref().is_some_and(|l| *l != a.layout_or_default())
+            a.rank() > 0 && b.layout.as_ref().is_some_and(|l| !same_but_memory_space(l, &a.layout_or_default()))
         })
+}
+
+/// True when two layouts differ at most in memory space. The root's memory
+/// space is the program's own choice (an explicit copy into `S(1)` stays);
+/// the entry result's says where the caller keeps the buffer.
+fn same_but_memory_space(a: &Layout, b: &Layout) -> bool {
+    if a.memory_space == b.memory_space {
+        return a == b;
+    }
+    let mut b = b.clone();
+    b.memory_space = a.memory_space;
+    *a == b
 }
 
 /// Attributes a new instruction takes over from the value it reads.
