@@ -121,10 +121,26 @@ pub fn assignment_json(r: &layout_assignment::Report) -> Value {
         })).collect::<Vec<_>>(),
         "movement_bytes": r.movement_bytes(),
         "padding_saved_by_combining": r.padding_saved(),
+        "retilings": r.retilings.iter().map(|t| json!({
+            "computation": t.computation,
+            "name": t.name,
+            "bytes": t.bytes,
+            "why": t.why,
+        })).collect::<Vec<_>>(),
+        "retile_bytes": r.retile_bytes(),
         "filled_entry_layouts": r.filled.iter().map(|f| json!({
             "position": f.position,
             "layout": f.layout.to_string(),
         })).collect::<Vec<_>>(),
+        "tiled_entry_layouts": r.tiled_entry.iter().map(|t| json!({
+            "position": t.position,
+            "given": t.given.to_string(),
+            "layout": t.layout.to_string(),
+        })).collect::<Vec<_>>(),
+        "entry_computation_layout": r.entry_layout.as_ref().map(|l| json!({
+            "parameters": l.parameters.iter().map(ToString::to_string).collect::<Vec<_>>(),
+            "result": l.result.to_string(),
+        })),
         "computations": r.computations.iter().map(|c| json!({
             "name": c.name,
             "values": c.values,

@@ -19,6 +19,7 @@ mod materialize;
 mod policy;
 mod problem;
 mod report;
+mod retile;
 mod solve;
 mod tiling;
 
@@ -34,7 +35,7 @@ pub use context::{BoundaryReason, Context, Signature};
 pub use materialize::{ComputationAssignment, PlannedCopy, apply, refresh_forwarded_shapes};
 pub use policy::{Need, NeedSource, default_layout, first_array, inst_needs};
 pub use problem::{ProblemError, Site, topological_order};
-pub use report::{ComputationStats, CopyCause, CopyRecord, FilledLayout, MovementRecord, Report};
+pub use report::{ComputationStats, CopyCause, CopyRecord, FilledLayout, MovementRecord, Report, RetileRecord, TiledEntryLayout};
 pub use tiling::layout_for;
 
 /// Why the pass could not run.
@@ -332,6 +333,14 @@ pub fn apply_module(module: &mut Module, assignments: &BTreeMap<CompId, Computat
         for &(inst, bytes) in &a.movements {
             report.movements.push(MovementRecord { computation: comp.name.clone(), name: comp.inst(inst).name.clone(), bytes });
         }
+        for (inst, bytes, why) in &a.retilings {
+            report.retilings.push(RetileRecord {
+                computation: comp.name.clone(),
+                name: comp.inst(*inst).name.clone(),
+                bytes: *bytes,
+                why: why.clone(),
+            });
+        }
         if id == module.entry {
             report.filled.extend(a.filled.iter().cloned());
         }
@@ -340,30 +349,42 @@ pub fn apply_module(module: &mut Module, assignments: &BTreeMap<CompId, Computat
     // The entry computation layout now names every layout.
     if let Some(a) = assignments.get(&module.entry) {
         let layout = &mut module.entry_computation_layout;
-        for (given, chosen) in layout.parameters.iter_mut().zip(&a.signature.params) {
-            fill_auto(given, chosen);
+        for (n, (given, chosen)) in layout.parameters.iter_mut().zip(&a.signature.params).enumerate() {
+            let is_tuple = given.is_tuple();
+            let position = |leaf: usize| if is_tuple { format!("parameter {n} leaf {leaf}") } else { format!("parameter {n}") };
+            report.tiled_entry.extend(fill_auto(given, chosen, position));
         }
-        fill_auto(&mut layout.result, &a.signature.result);
+        let result = &mut layout.result;
+        let is_tuple = result.is_tuple();
+        let position = |leaf: usize| if is_tuple { format!("result leaf {leaf}") } else { "result".to_string() };
+        let tiled = fill_auto(result, &a.signature.result, position);
+        report.tiled_entry.extend(tiled);
+        report.entry_layout = Some(module.entry_computation_layout.clone());
     }
     report
 }
 
 /// Gives every AUTO (layout-less) leaf of `given` the layout in `chosen`,
 /// and every leaf that named no tiles the tiles the target added to it.
-fn fill_auto(given: &mut Shape, chosen: &Shape) {
+/// Returns the leaves tiled that way, named by `position(leaf)`.
+fn fill_auto(given: &mut Shape, chosen: &Shape, position: impl Fn(usize) -> String) -> Vec<TiledEntryLayout> {
     let chosen: Vec<Option<shape::Layout>> = problem::array_leaves(chosen).into_iter().map(|a| a.layout.clone()).collect();
+    let mut tiled = Vec::new();
     let mut i = 0;
     given.for_each_array_mut(&mut |a| {
         let pick = chosen.get(i).cloned().flatten();
         match (&a.layout, pick) {
             (None, pick) if a.rank() > 0 => a.layout = pick,
             (Some(l), Some(c)) if l.tiles.is_empty() && !c.tiles.is_empty() && l.minor_to_major == c.minor_to_major => {
-                a.layout = Some(shape::Layout { memory_space: l.memory_space, ..c });
+                let layout = shape::Layout { memory_space: l.memory_space, ..c };
+                tiled.push(TiledEntryLayout { position: position(i), given: l.clone(), layout: layout.clone() });
+                a.layout = Some(layout);
             }
             _ => {}
         }
         i += 1;
     });
+    tiled
 }
 
 /// Memoised recursion over the call graph, callees first.

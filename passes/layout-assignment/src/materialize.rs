@@ -45,6 +45,9 @@ pub struct ComputationAssignment {
     pub copies: Vec<PlannedCopy>,
     /// Transposes and reshapes that move data, with their bytes.
     pub movements: Vec<(InstId, u64)>,
+    /// Ops that re-tile (tiled targets): the instruction, the bytes whose
+    /// elements cross tile boundaries, and why.
+    pub retilings: Vec<(InstId, u64, String)>,
     /// The computation's parameter and result layouts afterwards.
     pub signature: Signature,
     /// AUTO entry layouts chosen.
@@ -122,6 +125,24 @@ pub fn plan(
         }
     }
 
+    // Ops that re-tile under the final layouts, with the same layouts the
+    // cost model priced (see `Solver::retile_cost`).
+    let mut retilings = Vec::new();
+    for t in &p.retilings {
+        let (operand, out) = (&p.values[t.operand as usize], &p.values[t.out as usize]);
+        let out_layout = layout_of(p, t.out);
+        let operand_layout = match &t.op {
+            crate::retile::RetileOp::Reduce { .. } => layout_of(p, t.operand),
+            crate::retile::RetileOp::Broadcast { dims } => crate::problem::restrict_layout(target, &operand.shape, &out_layout, dims),
+            _ => crate::tiling::same_layout_for(target, &out_layout, &out.shape, &operand.shape),
+        };
+        let a = with_layout(&operand.shape, operand_layout);
+        let b = with_layout(&out.shape, out_layout);
+        if let Some(why) = crate::retile::reason(&t.op, &a, &b) {
+            retilings.push((t.inst, crate::retile::moved_bytes(&t.op, &a, &b), why));
+        }
+    }
+
     // The signature: parameters as assigned, the result after root copies.
     let shape_with = |id: InstId| -> Shape {
         let mut s = comp.inst(id).shape.clone();
@@ -173,6 +194,7 @@ pub fn plan(
         leaf_layouts,
         copies,
         movements,
+        retilings,
         signature: Signature { params, result },
         filled,
         stats: ComputationStats {

@@ -244,6 +244,9 @@ pub struct Problem<'c> {
     pub auto_params: Vec<(u32, u32)>,
     /// The entry result's array leaves whose layout was AUTO.
     pub auto_result: Vec<u32>,
+    /// Ops that may re-tile (tiled targets only): slices, pads,
+    /// concatenates, broadcasts and reduces (see `retile.rs`).
+    pub retilings: Vec<crate::retile::Retiling>,
 }
 
 /// Errors that make a computation impossible to assign.
@@ -370,6 +373,7 @@ impl<'c> Problem<'c> {
             order,
             auto_params: Vec::new(),
             auto_result: Vec::new(),
+            retilings: Vec::new(),
         };
         let order = std::mem::take(&mut p.order);
         // Each instruction's needs are computed once and used twice.
@@ -379,6 +383,9 @@ impl<'c> Problem<'c> {
         }
         for &id in &order {
             p.relate(id, ctx, target, &mut needs_cache)?;
+        }
+        if target.tiling.is_some() {
+            p.retilings = crate::retile::collect(comp, &order, &p.leaf_values);
         }
         p.order = order;
         p.relate_root(ctx, target)?;
@@ -944,6 +951,72 @@ impl<'c> Problem<'c> {
         for v in &mut self.values {
             let default = self.table.key(&policy::default_layout(target, &v.shape));
             v.add_candidate(&self.table, default);
+        }
+        if target.tiling.is_some() {
+            self.seed_tile_aligned(target);
+        }
+    }
+
+    /// On tiled targets, offers the layouts under which ops that may
+    /// re-tile move whole tiles: a reduce input with the reduced
+    /// dimensions most major (the kept ones in the result's order), a
+    /// broadcast result with the operand's dimensions in the operand's
+    /// order and the new ones more major, and
+    /// the result of a slice, pad or concatenate with the dimensions it
+    /// cuts or joins at an offset moved most major, out of the tiles. They
+    /// come after the default: the cost model decides whether they win.
+    fn seed_tile_aligned(&mut self, target: &TargetSpec) {
+        use crate::retile::RetileOp;
+        for i in 0..self.retilings.len() {
+            let (operand, out) = (self.retilings[i].operand, self.retilings[i].out);
+            let (value, m2m) = match &self.retilings[i].op {
+                RetileOp::Reduce { reduced } => {
+                    let result = &self.values[out as usize];
+                    let result_order = match result.candidates.first() {
+                        Some(&c) => self.table.get(result.key(c)).minor_to_major.clone(),
+                        None => policy::default_layout(target, &result.shape).minor_to_major,
+                    };
+                    let rank = self.values[operand as usize].shape.rank();
+                    (operand, crate::retile::aligned_reduce_input_order(&result_order, reduced, rank))
+                }
+                RetileOp::Broadcast { dims } => {
+                    let source = &self.values[operand as usize];
+                    let operand_order = match source.candidates.first() {
+                        Some(&c) => self.table.get(source.key(c)).minor_to_major.clone(),
+                        None => policy::default_layout(target, &source.shape).minor_to_major,
+                    };
+                    let rank = self.values[out as usize].shape.rank();
+                    let mut m2m: DimVec = operand_order.iter().filter_map(|&d| dims.get(d).copied()).collect();
+                    m2m.extend((0..rank).rev().filter(|d| !dims.contains(d)));
+                    (out, (m2m.len() == rank).then_some(m2m))
+                }
+                op => {
+                    let rank = self.values[out as usize].shape.rank();
+                    let cut: DimVec = (0..rank)
+                        .filter(|&d| match op {
+                            RetileOp::Slice { starts, strides } => starts.get(d).is_some_and(|&s| s != 0) || strides.get(d).is_some_and(|&s| s != 1),
+                            RetileOp::Pad { low, interior, .. } => low.get(d).is_some_and(|&l| l != 0) || interior.get(d).is_some_and(|&i| i != 0),
+                            RetileOp::Concatenate { dim, offset } => *dim == d && *offset != 0,
+                            _ => false,
+                        })
+                        .collect();
+                    // Rank 2 is tiled whole: no order takes a dimension out of the tiles.
+                    if cut.is_empty() || rank < 3 {
+                        continue;
+                    }
+                    let default = policy::default_layout(target, &self.values[out as usize].shape).minor_to_major;
+                    let mut m2m: DimVec = default.iter().copied().filter(|d| !cut.contains(d)).collect();
+                    m2m.extend(cut.iter().rev().copied());
+                    (out, Some(m2m))
+                }
+            };
+            let Some(m2m) = m2m else { continue };
+            if !accepts_more(&self.values[value as usize]) {
+                continue;
+            }
+            let layout = crate::tiling::layout_for(target, &self.values[value as usize].shape, &m2m);
+            let key = self.table.key(&layout);
+            self.values[value as usize].add_candidate(&self.table, key);
         }
     }
 

@@ -80,6 +80,34 @@ pub struct MovementRecord {
     pub bytes: u64,
 }
 
+/// An op that re-tiles: its data crosses tile boundaries under the layouts
+/// chosen (tiled targets only; see `retile.rs`).
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct RetileRecord {
+    /// The computation.
+    pub computation: String,
+    /// The instruction.
+    pub name: String,
+    /// Bytes of the buffer whose elements move: a reduce's input, the
+    /// result of the other ops.
+    pub bytes: u64,
+    /// What crosses the tile boundaries, e.g. `slice [3:..:1] of dimension
+    /// 1, tiled by 8`.
+    pub why: String,
+}
+
+/// An entry leaf whose given layout named no tiles and that the target
+/// tiled (device buffers are always tiled).
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct TiledEntryLayout {
+    /// `parameter N` (with a leaf number inside a tuple) or `result`.
+    pub position: String,
+    /// The layout the entry computation layout gave.
+    pub given: Layout,
+    /// The layout with the target's tiles.
+    pub layout: Layout,
+}
+
 /// An AUTO entry layout the pass chose.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct FilledLayout {
@@ -96,8 +124,15 @@ pub struct Report {
     pub copies: Vec<CopyRecord>,
     /// Every data-moving transpose or reshape.
     pub movements: Vec<MovementRecord>,
+    /// Every op that re-tiles under the chosen layouts.
+    pub retilings: Vec<RetileRecord>,
     /// AUTO entry layouts filled in.
     pub filled: Vec<FilledLayout>,
+    /// Entry layouts that named no tiles and got the target's tiling.
+    pub tiled_entry: Vec<TiledEntryLayout>,
+    /// The entry computation layout after the pass, every leaf's final
+    /// layout included (as the printed `entry_computation_layout` shows).
+    pub entry_layout: Option<hlo::ComputationLayout>,
     /// Per computation: values, relations, search sweeps and moves.
     pub computations: Vec<ComputationStats>,
 }
@@ -128,6 +163,11 @@ impl Report {
     /// Total bytes written by data-moving transposes and reshapes.
     pub fn movement_bytes(&self) -> u64 {
         self.movements.iter().map(|m| m.bytes).sum()
+    }
+
+    /// Total bytes that re-tiling ops move.
+    pub fn retile_bytes(&self) -> u64 {
+        self.retilings.iter().map(|r| r.bytes).sum()
     }
 
     /// Total tile padding saved by dimension combining.

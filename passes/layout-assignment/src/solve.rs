@@ -71,6 +71,11 @@ struct Solver<'a, 'c> {
     need_cache: Vec<SmallVec<[(LayoutId, LayoutId); 2]>>,
     /// Per movement relation: whether a label pair makes it a bitcast.
     move_cache: Vec<SmallVec<[(LayoutId, LayoutId, bool); 2]>>,
+    /// Ops that may re-tile touching each value (indices into
+    /// `Problem::retilings`).
+    retiles: Vec<Vec<u32>>,
+    /// Per re-tiling op: its cost for each (operand, result) label pair seen.
+    retile_cache: Vec<SmallVec<[(LayoutId, LayoutId, f64); 2]>>,
 }
 
 /// Solves the problem under `target`'s cost weights.
@@ -94,6 +99,14 @@ pub fn solve(p: &mut Problem<'_>, target: &target::TargetSpec) -> Solution {
             }
         }
     }
+    let mut retiles = vec![Vec::new(); n];
+    for (i, t) in p.retilings.iter().enumerate() {
+        retiles[t.operand as usize].push(i as u32);
+        if t.out != t.operand {
+            retiles[t.out as usize].push(i as u32);
+        }
+    }
+    let retiling_count = p.retilings.len();
     let labels = p.values.iter().map(|v| v.candidates.first().copied().unwrap_or(0)).collect();
     let relation_count = p.relations.len();
     let mut s = Solver {
@@ -108,6 +121,8 @@ pub fn solve(p: &mut Problem<'_>, target: &target::TargetSpec) -> Solution {
         moves,
         need_cache: vec![SmallVec::new(); relation_count],
         move_cache: vec![SmallVec::new(); relation_count],
+        retiles,
+        retile_cache: vec![SmallVec::new(); retiling_count],
     };
     for r in 0..relation_count as u32 {
         s.refresh(r);
@@ -286,6 +301,38 @@ impl Solver<'_, '_> {
         if bitcast { 0.0 } else { self.p.values[out].bytes[lo as usize] as f64 * self.weights.transpose_byte }
     }
 
+    /// The cost of re-tiling op `i` (an index into `Problem::retilings`)
+    /// under the current labels: the bytes of the buffer whose elements
+    /// cross tile boundaries, weighed as data movement, or zero when the op
+    /// moves whole tiles. A slice, pad or concatenate reads its operand in
+    /// its own layout and a broadcast in the result's order restricted to
+    /// the operand (any other layout is a copy, counted on its own), so
+    /// only a reduce depends on its input's label.
+    fn retile_cost(&mut self, i: u32) -> f64 {
+        use crate::retile::RetileOp;
+        let t = &self.p.retilings[i as usize];
+        let (v, out) = (t.operand as usize, t.out as usize);
+        let (lv, lo) = (self.labels[v], self.labels[out]);
+        if let Some(&(_, _, c)) = self.retile_cache[i as usize].iter().find(|&&(a, b, _)| a == lv && b == lo) {
+            return c;
+        }
+        let p = &*self.p;
+        let out_layout = p.table.get(p.values[out].key(lo));
+        let operand_layout = match &t.op {
+            RetileOp::Reduce { .. } => p.table.get(p.values[v].key(lv)).clone(),
+            RetileOp::Broadcast { dims } => restrict_layout(self.target, &p.values[v].shape, out_layout, dims),
+            _ => crate::tiling::same_layout_for(self.target, out_layout, &p.values[out].shape, &p.values[v].shape),
+        };
+        let a = with_layout(&p.values[v].shape, operand_layout);
+        let b = with_layout(&p.values[out].shape, out_layout.clone());
+        let cost = match crate::retile::reason(&t.op, &a, &b) {
+            Some(_) => crate::retile::moved_bytes(&t.op, &a, &b) as f64 * self.weights.transpose_byte,
+            None => 0.0,
+        };
+        self.retile_cache[i as usize].push((lv, lo, cost));
+        cost
+    }
+
     /// The cost of every term that a relabelling of `members` can change.
     fn local_cost(&mut self, members: &[ValueId], scratch: &mut Scratch) -> f64 {
         let (copies, movements, padding) = self.local_cost_parts(members, scratch);
@@ -293,9 +340,10 @@ impl Solver<'_, '_> {
     }
 
     /// The terms a relabelling of `members` can change, by kind: copies,
-    /// data-moving transposes and reshapes, and weighed padding.
+    /// data movement (transposes and reshapes that are not bitcasts, and
+    /// ops that re-tile), and weighed padding.
     fn local_cost_parts(&mut self, members: &[ValueId], scratch: &mut Scratch) -> (f64, f64, f64) {
-        scratch.begin(self.p.values.len(), self.p.relations.len());
+        scratch.begin(self.p.values.len(), self.p.relations.len(), self.p.retilings.len());
         for &m in members {
             scratch.add_value(m);
             for &r in &self.outs[m as usize] {
@@ -303,6 +351,9 @@ impl Solver<'_, '_> {
             }
             for &r in &self.moves[m as usize] {
                 scratch.add_move(r);
+            }
+            for &i in &self.retiles[m as usize] {
+                scratch.add_retile(i);
             }
         }
         let (mut copies, mut movements, mut padding) = (0.0, 0.0, 0.0);
@@ -315,6 +366,9 @@ impl Solver<'_, '_> {
         }
         for i in 0..scratch.moves.len() {
             movements += self.move_cost(scratch.moves[i]);
+        }
+        for i in 0..scratch.retiles.len() {
+            movements += self.retile_cost(scratch.retiles[i]);
         }
         (copies, movements, padding)
     }
@@ -443,8 +497,11 @@ impl Solver<'_, '_> {
 
     /// Dimension combining: for each group of values that share a layout,
     /// switch to a `*`-combined first tile when that lowers the group's
-    /// padding and costs nothing else: no new copy and no transpose or
-    /// reshape that stops being a bitcast. Returns the padding bytes saved.
+    /// padding and costs nothing else: no new copy and no data movement
+    /// (a transpose or reshape that stops being a bitcast, or an op that
+    /// starts re-tiling). Of the variants that qualify, the one that
+    /// stores the group in the fewest bytes wins, folding fewer dimensions
+    /// on ties. Returns the padding bytes saved.
     fn combine(&mut self, components: &[Vec<ValueId>]) -> u64 {
         let mut scratch = Scratch::default();
         let mut saved = 0u64;
@@ -470,7 +527,9 @@ impl Solver<'_, '_> {
             if free.iter().any(|&m| self.p.values[m as usize].shape.element_storage_bits() != bits) {
                 continue;
             }
-            let padding = |s: &mut Self, key: LayoutKey| -> u64 {
+            // The group's storage bytes under a layout, padding included,
+            // as the algebra sizes each buffer.
+            let storage = |s: &mut Self, key: LayoutKey| -> u64 {
                 free.iter()
                     .map(|&m| {
                         let p = &mut *s.p;
@@ -480,31 +539,37 @@ impl Solver<'_, '_> {
                     .fold(0u64, u64::saturating_add)
             };
             let base_key = self.p.table.key(&base);
-            let base_bytes = padding(self, base_key);
-            // The variant that stores the group in the fewest bytes.
-            let mut best: Option<(u64, LayoutKey)> = None;
+            let base_bytes = storage(self, base_key);
+            // Variants that lower the group's storage, fewest bytes first;
+            // the sort is stable, so ties keep fewer folded dimensions.
+            let mut smaller: Vec<(u64, LayoutKey)> = Vec::new();
             for v in &variants {
                 let key = self.p.table.key(v);
-                let bytes = padding(self, key);
-                if bytes < base_bytes && best.is_none_or(|(b, _)| bytes < b) {
-                    best = Some((bytes, key));
+                let bytes = storage(self, key);
+                if bytes < base_bytes {
+                    smaller.push((bytes, key));
                 }
             }
-            let Some((bytes, key)) = best else { continue };
+            smaller.sort_by_key(|&(bytes, _)| bytes);
+            if smaller.is_empty() {
+                continue;
+            }
             let (copies_before, moves_before, _) = self.local_cost_parts(&free, &mut scratch);
             let old: Vec<LayoutId> = free.iter().map(|&m| self.labels[m as usize]).collect();
-            for &m in &free {
-                let p = &mut *self.p;
-                let id = p.values[m as usize].intern(&p.table, key);
-                self.relabel(m, id);
-            }
-            // No new copy and no transpose or reshape that stops being a
-            // bitcast: each part on its own, so that one cannot pay for the
-            // other (a copy's buffer would bring its own padding).
-            let (copies_after, moves_after, _) = self.local_cost_parts(&free, &mut scratch);
-            if copies_after <= copies_before + 0.5 && moves_after <= moves_before + 0.5 {
-                saved += base_bytes - bytes;
-            } else {
+            for (bytes, key) in smaller {
+                for &m in &free {
+                    let p = &mut *self.p;
+                    let id = p.values[m as usize].intern(&p.table, key);
+                    self.relabel(m, id);
+                }
+                // No new copy and no new data movement: each part on its
+                // own, so that one cannot pay for the other (a copy's
+                // buffer would bring its own padding).
+                let (copies_after, moves_after, _) = self.local_cost_parts(&free, &mut scratch);
+                if copies_after <= copies_before + 0.5 && moves_after <= moves_before + 0.5 {
+                    saved += base_bytes - bytes;
+                    break;
+                }
                 for (&m, &id) in free.iter().zip(&old) {
                     self.relabel(m, id);
                 }
@@ -681,29 +746,36 @@ struct Scratch {
     generation: u32,
     value_mark: Vec<u32>,
     move_mark: Vec<u32>,
+    retile_mark: Vec<u32>,
     values: Vec<ValueId>,
     moves: Vec<u32>,
+    retiles: Vec<u32>,
     free: Vec<ValueId>,
     ids: Vec<LayoutId>,
 }
 
 impl Scratch {
-    fn begin(&mut self, values: usize, relations: usize) {
+    fn begin(&mut self, values: usize, relations: usize, retilings: usize) {
         if self.value_mark.len() < values {
             self.value_mark.resize(values, 0);
         }
         if self.move_mark.len() < relations {
             self.move_mark.resize(relations, 0);
         }
+        if self.retile_mark.len() < retilings {
+            self.retile_mark.resize(retilings, 0);
+        }
         self.generation = self.generation.wrapping_add(1);
         if self.generation == 0 {
             // The stamp wrapped: reset the marks once.
             self.value_mark.iter_mut().for_each(|m| *m = 0);
             self.move_mark.iter_mut().for_each(|m| *m = 0);
+            self.retile_mark.iter_mut().for_each(|m| *m = 0);
             self.generation = 1;
         }
         self.values.clear();
         self.moves.clear();
+        self.retiles.clear();
     }
 
     fn add_value(&mut self, v: ValueId) {
@@ -719,6 +791,14 @@ impl Scratch {
         if *mark != self.generation {
             *mark = self.generation;
             self.moves.push(r);
+        }
+    }
+
+    fn add_retile(&mut self, i: u32) {
+        let mark = &mut self.retile_mark[i as usize];
+        if *mark != self.generation {
+            *mark = self.generation;
+            self.retiles.push(i);
         }
     }
 }

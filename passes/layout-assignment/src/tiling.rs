@@ -47,10 +47,12 @@ fn apply_tall_tile(rule: &TilingRule, a: &ArrayShape, m2m: &[usize], layout: &mu
 
 /// The dimension-combining variants of a policy layout: the first tile
 /// gains one `*` per more major physical dimension folded into the
-/// second-minor one, `(*,8,128)`, `(*,*,8,128)`, ... Offered only when the
-/// target allows combining and the second-minor dimension is shorter than
-/// the tile, where folding can cut padding. The caller decides whether a
-/// variant is worth it.
+/// second-minor one, `(*,8,128)`, `(*,*,8,128)`, ..., fewest folds first.
+/// Offered whenever the target allows combining and there is a more major
+/// dimension to fold: folding cuts padding whenever the second-minor
+/// dimension is not a multiple of the tile height, whether it is shorter
+/// than the tile (3 rows of 8) or longer (11 rows padded to 16). The caller
+/// sizes each variant with the algebra and decides whether it is worth it.
 pub fn combined_variants(target: &TargetSpec, a: &ArrayShape, base: &Layout) -> Vec<Layout> {
     let Some(policy) = &target.tiling else { return Vec::new() };
     if !policy.combine_dimensions || a.rank() < 3 {
@@ -58,10 +60,6 @@ pub fn combined_variants(target: &TargetSpec, a: &ArrayShape, base: &Layout) -> 
     }
     let Some(first) = base.tiles.first() else { return Vec::new() };
     if first.dims.len() != 2 || first.dims.contains(&Tile::COMBINE) {
-        return Vec::new();
-    }
-    let Some(rows) = second_minor(a, &base.minor_to_major) else { return Vec::new() };
-    if rows >= first.dims[0] {
         return Vec::new();
     }
     (1..=a.rank() - 2)
