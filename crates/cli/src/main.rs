@@ -55,8 +55,44 @@ enum Command {
     },
 }
 
+/// The exit status of a command line clap refused: 0 for `--help` and
+/// `--version` (clap reports them as errors that print to stdout), 2 for
+/// `tessera filecheck`, whose usage errors follow LLVM FileCheck's
+/// convention, and 1 otherwise, as for any other bad input.
+fn usage_exit_status(error: &clap::Error, args: &[std::ffi::OsString]) -> u8 {
+    if !error.use_stderr() {
+        return 0;
+    }
+    if subcommand_name(args) == Some("filecheck") { 2 } else { 1 }
+}
+
+/// The first word of the command line that is neither an option nor the
+/// value of the global `--log-format`: the subcommand the user meant, even
+/// when clap could not parse the rest.
+fn subcommand_name(args: &[std::ffi::OsString]) -> Option<&str> {
+    let mut words = args.iter().skip(1).map(|a| a.to_str());
+    while let Some(word) = words.next() {
+        let word = word?;
+        if word == "--log-format" {
+            words.next();
+        } else if !word.starts_with('-') {
+            return Some(word);
+        }
+    }
+    None
+}
+
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    let cli = match Cli::try_parse_from(&args) {
+        Ok(cli) => cli,
+        Err(error) => {
+            // Printing can only fail on a closed stream, and then there is
+            // nobody left to tell.
+            let _ = error.print();
+            return ExitCode::from(usage_exit_status(&error, &args));
+        }
+    };
     let default_level = if matches!(cli.command, Command::Serve(_)) { "info" } else { "warn" };
     common::init_logging(cli.log_format, default_level);
     match cli.command {

@@ -90,6 +90,20 @@ const CASES: &[(&str, &str, u32, u32, &str)] = &[
         "expects layout to end with '}' (properties go in the order D T L # * E S SC P M)",
     ),
     (
+        "tile size of minus one (not '*')",
+        "HloModule m\nENTRY %main {\n  ROOT %x = f32[3,5]{1,0:T(-1,2)} parameter(0)\n}\n",
+        3,
+        28,
+        "tile 0 entry 0 is -1; tile sizes must be positive or '*'",
+    ),
+    (
+        "tile size of zero in a second level",
+        "HloModule m\nENTRY %main {\n  ROOT %x = f32[8,128]{1,0:T(8,128)(2,0)} parameter(0)\n}\n",
+        3,
+        39,
+        "tile 1 entry 1 is 0; tile sizes must be positive or '*'",
+    ),
+    (
         "unknown operand",
         "HloModule m\nENTRY %main {\n  %a = f32[] parameter(0)\n  ROOT %b = f32[] add(%a, %foo)\n}\n",
         4,
@@ -506,6 +520,7 @@ const FILES: &[(&str, u32, u32, &str)] = &[
     ("duplicate_name.hlo", 5, 3, "duplicate instruction name %a"),
     ("empty.hlo", 1, 1, "expected 'HloModule' at the start of the module"),
     ("layout_rank_mismatch.hlo", 4, 21, "Dimensions size is 2, but minor to major size is 1."),
+    ("minus_one_tile.hlo", 4, 28, "tile 0 entry 0 is -1; tile sizes must be positive or '*'"),
     ("missing_equals.hlo", 4, 6, "expected '=' after instruction name %x"),
     ("missing_opcode.hlo", 5, 19, "expected an opcode after the shape of %b"),
     ("overflowing_shape.hlo", 4, 13, "has more elements than fit in a 64-bit integer"),

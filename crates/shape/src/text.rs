@@ -355,7 +355,16 @@ impl<'a> ShapeParser<'a> {
                             self.pos += 1;
                             tile.dims.push(Tile::COMBINE);
                         } else {
-                            tile.dims.push(self.int("a tile size or '*'")?);
+                            // Refused here, not stored: -1 is also
+                            // `Tile::COMBINE`, so a written -1 would
+                            // silently turn into '*'.
+                            let at = self.pos;
+                            let size = self.int("a tile size or '*'")?;
+                            if size <= 0 {
+                                let (level, entry) = (layout.tiles.len(), tile.dims.len());
+                                return Err(self.error_at(at, format!("tile {level} entry {entry} is {size}; tile sizes must be positive or '*'")));
+                            }
+                            tile.dims.push(size);
                         }
                         if tile.dims.len() > MAX_RANK {
                             return Err(self.error(format!("a tile with more than {MAX_RANK} entries")));
