@@ -181,11 +181,13 @@ pub fn plan(
             }
         }
     }
-    let result_leaves = array_leaves(&result);
-    for &leaf in &p.auto_result {
-        if let Some(a) = result_leaves.get(leaf as usize) {
-            let position = if result.is_tuple() { format!("result leaf {leaf}") } else { "result".to_string() };
-            filled.push(FilledLayout { position, layout: a.layout.clone().unwrap_or_default() });
+    {
+        let result_leaves = array_leaves(&result);
+        for &leaf in &p.auto_result {
+            if let Some(a) = result_leaves.get(leaf as usize) {
+                let position = if result.is_tuple() { format!("result leaf {leaf}") } else { "result".to_string() };
+                filled.push(FilledLayout { position, layout: a.layout.clone().unwrap_or_default() });
+            }
         }
     }
 

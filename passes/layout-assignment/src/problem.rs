@@ -116,16 +116,14 @@ impl Value {
         if let Some(&(_, id)) = self.aliases.iter().find(|(k, _)| *k == key) {
             return id;
         }
-        let probe = with_layout(&self.shape, table.get(key).clone());
-        let mut other = ArrayShape { layout: None, ..self.shape.clone() };
+        let layout = table.get(key);
         for (i, &k) in self.layouts.iter().enumerate() {
-            other.layout = Some(table.get(k).clone());
-            if algebra::same_bytes(&probe, &other) {
+            if algebra::same_bytes_in(&self.shape, layout, table.get(k)) {
                 self.aliases.push((key, i as LayoutId));
                 return i as LayoutId;
             }
         }
-        self.bytes.push(algebra::storage_bytes(&probe));
+        self.bytes.push(algebra::storage_bytes_in(&self.shape, layout));
         self.layouts.push(key);
         let id = (self.layouts.len() - 1) as LayoutId;
         self.aliases.push((key, id));
@@ -326,8 +324,12 @@ pub fn array_leaf_count(s: &Shape) -> usize {
 }
 
 /// The array leaves of a shape, in order.
-pub fn array_leaves(s: &Shape) -> Vec<&ArrayShape> {
-    let mut v = Vec::new();
+pub fn array_leaves(s: &Shape) -> SmallVec<[&ArrayShape; 2]> {
+    // Most shapes are one array; they need neither a walk nor the heap.
+    if let Shape::Array(a) = s {
+        return SmallVec::from_slice(&[a]);
+    }
+    let mut v = SmallVec::new();
     s.for_each_array(&mut |_, a| v.push(a));
     v
 }
@@ -1070,9 +1072,14 @@ impl<'c> Problem<'c> {
         let values = &mut self.values;
         let table = &mut self.table;
         let mut scratch: Vec<LayoutKey> = Vec::new();
+        // The layouts a movement induces from one candidate, by (relation,
+        // direction, candidate): later rounds ask again for every candidate
+        // they already saw, and the algebra costs more than the lookup.
+        let mut induced_keys: FxHashMap<(u32, bool, LayoutKey), SmallVec<[LayoutKey; 2]>> = FxHashMap::default();
         for _round in 0..3 {
             let mut changed = false;
-            for rel in relations {
+            for (rel_index, rel) in relations.iter().enumerate() {
+                let rel_index = rel_index as u32;
                 let v = rel.v as usize;
                 match &rel.kind {
                     RelationKind::Same { out } => {
@@ -1096,37 +1103,44 @@ impl<'c> Problem<'c> {
                         if accepts_more(&values[out]) {
                             candidate_keys_into(&values[v], &mut scratch);
                             for k in scratch.drain(..) {
-                                let a = with_layout(&values[v].shape, table.get(k).clone());
-                                let induced = match transpose {
-                                    Some(dims) => algebra::transpose_output_layout(&a, dims),
-                                    None => algebra::reshape_output_layout(&a, &values[out].shape),
-                                };
-                                if let Some(l) = induced.map(|l| policy_tiled(target, &values[out].shape, l)) {
-                                    let key = table.key(&l);
-                                    changed |= values[out].add_candidate(table, key);
-                                }
-                                // Tiled reshapes: search the orders whose
-                                // policy tiling keeps the reshape a bitcast.
-                                if transpose.is_none() && target.tiling.is_some() {
-                                    let out_shape = &values[out].shape;
-                                    let tiling = |o: &[usize]| crate::tiling::layout_for(target, out_shape, o);
-                                    for l in algebra::tiled_reshape_output_layouts(&a, out_shape, &tiling) {
-                                        let key = table.key(&l);
-                                        changed |= values[out].add_candidate(table, key);
+                                let keys = induced_keys.entry((rel_index, true, k)).or_insert_with(|| {
+                                    let mut keys = SmallVec::new();
+                                    let a = with_layout(&values[v].shape, table.get(k).clone());
+                                    let induced = match transpose {
+                                        Some(dims) => algebra::transpose_output_layout(&a, dims),
+                                        None => algebra::reshape_output_layout(&a, &values[out].shape),
+                                    };
+                                    if let Some(l) = induced.map(|l| policy_tiled(target, &values[out].shape, l)) {
+                                        keys.push(table.key(&l));
                                     }
+                                    // Tiled reshapes: search the orders whose
+                                    // policy tiling keeps the reshape a bitcast.
+                                    if transpose.is_none() && target.tiling.is_some() {
+                                        let out_shape = &values[out].shape;
+                                        let tiling = |o: &[usize]| crate::tiling::layout_for(target, out_shape, o);
+                                        for l in algebra::tiled_reshape_output_layouts(&a, out_shape, &tiling) {
+                                            keys.push(table.key(&l));
+                                        }
+                                    }
+                                    keys
+                                });
+                                for &key in keys.iter() {
+                                    changed |= values[out].add_candidate(table, key);
                                 }
                             }
                         }
                         if accepts_more(&values[v]) {
                             candidate_keys_into(&values[out], &mut scratch);
                             for k in scratch.drain(..) {
-                                let a = with_layout(&values[out].shape, table.get(k).clone());
-                                let induced = match transpose {
-                                    Some(dims) => algebra::transpose_operand_layout(&a, dims),
-                                    None => algebra::reshape_operand_layout(&values[v].shape, &a),
-                                };
-                                if let Some(l) = induced.map(|l| policy_tiled(target, &values[v].shape, l)) {
-                                    let key = table.key(&l);
+                                let keys = induced_keys.entry((rel_index, false, k)).or_insert_with(|| {
+                                    let a = with_layout(&values[out].shape, table.get(k).clone());
+                                    let induced = match transpose {
+                                        Some(dims) => algebra::transpose_operand_layout(&a, dims),
+                                        None => algebra::reshape_operand_layout(&values[v].shape, &a),
+                                    };
+                                    induced.map(|l| table.key(&policy_tiled(target, &values[v].shape, l))).into_iter().collect()
+                                });
+                                for &key in keys.iter() {
                                     changed |= values[v].add_candidate(table, key);
                                 }
                             }

@@ -1,0 +1,41 @@
+//! Times each pipeline step on one module, warm, in process: the best of N
+//! runs per step, and the best whole run. For finding where the time goes
+//! (under `perf` or `valgrind --tool=callgrind`, which counts instructions
+//! and so stays repeatable on a busy machine):
+//! `cargo run --release -p driver --example steps -- FILE [N] [TARGET] [--no-verify]`.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let path = args.get(1).expect("FILE");
+    let runs: usize = args.get(2).and_then(|s| s.parse().ok()).unwrap_or(20);
+    let target = args.get(3).map_or("cpu", String::as_str);
+    let text = std::fs::read_to_string(path).expect("readable");
+    let mut opts = driver::Options::new(Arc::new(target::load_builtin(target).expect("target")));
+    opts.verify = !args.iter().any(|a| a == "--no-verify");
+    let mut best: BTreeMap<&'static str, Duration> = BTreeMap::new();
+    let mut order = Vec::new();
+    let mut total_best = Duration::MAX;
+    for _ in 0..runs {
+        let start = std::time::Instant::now();
+        let out = driver::run(&text, path, &opts).expect("runs");
+        total_best = total_best.min(start.elapsed());
+        for t in &out.report.timings {
+            if !best.contains_key(t.step) {
+                order.push(t.step);
+            }
+            let e = best.entry(t.step).or_insert(Duration::MAX);
+            *e = (*e).min(t.duration);
+        }
+    }
+    for step in order {
+        println!("{step:>20} {:>10.3} ms", best[step].as_secs_f64() * 1e3);
+    }
+    println!("{:>20} {:>10.3} ms", "total", total_best.as_secs_f64() * 1e3);
+}
