@@ -474,3 +474,46 @@ fn describe_misses(misses: &[Miss]) -> String {
         .collect();
     parts.join("; ") + "."
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(text: &str) -> Module {
+        hlo::parse_module(text, "t.hlo").unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    #[test]
+    fn fusion_copies_of_one_bitcast_count_once() {
+        // Two fusions recompute negate(x) and bitcast it the same way: one
+        // distinct bitcast. The entry's bitcasts of x itself are two more,
+        // one of them type-changing.
+        let m = parse(
+            "HloModule m\n\n\
+             %f1 (p: f32[2,1]) -> f32[2] {\n  %p = f32[2,1]{1,0} parameter(0)\n  %n1 = f32[2,1]{1,0} negate(%p)\n  ROOT %b1 = f32[2]{0} bitcast(%n1)\n}\n\n\
+             %f2 (q: f32[2,1]) -> f32[2] {\n  %q = f32[2,1]{1,0} parameter(0)\n  %n2 = f32[2,1]{1,0} negate(%q)\n  %b2 = f32[2]{0} bitcast(%n2)\n  ROOT %r = f32[2]{0} add(%b2, %b2)\n}\n\n\
+             ENTRY %main (x: f32[2,1]) -> (f32[2], f32[2], s32[2,1], f32[2]) {\n  %x = f32[2,1]{1,0} parameter(0)\n  %a = f32[2]{0} fusion(%x), kind=kLoop, calls=%f1\n  %e = f32[2]{0} fusion(%x), kind=kLoop, calls=%f2\n  %s = s32[2,1]{1,0} bitcast(%x)\n  %y = f32[2]{0} bitcast(%x)\n  ROOT %t = (f32[2]{0}, f32[2]{0}, s32[2,1]{1,0}, f32[2]{0}) tuple(%a, %e, %s, %y)\n}\n",
+        );
+        let count = count_optimized(&m);
+        assert_eq!((count.raw, count.distinct, count.type_changing), (4, 3, 1));
+    }
+
+    #[test]
+    fn layout_level_no_ops_are_matched_by_name() {
+        let before = parse(
+            "HloModule m\n\nENTRY %main (x: f32[2,3]) -> (f32[6], f32[3,2]) {\n  %x = f32[2,3]{1,0} parameter(0)\n  %r = f32[6]{0} reshape(%x)\n  %t = f32[3,2]{1,0} transpose(%x), dimensions={1,0}\n  ROOT %u = (f32[6]{0}, f32[3,2]{1,0}) tuple(%r, %t)\n}\n",
+        );
+        // XLA: both are no-ops; a copy then reorders the transpose's result.
+        let xla = parse(
+            "HloModule m\n\nENTRY %main (x: f32[2,3]) -> (f32[6], f32[3,2]) {\n  %x = f32[2,3]{1,0} parameter(0)\n  %r = f32[6]{0} reshape(%x)\n  %t = f32[3,2]{0,1} transpose(%x), dimensions={1,0}\n  %c = f32[3,2]{1,0} copy(%t)\n  ROOT %u = (f32[6]{0}, f32[3,2]{1,0}) tuple(%r, %c)\n}\n",
+        );
+        // Tessera: the reshape is a bitcast, the transpose moves the data.
+        let ours = parse(
+            "HloModule m\n\nENTRY %main (x: f32[2,3]) -> (f32[6], f32[3,2]) {\n  %x = f32[2,3]{1,0} parameter(0)\n  %r = f32[6]{0} bitcast(%x)\n  %t = f32[3,2]{1,0} transpose(%x), dimensions={1,0}\n  ROOT %u = (f32[6]{0}, f32[3,2]{1,0}) tuple(%r, %t)\n}\n",
+        );
+        let c = compare(&before, &xla, &ours);
+        assert_eq!((c.candidates, c.layout_noops, c.caught, c.misses.len()), (2, 2, 1, 1));
+        let m = &c.misses[0];
+        assert_eq!((m.name.as_str(), m.ours_opcode.as_str(), m.ours_bytes, m.xla_copy_bytes), ("t", "transpose", 24, 24));
+    }
+}
