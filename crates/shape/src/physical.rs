@@ -507,7 +507,7 @@ mod tests {
 
     #[test]
     fn untiled_storage_sizes_agree_with_the_expansion() {
-        for text in ["f32[3,5]{0,1}", "s4[7,3]{1,0:E(4)}", "pred[9]{0:E(1)L(16)}", "bf16[2,3,5]{2,0,1:L(4)}", "u8[]", "f64[0,4]"] {
+        for text in ["f32[3,5]{0,1}", "s4[7,3]{1,0:E(4)}", "pred[9]{0:L(16)E(1)}", "bf16[2,3,5]{2,0,1:L(4)}", "u8[]", "f64[0,4]"] {
             let a = array(text);
             let e = Expansion::new(&a).unwrap();
             let z = storage_size(&a).unwrap();
