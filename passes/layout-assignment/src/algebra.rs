@@ -6,7 +6,11 @@
 //! "infinitely large", so that the pass never relies on a layout it cannot
 //! reason about.
 
-use shape::{ArrayShape, Layout};
+use std::cell::RefCell;
+
+use rustc_hash::FxHashMap;
+use shape::{ArrayShape, DimVec, Layout};
+use smallvec::SmallVec;
 
 /// Bytes of the buffer holding `a` in its layout, tile padding included;
 /// saturates so that an absurd shape costs "infinitely" much rather than
@@ -62,10 +66,41 @@ fn is_order_only(l: &Layout) -> bool {
 /// For order-only layouts of the same shape: equal once size-1 dimensions,
 /// which never move a byte, are dropped.
 fn same_order_ignoring_unit_dims(dims: &[i64], a: &Layout, b: &Layout) -> bool {
-    fn big<'a>(l: &'a Layout, dims: &'a [i64]) -> impl Iterator<Item = usize> + 'a {
-        l.minor_to_major.iter().copied().filter(move |&d| dims.get(d).is_some_and(|&n| n != 1))
+    same_order_of(dims, &a.minor_to_major, &b.minor_to_major)
+}
+
+/// [`same_order_ignoring_unit_dims`] on two `minor_to_major` lists.
+fn same_order_of(dims: &[i64], a: &[usize], b: &[usize]) -> bool {
+    fn big<'a>(m2m: &'a [usize], dims: &'a [i64]) -> impl Iterator<Item = usize> + 'a {
+        m2m.iter().copied().filter(move |&d| dims.get(d).is_some_and(|&n| n != 1))
     }
     big(a, dims).eq(big(b, dims))
+}
+
+/// `shape::facts::align_minor_to_major`, remembered per thread. A large
+/// module asks the same few questions many times (the 24-layer transformer
+/// has 884 reshapes of 11 distinct shape pairs, each asked about every
+/// candidate layout), and the answer depends only on the arguments. The
+/// memory is bounded: past a limit it starts afresh.
+fn aligned(in_dims: &[i64], in_m2m: &[usize], out_dims: &[i64]) -> Option<DimVec> {
+    type Key = (SmallVec<[i64; 6]>, DimVec, SmallVec<[i64; 6]>);
+    const LIMIT: usize = 4096;
+    thread_local! {
+        static MEMO: RefCell<FxHashMap<Key, Option<DimVec>>> = RefCell::new(FxHashMap::default());
+    }
+    MEMO.with(|memo| {
+        let mut memo = memo.borrow_mut();
+        let key: Key = (SmallVec::from_slice(in_dims), SmallVec::from_slice(in_m2m), SmallVec::from_slice(out_dims));
+        if let Some(answer) = memo.get(&key) {
+            return answer.clone();
+        }
+        let answer = shape::facts::align_minor_to_major(in_dims, in_m2m, out_dims);
+        if memo.len() >= LIMIT {
+            memo.clear();
+        }
+        memo.insert(key, answer.clone());
+        answer
+    })
 }
 
 /// True when `a` and `b`, the same logical array in two layouts, occupy
@@ -117,12 +152,7 @@ pub fn reshape_is_bitcast(operand: &ArrayShape, out: &ArrayShape) -> bool {
         if operand.element_type == out.element_type && operand.element_count() == out.element_count() {
             // For untiled layouts the order that makes a reshape a bitcast is
             // unique up to size-1 dimensions (XLA's AlignLayouts finds it).
-            return match shape::facts::align_minor_to_major(&operand.dims, mi, &out.dims) {
-                Some(aligned) => {
-                    same_order_ignoring_unit_dims(&out.dims, &Layout::new(&aligned), &Layout::new(mo))
-                }
-                None => false,
-            };
+            return aligned(&operand.dims, mi, &out.dims).is_some_and(|m2m| same_order_of(&out.dims, &m2m, mo));
         }
     }
     shape::reshape_is_bitcast(operand, out).is_ok_and(|v| v.bitcast)
@@ -143,7 +173,7 @@ pub fn transpose_operand_layout(out: &ArrayShape, dims: &[usize]) -> Option<Layo
 pub fn reshape_output_layout(operand: &ArrayShape, out: &ArrayShape) -> Option<Layout> {
     if let Some(m) = order_only(operand) {
         if out.dynamic == 0 && !out.dims.contains(&0) {
-            return shape::facts::align_minor_to_major(&operand.dims, m, &out.dims).map(|m2m| Layout::new(&m2m));
+            return aligned(&operand.dims, m, &out.dims).map(|m2m| Layout::new(&m2m));
         }
     }
     shape::facts::reshape_result_layout(operand, &out.dims)
@@ -164,12 +194,12 @@ pub fn tiled_reshape_output_layouts(
     if operand_layout.tiles.is_empty() || out.rank() < 2 {
         return Vec::new();
     }
-    let Some(aligned) = shape::facts::align_minor_to_major(&operand.dims, &operand_layout.minor_to_major, &out.dims) else {
+    let Some(aligned_order) = aligned(&operand.dims, &operand_layout.minor_to_major, &out.dims) else {
         return Vec::new();
     };
-    let mut orders: Vec<shape::DimVec> = vec![aligned.clone()];
-    for &d in &aligned {
-        let mut o: shape::DimVec = aligned.iter().copied().filter(|&x| x != d).collect();
+    let mut orders: Vec<shape::DimVec> = vec![aligned_order.clone()];
+    for &d in &aligned_order {
+        let mut o: shape::DimVec = aligned_order.iter().copied().filter(|&x| x != d).collect();
         o.push(d);
         if !orders.contains(&o) {
             orders.push(o);
