@@ -28,7 +28,7 @@ use std::sync::{Arc, Mutex};
 
 use hlo::{CompId, Computation, ComputationLayout, IoAlias, Module, ParseError};
 use layout_assignment::{
-    CallGraph, CallRole, ComputationAssignment, Context, ModuleFacts, PassError, Phase, Signature,
+    BoundSite, CallGraph, CallQueries, CallRole, ComputationAssignment, Context, ModuleFacts, Moved, PassError, Phase, Signature,
 };
 use rustc_hash::{FxHashMap, FxHasher};
 use salsa::Setter;
@@ -196,69 +196,170 @@ impl ModuleFacts for Facts<'_> {
     }
 }
 
+/// A computation with a boundary its only caller chose: the key of the
+/// bounded queries.
+#[salsa::interned(unsafe(no_lifetime), revisions = usize::MAX)]
+pub struct BoundaryKey {
+    /// The computation.
+    #[returns(copy)]
+    pub comp: SourceComputation,
+    /// Its parameters and result (leaves without a layout are free).
+    #[returns(ref)]
+    pub boundary: Signature,
+}
+
 /// The outcome of building one computation's constraints.
 pub type ConstraintsResult = Result<Arc<Context>, AssignError>;
 
-/// Builds the constraints of computation `c` for `phase`: the layouts fixed
-/// at its boundary (entry layout, loop state, branch result, aliasing) and
-/// the signatures of the computations it calls.
-fn build_constraints(db: &dyn salsa::Database, c: SourceComputation, phase: Phase) -> ConstraintsResult {
+fn pass_error(e: &AssignError) -> PassError {
+    match e {
+        AssignError::Pass(p) => p.clone(),
+        AssignError::Parse(p) => PassError::Module(p.message.clone()),
+    }
+}
+
+/// Builds the constraints of computation `c` for `phase` (with `boundary`,
+/// its parameters and result as its only caller chose them): the layouts
+/// fixed at its boundary (entry layout, loop state, branch result,
+/// aliasing, its caller's choice) and the signatures of the computations it
+/// calls.
+fn build_constraints(db: &dyn salsa::Database, c: SourceComputation, phase: Phase, boundary: Option<&Signature>) -> ConstraintsResult {
     let m = c.module(db);
     let graph = call_graph(db, m);
     let facts = Facts { db, m };
-    let comps = m.computations(db);
     let id = CompId(c.index(db));
-    let mut signature = |other: CompId, phase: Phase| -> Result<Signature, PassError> {
-        let Some(&other) = comps.get(other.index()) else {
-            return Err(PassError::Module(format!("computation #{} does not exist", other.0)));
-        };
-        let result = match phase {
-            Phase::Free => free_signature(db, other),
-            Phase::Final => final_signature(db, other),
-        };
-        result.clone().map_err(|e| match e {
-            AssignError::Pass(p) => p,
-            AssignError::Parse(p) => PassError::Module(p.message.clone()),
-        })
-    };
-    layout_assignment::context_for(&facts, graph, id, phase, &mut signature).map(Arc::new).map_err(AssignError::Pass)
+    let mut q = Queries { db, m };
+    let mut signature = |other: CompId, phase: Phase| q.signature(other, phase);
+    layout_assignment::context_for(&facts, graph, id, phase, boundary, &mut signature)
+        .map(Arc::new)
+        .map_err(AssignError::Pass)
 }
 
-/// The constraints of a computation as its callers see it: what its
-/// assignment must honour beyond its own text and the target. It re-runs
-/// when a signature around it, the call graph or the entry layout changes,
-/// and the assignment re-runs only when the constraints it returns differ.
+/// The constraints of a computation as its callers see it (without its
+/// only caller's choice, for a computation whose boundary that caller
+/// decides): what its assignment must honour beyond its own text and the
+/// target. It re-runs when a signature around it, the call graph or the
+/// entry layout changes, and the assignment re-runs only when the
+/// constraints it returns differ.
 #[salsa::tracked(returns(ref))]
 pub fn constraints(db: &dyn salsa::Database, c: SourceComputation) -> ConstraintsResult {
-    build_constraints(db, c, Phase::Final)
+    build_constraints(db, c, Phase::Final, None)
 }
 
 /// The constraints of a conditional branch before the conditional fixes
 /// its result (asked only for branches).
 #[salsa::tracked(returns(ref))]
 pub fn free_constraints(db: &dyn salsa::Database, c: SourceComputation) -> ConstraintsResult {
-    build_constraints(db, c, Phase::Free)
+    build_constraints(db, c, Phase::Free, None)
 }
 
-fn assign(db: &dyn salsa::Database, c: SourceComputation, phase: Phase) -> AssignmentResult {
+/// The other queries, as the pass's call-boundary rule asks for them.
+struct Queries<'db> {
+    db: &'db dyn salsa::Database,
+    m: SourceModule,
+}
+
+impl Queries<'_> {
+    fn comp(&self, id: CompId) -> Result<SourceComputation, PassError> {
+        self.m
+            .computations(self.db)
+            .get(id.index())
+            .copied()
+            .ok_or_else(|| PassError::Module(format!("computation #{} does not exist", id.0)))
+    }
+}
+
+impl layout_assignment::CallQueries for Queries<'_> {
+    fn signature(&mut self, c: CompId, phase: Phase) -> Result<Signature, PassError> {
+        let c = self.comp(c)?;
+        let result = match phase {
+            Phase::Free => free_signature(self.db, c),
+            Phase::Final => final_signature(self.db, c),
+            Phase::Alone => alone_signature(self.db, c),
+        };
+        result.clone().map_err(|e| pass_error(&e))
+    }
+
+    fn cost(&mut self, c: CompId, boundary: Option<Signature>) -> Result<Moved, PassError> {
+        let c = self.comp(c)?;
+        let result = match boundary {
+            None => alone_cost(self.db, c),
+            Some(b) => bounded_cost(self.db, BoundaryKey::new(self.db, c, b)),
+        };
+        result.clone().map_err(|e| pass_error(&e))
+    }
+
+    fn signature_under(&mut self, c: CompId, boundary: Signature) -> Result<Signature, PassError> {
+        let c = self.comp(c)?;
+        bounded_signature(self.db, BoundaryKey::new(self.db, c, boundary)).clone().map_err(|e| pass_error(&e))
+    }
+}
+
+/// Assigns `c` under `ctx`, with the call-boundary rule for its callees.
+fn assign(db: &dyn salsa::Database, c: SourceComputation, ctx: &ConstraintsResult) -> AssignmentResult {
     let m = c.module(db);
     let comp = parsed(db, c).result.clone().map_err(|e| AssignError::Parse(Box::new(e)))?;
-    let ctx = match phase {
-        Phase::Final => constraints(db, c),
-        Phase::Free => free_constraints(db, c),
-    }
-    .clone()?;
+    let ctx = ctx.clone()?;
     let all = names(db, m);
     let name_of = |c: CompId| all.get(c.index()).cloned().unwrap_or_default();
-    layout_assignment::assign_computation(&comp, &name_of, &ctx, m.target(db))
+    let graph = call_graph(db, m);
+    let entry = CompId(m.entry(db));
+    let mut q = Queries { db, m };
+    layout_assignment::decide(&comp, &name_of, graph, entry, CompId(c.index(db)), &ctx, m.target(db), &mut q)
         .map(Arc::new)
         .map_err(AssignError::Pass)
 }
 
-/// The assignment callers see: every requirement applied.
+/// The assignment of a computation without its only caller's choice (for
+/// any other computation, its final assignment).
+#[salsa::tracked(returns(ref))]
+pub fn alone_assignment(db: &dyn salsa::Database, c: SourceComputation) -> AssignmentResult {
+    assign(db, c, constraints(db, c))
+}
+
+/// The assignment of a computation whose only caller decides its boundary,
+/// with its parameters and result fixed to `boundary` (leaves without a
+/// layout are free).
+#[salsa::tracked(returns(ref))]
+pub fn bounded_assignment(db: &dyn salsa::Database, key: BoundaryKey) -> AssignmentResult {
+    let c = key.comp(db);
+    assign(db, c, &build_constraints(db, c, Phase::Final, Some(key.boundary(db))))
+}
+
+/// The boundary the only caller of `c` chose for it in its final
+/// assignment, when it chose one (for a loop condition, its body's final
+/// parameters). `c`'s final assignment reads this, not the caller's
+/// assignment, so that it re-runs only when this changes.
+#[salsa::tracked(returns(ref))]
+pub fn chosen_boundary(db: &dyn salsa::Database, c: SourceComputation) -> Result<Option<Signature>, AssignError> {
+    let m = c.module(db);
+    let graph = call_graph(db, m);
+    let entry = CompId(m.entry(db));
+    let comps = m.computations(db);
+    let comp_of = |id: CompId| {
+        comps.get(id.index()).copied().ok_or_else(|| AssignError::Pass(PassError::Module(format!("computation #{} does not exist", id.0))))
+    };
+    match layout_assignment::bound_site(graph, entry, CompId(c.index(db))) {
+        Some(BoundSite::Called { caller } | BoundSite::WhileBody { caller, .. }) => {
+            Ok(final_assignment(db, comp_of(caller)?).clone()?.boundary_for(CompId(c.index(db))).cloned())
+        }
+        Some(BoundSite::WhileCondition { body, .. }) => {
+            Ok(Some(layout_assignment::condition_boundary(&final_signature(db, comp_of(body)?).clone()?)))
+        }
+        None => Ok(None),
+    }
+}
+
+/// The assignment callers see: every requirement applied. For a
+/// computation whose boundary its only caller decides, the bounded one
+/// when that caller's final assignment chose a boundary, else the alone
+/// one; a loop condition follows its body's final parameters.
 #[salsa::tracked(returns(ref))]
 pub fn final_assignment(db: &dyn salsa::Database, c: SourceComputation) -> AssignmentResult {
-    assign(db, c, Phase::Final)
+    match chosen_boundary(db, c).clone()? {
+        Some(b) => bounded_assignment(db, BoundaryKey::new(db, c, b)).clone(),
+        None => alone_assignment(db, c).clone(),
+    }
 }
 
 /// The assignment of a conditional branch before the conditional fixes its
@@ -270,7 +371,7 @@ pub fn free_assignment(db: &dyn salsa::Database, c: SourceComputation) -> Assign
         .roles
         .get(c.index(db) as usize)
         .is_some_and(|roles| roles.iter().any(|r| matches!(r, CallRole::Branch { .. })));
-    if is_branch { assign(db, c, Phase::Free) } else { final_assignment(db, c).clone() }
+    if is_branch { assign(db, c, free_constraints(db, c)) } else { final_assignment(db, c).clone() }
 }
 
 /// The final signature: what callers depend on.
@@ -283,6 +384,41 @@ pub fn final_signature(db: &dyn salsa::Database, c: SourceComputation) -> Result
 #[salsa::tracked(returns(ref))]
 pub fn free_signature(db: &dyn salsa::Database, c: SourceComputation) -> Result<Signature, AssignError> {
     free_assignment(db, c).as_ref().map(|a| a.signature.clone()).map_err(Clone::clone)
+}
+
+/// The signature a computation chooses without its only caller: what that
+/// caller reads first.
+#[salsa::tracked(returns(ref))]
+pub fn alone_signature(db: &dyn salsa::Database, c: SourceComputation) -> Result<Signature, AssignError> {
+    alone_assignment(db, c).as_ref().map(|a| a.signature.clone()).map_err(Clone::clone)
+}
+
+/// The signature of a bounded assignment.
+#[salsa::tracked(returns(ref))]
+pub fn bounded_signature(db: &dyn salsa::Database, key: BoundaryKey) -> Result<Signature, AssignError> {
+    bounded_assignment(db, key).as_ref().map(|a| a.signature.clone()).map_err(Clone::clone)
+}
+
+/// What a computation's alone assignment moves, with the callees whose
+/// boundary it decides.
+#[salsa::tracked]
+pub fn alone_cost(db: &dyn salsa::Database, c: SourceComputation) -> Result<Moved, AssignError> {
+    let a = alone_assignment(db, c).clone()?;
+    subtree(db, c, &a)
+}
+
+/// What a computation's bounded assignment moves, with the callees whose
+/// boundary it decides.
+#[salsa::tracked]
+pub fn bounded_cost(db: &dyn salsa::Database, key: BoundaryKey) -> Result<Moved, AssignError> {
+    let a = bounded_assignment(db, key).clone()?;
+    subtree(db, key.comp(db), &a)
+}
+
+fn subtree(db: &dyn salsa::Database, c: SourceComputation, a: &ComputationAssignment) -> Result<Moved, AssignError> {
+    let m = c.module(db);
+    let mut q = Queries { db, m };
+    layout_assignment::subtree_cost(call_graph(db, m), CompId(m.entry(db)), CompId(c.index(db)), a, &mut q).map_err(AssignError::Pass)
 }
 
 /// One query execution, as salsa's event hook reported it.
@@ -453,9 +589,19 @@ impl Database {
             None => FxHashMap::default(),
         };
         log.iter()
-            .map(|e| ExecutedQuery {
-                query: salsa::Database::ingredient_debug_name(self, e.query).to_string(),
-                key: by_id.get(&e.key).cloned().unwrap_or_else(|| format!("{:?}", e.key)),
+            .map(|e| {
+                let query = salsa::Database::ingredient_debug_name(self, e.query).to_string();
+                // The bounded queries are keyed by a computation and a
+                // boundary: named by the computation.
+                let key = match by_id.get(&e.key) {
+                    Some(name) => name.clone(),
+                    None if query.starts_with("bounded_") => {
+                        let key = <BoundaryKey as salsa::plumbing::FromId>::from_id(e.key);
+                        format!("{} bounded", key.comp(self).name(self))
+                    }
+                    None => format!("{:?}", e.key),
+                };
+                ExecutedQuery { query, key }
             })
             .collect()
     }
@@ -466,7 +612,7 @@ impl Database {
         let ran: rustc_hash::FxHashSet<String> = self
             .executions()
             .into_iter()
-            .filter(|e| e.query == "final_assignment" || e.query == "free_assignment")
+            .filter(|e| matches!(e.query.as_str(), "final_assignment" | "free_assignment" | "alone_assignment" | "bounded_assignment"))
             .map(|e| e.key)
             .collect();
         let Some(m) = self.module else { return Vec::new() };

@@ -83,8 +83,8 @@ fn editing_a_leaf_body_reruns_only_that_leaf() {
         &module("ROOT lr = f32[8,4] exponential(ln)"),
         expect![[r#"
             [
+                "alone_assignment(leaf)",
                 "calls(leaf)",
-                "final_assignment(leaf)",
                 "parsed(leaf)",
             ]
         "#]],
@@ -95,20 +95,43 @@ fn editing_a_leaf_body_reruns_only_that_leaf() {
 fn changing_a_leaf_root_layout_reruns_its_callers() {
     // A custom call fixes the leaf's result layout; changing it changes the
     // leaf's signature, so `f`, which calls the leaf, runs again, and so
-    // does the entry, which calls `f`. `g` and `add` do not.
+    // does the entry, which calls `f`. `g` and `add` are not assigned
+    // again. Each of `leaf`, `f` and `g` has one call site, so its caller
+    // decides its boundary (the call-boundary rule): the new signatures
+    // make `f` and the entry copy at those calls, so they weigh bounding
+    // their callees (`bounded_*`, and the costs of the callees alone, `g`'s
+    // included, asked for the first time), keep today's choice, and each
+    // callee's `chosen_boundary` re-reads its caller's final choice.
     check(
         &module(r#"ROOT lr = f32[8,4]{1,0} custom-call(ln), custom_call_target="k", operand_layout_constraints={f32[8,4]{1,0}}"#),
         &module(r#"ROOT lr = f32[8,4]{0,1} custom-call(ln), custom_call_target="k", operand_layout_constraints={f32[8,4]{1,0}}"#),
         expect![[r#"
             [
+                "alone_assignment(f)",
+                "alone_assignment(leaf)",
+                "alone_assignment(main)",
+                "alone_cost(f)",
+                "alone_cost(g)",
+                "alone_cost(leaf)",
+                "alone_signature(f)",
+                "alone_signature(leaf)",
+                "bounded_assignment(f bounded)",
+                "bounded_assignment(g bounded)",
+                "bounded_assignment(leaf bounded)",
+                "bounded_cost(f bounded)",
+                "bounded_cost(leaf bounded)",
+                "bounded_signature(f bounded)",
+                "bounded_signature(g bounded)",
+                "bounded_signature(leaf bounded)",
                 "calls(leaf)",
+                "chosen_boundary(f)",
+                "chosen_boundary(g)",
+                "chosen_boundary(leaf)",
                 "constraints(f)",
                 "constraints(main)",
                 "final_assignment(f)",
                 "final_assignment(leaf)",
                 "final_assignment(main)",
-                "final_signature(f)",
-                "final_signature(leaf)",
                 "parsed(leaf)",
             ]
         "#]],
@@ -136,17 +159,125 @@ fn constraints_rerun_when_what_they_read_changes_and_assignments_only_when_they_
 #[test]
 fn changing_the_entry_layout_reruns_the_entry_constraints_and_assignment_only() {
     // The entry result's first leaf changes layout: the entry's
-    // constraints change, so its assignment re-runs; the callees' do not.
+    // constraints change, so its assignment re-runs; the callees' alone
+    // and final assignments do not. The entry now copies `f`'s result, so
+    // it weighs bounding `f` (and `f`, `leaf`) to the layout it wants,
+    // finds it no cheaper, and keeps today's choice: `f` and `g` re-read
+    // it (`chosen_boundary`) and stop there.
     let text = module("ROOT lr = f32[8,4] abs(ln)");
     let edited = text.replacen("->(f32[8,4]{1,0}, f32[8])", "->(f32[8,4]{0,1}, f32[8])", 1);
     assert_ne!(text, edited);
     check(&text, &edited, expect![[r#"
         [
+            "alone_assignment(main)",
+            "alone_cost(f)",
+            "alone_cost(g)",
+            "alone_cost(leaf)",
+            "bounded_assignment(f bounded)",
+            "bounded_assignment(g bounded)",
+            "bounded_assignment(leaf bounded)",
+            "bounded_cost(f bounded)",
+            "bounded_cost(leaf bounded)",
+            "bounded_signature(f bounded)",
+            "bounded_signature(g bounded)",
+            "bounded_signature(leaf bounded)",
+            "chosen_boundary(f)",
+            "chosen_boundary(g)",
             "constraints(main)",
             "entry_layout(inc)",
             "final_assignment(main)",
         ]
     "#]]);
+}
+
+/// An entry whose parameter and result are {0,1}, and two computations with
+/// one call site each: the entry bounds both to {0,1} (the call-boundary
+/// rule). `CALLEE_ROOT` is replaced to edit the first.
+const BOUND: &str = r#"HloModule bound, entry_computation_layout={(f32[8,4]{0,1})->f32[8,4]{0,1}}
+
+callee {
+  cp = f32[8,4] parameter(0)
+  cn = f32[8,4] negate(cp)
+  CALLEE_ROOT
+}
+
+other {
+  op = f32[8,4] parameter(0)
+  ROOT oa = f32[8,4] abs(op)
+}
+
+ENTRY main {
+  p = f32[8,4] parameter(0)
+  c = f32[8,4] call(p), to_apply=callee
+  ROOT o = f32[8,4] call(c), to_apply=other
+}
+"#;
+
+fn bound(callee_root: &str) -> String {
+    BOUND.replace("CALLEE_ROOT", callee_root)
+}
+
+#[test]
+fn bounded_callees_take_the_callers_layouts() {
+    let target = Arc::new(target::load_str("name: generic\n", "generic.yaml").unwrap());
+    let mut db = Database::default();
+    db.load(&bound("ROOT cr = f32[8,4] abs(cn)"), "m.hlo", target).unwrap();
+    let (module, assignments) = db.assigned_module().unwrap();
+    assert!(assignments.values().all(|a| a.copies.is_empty()), "{}", hlo::print_module(&module));
+    for a in assignments.values() {
+        for s in a.signature.params.iter().chain([&a.signature.result]) {
+            assert_eq!(s.to_string(), "f32[8,4]{0,1}");
+        }
+    }
+}
+
+#[test]
+fn editing_a_bounded_callee_body_reruns_only_that_callee() {
+    // The callee's body changes, neither its signatures nor what it moves:
+    // its alone assignment (what its caller reads first) and its bounded
+    // one (its final assignment) re-run, and nothing else.
+    check(
+        &bound("ROOT cr = f32[8,4] abs(cn)"),
+        &bound("ROOT cr = f32[8,4] exponential(cn)"),
+        expect![[r#"
+            [
+                "alone_assignment(callee)",
+                "bounded_assignment(callee bounded)",
+                "calls(callee)",
+                "parsed(callee)",
+            ]
+        "#]],
+    );
+}
+
+#[test]
+fn a_bounded_callee_that_now_costs_more_inside_moves_the_copy_out() {
+    // The callee's root becomes a custom call that reads and writes {1,0}:
+    // one copy on each side of it is needed whatever the entry chooses, so
+    // the entry keeps today's choice (ties keep it) and makes both copies
+    // itself. Both callees' chosen boundaries change (back to none), so
+    // their final assignments re-run and take their alone ones; the
+    // untouched `other` is not assigned again (its alone assignment did not
+    // change).
+    check(
+        &bound("ROOT cr = f32[8,4] abs(cn)"),
+        &bound(r#"ROOT cr = f32[8,4]{1,0} custom-call(cn), custom_call_target="k", operand_layout_constraints={f32[8,4]{1,0}}"#),
+        expect![[r#"
+            [
+                "alone_assignment(callee)",
+                "alone_assignment(main)",
+                "bounded_assignment(callee bounded)",
+                "bounded_signature(callee bounded)",
+                "calls(callee)",
+                "chosen_boundary(callee)",
+                "chosen_boundary(other)",
+                "final_assignment(callee)",
+                "final_assignment(main)",
+                "final_assignment(other)",
+                "parsed(callee)",
+            ]
+        "#]],
+    );
 }
 
 #[test]

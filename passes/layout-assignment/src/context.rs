@@ -24,6 +24,12 @@ pub enum BoundaryReason {
     LoopState { body: String },
     /// All branches of a conditional return one layout.
     ConditionalResult { conditional: String },
+    /// The only caller chose these layouts for its call (the call-boundary
+    /// rule: see `calls.rs`).
+    Caller { caller: String },
+    /// The layouts this computation chose alone, kept while it weighs its
+    /// callees' boundaries, so that its callers see the same signature.
+    Kept,
 }
 
 /// The outside facts for one computation.
@@ -40,6 +46,12 @@ pub struct Context {
     pub loop_body: bool,
     /// The module's `input_output_alias` (entry only).
     pub io_alias: Vec<IoAlias>,
-    /// Final signatures of the computations this one calls.
+    /// Signatures of the computations this one calls: for a callee whose
+    /// boundary this computation alone decides (`calls::bound_site`), the
+    /// one it chose alone; for any other, its final one.
     pub callees: FxHashMap<CompId, Signature>,
+    /// Callees whose signature is only a preference here: their operands
+    /// and results take any layout, at the price of a copy where the
+    /// preference is not met (sorted).
+    pub preferred: Vec<CompId>,
 }

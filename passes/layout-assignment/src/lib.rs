@@ -13,6 +13,7 @@
 //! crate drives the same functions through incremental queries.
 
 mod algebra;
+mod calls;
 mod check;
 mod context;
 mod materialize;
@@ -30,6 +31,7 @@ use rustc_hash::FxHashMap;
 use shape::Shape;
 use target::TargetSpec;
 
+pub use calls::{BoundSite, CallQueries, Moved, bound_site, condition_boundary, decide, subtree_cost};
 pub use check::{LayoutProblem, check_layouts, prove_bitcast};
 pub use context::{BoundaryReason, Context, Signature};
 pub use materialize::{ComputationAssignment, PlannedCopy, apply, refresh_forwarded_shapes};
@@ -72,6 +74,9 @@ pub struct CallGraph {
     /// Per computation: the computations it calls, in instruction order,
     /// while bodies before their conditions.
     pub callees: Vec<Vec<CompId>>,
+    /// Per computation: the caller of each of its call sites (one entry per
+    /// calling instruction; applied computations count once per caller).
+    pub sites: Vec<Vec<CompId>>,
 }
 
 impl CallGraph {
@@ -85,12 +90,13 @@ impl CallGraph {
     /// [`calls_of`]), so that an incremental database can recompute one
     /// computation's calls alone.
     pub fn from_calls(n: usize, calls: impl IntoIterator<Item = (CompId, Vec<(CompId, CallRole)>)>) -> CallGraph {
-        let mut g = CallGraph { roles: vec![Vec::new(); n], callees: vec![Vec::new(); n] };
+        let mut g = CallGraph { roles: vec![Vec::new(); n], callees: vec![Vec::new(); n], sites: vec![Vec::new(); n] };
         for (caller, list) in calls {
             for (callee, role) in list {
                 if callee.index() >= n || caller.index() >= n {
                     continue;
                 }
+                g.sites[callee.index()].push(caller);
                 if !g.callees[caller.index()].contains(&callee) {
                     g.callees[caller.index()].push(callee);
                 }
@@ -181,25 +187,47 @@ pub enum Phase {
     Free,
     /// Assigned with every requirement: the signature callers see.
     Final,
+    /// Assigned without its only caller's choice: what a computation whose
+    /// boundary its caller decides (`bound_site`) would choose alone. Its
+    /// caller reads this, never the final one, which depends on it.
+    Alone,
 }
 
 /// Builds the context of computation `id`. `signature(c, phase)` must give
 /// another computation's signature; it is only asked for computations this
-/// one calls (final) or, for a branch, its sibling branches (free).
+/// one calls (final, or alone for those whose boundary it decides) or, for
+/// a branch, its sibling branches (free), or for a loop condition, its
+/// body (final). With `boundary`, the parameters and result are fixed to
+/// it (only the parameters, for a loop condition): the layouts the only
+/// caller chose.
 pub fn context_for(
     module: &dyn ModuleFacts,
     graph: &CallGraph,
     id: CompId,
     phase: Phase,
+    boundary: Option<&Signature>,
     signature: &mut dyn FnMut(CompId, Phase) -> Result<Signature, PassError>,
 ) -> Result<Context, PassError> {
     let mut ctx = Context::default();
-    if id == module.entry() {
+    let entry = module.entry();
+    if id == entry {
         ctx.is_entry = true;
         let layout = module.entry_layout();
         ctx.params = Some((layout.parameters, BoundaryReason::Entry));
         ctx.result = Some((layout.result, BoundaryReason::Entry));
         ctx.io_alias = module.io_alias();
+    } else if let Some(b) = boundary {
+        match bound_site(graph, entry, id) {
+            Some(BoundSite::WhileCondition { body, .. }) => {
+                ctx.params = Some((b.params.clone(), BoundaryReason::LoopState { body: module.name(body) }));
+            }
+            Some(BoundSite::Called { caller } | BoundSite::WhileBody { caller, .. }) => {
+                let reason = BoundaryReason::Caller { caller: module.name(caller) };
+                ctx.params = Some((b.params.clone(), reason.clone()));
+                ctx.result = Some((b.result.clone(), reason));
+            }
+            None => {}
+        }
     }
     for role in &graph.roles[id.index()] {
         match role {
@@ -215,10 +243,16 @@ pub fn context_for(
         }
     }
     for &c in &graph.callees[id.index()] {
-        if graph.roles[c.index()].iter().all(|r| *r == CallRole::Applied) {
+        // Applied computations are scalar; a loop condition's signature is
+        // not read by its caller (the while reads its body's).
+        if graph.roles[c.index()].iter().all(|r| matches!(r, CallRole::Applied | CallRole::WhileCondition { .. })) {
             continue;
         }
-        ctx.callees.insert(c, signature(c, Phase::Final)?);
+        let phase = match bound_site(graph, entry, c) {
+            Some(BoundSite::Called { caller } | BoundSite::WhileBody { caller, .. }) if caller == id => Phase::Alone,
+            _ => Phase::Final,
+        };
+        ctx.callees.insert(c, signature(c, phase)?);
     }
     Ok(ctx)
 }
@@ -289,13 +323,20 @@ pub fn assign_computation(
 /// reports what it did.
 pub fn run(module: &mut Module, target: &TargetSpec) -> Result<Report, PassError> {
     let graph = CallGraph::new(module);
-    let mut driver = Driver { module, graph: &graph, target, memo: FxHashMap::default(), active: Vec::new() };
+    let mut driver = Driver {
+        module,
+        graph: &graph,
+        target,
+        memo: FxHashMap::default(),
+        costs: FxHashMap::default(),
+        active: Vec::new(),
+    };
     let ids: Vec<CompId> = driver.module.computation_ids().collect();
+    let mut assignments: BTreeMap<CompId, ComputationAssignment> = BTreeMap::new();
     for &id in &ids {
-        driver.final_assignment(id)?;
+        let a = driver.assignment(id, View::Final)?;
+        assignments.insert(id, ComputationAssignment::clone(&a));
     }
-    let assignments: BTreeMap<CompId, ComputationAssignment> =
-        driver.memo.into_iter().filter(|((_, p), _)| *p == Phase::Final).map(|((c, _), a)| (c, a)).collect();
     Ok(apply_module(module, &assignments))
 }
 
@@ -387,43 +428,108 @@ fn fill_auto(given: &mut Shape, chosen: &Shape, position: impl Fn(usize) -> Stri
     tiled
 }
 
-/// Memoised recursion over the call graph, callees first.
+/// Which assignment of a computation the stateless driver computes.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+enum View {
+    /// A branch before the conditional fixes its result.
+    Free,
+    /// Without its only caller's choice (`Phase::Alone`); for a computation
+    /// whose boundary no caller decides, its final assignment.
+    Alone,
+    /// With its parameters and result fixed to what its only caller chose.
+    Bounded(Box<Signature>),
+    /// What the module gets: one of the above.
+    Final,
+}
+
+/// Memoised recursion over the call graph, callees first, except that a
+/// computation whose boundary its only caller decides asks that caller's
+/// final assignment for it (see `calls.rs`). The database crate runs the
+/// same recursion as queries.
 struct Driver<'m> {
     module: &'m Module,
     graph: &'m CallGraph,
     target: &'m TargetSpec,
-    memo: FxHashMap<(CompId, Phase), ComputationAssignment>,
-    active: Vec<(CompId, Phase)>,
+    memo: FxHashMap<(CompId, View), std::rc::Rc<ComputationAssignment>>,
+    costs: FxHashMap<(CompId, Option<Signature>), Moved>,
+    active: Vec<(CompId, View)>,
 }
 
 impl Driver<'_> {
-    fn final_assignment(&mut self, id: CompId) -> Result<Signature, PassError> {
-        self.assignment(id, Phase::Final)
-    }
-
-    fn assignment(&mut self, id: CompId, phase: Phase) -> Result<Signature, PassError> {
-        // Only branches differ between the two phases.
-        let is_branch = self.graph.roles[id.index()].iter().any(|r| matches!(r, CallRole::Branch { .. }));
-        let phase = if is_branch { phase } else { Phase::Final };
-        if let Some(a) = self.memo.get(&(id, phase)) {
-            return Ok(a.signature.clone());
+    fn assignment(&mut self, id: CompId, view: View) -> Result<std::rc::Rc<ComputationAssignment>, PassError> {
+        if id.index() >= self.module.computations.len() {
+            return Err(PassError::Module(format!("computation #{} does not exist", id.0)));
         }
-        // The free and final assignments of a branch are different nodes: the
-        // final one asks for the free ones of all branches, itself included.
-        if self.active.contains(&(id, phase)) {
+        if let Some(a) = self.memo.get(&(id, view.clone())) {
+            return Ok(a.clone());
+        }
+        if self.active.contains(&(id, view.clone())) {
             return Err(PassError::RecursiveCall(self.module.computation(id).name.clone()));
         }
-        self.active.push((id, phase));
+        self.active.push((id, view.clone()));
+        let a = self.compute(id, &view);
+        self.active.pop();
+        let a = a?;
+        self.memo.insert((id, view), a.clone());
+        Ok(a)
+    }
+
+    fn compute(&mut self, id: CompId, view: &View) -> Result<std::rc::Rc<ComputationAssignment>, PassError> {
         let module = self.module;
         let graph = self.graph;
-        let ctx = context_for(module, graph, id, phase, &mut |c, p| self.assignment(c, p));
-        self.active.pop();
-        let ctx = ctx?;
+        let is_branch = graph.roles[id.index()].iter().any(|r| matches!(r, CallRole::Branch { .. }));
+        let (phase, boundary) = match view {
+            View::Final => {
+                return match bound_site(graph, module.entry, id) {
+                    Some(BoundSite::Called { caller } | BoundSite::WhileBody { caller, .. }) => {
+                        let chosen = self.assignment(caller, View::Final)?.boundary_for(id).cloned();
+                        match chosen {
+                            Some(b) => self.assignment(id, View::Bounded(Box::new(b))),
+                            None => self.assignment(id, View::Alone),
+                        }
+                    }
+                    Some(BoundSite::WhileCondition { body, .. }) => {
+                        let sig = self.assignment(body, View::Final)?.signature.clone();
+                        self.assignment(id, View::Bounded(Box::new(calls::condition_boundary(&sig))))
+                    }
+                    None => self.assignment(id, View::Alone),
+                };
+            }
+            View::Free if !is_branch => return self.assignment(id, View::Final),
+            View::Free => (Phase::Free, None),
+            View::Alone => (Phase::Final, None),
+            View::Bounded(b) => (Phase::Final, Some(&**b)),
+        };
+        let ctx = context_for(module, graph, id, phase, boundary, &mut |c, p| self.signature(c, p))?;
         let names = |c: CompId| module.computations.get(c.index()).map_or_else(String::new, |c| c.name.clone());
-        let a = assign_computation(module.computation(id), &names, &ctx, self.target)?;
-        let sig = a.signature.clone();
-        self.memo.insert((id, phase), a);
-        Ok(sig)
+        let a = decide(module.computation(id), &names, graph, module.entry, id, &ctx, self.target, self)?;
+        Ok(std::rc::Rc::new(a))
+    }
+}
+
+impl CallQueries for Driver<'_> {
+    fn signature(&mut self, c: CompId, phase: Phase) -> Result<Signature, PassError> {
+        let view = match phase {
+            Phase::Free => View::Free,
+            Phase::Final => View::Final,
+            Phase::Alone => View::Alone,
+        };
+        Ok(self.assignment(c, view)?.signature.clone())
+    }
+
+    fn cost(&mut self, c: CompId, boundary: Option<Signature>) -> Result<Moved, PassError> {
+        if let Some(&m) = self.costs.get(&(c, boundary.clone())) {
+            return Ok(m);
+        }
+        let view = boundary.clone().map_or(View::Alone, |b| View::Bounded(Box::new(b)));
+        let a = self.assignment(c, view)?;
+        let m = subtree_cost(self.graph, self.module.entry, c, &a, self)?;
+        self.costs.insert((c, boundary), m);
+        Ok(m)
+    }
+
+    fn signature_under(&mut self, c: CompId, boundary: Signature) -> Result<Signature, PassError> {
+        Ok(self.assignment(c, View::Bounded(Box::new(boundary)))?.signature.clone())
     }
 }
 

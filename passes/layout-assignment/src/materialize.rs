@@ -54,6 +54,25 @@ pub struct ComputationAssignment {
     pub filled: Vec<FilledLayout>,
     /// Effort and size.
     pub stats: ComputationStats,
+    /// Per callee whose boundary this computation decides and chose to
+    /// differ from what the callee chose alone: the signature it chose
+    /// (see `calls.rs`). Until the choice is made, every such call's.
+    pub callee_boundaries: Vec<(hlo::CompId, Signature)>,
+}
+
+impl ComputationAssignment {
+    /// Bytes and copies this computation's assignment moves.
+    pub fn moved(&self) -> crate::calls::Moved {
+        let bytes = self.copies.iter().map(|c| c.bytes).sum::<u64>()
+            + self.movements.iter().map(|m| m.1).sum::<u64>()
+            + self.retilings.iter().map(|r| r.1).sum::<u64>();
+        crate::calls::Moved { bytes, copies: self.copies.len() as u64 }
+    }
+
+    /// The boundary this computation chose for `callee`, if it chose one.
+    pub fn boundary_for(&self, callee: hlo::CompId) -> Option<&Signature> {
+        self.callee_boundaries.iter().find(|(c, _)| *c == callee).map(|(_, b)| b)
+    }
 }
 
 /// Turns a solution into an assignment.
@@ -172,6 +191,51 @@ pub fn plan(
         }
     }
 
+    // The boundaries chosen for callees whose signature was a preference.
+    let with_values = |s: &Shape, values: &[ValueId]| -> Shape {
+        let mut s = s.clone();
+        let mut i = 0;
+        s.for_each_array_mut(&mut |a| {
+            if let Some(&v) = values.get(i) {
+                a.layout = Some(layout_of(p, v));
+            }
+            i += 1;
+        });
+        s
+    };
+    let mut callee_boundaries = Vec::new();
+    for &(id, callee) in &p.preferred_calls {
+        let inst = comp.inst(id);
+        let own = p.leaf_values.get(id.index()).cloned().unwrap_or_default();
+        let sig = match inst.opcode {
+            Opcode::While => {
+                let state = with_values(&inst.shape, &own);
+                Signature { params: vec![state.clone()], result: state }
+            }
+            Opcode::AsyncStart => {
+                let (Some(elements), Some(r0), Some(r1)) = (
+                    inst.shape.tuple_elements(),
+                    crate::problem::element_leaf_range(&inst.shape, 0),
+                    crate::problem::element_leaf_range(&inst.shape, 1),
+                ) else {
+                    continue;
+                };
+                let operands = with_values(&elements[0], own.get(r0).unwrap_or_default());
+                let params = operands.tuple_elements().map(<[Shape]>::to_vec).unwrap_or_default();
+                Signature { params, result: with_values(&elements[1], own.get(r1).unwrap_or_default()) }
+            }
+            _ => {
+                let params = inst
+                    .operands()
+                    .iter()
+                    .map(|&o| with_values(&comp.inst(o).shape, p.leaf_values.get(o.index()).map_or(&[][..], |v| v.as_slice())))
+                    .collect();
+                Signature { params, result: with_values(&inst.shape, &own) }
+            }
+        };
+        callee_boundaries.push((callee, sig));
+    }
+
     let mut filled = Vec::new();
     for &(param, leaf) in &p.auto_params {
         if let Some(s) = params.get(param as usize) {
@@ -207,6 +271,7 @@ pub fn plan(
             moves: solution.moves,
             padding_saved: solution.padding_saved,
         },
+        callee_boundaries,
     }
 }
 
@@ -279,6 +344,12 @@ fn explain(
             Some(BoundaryReason::LoopState { body }) => {
                 (CopyCause::LoopState, format!("the loop state of body {body} has this layout"))
             }
+            Some(BoundaryReason::Caller { caller }) => {
+                (CopyCause::CallSignature, format!("its only caller {caller} reads the result in this layout"))
+            }
+            Some(BoundaryReason::Kept) => {
+                (CopyCause::CallSignature, "its callers read the result in this layout".to_string())
+            }
             _ => (CopyCause::Entry, "the entry computation layout fixes the result".to_string()),
         },
         RelationSource::LoopBackEdge => {
@@ -337,6 +408,8 @@ fn describe_fix(
         Boundary => match &p.boundary.0 {
             Some(BoundaryReason::LoopState { body }) => format!("the loop state of {body}"),
             Some(BoundaryReason::ConditionalResult { conditional }) => format!("%{conditional}"),
+            Some(BoundaryReason::Caller { caller }) => format!("its only caller {caller}"),
+            Some(BoundaryReason::Kept) => "the signature its callers see".into(),
             _ => "the entry computation layout".into(),
         },
         CustomCall => {

@@ -245,6 +245,9 @@ pub struct Problem<'c> {
     /// Ops that may re-tile (tiled targets only): slices, pads,
     /// concatenates, broadcasts and reduces (see `retile.rs`).
     pub retilings: Vec<crate::retile::Retiling>,
+    /// Calls whose callee's signature is only a preference, with the
+    /// callee (the body, for a loop).
+    pub preferred_calls: Vec<(InstId, CompId)>,
 }
 
 /// Errors that make a computation impossible to assign.
@@ -376,6 +379,7 @@ impl<'c> Problem<'c> {
             auto_params: Vec::new(),
             auto_result: Vec::new(),
             retilings: Vec::new(),
+            preferred_calls: Vec::new(),
         };
         let order = std::mem::take(&mut p.order);
         // Each instruction's needs are computed once and used twice.
@@ -546,8 +550,14 @@ impl<'c> Problem<'c> {
                     if result_leaves.len() != leaves.len() {
                         return Err(self.mismatch(id, "the callee's result shape differs from the instruction's"));
                     }
-                    for (i, r) in result_leaves.iter().enumerate() {
-                        fixed[i] = Some((given(r), FixReason::Callee(first)));
+                    if inst.opcode != Opcode::Conditional && ctx.preferred.binary_search(&first).is_ok() {
+                        // The result is free; `relate` prices leaving the
+                        // callee's choice.
+                        self.preferred_calls.push((id, first));
+                    } else {
+                        for (i, r) in result_leaves.iter().enumerate() {
+                            fixed[i] = Some((given(r), FixReason::Callee(first)));
+                        }
                     }
                 }
             }
@@ -572,8 +582,12 @@ impl<'c> Problem<'c> {
                 if r0.len() != params.len() || r1.len() != result.len() {
                     return Err(self.mismatch(id, "async-start's shape does not match the wrapped computation"));
                 }
-                for (i, a) in r0.zip(&params).chain(r1.zip(&result)) {
-                    fixed[i] = Some((given(a), FixReason::Callee(*callee)));
+                if ctx.preferred.binary_search(callee).is_ok() {
+                    self.preferred_calls.push((id, *callee));
+                } else {
+                    for (i, a) in r0.zip(&params).chain(r1.zip(&result)) {
+                        fixed[i] = Some((given(a), FixReason::Callee(*callee)));
+                    }
                 }
             }
             Opcode::Bitcast => {
@@ -711,6 +725,10 @@ impl<'c> Problem<'c> {
             _ => vec![],
         };
         if !call_targets.is_empty() {
+            if let Some(&(_, callee)) = self.preferred_calls.iter().find(|(i, _)| *i == id) {
+                self.relate_preferred(id, callee, ctx, target);
+                return Ok(());
+            }
             for (operand, callee) in call_targets {
                 let Some(sig) = ctx.callees.get(&callee) else { continue };
                 let param_index = match op {
@@ -848,6 +866,79 @@ impl<'c> Problem<'c> {
             }
         }
         Ok(())
+    }
+
+    /// Adds the relations of a call whose callee's signature is only a
+    /// preference (see `calls.rs`): each operand and result leaf takes the
+    /// callee's choice as its first candidate, at no price (the callee
+    /// takes whatever layout is chosen, and the caller compares the real
+    /// bytes afterwards); a loop's init is read in the loop's result layout
+    /// (its state), and an async-start's operands in the layouts its tuple
+    /// holds.
+    fn relate_preferred(&mut self, id: InstId, callee: CompId, ctx: &Context, target: &TargetSpec) {
+        let comp = self.comp;
+        let inst = comp.inst(id);
+        let Some(sig) = ctx.callees.get(&callee) else { return };
+        let own = self.leaf_values[id.index()].clone();
+        let layout_of = |a: &ArrayShape| a.layout.clone().unwrap_or_else(|| policy::default_layout(target, a));
+        // (value, preferred layout) per leaf.
+        let mut prefs: Vec<(ValueId, Layout)> = Vec::new();
+        match inst.opcode {
+            Opcode::While => {
+                let Some(&o) = inst.operands().first() else { return };
+                let init = self.leaf_values[o.index()].clone();
+                for (leaf, (&v, &w)) in init.iter().zip(&own).enumerate() {
+                    let site = Site::Operand { user: id, operand: 0, leaf: leaf as u32 };
+                    if v != w && self.values[w as usize].shape.rank() > 0 {
+                        self.push(v, RelationKind::Same { out: w }, site, RelationSource::LoopState { body: callee });
+                    }
+                }
+                for (&w, r) in own.iter().zip(array_leaves(&sig.result)) {
+                    prefs.push((w, layout_of(r)));
+                }
+            }
+            Opcode::AsyncStart => {
+                let (Some(r0), Some(r1)) = (element_leaf_range(&inst.shape, 0), element_leaf_range(&inst.shape, 1)) else { return };
+                let held: SmallVec<[ValueId; 1]> = own.get(r0.clone()).map(SmallVec::from_slice).unwrap_or_default();
+                let mut k = 0;
+                for (i, &o) in inst.operands().iter().enumerate() {
+                    for (leaf, &v) in self.leaf_values[o.index()].clone().iter().enumerate() {
+                        if let Some(&w) = held.get(k) {
+                            let site = Site::Operand { user: id, operand: i as u32, leaf: leaf as u32 };
+                            if v != w && self.values[w as usize].shape.rank() > 0 {
+                                self.push(v, RelationKind::Same { out: w }, site, RelationSource::CalleeParameter { callee });
+                            }
+                        }
+                        k += 1;
+                    }
+                }
+                let params: Vec<&ArrayShape> = sig.params.iter().flat_map(array_leaves).collect();
+                let result = array_leaves(&sig.result);
+                for (leaf, a) in r0.zip(params).chain(r1.zip(result)) {
+                    if let Some(&w) = own.get(leaf) {
+                        prefs.push((w, layout_of(a)));
+                    }
+                }
+            }
+            _ => {
+                for (i, &o) in inst.operands().iter().enumerate() {
+                    let Some(param) = sig.params.get(i) else { continue };
+                    let leaves = self.leaf_values[o.index()].clone();
+                    for (&v, a) in leaves.iter().zip(array_leaves(param)) {
+                        prefs.push((v, layout_of(a)));
+                    }
+                }
+                for (&w, r) in own.iter().zip(array_leaves(&sig.result)) {
+                    prefs.push((w, layout_of(r)));
+                }
+            }
+        }
+        for (v, layout) in prefs {
+            if self.values[v as usize].shape.rank() > 0 {
+                let key = self.table.key(&layout);
+                self.values[v as usize].add_candidate(&self.table, key);
+            }
+        }
     }
 
     /// Adds the relations of the computation's result.
