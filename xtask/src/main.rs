@@ -6,6 +6,12 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+// The `tessera` binary's allocator, so that the timings xtask records
+// (corpus, run-pass, the load test's in-process server) are the ones a
+// user of the command line or the server sees.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 mod bench;
 mod corpus;
 mod golden;

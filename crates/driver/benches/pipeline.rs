@@ -1,6 +1,7 @@
 //! The pipeline on the real modules bundled in `testdata/xla-cpu`: the
 //! layout-assignment pass alone (what XLA's `pass_only` time measures) and
-//! the whole `run-pass` (parse, assign, relayout, verify, print), CPU target.
+//! the whole `run-pass` (parse, assign, relayout, print), and that with the
+//! verifiers after it, CPU target.
 //! `cargo xtask bench` runs this and records it next to XLA's numbers.
 
 use std::path::Path;
@@ -41,8 +42,19 @@ fn pass(bencher: Bencher<'_, '_>, name: &str) {
     bencher.with_inputs(|| module.clone()).bench_local_values(|mut m| layout_assignment::run(&mut m, &target).expect("assigns"));
 }
 
+/// The whole run-pass: parse, assign, relayout, print
+/// (`tessera run-pass --no-verify`).
 #[divan::bench(args = MODULES, sample_count = 20)]
 fn run_pass(bencher: Bencher<'_, '_>, name: &str) {
+    let text = text(name);
+    let opts = driver::Options { verify: false, ..driver::Options::new(Arc::new(target::load_builtin("cpu").expect("cpu target"))) };
+    bencher.bench_local(|| driver::run(&text, name, &opts).expect("runs"));
+}
+
+/// The same followed by the structural and layout verifiers (the
+/// command's default).
+#[divan::bench(args = MODULES, sample_count = 20)]
+fn run_pass_verified(bencher: Bencher<'_, '_>, name: &str) {
     let text = text(name);
     let opts = driver::Options::new(Arc::new(target::load_builtin("cpu").expect("cpu target")));
     bencher.bench_local(|| driver::run(&text, name, &opts).expect("runs"));
