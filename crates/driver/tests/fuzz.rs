@@ -151,15 +151,21 @@ fn targets() -> &'static [std::sync::Arc<target::TargetSpec>] {
     })
 }
 
-proptest! {
-    // A fixed seed keeps CI reproducible; exploration runs raise `cases`
-    // and change the seed by hand.
-    #![proptest_config(ProptestConfig {
-        cases: 512,
+/// A fixed seed and case count keep CI reproducible; exploration runs set
+/// `TESSERA_FUZZ_SEED` and `TESSERA_FUZZ_CASES` (e.g.
+/// `TESSERA_FUZZ_SEED=7 TESSERA_FUZZ_CASES=20000 cargo test --release -p driver --test fuzz`).
+fn config() -> ProptestConfig {
+    let env = |name: &str| std::env::var(name).ok().and_then(|v| v.parse::<u64>().ok());
+    ProptestConfig {
+        cases: env("TESSERA_FUZZ_CASES").map_or(512, |n| n as u32),
         failure_persistence: None,
-        rng_seed: proptest::test_runner::RngSeed::Fixed(0x7e55_e7a0),
+        rng_seed: proptest::test_runner::RngSeed::Fixed(env("TESSERA_FUZZ_SEED").unwrap_or(0x7e55_e7a0)),
         ..ProptestConfig::default()
-    })]
+    }
+}
+
+proptest! {
+    #![proptest_config(config())]
 
     #[test]
     fn edited_modules_never_make_the_pipeline_panic(

@@ -383,6 +383,26 @@ impl<'m> Verifier<'m> {
             Some(callee)
         };
         let root_shape = |c: &'m Computation| c.root().and_then(|r| c.get(r)).map(|i| &i.shape);
+        // A computation that receives the caller's values (a call, fusion,
+        // loop or branch) must declare parameters of their shapes; passes
+        // rely on it when they carry layouts across the boundary.
+        let params_take = |this: &mut Self, what: &str, callee: &Computation, given: &[&Shape]| {
+            for (k, p) in callee.parameters().into_iter().enumerate() {
+                let (Some(param), Some(&expected)) = (callee.get(p), given.get(k)) else { continue };
+                if !param.shape.same_logical_shape(expected) {
+                    this.error(
+                        comp,
+                        inst,
+                        format!(
+                            "passes {} as parameter {k} of %{} ({what}), which takes {}",
+                            expected.display_without_layout(),
+                            callee.name,
+                            param.shape.display_without_layout()
+                        ),
+                    );
+                }
+            }
+        };
         match inst.opcode {
             Reduce | ReduceWindow => {
                 expect(self, "to_apply", comp_attr(KnownAttr::ToApply), n);
@@ -404,10 +424,16 @@ impl<'m> Verifier<'m> {
                 expect(self, "scatter", comp_attr(KnownAttr::Scatter), 2);
             }
             Fusion => {
-                expect(self, "calls", comp_attr(KnownAttr::Calls), n);
+                if let Some(callee) = expect(self, "calls", comp_attr(KnownAttr::Calls), n) {
+                    params_take(self, "calls", callee, operands);
+                }
             }
             Call => {
-                if let Some(callee) = expect(self, "to_apply", comp_attr(KnownAttr::ToApply), n)
+                let callee = expect(self, "to_apply", comp_attr(KnownAttr::ToApply), n);
+                if let Some(callee) = callee {
+                    params_take(self, "to_apply", callee, operands);
+                }
+                if let Some(callee) = callee
                     && let Some(r) = root_shape(callee)
                     && !r.same_logical_shape(&inst.shape)
                 {
@@ -424,7 +450,15 @@ impl<'m> Verifier<'m> {
                 }
             }
             While => {
-                if let Some(cond) = expect(self, "condition", comp_attr(KnownAttr::Condition), 1)
+                let cond = expect(self, "condition", comp_attr(KnownAttr::Condition), 1);
+                let body = expect(self, "body", comp_attr(KnownAttr::Body), 1);
+                // The loop state: the while's own shape.
+                for (what, c) in [("condition", cond), ("body", body)] {
+                    if let Some(c) = c {
+                        params_take(self, what, c, &[&inst.shape]);
+                    }
+                }
+                if let Some(cond) = cond
                     && let Some(r) = root_shape(cond)
                     && !matches!(r.as_array(), Some(a) if a.rank() == 0 && a.element_type == PrimitiveType::Pred)
                 {
@@ -438,7 +472,7 @@ impl<'m> Verifier<'m> {
                         ),
                     );
                 }
-                if let Some(body) = expect(self, "body", comp_attr(KnownAttr::Body), 1)
+                if let Some(body) = body
                     && let Some(r) = root_shape(body)
                     && !r.same_logical_shape(&inst.shape)
                 {
@@ -489,8 +523,12 @@ impl<'m> Verifier<'m> {
                         ),
                     );
                 }
-                for b in branches {
-                    if let Some(callee) = expect(self, "branch", Some(b), 1)
+                for (k, b) in branches.into_iter().enumerate() {
+                    let callee = expect(self, "branch", Some(b), 1);
+                    if let (Some(callee), Some(&operand)) = (callee, operands.get(k + 1)) {
+                        params_take(self, "branch", callee, &[operand]);
+                    }
+                    if let Some(callee) = callee
                         && let Some(r) = root_shape(callee)
                         && !r.same_logical_shape(&inst.shape)
                     {

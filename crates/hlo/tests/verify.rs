@@ -382,3 +382,42 @@ fn problems_of_built_modules() {
         ]
     );
 }
+
+#[test]
+fn called_computations_take_the_shapes_they_are_passed() {
+    // Found by the pipeline fuzz test: a loop condition declaring another
+    // element type than the loop state got as far as the layout verifier.
+    let body = "%body (s: f32[4]) -> f32[4] {\n  %s = f32[4] parameter(0)\n  ROOT %n = f32[4] negate(%s)\n}\n";
+    let cond = "%cond (q: bf16[4]) -> pred[] {\n  %q = bf16[4] parameter(0)\n  ROOT %t = pred[] constant(true)\n}\n";
+    expect(
+        &format!("{body}{cond}"),
+        "  %a = f32[4]{0} parameter(0)\n  ROOT %w = f32[4]{0} while(%a), condition=%cond, body=%body",
+        &[("w", "passes f32[4] as parameter 0 of %cond (condition), which takes bf16[4]")],
+    );
+    let callee = "%f (x: f32[2,3], y: f32[3]) -> f32[3] {\n  %x = f32[2,3] parameter(0)\n  ROOT %y = f32[3] parameter(1)\n}\n";
+    expect(
+        callee,
+        "  %a = f32[3,2]{1,0} parameter(0)\n  %b = f32[3]{0} parameter(1)\n  ROOT %c = f32[3]{0} call(%a, %b), to_apply=%f",
+        &[("c", "passes f32[3,2] as parameter 0 of %f (to_apply), which takes f32[2,3]")],
+    );
+    expect(
+        callee,
+        "  %a = f32[3,2]{1,0} parameter(0)\n  %b = f32[3]{0} parameter(1)\n  ROOT %c = f32[3]{0} fusion(%a, %b), kind=kLoop, calls=%f",
+        &[("c", "passes f32[3,2] as parameter 0 of %f (calls), which takes f32[2,3]")],
+    );
+    let branch = "%br (x: s32[2]) -> f32[3] {\n  %x = s32[2] parameter(0)\n  ROOT %k = f32[3] constant({1, 2, 3})\n}\n";
+    expect(
+        branch,
+        "  %p = pred[] parameter(0)\n  %a = f32[2]{0} parameter(1)\n  ROOT %c = f32[3]{0} conditional(%p, %a, %a), true_computation=%br, false_computation=%br",
+        &[
+            ("c", "passes f32[2] as parameter 0 of %br (branch), which takes s32[2]"),
+            ("c", "passes f32[2] as parameter 0 of %br (branch), which takes s32[2]"),
+        ],
+    );
+    // Matching shapes pass, layouts aside.
+    expect(
+        body,
+        "  %a = f32[4]{0} parameter(0)\n  ROOT %c = f32[4]{0} call(%a), to_apply=%body",
+        &[],
+    );
+}
