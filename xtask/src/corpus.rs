@@ -37,8 +37,10 @@ pub struct Args {
     /// The corpus directory (default: ../shared/corpus/xla-cpu beside the repository).
     #[arg(long)]
     corpus: Option<PathBuf>,
-    /// Timed runs per module (the median is reported).
-    #[arg(long, default_value_t = 9)]
+    /// Timed runs per module (the median is reported). Small modules run
+    /// in a fraction of a millisecond, so a few runs leave the median at
+    /// the mercy of one busy moment.
+    #[arg(long, default_value_t = 31)]
     runs: usize,
     /// Print the tables without writing docs/performance.md.
     #[arg(long)]

@@ -25,7 +25,7 @@ pub struct Args {
     /// The passes to run, comma-separated, in pipeline order.
     #[arg(long, value_delimiter = ',')]
     passes: Option<Vec<String>>,
-    /// Skip the verifier on the output.
+    /// Skip the verifiers on the output (the input is always checked).
     #[arg(long)]
     no_verify: bool,
     /// Relayout: expand every copy between two tilings into explicit pad,

@@ -56,7 +56,8 @@ pub struct Options {
     pub target: Arc<TargetSpec>,
     /// The passes to run, in pipeline order.
     pub passes: Vec<PassName>,
-    /// Run the verifier on the output.
+    /// Run the structural and layout verifiers on the output. The input
+    /// is checked whatever this says.
     pub verify: bool,
     /// Relayout: expand every copy between two tilings into explicit pad,
     /// bitcast, transpose and slice instructions.
@@ -160,11 +161,11 @@ pub fn run(text: &str, file_name: &str, opts: &Options) -> Result<Output, Pipeli
     let start = Instant::now();
     let mut module = hlo::parse_module(text, file_name).map_err(|e| PipelineError::Parse(Box::new(e)))?;
     timings.push(Timing { step: "parse", duration: start.elapsed() });
-    if opts.verify {
-        let t = Instant::now();
-        verify_input(&module)?;
-        timings.push(Timing { step: "verify-input", duration: t.elapsed() });
-    }
+    // The input is always checked, `verify` or not: the passes assume a
+    // well-formed module, and the process must never panic on user input.
+    let t = Instant::now();
+    verify_input(&module)?;
+    timings.push(Timing { step: "verify-input", duration: t.elapsed() });
     let assignment = if opts.passes.contains(&PassName::LayoutAssignment) {
         let t = Instant::now();
         let report = layout_assignment::run(&mut module, &opts.target).map_err(|e| PipelineError::Assign(e.to_string()))?;
@@ -207,8 +208,9 @@ fn verify_input(module: &Module) -> Result<(), PipelineError> {
 }
 
 fn finish(db: &Database, opts: &Options, start: Instant, timings: &mut Vec<Timing>) -> Result<Output, PipelineError> {
-    if opts.verify {
-        // The database keeps the parsed module; checking it costs no parse.
+    // Always, as in `run`. The database keeps the parsed module; checking
+    // it costs no parse.
+    {
         let t = Instant::now();
         let module = db.parsed_module().map_err(|e| match e {
             db::AssignError::Parse(p) => PipelineError::Parse(p),
@@ -421,6 +423,20 @@ ENTRY %main (x: f32[2,3,4], y: f32[4,6]) -> (f32[6,4], f32[4,6]) {
         let out = run(text, "t.hlo", &o).expect("run");
         assert_eq!(out.report.stats.copies, 0);
         assert!(out.text.contains("pad(%p, %zero.f32), padding=0_5x0_56"), "{}", out.text);
+    }
+
+    #[test]
+    fn ill_formed_input_is_refused_with_or_without_the_output_verifier() {
+        // The loop condition takes another type than the loop state.
+        let text = "HloModule bad\n\n%cond (q: bf16[4]) -> pred[] {\n  %q = bf16[4] parameter(0)\n  ROOT %t = pred[] constant(true)\n}\n\n%body (s: f32[4]) -> f32[4] {\n  %s = f32[4] parameter(0)\n  ROOT %n = f32[4] negate(%s)\n}\n\nENTRY %main (a: f32[4]) -> f32[4] {\n  %a = f32[4] parameter(0)\n  ROOT %w = f32[4] while(%a), condition=%cond, body=%body\n}\n";
+        for verify in [true, false] {
+            let o = Options { verify, ..opts(PassName::all()) };
+            let err = run(text, "t.hlo", &o).expect_err("an ill-formed module");
+            assert!(matches!(&err, PipelineError::InvalidInput(p) if p[0].contains("parameter 0 of %cond")), "{err}");
+            let mut db = Database::default();
+            let err = run_in(&mut db, text, "t.hlo", &o).expect_err("an ill-formed module");
+            assert!(matches!(err, PipelineError::InvalidInput(_)), "{err}");
+        }
     }
 
     #[test]
