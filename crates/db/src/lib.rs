@@ -442,11 +442,10 @@ impl Default for Database {
         let executions: Arc<Mutex<Vec<Execution>>> = Arc::default();
         let log = executions.clone();
         let storage = salsa::Storage::new(Some(Box::new(move |event: salsa::Event| {
-            if let salsa::EventKind::WillExecute { database_key } = event.kind {
-                if let Ok(mut log) = log.lock() {
+            if let salsa::EventKind::WillExecute { database_key } = event.kind
+                && let Ok(mut log) = log.lock() {
                     log.push(Execution { query: database_key.ingredient_index(), key: database_key.key_index() });
                 }
-            }
         })));
         Database { storage, executions, module: None }
     }

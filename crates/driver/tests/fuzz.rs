@@ -62,11 +62,10 @@ fn layout_spans(text: &str) -> Vec<(usize, usize)> {
     let b = text.as_bytes();
     let mut spans = Vec::new();
     for i in 0..b.len().saturating_sub(1) {
-        if b[i] == b']' && b[i + 1] == b'{' {
-            if let Some(end) = text[i + 2..].find('}') {
+        if b[i] == b']' && b[i + 1] == b'{'
+            && let Some(end) = text[i + 2..].find('}') {
                 spans.push((i + 2, i + 2 + end));
             }
-        }
     }
     spans
 }

@@ -20,11 +20,9 @@ pub fn storage_bytes(a: &ArrayShape) -> u64 {
     // elements, packed at the element size.
     if a.layout.as_ref().is_none_or(|l| l.tiles.is_empty() && l.padded_dimensions.is_none() && l.tail_padding_alignment_in_elements == 1)
         && a.dynamic == 0
-    {
-        if let Some(bits) = a.element_count().and_then(|n| n.checked_mul(a.element_storage_bits())) {
+        && let Some(bits) = a.element_count().and_then(|n| n.checked_mul(a.element_storage_bits())) {
             return bits.div_ceil(8);
         }
-    }
     shape::storage_size(a).map_or(u64::MAX, |s| s.bytes)
 }
 
@@ -32,11 +30,10 @@ pub fn storage_bytes(a: &ArrayShape) -> u64 {
 /// `layout`; [`storage_bytes`] without building the shape when the layout
 /// only orders dimensions.
 pub fn storage_bytes_in(a: &ArrayShape, layout: &Layout) -> u64 {
-    if is_order_only(layout) && a.dynamic == 0 {
-        if let Some(bits) = a.element_count().and_then(|n| n.checked_mul(a.element_storage_bits())) {
+    if is_order_only(layout) && a.dynamic == 0
+        && let Some(bits) = a.element_count().and_then(|n| n.checked_mul(a.element_storage_bits())) {
             return bits.div_ceil(8);
         }
-    }
     storage_bytes(&a.in_layout(layout.clone()))
 }
 
@@ -109,11 +106,10 @@ pub fn same_bytes(a: &ArrayShape, b: &ArrayShape) -> bool {
     if a.layout == b.layout {
         return true;
     }
-    if let (Some(la), Some(lb)) = (&a.layout, &b.layout) {
-        if is_order_only(la) && is_order_only(lb) && a.dims == b.dims && a.element_type == b.element_type {
+    if let (Some(la), Some(lb)) = (&a.layout, &b.layout)
+        && is_order_only(la) && is_order_only(lb) && a.dims == b.dims && a.element_type == b.element_type {
             return same_order_ignoring_unit_dims(&a.dims, la, lb);
         }
-    }
     shape::layout_change_is_bitcast(a, b).is_ok_and(|v| v.bitcast)
 }
 
@@ -133,8 +129,8 @@ fn order_only(a: &ArrayShape) -> Option<&[usize]> {
 /// True when a transpose with HLO `dimensions` from `operand` to `out` moves
 /// no byte.
 pub fn transpose_is_bitcast(operand: &ArrayShape, out: &ArrayShape, dims: &[usize]) -> bool {
-    if let (Some(mi), Some(mo)) = (order_only(operand), order_only(out)) {
-        if operand.element_type == out.element_type && dims.len() == out.rank() && dims.iter().all(|&d| d < operand.rank()) {
+    if let (Some(mi), Some(mo)) = (order_only(operand), order_only(out))
+        && operand.element_type == out.element_type && dims.len() == out.rank() && dims.iter().all(|&d| d < operand.rank()) {
             // Untiled buffers hold elements in physical order, so the
             // transpose moves nothing exactly when both walk the non-unit
             // dimensions in the same order.
@@ -142,19 +138,17 @@ pub fn transpose_is_bitcast(operand: &ArrayShape, out: &ArrayShape, dims: &[usiz
             let b = mo.iter().rev().filter(|&&k| out.dims[k] != 1).map(|&k| dims[k]);
             return a.eq(b);
         }
-    }
     shape::transpose_is_bitcast(operand, out, dims).is_ok_and(|v| v.bitcast)
 }
 
 /// True when a reshape from `operand` to `out` moves no byte.
 pub fn reshape_is_bitcast(operand: &ArrayShape, out: &ArrayShape) -> bool {
-    if let (Some(mi), Some(mo)) = (order_only(operand), order_only(out)) {
-        if operand.element_type == out.element_type && operand.element_count() == out.element_count() {
+    if let (Some(mi), Some(mo)) = (order_only(operand), order_only(out))
+        && operand.element_type == out.element_type && operand.element_count() == out.element_count() {
             // For untiled layouts the order that makes a reshape a bitcast is
             // unique up to size-1 dimensions (XLA's AlignLayouts finds it).
             return aligned(&operand.dims, mi, &out.dims).is_some_and(|m2m| same_order_of(&out.dims, &m2m, mo));
         }
-    }
     shape::reshape_is_bitcast(operand, out).is_ok_and(|v| v.bitcast)
 }
 
@@ -171,11 +165,10 @@ pub fn transpose_operand_layout(out: &ArrayShape, dims: &[usize]) -> Option<Layo
 /// An output layout that makes the reshape of `operand` into `out` a
 /// bitcast, when one exists.
 pub fn reshape_output_layout(operand: &ArrayShape, out: &ArrayShape) -> Option<Layout> {
-    if let Some(m) = order_only(operand) {
-        if out.dynamic == 0 && !out.dims.contains(&0) {
+    if let Some(m) = order_only(operand)
+        && out.dynamic == 0 && !out.dims.contains(&0) {
             return aligned(&operand.dims, m, &out.dims).map(|m2m| Layout::new(&m2m));
         }
-    }
     shape::facts::reshape_result_layout(operand, &out.dims)
 }
 

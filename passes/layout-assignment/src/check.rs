@@ -120,11 +120,10 @@ impl<'a> Checker<'a> {
         let op = inst.opcode;
         match op {
             Opcode::Bitcast => {
-                if let (Some(from), Some(to)) = (self.operand_array(id, 0), inst.shape.as_array()) {
-                    if let Err(message) = prove_bitcast(from, to) {
+                if let (Some(from), Some(to)) = (self.operand_array(id, 0), inst.shape.as_array())
+                    && let Err(message) = prove_bitcast(from, to) {
                         self.report(Some(id), message);
                     }
-                }
                 return;
             }
             Opcode::Broadcast => {
@@ -295,11 +294,10 @@ impl<'a> Checker<'a> {
                 self.agree(id, "while result vs body root", &result, r);
             }
         }
-        if let Some(cond) = self.callee(id, KnownAttr::Condition) {
-            if let Some(p) = Self::param_shape(cond, 0) {
+        if let Some(cond) = self.callee(id, KnownAttr::Condition)
+            && let Some(p) = Self::param_shape(cond, 0) {
                 self.agree(id, "loop init vs condition parameter", &init, &p);
             }
-        }
     }
 
     fn check_call(&mut self, id: InstId) {
@@ -367,11 +365,10 @@ pub fn prove_bitcast(from: &ArrayShape, to: &ArrayShape) -> Result<(), String> {
     if as_reshape.as_ref().is_ok_and(|v| v.bitcast) {
         return Ok(());
     }
-    if let Some(dims) = shape::facts::deduce_transpose_dimensions_for_bitcast(from, to) {
-        if shape::transpose_is_bitcast(from, to, &dims).is_ok_and(|v| v.bitcast) {
+    if let Some(dims) = shape::facts::deduce_transpose_dimensions_for_bitcast(from, to)
+        && shape::transpose_is_bitcast(from, to, &dims).is_ok_and(|v| v.bitcast) {
             return Ok(());
         }
-    }
     // Tiles can make a transpose a bitcast whose dimension order differs
     // from the two layouts' orders (a tile that spans a whole dimension
     // hides where it sits). Try every permutation that matches the

@@ -238,12 +238,11 @@ pub fn plan(
 
     let mut filled = Vec::new();
     for &(param, leaf) in &p.auto_params {
-        if let Some(s) = params.get(param as usize) {
-            if let Some(a) = array_leaves(s).get(leaf as usize) {
+        if let Some(s) = params.get(param as usize)
+            && let Some(a) = array_leaves(s).get(leaf as usize) {
                 let position = if s.is_tuple() { format!("parameter {param} leaf {leaf}") } else { format!("parameter {param}") };
                 filled.push(FilledLayout { position, layout: a.layout.clone().unwrap_or_default() });
             }
-        }
     }
     {
         let result_leaves = array_leaves(&result);
@@ -516,8 +515,8 @@ pub fn apply(comp: &mut Computation, assignment: &ComputationAssignment, order: 
         let new = rebuild_with_leaves(comp, old, leaves, &mut names, &mut before, user);
         let _ = comp.set_operand(user, operand as usize, new);
     }
-    if !root_leaf_map.is_empty() {
-        if let Some(root) = comp.root() {
+    if !root_leaf_map.is_empty()
+        && let Some(root) = comp.root() {
             let mut sink = FxHashMap::default();
             let new = rebuild_with_leaves(comp, root, &root_leaf_map, &mut names, &mut sink, root);
             for (_, ids) in sink {
@@ -530,7 +529,6 @@ pub fn apply(comp: &mut Computation, assignment: &ComputationAssignment, order: 
                 }
             }
         }
-    }
     // 4. One new schedule.
     let old: Vec<InstId> = comp.schedule().to_vec();
     let mut schedule = Vec::with_capacity(comp.graph().node_count());
@@ -792,10 +790,9 @@ pub fn refresh_forwarded_shapes(comp: &mut Computation, order: &[InstId]) {
             Opcode::AsyncDone => operands.first().and_then(|&o| comp.inst(o).shape.tuple_elements()?.get(1).cloned()),
             _ => None,
         };
-        if let Some(s) = new_shape {
-            if s.same_logical_shape(&comp.inst(id).shape) {
+        if let Some(s) = new_shape
+            && s.same_logical_shape(&comp.inst(id).shape) {
                 comp.inst_mut(id).shape = s;
             }
-        }
     }
 }

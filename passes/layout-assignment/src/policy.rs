@@ -246,8 +246,8 @@ pub fn inst_needs(target: &TargetSpec, comp: &Computation, id: InstId) -> InstNe
     // An outfeed sends its operand to the host in `outfeed_shape`'s layout
     // (XLA makes this mandatory). Tuple operands get per-leaf needs from
     // the problem builder, through `outfeed_layouts`.
-    if inst.opcode == Opcode::Outfeed {
-        if let Some(given) = outfeed_shape(inst).filter(|s| {
+    if inst.opcode == Opcode::Outfeed
+        && let Some(given) = outfeed_shape(inst).filter(|s| {
             let mut any = false;
             s.for_each_array(&mut |_, a| any |= a.layout.is_some());
             any
@@ -262,7 +262,6 @@ pub fn inst_needs(target: &TargetSpec, comp: &Computation, id: InstId) -> InstNe
             }
             return needs;
         }
-    }
 
     let rule = matching_rule(target, comp, id);
     if let Some((index, rule)) = rule {
@@ -273,17 +272,16 @@ pub fn inst_needs(target: &TargetSpec, comp: &Computation, id: InstId) -> InstNe
                 needs.set_operand(i, need, source);
             }
         }
-        if let (Some(req), Some(a)) = (&rule.result, first_array(&inst.shape)) {
-            if let Some(need) = realize(target, req, a, inst, comp, Role::Result) {
+        if let (Some(req), Some(a)) = (&rule.result, first_array(&inst.shape))
+            && let Some(need) = realize(target, req, a, inst, comp, Role::Result) {
                 needs.result = Some((need, source));
             }
-        }
     }
     // The target's default covers the operands no rule constrained, except
     // those an instruction forwards into its result or passes to a callee.
     // A copy exists to change layout, so its operand is never constrained.
-    if let Some(req) = &target.operand_default {
-        if !forwards_operands(inst.opcode) && inst.opcode != Opcode::Copy {
+    if let Some(req) = &target.operand_default
+        && !forwards_operands(inst.opcode) && inst.opcode != Opcode::Copy {
             for (i, &op) in inst.operands().iter().enumerate() {
                 if needs.operand(i).is_some() {
                     continue;
@@ -294,7 +292,6 @@ pub fn inst_needs(target: &TargetSpec, comp: &Computation, id: InstId) -> InstNe
                 }
             }
         }
-    }
     needs
 }
 

@@ -611,8 +611,8 @@ impl<'c> Problem<'c> {
                 // target needs in one layout, produces that layout itself
                 // (XLA CPU: every operand row-major makes elementwise
                 // results row-major).
-                if target.keeps_layout(inst.opcode) {
-                    if let Some(a) = leaves.first() {
+                if target.keeps_layout(inst.opcode)
+                    && let Some(a) = leaves.first() {
                         let forced = needs.operand_needs().find_map(|(i, n, src)| match n {
                             Need::Exact(l)
                                 if inst.operands().get(i).and_then(|&o| comp.inst(o).shape.as_array()).is_some_and(|x| x.rank() == a.rank()) =>
@@ -621,13 +621,11 @@ impl<'c> Problem<'c> {
                             }
                             _ => None,
                         });
-                        if let (Some((l, src)), Some(slot)) = (forced, fixed.first_mut()) {
-                            if slot.is_none() && a.rank() > 0 {
+                        if let (Some((l, src)), Some(slot)) = (forced, fixed.first_mut())
+                            && slot.is_none() && a.rank() > 0 {
                                 *slot = Some((l, FixReason::OperandNeed(src)));
                             }
-                        }
                     }
-                }
                 if let Some((Need::Exact(l), source)) = &needs.result {
                     let reason = match *source {
                         NeedSource::TargetRule(rule) => FixReason::TargetRule(rule),
@@ -794,11 +792,10 @@ impl<'c> Problem<'c> {
             }
             let operand_is_array = comp.inst(o).shape.is_array();
             let site = Site::Operand { user: id, operand: i as u32, leaf: 0 };
-            if let Some((need, source)) = needs.operand(i) {
-                if operand_is_array {
+            if let Some((need, source)) = needs.operand(i)
+                && operand_is_array {
                     self.need(operand_leaves[0], need.clone(), site, RelationSource::Need(source));
                 }
-            }
             if !operand_is_array {
                 continue;
             }

@@ -153,11 +153,10 @@ impl Solver<'_, '_> {
         }
         let v = self.p.relations[r as usize].v as usize;
         let counts = &mut self.counts[v];
-        if let Some(old) = old {
-            if let Some(slot) = counts.iter_mut().find(|(id, _)| *id == old) {
+        if let Some(old) = old
+            && let Some(slot) = counts.iter_mut().find(|(id, _)| *id == old) {
                 slot.1 -= 1;
             }
-        }
         if let Some(new) = new {
             match counts.iter_mut().find(|(id, _)| *id == new) {
                 Some(slot) => slot.1 += 1,
@@ -688,14 +687,17 @@ impl Solver<'_, '_> {
     }
 
     fn search(&mut self, atoms: &[Vec<ValueId>], components: &[Vec<ValueId>]) -> (usize, usize) {
+        /// A group of values moved together, and the (layout, origin value)
+        /// candidates it may move to.
+        type Group = (Vec<ValueId>, Vec<(LayoutKey, ValueId)>);
         let movable = |s: &Self, g: &Vec<ValueId>| g.iter().any(|&m| s.p.values[m as usize].fixed.is_none());
-        let components: Vec<(Vec<ValueId>, Vec<(LayoutKey, ValueId)>)> = components
+        let components: Vec<Group> = components
             .iter()
             .filter(|g| g.len() > 1 && movable(self, g))
             .map(|g| (g.clone(), self.group_candidates(g)))
             .filter(|(_, c)| c.len() > 1)
             .collect();
-        let atoms: Vec<(Vec<ValueId>, Vec<(LayoutKey, ValueId)>)> = atoms
+        let atoms: Vec<Group> = atoms
             .iter()
             .filter(|g| movable(self, g))
             .map(|g| (g.clone(), self.group_candidates(g)))
@@ -710,7 +712,7 @@ impl Solver<'_, '_> {
             let mut improved = false;
             let mut group_improved = false;
             // Group moves first, while they still help; then single values.
-            let lists: [&[(Vec<ValueId>, Vec<(LayoutKey, ValueId)>)]; 2] =
+            let lists: [&[Group]; 2] =
                 if groups_active { [&components, &atoms] } else { [&[], &atoms] };
             for (list, is_group) in lists.into_iter().zip([true, false]) {
                 for (members, candidates) in list {

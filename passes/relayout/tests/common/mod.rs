@@ -555,7 +555,7 @@ fn sampled_walk(map: &Map, from: &ArrayShape, to: &ArrayShape) -> Result<bool, S
     for tile in &layout.tiles {
         let n = tile.dims.len().min(from.rank());
         for (k, &size) in tile.dims.iter().rev().take(n).enumerate() {
-            let dim = layout.minor_to_major[k] as usize;
+            let dim = layout.minor_to_major[k];
             if size > 1 {
                 tiles_of[dim].push(size);
             }
