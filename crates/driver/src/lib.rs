@@ -257,20 +257,38 @@ fn finish_module(
     } else {
         None
     };
-    if opts.verify {
+    // Printing and verifying both only read the finished module, so the
+    // text is printed on a second thread while the verifiers run.
+    let verify = |module: &Module| -> (Vec<String>, Duration) {
         let t = Instant::now();
-        let mut problems: Vec<String> = hlo::verify_module(&module).iter().map(ToString::to_string).collect();
+        let mut problems: Vec<String> = hlo::verify_module(module).iter().map(ToString::to_string).collect();
         if problems.is_empty() && assignment.is_some() {
-            problems.extend(layout_assignment::check_layouts(&module, Some(&opts.target)).iter().map(ToString::to_string));
+            problems.extend(layout_assignment::check_layouts(module, Some(&opts.target)).iter().map(ToString::to_string));
         }
-        timings.push(Timing { step: "verify", duration: t.elapsed() });
+        (problems, t.elapsed())
+    };
+    let print = |module: &Module| {
+        let t = Instant::now();
+        let text = hlo::print_module(module);
+        (text, t.elapsed())
+    };
+    let ((text, print_time), checked) = if opts.verify {
+        std::thread::scope(|scope| {
+            let printer = scope.spawn(|| print(&module));
+            let checked = verify(&module);
+            let printed = printer.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+            (printed, Some(checked))
+        })
+    } else {
+        (print(&module), None)
+    };
+    if let Some((problems, verify_time)) = checked {
+        timings.push(Timing { step: "verify", duration: verify_time });
         if !problems.is_empty() {
             return Err(PipelineError::Verify(problems));
         }
     }
-    let t = Instant::now();
-    let text = hlo::print_module(&module);
-    timings.push(Timing { step: "print", duration: t.elapsed() });
+    timings.push(Timing { step: "print", duration: print_time });
     let mut stats = stats(&mut module, assignment.as_ref());
     if let Some(r) = &relayout {
         // Copies the relayout pass inserted move bytes too; the counts of

@@ -332,11 +332,18 @@ pub fn run(module: &mut Module, target: &TargetSpec) -> Result<Report, PassError
         active: Vec::new(),
     };
     let ids: Vec<CompId> = driver.module.computation_ids().collect();
-    let mut assignments: BTreeMap<CompId, ComputationAssignment> = BTreeMap::new();
+    let mut finals = Vec::with_capacity(ids.len());
     for &id in &ids {
-        let a = driver.assignment(id, View::Final)?;
-        assignments.insert(id, ComputationAssignment::clone(&a));
+        finals.push((id, driver.assignment(id, View::Final)?));
     }
+    // Once the memo is gone each final assignment usually has one owner
+    // left and moves out without a copy (the entry's is the largest value
+    // the pass builds); one shared with another final is copied.
+    drop(driver);
+    let assignments: BTreeMap<CompId, ComputationAssignment> = finals
+        .into_iter()
+        .map(|(id, a)| (id, std::rc::Rc::try_unwrap(a).unwrap_or_else(|shared| ComputationAssignment::clone(&shared))))
+        .collect();
     Ok(apply_module(module, &assignments))
 }
 
