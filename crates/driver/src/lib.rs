@@ -257,8 +257,10 @@ fn finish_module(
     } else {
         None
     };
-    // Printing and verifying both only read the finished module, so the
-    // text is printed on a second thread while the verifiers run.
+    // Printing and verifying both only read the finished module, so on a
+    // large module the text is printed on a second thread while the
+    // verifiers run. A small one is not worth starting a thread for.
+    const PARALLEL_PRINT_INSTRUCTIONS: usize = 2000;
     let verify = |module: &Module| -> (Vec<String>, Duration) {
         let t = Instant::now();
         let mut problems: Vec<String> = hlo::verify_module(module).iter().map(ToString::to_string).collect();
@@ -272,13 +274,16 @@ fn finish_module(
         let text = hlo::print_module(module);
         (text, t.elapsed())
     };
-    let ((text, print_time), checked) = if opts.verify {
+    let ((text, print_time), checked) = if opts.verify && module.instruction_count() >= PARALLEL_PRINT_INSTRUCTIONS {
         std::thread::scope(|scope| {
             let printer = scope.spawn(|| print(&module));
             let checked = verify(&module);
             let printed = printer.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic));
             (printed, Some(checked))
         })
+    } else if opts.verify {
+        let checked = verify(&module);
+        (print(&module), Some(checked))
     } else {
         (print(&module), None)
     };
