@@ -486,15 +486,7 @@ async fn a_storm_of_bad_requests_leaves_the_service_healthy() {
     let oversized = "y".repeat(200 * 1024);
     let malformed = testdata("errors/missing_equals.hlo");
     // Healthy modules with their stateless answers, computed beforehand.
-    let healthy: Vec<(String, String)> = ["mlp_fwd", "cond_switch", "sort_ops"]
-        .iter()
-        .map(|name| {
-            let text = corpus(name);
-            let want = expected(&text, "cpu").0;
-            (text, want)
-        })
-        .collect();
-    let healthy = std::sync::Arc::new(healthy);
+    let healthy = healthy_modules();
     // Every seventh request is healthy, so they run among the bad ones
     // rather than after them: 140 requests, 20 of them healthy.
     let mut tasks = Vec::new();

@@ -39,15 +39,7 @@ async fn serves_over_loopback_and_survives_a_storm() {
     let mut running = start(config).await;
     let addr = running.addr;
     // Healthy modules with their stateless answers, computed beforehand.
-    let healthy: Vec<(String, String)> = ["mlp_fwd", "cond_switch", "sort_ops"]
-        .iter()
-        .map(|name| {
-            let text = corpus(name);
-            let want = expected(&text, "cpu").0;
-            (text, want)
-        })
-        .collect();
-    let healthy = std::sync::Arc::new(healthy);
+    let healthy = healthy_modules();
 
     let storm = {
         let healthy = healthy.clone();

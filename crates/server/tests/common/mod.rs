@@ -120,3 +120,17 @@ pub fn expected(text: &str, target: &str) -> (String, Value) {
     let out = driver::run(text, "request.hlo", &opts).expect("the corpus module runs");
     (out.text.clone(), wire::report_json(&out.report))
 }
+
+/// Healthy corpus modules with their stateless answers (CPU target), for
+/// storms that mix them with bad requests.
+pub fn healthy_modules() -> std::sync::Arc<Vec<(String, String)>> {
+    let healthy = ["mlp_fwd", "cond_switch", "sort_ops"]
+        .iter()
+        .map(|name| {
+            let text = corpus(name);
+            let want = expected(&text, "cpu").0;
+            (text, want)
+        })
+        .collect();
+    std::sync::Arc::new(healthy)
+}
