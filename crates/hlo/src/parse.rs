@@ -220,7 +220,7 @@ pub(crate) fn plain_array_shape(bytes: &[u8], pos: usize) -> Option<(Shape, usiz
             if m2m.len() != dims.len() {
                 return None;
             }
-            layout = Some(shape::Layout { minor_to_major: m2m, ..shape::Layout::default() });
+            layout = Some(shape::Layout::with_minor_to_major(m2m));
             i = j;
         }
         Some(b'{') => {

@@ -555,13 +555,16 @@ fn only_minor_to_major(l: &Layout) -> bool {
     !l.is_sparse()
         && l.tiles.is_empty()
         && l.tail_padding_alignment_in_elements == 1
-        && l.index_primitive_type.is_none()
-        && l.pointer_primitive_type.is_none()
         && l.element_size_in_bits == 0
         && l.memory_space == 0
-        && l.split_configs.is_empty()
-        && l.physical_shape.is_none()
-        && l.dynamic_shape_metadata_prefix_bytes <= 0
+        && {
+            let r = l.rare();
+            r.index_primitive_type.is_none()
+                && r.pointer_primitive_type.is_none()
+                && r.split_configs.is_empty()
+                && r.physical_shape.is_none()
+                && r.dynamic_shape_metadata_prefix_bytes <= 0
+        }
         && l.padded_dimensions.is_none()
 }
 

@@ -111,6 +111,25 @@ pub struct SplitConfig {
     pub split_indices: SmallVec<[i64; 2]>,
 }
 
+/// The properties of sparse and exotic layouts, kept in one box because
+/// almost no layout has any of them: a layout without them is small, and
+/// layouts are cloned and moved on the pass's hot paths.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Default)]
+pub struct RareProperties {
+    /// Sparse dimension level types; empty for a dense array.
+    pub dim_levels: Vec<DimLevel>,
+    /// Index type of a sparse array (`#(u32)`).
+    pub index_primitive_type: Option<PrimitiveType>,
+    /// Pointer type of a sparse array (`*(u32)`).
+    pub pointer_primitive_type: Option<PrimitiveType>,
+    /// Split configurations (`SC(...)`).
+    pub split_configs: Vec<SplitConfig>,
+    /// The on-device shape of a sparse array (`P(...)`).
+    pub physical_shape: Option<Box<Shape>>,
+    /// Bytes of dynamic-shape metadata before the data (`M(n)`).
+    pub dynamic_shape_metadata_prefix_bytes: i64,
+}
+
 /// The physical layout of an array: dimension order, tiling and the other
 /// properties XLA records.
 #[derive(Debug, PartialEq, Eq)]
@@ -118,32 +137,24 @@ pub struct Layout {
     /// Dimension numbers from the most minor (fastest varying) to the most
     /// major. A permutation of `0..rank` in a valid layout.
     pub minor_to_major: DimVec,
-    /// Sparse dimension level types; empty for a dense array.
-    pub dim_levels: Vec<DimLevel>,
     /// Tiles, applied in order: the first tiles the array, each later one
     /// tiles the shape the previous level produced.
     pub tiles: SmallVec<[Tile; 2]>,
     /// Total elements are padded up to a multiple of this (`L(n)`); 1 means
     /// no tail padding.
     pub tail_padding_alignment_in_elements: i64,
-    /// Index type of a sparse array (`#(u32)`).
-    pub index_primitive_type: Option<PrimitiveType>,
-    /// Pointer type of a sparse array (`*(u32)`).
-    pub pointer_primitive_type: Option<PrimitiveType>,
     /// Bits per element when not the type's default (`E(4)`); 0 means default.
     pub element_size_in_bits: i64,
     /// Backend-specific memory space (`S(1)`); 0 is the default space.
     pub memory_space: i64,
-    /// Split configurations (`SC(...)`).
-    pub split_configs: Vec<SplitConfig>,
-    /// The on-device shape of a sparse array (`P(...)`).
-    pub physical_shape: Option<Box<Shape>>,
-    /// Bytes of dynamic-shape metadata before the data (`M(n)`).
-    pub dynamic_shape_metadata_prefix_bytes: i64,
     /// Legacy `padded_dimensions` (`PAD(...)`, a Tessera extension): the size
     /// each logical dimension is padded to before the layout applies.
     // Boxed: rare, and a `SmallVec` here made every layout 48 bytes larger.
     pub padded_dimensions: Option<Box<[i64]>>,
+    /// Sparse and other rare properties; `None` exactly when all of them
+    /// are at their defaults (kept so by [`Layout::rare_mut`]'s users
+    /// calling [`Layout::tidy`]), so that equality stays structural.
+    pub(crate) rare: Option<Box<RareProperties>>,
 }
 
 // Written out for the same reason as `Tile`'s: the hot fields are
@@ -152,18 +163,13 @@ impl Clone for Layout {
     fn clone(&self) -> Layout {
         Layout {
             minor_to_major: SmallVec::from_slice(&self.minor_to_major),
-            dim_levels: self.dim_levels.clone(),
             // Most layouts have no tiles; skip the iterator for them.
             tiles: if self.tiles.is_empty() { SmallVec::new() } else { self.tiles.iter().cloned().collect() },
             tail_padding_alignment_in_elements: self.tail_padding_alignment_in_elements,
-            index_primitive_type: self.index_primitive_type,
-            pointer_primitive_type: self.pointer_primitive_type,
             element_size_in_bits: self.element_size_in_bits,
             memory_space: self.memory_space,
-            split_configs: self.split_configs.clone(),
-            physical_shape: self.physical_shape.clone(),
-            dynamic_shape_metadata_prefix_bytes: self.dynamic_shape_metadata_prefix_bytes,
             padded_dimensions: self.padded_dimensions.clone(),
+            rare: self.rare.clone(),
         }
     }
 }
@@ -189,17 +195,12 @@ impl Default for Layout {
     fn default() -> Self {
         Layout {
             minor_to_major: DimVec::new(),
-            dim_levels: Vec::new(),
             tiles: SmallVec::new(),
             tail_padding_alignment_in_elements: 1,
-            index_primitive_type: None,
-            pointer_primitive_type: None,
             element_size_in_bits: 0,
             memory_space: 0,
-            split_configs: Vec::new(),
-            physical_shape: None,
-            dynamic_shape_metadata_prefix_bytes: 0,
             padded_dimensions: None,
+            rare: None,
         }
     }
 }
@@ -207,7 +208,13 @@ impl Default for Layout {
 impl Layout {
     /// A plain layout with the given minor-to-major order and nothing else.
     pub fn new(minor_to_major: &[usize]) -> Layout {
-        Layout { minor_to_major: DimVec::from_slice(minor_to_major), ..Layout::default() }
+        Layout::with_minor_to_major(DimVec::from_slice(minor_to_major))
+    }
+
+    /// A plain layout with the given minor-to-major order and nothing else,
+    /// taking the order without copying it.
+    pub fn with_minor_to_major(minor_to_major: DimVec) -> Layout {
+        Layout { minor_to_major, ..Layout::default() }
     }
 
     /// The default (descending, row-major) layout of the given rank:
@@ -239,9 +246,39 @@ impl Layout {
         self.minor_to_major == other.minor_to_major
     }
 
+    /// The rare properties, defaults when none is set.
+    pub fn rare(&self) -> &RareProperties {
+        static DEFAULT: std::sync::OnceLock<RareProperties> = std::sync::OnceLock::new();
+        self.rare.as_deref().unwrap_or_else(|| DEFAULT.get_or_init(RareProperties::default))
+    }
+
+    /// The rare properties, to set some. Call [`Layout::tidy`] afterwards.
+    pub fn rare_mut(&mut self) -> &mut RareProperties {
+        self.rare.get_or_insert_with(Box::default)
+    }
+
+    /// Drops the rare properties' box when all of them are at their
+    /// defaults, so that a layout equals one that never set them.
+    pub fn tidy(&mut self) {
+        if self.rare.as_deref().is_some_and(|r| *r == RareProperties::default()) {
+            self.rare = None;
+        }
+    }
+
+    /// True when some rare property (sparse levels, index or pointer type,
+    /// split configs, physical shape, metadata prefix) is set.
+    pub fn has_rare_properties(&self) -> bool {
+        self.rare.is_some()
+    }
+
+    /// Sparse dimension level types; empty for a dense array.
+    pub fn dim_levels(&self) -> &[DimLevel] {
+        &self.rare().dim_levels
+    }
+
     /// True for a sparse layout (any dimension level other than dense).
     pub fn is_sparse(&self) -> bool {
-        self.dim_levels.iter().any(|d| d.kind != DimLevelKind::Dense)
+        self.dim_levels().iter().any(|d| d.kind != DimLevelKind::Dense)
     }
 
     /// The dimension numbers from most major to most minor.
@@ -271,8 +308,9 @@ impl Layout {
                 seen |= 1u128 << d;
             }
         }
-        if !self.dim_levels.is_empty() && self.dim_levels.len() != rank {
-            return Err(LayoutError::DimLevelCount { rank, len: self.dim_levels.len() });
+        let rare = self.rare();
+        if !rare.dim_levels.is_empty() && rare.dim_levels.len() != rank {
+            return Err(LayoutError::DimLevelCount { rank, len: rare.dim_levels.len() });
         }
         if self.tail_padding_alignment_in_elements <= 0 {
             return Err(LayoutError::TailPadding(self.tail_padding_alignment_in_elements));
@@ -283,17 +321,15 @@ impl Layout {
         if self.memory_space < 0 {
             return Err(LayoutError::MemorySpace(self.memory_space));
         }
-        if self.dynamic_shape_metadata_prefix_bytes < 0 {
-            return Err(LayoutError::MetadataPrefix(self.dynamic_shape_metadata_prefix_bytes));
+        if rare.dynamic_shape_metadata_prefix_bytes < 0 {
+            return Err(LayoutError::MetadataPrefix(rare.dynamic_shape_metadata_prefix_bytes));
         }
         if !self.is_sparse()
-            && (self.index_primitive_type.is_some()
-                || self.pointer_primitive_type.is_some()
-                || self.physical_shape.is_some())
+            && (rare.index_primitive_type.is_some() || rare.pointer_primitive_type.is_some() || rare.physical_shape.is_some())
         {
             return Err(LayoutError::SparseFieldOnDense);
         }
-        for t in [self.index_primitive_type, self.pointer_primitive_type].into_iter().flatten() {
+        for t in [rare.index_primitive_type, rare.pointer_primitive_type].into_iter().flatten() {
             if !t.is_unsigned_integer() {
                 return Err(LayoutError::SparseIntType(t));
             }

@@ -298,6 +298,8 @@ impl<'a> ShapeParser<'a> {
         }
         if self.eat(b':') {
             self.properties(&mut layout)?;
+            // `M(0)` and the like set a rare property to its default.
+            layout.tidy();
         }
         self.expect(b'}', "expects layout to end with '}'")
             .map_err(|e| TextError { message: "expects layout to end with '}' (properties go in the order D T L # * E S SC P M)".into(), ..e })?;
@@ -330,7 +332,7 @@ impl<'a> ShapeParser<'a> {
                     self.pos += 1;
                     level.ordered = false;
                 }
-                layout.dim_levels.push(level);
+                layout.rare_mut().dim_levels.push(level);
                 if self.eat(b')') {
                     break;
                 }
@@ -389,12 +391,12 @@ impl<'a> ShapeParser<'a> {
         }
         if self.peek() == Some(b'#') {
             self.pos += 1;
-            layout.index_primitive_type = Some(self.paren_uint_type("#")?);
+            layout.rare_mut().index_primitive_type = Some(self.paren_uint_type("#")?);
             self.skip_trivia();
         }
         if self.peek() == Some(b'*') {
             self.pos += 1;
-            layout.pointer_primitive_type = Some(self.paren_uint_type("*")?);
+            layout.rare_mut().pointer_primitive_type = Some(self.paren_uint_type("*")?);
             self.skip_trivia();
         }
         if self.at_word(b"E") {
@@ -425,7 +427,7 @@ impl<'a> ShapeParser<'a> {
                     }
                     self.expect(b',', "',' or ')' in a split config")?;
                 }
-                layout.split_configs.push(SplitConfig { dimension, split_indices });
+                layout.rare_mut().split_configs.push(SplitConfig { dimension, split_indices });
                 self.skip_trivia();
             }
         }
@@ -434,12 +436,12 @@ impl<'a> ShapeParser<'a> {
             self.expect(b'(', "'(' after P")?;
             let shape = self.shape()?;
             self.expect(b')', "')' to close P(...)")?;
-            layout.physical_shape = Some(Box::new(shape));
+            layout.rare_mut().physical_shape = Some(Box::new(shape));
             self.skip_trivia();
         }
         if self.at_word(b"M") {
             self.pos += 1;
-            layout.dynamic_shape_metadata_prefix_bytes = self.paren_int("M")?;
+            layout.rare_mut().dynamic_shape_metadata_prefix_bytes = self.paren_int("M")?;
             self.skip_trivia();
         }
         if self.at_word(b"PAD") {
@@ -533,7 +535,7 @@ impl fmt::Display for Layout {
         if self.is_sparse() {
             prop(f)?;
             f.write_str("D(")?;
-            for (i, level) in self.dim_levels.iter().enumerate() {
+            for (i, level) in self.dim_levels().iter().enumerate() {
                 if i > 0 {
                     f.write_char(',')?;
                 }
@@ -558,11 +560,11 @@ impl fmt::Display for Layout {
             prop(f)?;
             write!(f, "L({})", self.tail_padding_alignment_in_elements)?;
         }
-        if let Some(t) = self.index_primitive_type {
+        if let Some(t) = self.rare().index_primitive_type {
             prop(f)?;
             write!(f, "#({t})")?;
         }
-        if let Some(t) = self.pointer_primitive_type {
+        if let Some(t) = self.rare().pointer_primitive_type {
             prop(f)?;
             write!(f, "*({t})")?;
         }
@@ -574,22 +576,22 @@ impl fmt::Display for Layout {
             prop(f)?;
             write!(f, "S({})", self.memory_space)?;
         }
-        if !self.split_configs.is_empty() {
+        if !self.rare().split_configs.is_empty() {
             prop(f)?;
             f.write_str("SC")?;
-            for sc in &self.split_configs {
+            for sc in &self.rare().split_configs {
                 write!(f, "({}:", sc.dimension)?;
                 write_list(f, &sc.split_indices)?;
                 f.write_char(')')?;
             }
         }
-        if let Some(p) = &self.physical_shape {
+        if let Some(p) = &self.rare().physical_shape {
             prop(f)?;
             write!(f, "P({p})")?;
         }
-        if self.dynamic_shape_metadata_prefix_bytes > 0 {
+        if self.rare().dynamic_shape_metadata_prefix_bytes > 0 {
             prop(f)?;
-            write!(f, "M({})", self.dynamic_shape_metadata_prefix_bytes)?;
+            write!(f, "M({})", self.rare().dynamic_shape_metadata_prefix_bytes)?;
         }
         if let Some(padded) = &self.padded_dimensions {
             prop(f)?;
@@ -707,6 +709,20 @@ mod tests {
         let expected = if expected.is_empty() { input } else { expected };
         assert_eq!(printed, expected);
         assert_eq!(parse_shape(&printed).unwrap(), shape, "reparse of {printed}");
+    }
+
+    #[test]
+    fn rare_properties_at_their_defaults_equal_none() {
+        // `M(0)` parses to the default, so the layout equals the plain one
+        // and prints like it (the rare properties' box is dropped).
+        let a = parse_layout("{1,0:M(0)}").unwrap();
+        assert_eq!(a, Layout::new(&[1, 0]));
+        assert!(!a.has_rare_properties());
+        assert_eq!(a.to_string(), "{1,0}");
+        let b = parse_layout("{1,0:M(8)}").unwrap();
+        assert_ne!(b, Layout::new(&[1, 0]));
+        assert_eq!(b.rare().dynamic_shape_metadata_prefix_bytes, 8);
+        assert_eq!(b.clone(), b);
     }
 
     fn check_error(input: &str, offset: usize, message: &str) {

@@ -57,7 +57,7 @@ fn is_order_only(l: &Layout) -> bool {
         && l.padded_dimensions.is_none()
         && l.tail_padding_alignment_in_elements == 1
         && l.element_size_in_bits == 0
-        && l.dim_levels.is_empty()
+        && l.dim_levels().is_empty()
 }
 
 /// For order-only layouts of the same shape: equal once size-1 dimensions,

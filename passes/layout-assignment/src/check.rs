@@ -160,7 +160,12 @@ impl<'a> Checker<'a> {
                     // Another element width keeps the order, with its own tiles.
                     let want = match self.target {
                         Some(t) => crate::tiling::same_layout_for(t, lo, out, a),
-                        None if a.element_storage_bits() != out.element_storage_bits() => Layout { tiles: la.tiles.clone(), element_size_in_bits: la.element_size_in_bits, ..lo.clone() },
+                        None if a.element_storage_bits() != out.element_storage_bits() => {
+                            let mut want = lo.clone();
+                            want.tiles = la.tiles.clone();
+                            want.element_size_in_bits = la.element_size_in_bits;
+                            want
+                        }
                         None => lo.clone(),
                     };
                     if !same_order(a, Some(la), &want) || !same_layout(a, &with(a, &want)) {

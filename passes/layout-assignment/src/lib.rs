@@ -424,7 +424,8 @@ fn fill_auto(given: &mut Shape, chosen: &Shape, position: impl Fn(usize) -> Stri
         match (&a.layout, pick) {
             (None, pick) if a.rank() > 0 => a.layout = pick,
             (Some(l), Some(c)) if l.tiles.is_empty() && !c.tiles.is_empty() && l.minor_to_major == c.minor_to_major => {
-                let layout = shape::Layout { memory_space: l.memory_space, ..c };
+                let mut layout = c;
+                layout.memory_space = l.memory_space;
                 tiled.push(TiledEntryLayout { position: position(i), given: l.clone(), layout: layout.clone() });
                 a.layout = Some(layout);
             }
