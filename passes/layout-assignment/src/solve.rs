@@ -31,6 +31,13 @@ const MAX_GROUP_CANDIDATES: usize = 8;
 /// groups are left to the single-group search, to keep the pass linear.
 const MAX_JOINT_MOVE: usize = 4096;
 
+/// The most values all moves across broadcasts may relabel in one solve.
+/// Many broadcasts can feed one large group (a bias broadcast in every
+/// layer of a model), and trying a joint move for each costs the group's
+/// size every time: without a budget a module of a few thousand
+/// instructions took time quadratic in its size.
+const JOINT_MOVE_BUDGET: usize = 1 << 15;
+
 /// A chosen layout per value.
 pub struct Solution {
     /// Per value: the id of its chosen layout in its table.
@@ -612,7 +619,8 @@ impl Solver<'_, '_> {
             .collect();
         let mut scratch = Scratch::default();
         let mut applied = 0;
-        for _ in 0..MAX_SWEEPS {
+        let mut budget = JOINT_MOVE_BUDGET;
+        'sweeps: for _ in 0..MAX_SWEEPS {
             let mut improved = false;
             for (g1, g2, out, dims) in &broadcasts {
                 let (g1, g2) = (&components[*g1 as usize], &components[*g2 as usize]);
@@ -620,6 +628,8 @@ impl Solver<'_, '_> {
                     continue;
                 }
                 for (key, origin) in self.group_candidates(g1) {
+                    let Some(left) = budget.checked_sub(g1.len() + g2.len()) else { break 'sweeps };
+                    budget = left;
                     let operand_order = self.p.table.get(key).minor_to_major.clone();
                     let out_shape = &self.p.values[*out as usize].shape;
                     let mut m2m: shape::DimVec = operand_order.iter().filter_map(|&d| dims.get(d).copied()).collect();
