@@ -11,20 +11,31 @@ use std::time::Duration;
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
-fn main() {
+fn main() -> std::process::ExitCode {
+    match steps() {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+
+fn steps() -> Result<(), String> {
     let args: Vec<String> = std::env::args().collect();
-    let path = args.get(1).expect("FILE");
+    let path = args.get(1).ok_or("usage: steps FILE [N] [TARGET] [--no-verify]")?;
     let runs: usize = args.get(2).and_then(|s| s.parse().ok()).unwrap_or(20);
     let target = args.get(3).map_or("cpu", String::as_str);
-    let text = std::fs::read_to_string(path).expect("readable");
-    let mut opts = driver::Options::new(Arc::new(target::load_builtin(target).expect("target")));
+    let text = std::fs::read_to_string(path).map_err(|e| format!("{path}: {e}"))?;
+    let target = target::load_builtin(target).map_err(|e| e.to_string())?;
+    let mut opts = driver::Options::new(Arc::new(target));
     opts.verify = !args.iter().any(|a| a == "--no-verify");
     let mut best: BTreeMap<&'static str, Duration> = BTreeMap::new();
     let mut order = Vec::new();
     let mut total_best = Duration::MAX;
     for _ in 0..runs {
         let start = std::time::Instant::now();
-        let out = driver::run(&text, path, &opts).expect("runs");
+        let out = driver::run(&text, path, &opts).map_err(|e| e.to_string())?;
         total_best = total_best.min(start.elapsed());
         for t in &out.report.timings {
             if !best.contains_key(t.step) {
@@ -38,4 +49,5 @@ fn main() {
         println!("{step:>20} {:>10.3} ms", best[step].as_secs_f64() * 1e3);
     }
     println!("{:>20} {:>10.3} ms", "total", total_best.as_secs_f64() * 1e3);
+    Ok(())
 }

@@ -16,25 +16,50 @@ use smallvec::SmallVec;
 /// saturates so that an absurd shape costs "infinitely" much rather than
 /// wrapping.
 pub fn storage_bytes(a: &ArrayShape) -> u64 {
-    // Untiled layouts without padding need no expansion: the buffer is the
-    // elements, packed at the element size.
-    if a.layout.as_ref().is_none_or(|l| l.tiles.is_empty() && l.padded_dimensions.is_none() && l.tail_padding_alignment_in_elements == 1)
-        && a.dynamic == 0
-        && let Some(bits) = a.element_count().and_then(|n| n.checked_mul(a.element_storage_bits())) {
-            return bits.div_ceil(8);
-        }
-    shape::storage_size(a).map_or(u64::MAX, |s| s.bytes)
+    match &a.layout {
+        Some(l) => storage_bytes_in(a, l),
+        None => packed_bytes(a, 0).unwrap_or_else(|| shape::storage_size(a).map_or(u64::MAX, |s| s.bytes)),
+    }
 }
 
 /// Bytes of the buffer holding `a` (whose own layout is ignored) in
-/// `layout`; [`storage_bytes`] without building the shape when the layout
-/// only orders dimensions.
+/// `layout`: [`storage_bytes`] without building the shape when the layout
+/// only orders dimensions, or adds only an element size.
 pub fn storage_bytes_in(a: &ArrayShape, layout: &Layout) -> u64 {
-    if is_order_only(layout) && a.dynamic == 0
-        && let Some(bits) = a.element_count().and_then(|n| n.checked_mul(a.element_storage_bits())) {
-            return bits.div_ceil(8);
+    let packs = layout.tiles.is_empty() && layout.padded_dimensions.is_none() && layout.tail_padding_alignment_in_elements == 1;
+    if packs && let Some(bytes) = packed_bytes(a, layout.element_size_in_bits) {
+        return bytes;
+    }
+    shape::storage_size(&a.in_layout(layout.clone())).map_or(u64::MAX, |s| s.bytes)
+}
+
+/// The bytes of `a`'s elements packed with no padding, at `element_bits`
+/// bits each (0: the type's default), when the count does not overflow.
+fn packed_bytes(a: &ArrayShape, element_bits: i64) -> Option<u64> {
+    if a.dynamic != 0 {
+        return None;
+    }
+    let bits = match u64::try_from(element_bits) {
+        Ok(b) if b > 0 => b,
+        _ => u64::from(a.element_type.default_storage_bits().unwrap_or(8)),
+    };
+    a.element_count()?.checked_mul(bits).map(|b| b.div_ceil(8))
+}
+
+/// True when `a` and `b`, the same logical array in two layouts, occupy
+/// the same bytes: a copy between them would be a bitcast.
+pub fn same_bytes(a: &ArrayShape, b: &ArrayShape) -> bool {
+    if a.layout == b.layout {
+        return true;
+    }
+    match (&a.layout, &b.layout) {
+        (Some(la), Some(lb))
+            if is_order_only(la) && is_order_only(lb) && a.dims == b.dims && a.element_type == b.element_type =>
+        {
+            same_order_of(&a.dims, &la.minor_to_major, &lb.minor_to_major)
         }
-    storage_bytes(&a.in_layout(layout.clone()))
+        _ => shape::layout_change_is_bitcast(a, b).is_ok_and(|v| v.bitcast),
+    }
 }
 
 /// True when the array `a` (whose own layout is ignored) occupies the same
@@ -45,7 +70,7 @@ pub fn same_bytes_in(a: &ArrayShape, la: &Layout, lb: &Layout) -> bool {
         return true;
     }
     if is_order_only(la) && is_order_only(lb) {
-        return same_order_ignoring_unit_dims(&a.dims, la, lb);
+        return same_order_of(&a.dims, &la.minor_to_major, &lb.minor_to_major);
     }
     shape::layout_change_is_bitcast(&a.in_layout(la.clone()), &a.in_layout(lb.clone())).is_ok_and(|v| v.bitcast)
 }
@@ -60,13 +85,9 @@ fn is_order_only(l: &Layout) -> bool {
         && l.dim_levels().is_empty()
 }
 
-/// For order-only layouts of the same shape: equal once size-1 dimensions,
-/// which never move a byte, are dropped.
-fn same_order_ignoring_unit_dims(dims: &[i64], a: &Layout, b: &Layout) -> bool {
-    same_order_of(dims, &a.minor_to_major, &b.minor_to_major)
-}
-
-/// [`same_order_ignoring_unit_dims`] on two `minor_to_major` lists.
+/// For order-only layouts of the same shape, given as `minor_to_major`
+/// lists: equal once size-1 dimensions, which never move a byte, are
+/// dropped.
 fn same_order_of(dims: &[i64], a: &[usize], b: &[usize]) -> bool {
     fn big<'a>(m2m: &'a [usize], dims: &'a [i64]) -> impl Iterator<Item = usize> + 'a {
         m2m.iter().copied().filter(move |&d| dims.get(d).is_some_and(|&n| n != 1))
@@ -98,19 +119,6 @@ fn aligned(in_dims: &[i64], in_m2m: &[usize], out_dims: &[i64]) -> Option<DimVec
         memo.insert(key, answer.clone());
         answer
     })
-}
-
-/// True when `a` and `b`, the same logical array in two layouts, occupy
-/// the same bytes: a copy between them would be a bitcast.
-pub fn same_bytes(a: &ArrayShape, b: &ArrayShape) -> bool {
-    if a.layout == b.layout {
-        return true;
-    }
-    if let (Some(la), Some(lb)) = (&a.layout, &b.layout)
-        && is_order_only(la) && is_order_only(lb) && a.dims == b.dims && a.element_type == b.element_type {
-            return same_order_ignoring_unit_dims(&a.dims, la, lb);
-        }
-    shape::layout_change_is_bitcast(a, b).is_ok_and(|v| v.bitcast)
 }
 
 /// The layout of `a` when it only orders dimensions (no tiles, padding or
