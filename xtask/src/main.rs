@@ -10,7 +10,7 @@ use clap::{Parser, Subcommand};
 // (corpus, run-pass, the load test's in-process server) are the ones a
 // user of the command line or the server sees.
 #[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static ALLOCATOR: allocator::Allocator = allocator::Allocator;
 
 mod bench;
 mod corpus;
@@ -40,6 +40,7 @@ enum Command {
 }
 
 fn main() -> ExitCode {
+    allocator::configure();
     let cli = Cli::parse();
     let result = match cli.command {
         Command::RunPass(args) => run_pass::run(args),

@@ -7,11 +7,9 @@
 
 use std::process::ExitCode;
 
-// mimalloc rather than glibc's malloc: the pipeline allocates and frees
-// many short-lived buffers, and glibc returns large ones to the kernel, so
-// every run paid again for zeroed pages.
+// mimalloc, configured by `crates/allocator` (which says why).
 #[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static ALLOCATOR: allocator::Allocator = allocator::Allocator;
 
 use clap::{Parser, Subcommand};
 
@@ -83,6 +81,7 @@ fn subcommand_name(args: &[std::ffi::OsString]) -> Option<&str> {
 }
 
 fn main() -> ExitCode {
+    allocator::configure();
     let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
     let cli = match Cli::try_parse_from(&args) {
         Ok(cli) => cli,

@@ -12,9 +12,10 @@ use divan::Bencher;
 // The same allocator as the `tessera` binary, so that the numbers are the
 // ones a user of the command line or the server sees.
 #[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static ALLOCATOR: allocator::Allocator = allocator::Allocator;
 
 fn main() {
+    allocator::configure();
     divan::main();
 }
 

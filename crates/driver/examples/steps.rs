@@ -9,9 +9,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 #[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static ALLOCATOR: allocator::Allocator = allocator::Allocator;
 
 fn main() -> std::process::ExitCode {
+    allocator::configure();
     match steps() {
         Ok(()) => std::process::ExitCode::SUCCESS,
         Err(e) => {
@@ -32,12 +33,14 @@ fn steps() -> Result<(), String> {
     opts.verify = !args.iter().any(|a| a == "--no-verify");
     let mut best: BTreeMap<&'static str, Duration> = BTreeMap::new();
     let mut order = Vec::new();
-    let mut total_best = Duration::MAX;
+    let mut totals = Vec::with_capacity(runs);
     for _ in 0..runs {
         let start = std::time::Instant::now();
         let out = driver::run(&text, path, &opts).map_err(|e| e.to_string())?;
-        total_best = total_best.min(start.elapsed());
-        for t in &out.report.timings {
+        let report = out.report.clone();
+        drop(out);
+        totals.push(start.elapsed());
+        for t in &report.timings {
             if !best.contains_key(t.step) {
                 order.push(t.step);
             }
@@ -48,6 +51,9 @@ fn steps() -> Result<(), String> {
     for step in order {
         println!("{step:>20} {:>10.3} ms", best[step].as_secs_f64() * 1e3);
     }
-    println!("{:>20} {:>10.3} ms", "total", total_best.as_secs_f64() * 1e3);
+    // The whole run includes dropping the output, as a caller pays it.
+    totals.sort();
+    println!("{:>20} {:>10.3} ms", "total (best)", totals[0].as_secs_f64() * 1e3);
+    println!("{:>20} {:>10.3} ms", "total (median)", totals[totals.len() / 2].as_secs_f64() * 1e3);
     Ok(())
 }
