@@ -25,6 +25,7 @@ mod solve;
 mod tiling;
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use hlo::{AttrValue, CompId, Computation, InstId, KnownAttr, Module, Opcode};
 use rustc_hash::FxHashMap;
@@ -322,29 +323,86 @@ pub fn assign_computation(
 /// Assigns layouts in every computation of `module`, edits it in place, and
 /// reports what it did.
 pub fn run(module: &mut Module, target: &TargetSpec) -> Result<Report, PassError> {
+    use rayon::prelude::*;
     let graph = CallGraph::new(module);
-    let mut driver = Driver {
-        module,
-        graph: &graph,
-        target,
-        memo: FxHashMap::default(),
-        costs: FxHashMap::default(),
-        active: Vec::new(),
-    };
-    let ids: Vec<CompId> = driver.module.computation_ids().collect();
-    let mut finals = Vec::with_capacity(ids.len());
-    for &id in &ids {
-        finals.push((id, driver.assignment(id, View::Final)?));
+    let ids: Vec<CompId> = module.computation_ids().collect();
+    // Scalar computations applied by reductions, sorts and scatters depend
+    // on no other computation, and none depends on them (see
+    // `is_independent_leaf`): they are assigned on another core while the
+    // driver works through the rest, whose order and recursion stay as
+    // they are. A large model has hundreds of them.
+    let (leaves, others): (Vec<CompId>, Vec<CompId>) =
+        ids.iter().partition(|&&id| is_independent_leaf(&graph, module.entry, id));
+    let shared: &Module = module;
+    let (driven, leaf_results) = rayon::join(
+        || {
+            let mut driver = Driver {
+                module: shared,
+                graph: &graph,
+                target,
+                memo: FxHashMap::default(),
+                costs: FxHashMap::default(),
+                active: Vec::new(),
+            };
+            let mut finals = Vec::with_capacity(others.len());
+            for &id in &others {
+                let result = driver.assignment(id, View::Final);
+                let failed = result.is_err();
+                finals.push((id, result));
+                if failed {
+                    break;
+                }
+            }
+            // Once the memo is gone each final assignment usually has one
+            // owner left and moves out without a copy (the entry's is the
+            // largest value the pass builds); one shared with another
+            // final is copied.
+            drop(driver);
+            finals
+                .into_iter()
+                .map(|(id, a)| {
+                    let a = a.map(|a| Arc::try_unwrap(a).unwrap_or_else(|shared| ComputationAssignment::clone(&shared)));
+                    (id, a)
+                })
+                .collect::<Vec<_>>()
+        },
+        || leaves.par_iter().map(|&id| (id, assign_leaf(shared, &graph, id, target))).collect::<Vec<_>>(),
+    );
+    // The first failure in computation order is the one a sequential run
+    // meets first: leaves are never reached through another computation.
+    let mut results: Vec<(CompId, Result<ComputationAssignment, PassError>)> = driven;
+    results.extend(leaf_results);
+    results.sort_by_key(|(id, _)| *id);
+    let mut assignments = BTreeMap::new();
+    for (id, result) in results {
+        assignments.insert(id, result?);
     }
-    // Once the memo is gone each final assignment usually has one owner
-    // left and moves out without a copy (the entry's is the largest value
-    // the pass builds); one shared with another final is copied.
-    drop(driver);
-    let assignments: BTreeMap<CompId, ComputationAssignment> = finals
-        .into_iter()
-        .map(|(id, a)| (id, std::rc::Rc::try_unwrap(a).unwrap_or_else(|shared| ComputationAssignment::clone(&shared))))
-        .collect();
     Ok(apply_module(module, &assignments))
+}
+
+/// Whether computation `id` is only ever applied (by a reduce, sort,
+/// scatter, map and the like) and calls nothing: its context is then
+/// empty, no other computation reads its signature, and its assignment is
+/// [`assign_leaf`]'s.
+fn is_independent_leaf(graph: &CallGraph, entry: CompId, id: CompId) -> bool {
+    let roles = &graph.roles[id.index()];
+    id != entry
+        && graph.callees[id.index()].is_empty()
+        && !roles.is_empty()
+        && roles.iter().all(|r| matches!(r, CallRole::Applied))
+}
+
+/// The final assignment of an independent leaf (see
+/// [`is_independent_leaf`]): what the driver computes for it, without the
+/// driver. Its context asks no other computation for anything, and with no
+/// calls `decide` keeps the plain assignment.
+fn assign_leaf(module: &Module, graph: &CallGraph, id: CompId, target: &TargetSpec) -> Result<ComputationAssignment, PassError> {
+    let mut no_signatures = |c: CompId, _: Phase| -> Result<Signature, PassError> {
+        Err(PassError::Module(format!("computation #{} calls nothing, but asked for #{}'s signature", id.0, c.0)))
+    };
+    let ctx = context_for(module, graph, id, Phase::Final, None, &mut no_signatures)?;
+    let names = |c: CompId| module.computations.get(c.index()).map_or_else(String::new, |c| c.name.clone());
+    assign_computation(module.computation(id), &names, &ctx, target)
 }
 
 /// Applies per-computation assignments to a module and builds the report.
@@ -458,13 +516,13 @@ struct Driver<'m> {
     module: &'m Module,
     graph: &'m CallGraph,
     target: &'m TargetSpec,
-    memo: FxHashMap<(CompId, View), std::rc::Rc<ComputationAssignment>>,
+    memo: FxHashMap<(CompId, View), Arc<ComputationAssignment>>,
     costs: FxHashMap<(CompId, Option<Signature>), Moved>,
     active: Vec<(CompId, View)>,
 }
 
 impl Driver<'_> {
-    fn assignment(&mut self, id: CompId, view: View) -> Result<std::rc::Rc<ComputationAssignment>, PassError> {
+    fn assignment(&mut self, id: CompId, view: View) -> Result<Arc<ComputationAssignment>, PassError> {
         if id.index() >= self.module.computations.len() {
             return Err(PassError::Module(format!("computation #{} does not exist", id.0)));
         }
@@ -482,7 +540,7 @@ impl Driver<'_> {
         Ok(a)
     }
 
-    fn compute(&mut self, id: CompId, view: &View) -> Result<std::rc::Rc<ComputationAssignment>, PassError> {
+    fn compute(&mut self, id: CompId, view: &View) -> Result<Arc<ComputationAssignment>, PassError> {
         let module = self.module;
         let graph = self.graph;
         let is_branch = graph.roles[id.index()].iter().any(|r| matches!(r, CallRole::Branch { .. }));
@@ -511,7 +569,7 @@ impl Driver<'_> {
         let ctx = context_for(module, graph, id, phase, boundary, &mut |c, p| self.signature(c, p))?;
         let names = |c: CompId| module.computations.get(c.index()).map_or_else(String::new, |c| c.name.clone());
         let a = decide(module.computation(id), &names, graph, module.entry, id, &ctx, self.target, self)?;
-        Ok(std::rc::Rc::new(a))
+        Ok(Arc::new(a))
     }
 }
 

@@ -451,6 +451,11 @@ pub fn apply(comp: &mut Computation, assignment: &ComputationAssignment, order: 
     }
     // 2. Forwarded shapes follow their operands.
     refresh_forwarded_shapes(comp, order);
+    // Most computations need no copy; then the schedule stands and the
+    // forwarded shapes are final.
+    if assignment.copies.is_empty() {
+        return Vec::new();
+    }
 
     // 3. Copies. New instructions are placed right after the copied value's
     // definition (or right before the user that needs a rebuilt tuple).
@@ -774,7 +779,7 @@ fn rebuild_with_leaves(
 pub fn refresh_forwarded_shapes(comp: &mut Computation, order: &[InstId]) {
     for &id in order {
         let inst = comp.inst(id);
-        let operands = inst.operands().to_vec();
+        let operands = inst.operands();
         let new_shape = match inst.opcode {
             Opcode::Tuple => Some(Shape::Tuple(operands.iter().map(|&o| comp.inst(o).shape.clone()).collect())),
             Opcode::GetTupleElement => {

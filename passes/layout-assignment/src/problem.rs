@@ -383,7 +383,7 @@ impl<'c> Problem<'c> {
         };
         let order = std::mem::take(&mut p.order);
         // Each instruction's needs are computed once and used twice.
-        let mut needs_cache: Vec<Option<policy::InstNeeds>> = vec![None; bound];
+        let mut needs_cache = needs_of(comp, target, &order, bound);
         for &id in &order {
             p.define(id, ctx, target, &mut needs_cache)?;
         }
@@ -664,13 +664,13 @@ impl<'c> Problem<'c> {
     }
 
     /// Adds an exact need of `layout` on value `v` at `site`.
-    fn need(&mut self, v: ValueId, need: Need, site: Site, source: RelationSource) {
+    fn need(&mut self, v: ValueId, need: &Need, site: Site, source: RelationSource) {
         let key = self.table.key(need.preferred());
         let need_id = self.values[v as usize].intern(&self.table, key);
         let matrix = match need {
             Need::Exact(_) => None,
             Need::Matrix { .. } => {
-                self.matrix_needs.push(need);
+                self.matrix_needs.push(need.clone());
                 Some((self.matrix_needs.len() - 1) as u32)
             }
         };
@@ -698,7 +698,7 @@ impl<'c> Problem<'c> {
                     for (leaf, (&v, a)) in leaves.iter().zip(shapes).enumerate() {
                         let layout = a.layout.clone().unwrap_or_else(|| policy::default_layout(target, a));
                         let site = Site::Operand { user: id, operand: 0, leaf: leaf as u32 };
-                        self.need(v, Need::Exact(layout), site, RelationSource::Need(NeedSource::LayoutConstraint));
+                        self.need(v, &Need::Exact(layout), site, RelationSource::Need(NeedSource::LayoutConstraint));
                     }
                 }
             }
@@ -745,7 +745,7 @@ impl<'c> Problem<'c> {
                 for (leaf, (&v, p)) in leaves.iter().zip(params).enumerate() {
                     let layout = p.layout.clone().unwrap_or_else(|| policy::default_layout(target, p));
                     let site = Site::Operand { user: id, operand: operand as u32, leaf: leaf as u32 };
-                    self.need(v, Need::Exact(layout), site, source);
+                    self.need(v, &Need::Exact(layout), site, source);
                 }
             }
             return Ok(());
@@ -758,7 +758,7 @@ impl<'c> Problem<'c> {
             let Some(&o) = inst.operands().get(*operand) else { continue };
             let Some(&v) = self.leaf_values[o.index()].get(*leaf) else { continue };
             let site = Site::Operand { user: id, operand: *operand as u32, leaf: *leaf as u32 };
-            self.need(v, Need::Exact(layout.clone()), site, RelationSource::Need(*source));
+            self.need(v, &Need::Exact(layout.clone()), site, RelationSource::Need(*source));
         }
         // An output aliased to an operand shares its buffer, so the
         // operand is read in the output's layout.
@@ -794,7 +794,7 @@ impl<'c> Problem<'c> {
             let site = Site::Operand { user: id, operand: i as u32, leaf: 0 };
             if let Some((need, source)) = needs.operand(i)
                 && operand_is_array {
-                    self.need(operand_leaves[0], need.clone(), site, RelationSource::Need(source));
+                    self.need(operand_leaves[0], need, site, RelationSource::Need(source));
                 }
             if !operand_is_array {
                 continue;
@@ -956,7 +956,7 @@ impl<'c> Problem<'c> {
                             BoundaryReason::Entry => (RelationSource::EntryResult, entry_device_layout(target, a, l)),
                             _ => (RelationSource::BoundaryResult, l.clone()),
                         };
-                        self.need(v, Need::Exact(layout), Site::Root { leaf: leaf as u32 }, source);
+                        self.need(v, &Need::Exact(layout), Site::Root { leaf: leaf as u32 }, source);
                     }
                     None if a.rank() > 0 => auto.push(leaf as u32),
                     None => {}
@@ -987,7 +987,7 @@ impl<'c> Problem<'c> {
                 match (result_auto, &pa.layout) {
                     (true, Some(l)) => {
                         let layout = entry_device_layout(target, pa, l);
-                        self.need(v, Need::Exact(layout), Site::Root { leaf: leaf as u32 }, RelationSource::Alias { parameter: alias.parameter });
+                        self.need(v, &Need::Exact(layout), Site::Root { leaf: leaf as u32 }, RelationSource::Alias { parameter: alias.parameter });
                     }
                     // Both sides AUTO: the result is read in whatever
                     // layout the parameter gets, as a loop body's root is
@@ -1247,6 +1247,51 @@ impl<'c> Problem<'c> {
 /// On a tiled target, a derived layout keeps its dimension order but takes
 /// the policy's tiling: the policy decides tiles, and the cost model decides
 /// whether a transpose or reshape stays a bitcast under them.
+/// Computations with at least this many instructions compute their needs
+/// on every core: below it, handing work to the pool costs more than it
+/// saves.
+const PARALLEL_NEEDS: usize = 1024;
+
+/// The needs of every instruction of `order` that `define` or `relate`
+/// reads, by node index (`bound` slots).
+///
+/// A target's needs of one instruction depend only on the instruction and
+/// its operands' shapes, so they are computed up front, on all cores for
+/// a large computation: this is the largest share of building a problem.
+fn needs_of(comp: &Computation, target: &TargetSpec, order: &[InstId], bound: usize) -> Vec<Option<policy::InstNeeds>> {
+    use rayon::prelude::*;
+    let wanted = |id: InstId| !reads_no_needs(comp.inst(id).opcode);
+    let mut needs: Vec<Option<policy::InstNeeds>> = Vec::with_capacity(bound);
+    needs.resize_with(bound, || None);
+    if order.len() < PARALLEL_NEEDS {
+        for &id in order {
+            if wanted(id) {
+                needs[id.index()] = Some(policy::inst_needs(target, comp, id));
+            }
+        }
+        return needs;
+    }
+    needs.par_iter_mut().enumerate().with_min_len(64).for_each(|(i, slot)| {
+        let id = InstId::new(i);
+        if comp.get(id).is_some() && wanted(id) {
+            *slot = Some(policy::inst_needs(target, comp, id));
+        }
+    });
+    needs
+}
+
+/// Opcodes whose needs `define` and `relate` never read: forwarding
+/// instructions, parameters, existing bitcasts and calls are handled
+/// structurally.
+fn reads_no_needs(op: Opcode) -> bool {
+    use Opcode::*;
+    matches!(
+        op,
+        Tuple | GetTupleElement | OptimizationBarrier | AddDependency | Domain | Parameter | Bitcast | While | Call
+            | Conditional | Fusion | AsyncStart | AsyncUpdate | AsyncDone
+    )
+}
+
 fn policy_tiled(target: &TargetSpec, a: &ArrayShape, layout: Layout) -> Layout {
     if target.tiling.is_some() { crate::tiling::layout_for(target, a, &layout.minor_to_major) } else { layout }
 }

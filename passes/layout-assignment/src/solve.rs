@@ -10,7 +10,6 @@
 //! helps. Every choice is made in a fixed order with strict improvement,
 //! so the result does not depend on hash order or timing.
 
-use rustc_hash::FxHashMap;
 use smallvec::SmallVec;
 use target::CostWeights;
 
@@ -846,13 +845,20 @@ impl UnionFind {
     /// The groups, each sorted, ordered by first member.
     fn groups(&mut self) -> Vec<Vec<ValueId>> {
         let n = self.parent.len();
-        let mut by_root: FxHashMap<usize, Vec<ValueId>> = FxHashMap::default();
+        // A group's root is its smallest member (see `union`), so a walk in
+        // index order meets the root first: it opens the group, and later
+        // members join it in order. No map and no sort.
+        let mut group_of_root = vec![u32::MAX; n];
+        let mut groups: Vec<Vec<ValueId>> = Vec::new();
         for i in 0..n {
             let r = self.find(i);
-            by_root.entry(r).or_default().push(i as ValueId);
+            if r == i {
+                group_of_root[i] = groups.len() as u32;
+                groups.push(vec![i as ValueId]);
+            } else {
+                groups[group_of_root[r] as usize].push(i as ValueId);
+            }
         }
-        let mut groups: Vec<Vec<ValueId>> = by_root.into_values().collect();
-        groups.sort_unstable_by_key(|g| g[0]);
         groups
     }
 }

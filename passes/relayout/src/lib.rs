@@ -218,13 +218,22 @@ pub fn facts_for(module: &dyn layout_assignment::ModuleFacts, id: CompId) -> Com
 }
 
 /// Runs the pass on every computation of `module`.
+///
+/// Computations are independent here, so they are rewritten on all cores;
+/// the rewrites are reported in computation order, and the first error in
+/// that order is the one returned, as a sequential run would.
 pub fn run(module: &mut Module, target: &TargetSpec, opts: &Options) -> Result<Report, RelayoutError> {
+    use rayon::prelude::*;
+    let facts: Vec<ComputationFacts> = module.computation_ids().map(|id| facts_for(module, id)).collect();
+    let per_computation: Vec<Result<Vec<Rewrite>, RelayoutError>> = module
+        .computations
+        .par_iter_mut()
+        .zip(&facts)
+        .map(|(comp, facts)| run_computation(facts, comp, target, opts))
+        .collect();
     let mut report = Report::default();
-    let ids: Vec<CompId> = module.computation_ids().collect();
-    for id in ids {
-        let facts = facts_for(module, id);
-        let comp = module.computation_mut(id);
-        report.rewrites.extend(run_computation(&facts, comp, target, opts)?);
+    for rewrites in per_computation {
+        report.rewrites.extend(rewrites?);
     }
     Ok(report)
 }

@@ -13,24 +13,28 @@
 
 use hlo::{Computation, InstId, KnownAttr, Opcode};
 use rustc_hash::FxHashMap;
-use shape::{ArrayShape, BitcastVerdict, DimVec};
+use shape::{ArrayShape, DimVec};
 
 use crate::{Rewrite, RewriteKind, laid_out, same_memory_space};
 
-/// The verdict on one instruction, when it is a candidate.
+/// A bitcast found for one instruction.
 struct Found {
     kind: RewriteKind,
-    verdict: BitcastVerdict,
+    /// The report's sentence: it depends only on the key below, so it is
+    /// written once per distinct movement.
+    why: String,
     dims: Option<DimVec>,
     from: ArrayShape,
     to: ArrayShape,
 }
 
 /// Verdicts already reached in one computation, by (kind, from, to,
-/// transpose dimensions). Large modules repeat a few movements many times
-/// (the 24-layer transformer has 884 reshapes of 11 distinct shape pairs),
-/// and the exact test costs far more than a lookup.
-type Verdicts = FxHashMap<(RewriteKind, ArrayShape, ArrayShape, Option<DimVec>), Option<BitcastVerdict>>;
+/// transpose dimensions): the report's sentence when the movement is a
+/// bitcast, `None` when it is not. Large modules repeat a few movements
+/// many times (the 24-layer transformer has 884 reshapes of 11 distinct
+/// shape pairs), and the exact test and the sentence cost far more than a
+/// lookup.
+type Verdicts = FxHashMap<(RewriteKind, ArrayShape, ArrayShape, Option<DimVec>), Option<String>>;
 
 fn verdict(comp: &Computation, id: InstId, seen: &mut Verdicts) -> Option<Found> {
     let inst = comp.inst(id);
@@ -68,22 +72,25 @@ fn verdict(comp: &Computation, id: InstId, seen: &mut Verdicts) -> Option<Found>
         _ => return None,
     };
     let key = (kind, from, to, dims);
-    let v = match seen.get(&key) {
-        Some(v) => v.clone(),
+    let why = match seen.get(&key) {
+        Some(why) => why.clone(),
         None => {
             let (_, from, to, dims) = &key;
-            let v = match (kind, dims) {
+            let verdict = match (kind, dims) {
                 (RewriteKind::TransposeToBitcast, Some(dims)) => shape::transpose_is_bitcast(from, to, dims),
                 (RewriteKind::ReshapeToBitcast, _) => shape::reshape_is_bitcast(from, to),
                 _ => shape::layout_change_is_bitcast(from, to),
             }
             .ok();
-            seen.insert(key.clone(), v.clone());
-            v
+            let why = verdict.filter(|v| v.bitcast).map(|v| {
+                format!("the {} from {from} to {to} moves no byte: {}", inst.opcode, v.reason)
+            });
+            seen.insert(key.clone(), why.clone());
+            why
         }
     }?;
     let (_, from, to, dims) = key;
-    v.bitcast.then_some(Found { kind, verdict: v, dims, from, to })
+    Some(Found { kind, why, dims, from, to })
 }
 
 /// Phase 2 on one computation.
@@ -92,11 +99,10 @@ pub fn movements_to_bitcasts(comp: &mut Computation) -> Vec<Rewrite> {
     let ids: Vec<InstId> = comp.schedule().to_vec();
     let mut seen = Verdicts::default();
     for id in ids {
-        let Some(Found { kind, verdict: v, dims, from, to }) = verdict(comp, id, &mut seen) else { continue };
+        let Some(Found { kind, why, dims, from, to }) = verdict(comp, id, &mut seen) else { continue };
         let o = comp.operands(id)[0];
         let operand = comp.inst(o).name.clone();
         let inst = comp.inst_mut(id);
-        let op = inst.opcode;
         inst.opcode = Opcode::Bitcast;
         inst.attrs.remove(KnownAttr::Dimensions);
         rewrites.push(Rewrite {
@@ -104,7 +110,7 @@ pub fn movements_to_bitcasts(comp: &mut Computation) -> Vec<Rewrite> {
             computation: String::new(),
             instruction: inst.name.clone(),
             operand,
-            why: format!("the {op} from {from} to {to} moves no byte: {}", v.reason),
+            why,
             from,
             to,
             transpose_dims: dims,

@@ -225,6 +225,39 @@ fn operand_wants(comp: &Computation, target: &TargetSpec, id: InstId, out: &mut 
     }
 }
 
+/// Computations with at least this many instructions look for unmet needs
+/// on every core; below it, handing work to the pool costs more than it
+/// saves.
+const PARALLEL_WANTS: usize = 1024;
+
+/// The unmet needs of every instruction of `topo`, in that order.
+///
+/// Each instruction's wants depend only on it and its operands (the
+/// computation is not edited until all are known), so a large computation
+/// is split into runs of instructions looked at on all cores, and the runs'
+/// wants joined in order: the result is the sequential one.
+fn all_wants(comp: &Computation, target: &TargetSpec, topo: &[InstId]) -> Vec<Want> {
+    use rayon::prelude::*;
+    if topo.len() < PARALLEL_WANTS {
+        let mut wants = Vec::new();
+        for &id in topo {
+            operand_wants(comp, target, id, &mut wants);
+        }
+        return wants;
+    }
+    let runs: Vec<Vec<Want>> = topo
+        .par_chunks(256)
+        .map(|run| {
+            let mut wants = Vec::new();
+            for &id in run {
+                operand_wants(comp, target, id, &mut wants);
+            }
+            wants
+        })
+        .collect();
+    runs.into_iter().flatten().collect()
+}
+
 /// The state of phase 1 on one computation.
 struct Inserter {
     computation: String,
@@ -423,10 +456,7 @@ pub(crate) fn inherited_attrs(source: &Attrs) -> Attrs {
 /// Phase 1 on one computation.
 pub fn fix_uses(facts: &ComputationFacts, comp: &mut Computation, target: &TargetSpec) -> Result<Vec<Rewrite>, RelayoutError> {
     let topo = order(comp)?;
-    let mut wants = Vec::new();
-    for &id in &topo {
-        operand_wants(comp, target, id, &mut wants);
-    }
+    let wants = all_wants(comp, target, &topo);
     // As in XLA, a memory space in the entry result (`S(n)`, host memory)
     // says where the caller keeps the buffer; the root itself lives in the
     // default memory space, so only the rest of the layout must match.
