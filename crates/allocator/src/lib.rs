@@ -8,10 +8,12 @@
 //! mimalloc itself hands freed pages back to the kernel ("purges" them) 10
 //! ms after they fall free. A pipeline run on a large module takes longer
 //! than that, so in a warm process (the HTTP service, a benchmark) each run
-//! found the previous run's memory purged and paid for zeroed pages again:
-//! 92,575 page faults over 40 runs of the largest corpus module, against
-//! 1,607 with a one-second delay, and a median run 25% slower. One second
-//! still returns an idle service's memory promptly.
+//! found the previous run's memory purged and paid for zeroed pages again.
+//! Over 40 warm runs of the largest corpus module: 92,575 page faults with
+//! the default, 1,607 with a one-second delay; over 60 runs with the
+//! pipeline on a thread pool, about 3,500 with one second and 214 with ten
+//! seconds, as many as with no purging at all. Ten seconds still returns
+//! an idle service's memory.
 //!
 //! Use: `#[global_allocator] static ALLOCATOR: allocator::Allocator =
 //! allocator::Allocator;` and call [`configure`] first thing in `main`.
@@ -21,7 +23,7 @@ pub use mimalloc::MiMalloc as Allocator;
 
 /// How long freed memory stays with the process before mimalloc returns
 /// it to the kernel, in milliseconds.
-pub const PURGE_DELAY_MS: i64 = 1000;
+pub const PURGE_DELAY_MS: i64 = 10_000;
 
 // `mi_option_purge_delay` is option 15 in both mimalloc v2 and v3;
 // libmimalloc-sys does not name it.
