@@ -36,7 +36,7 @@ pub use calls::{BoundSite, CallQueries, Moved, bound_site, condition_boundary, d
 pub use check::{LayoutProblem, check_layouts, prove_bitcast};
 pub use context::{BoundaryReason, Context, Signature};
 pub use materialize::{ComputationAssignment, PlannedCopy, apply, refresh_forwarded_shapes};
-pub use policy::{Need, NeedSource, default_layout, first_array, inst_needs};
+pub use policy::{MatrixNeed, Need, NeedSource, default_layout, first_array, inst_needs};
 pub use problem::{ProblemError, Site, topological_order};
 pub use report::{ComputationStats, CopyCause, CopyRecord, FilledLayout, MovementRecord, Report, RetileRecord, TiledEntryLayout};
 pub use tiling::layout_for;

@@ -14,8 +14,22 @@ pub enum Need {
     Exact(Layout),
     /// Any layout that keeps the batch dimensions most major and each
     /// group of dimensions contiguous and in order (a GEMM-compatible
-    /// matrix layout); a copy goes to `preferred`.
-    Matrix { batch: DimVec, groups: [DimVec; 2], preferred: Layout },
+    /// matrix layout); a copy goes to its `preferred` layout.
+    // Boxed: a matrix need is rare (dot operands) and three times the size
+    // of a layout; inline, it made every need, and every instruction's
+    // needs, twice as large to move.
+    Matrix(Box<MatrixNeed>),
+}
+
+/// A GEMM-compatible matrix layout need (see [`Need::Matrix`]).
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct MatrixNeed {
+    /// Dimensions that must be most major, in this order.
+    pub batch: DimVec,
+    /// The two groups of dimensions, each contiguous and in order.
+    pub groups: [DimVec; 2],
+    /// The layout a copy produces.
+    pub preferred: Layout,
 }
 
 impl Need {
@@ -23,7 +37,7 @@ impl Need {
     pub fn preferred(&self) -> &Layout {
         match self {
             Need::Exact(l) => l,
-            Need::Matrix { preferred, .. } => preferred,
+            Need::Matrix(m) => &m.preferred,
         }
     }
 
@@ -33,7 +47,7 @@ impl Need {
     pub fn accepts_order(&self, layout: &Layout) -> bool {
         match self {
             Need::Exact(l) => l.minor_to_major == layout.minor_to_major,
-            Need::Matrix { batch, groups, .. } => matrix_accepts(layout, batch, groups),
+            Need::Matrix(m) => matrix_accepts(layout, &m.batch, &m.groups),
         }
     }
 }
@@ -383,14 +397,18 @@ pub fn realize(
                 let [first, second] = groups.ordered_groups();
                 // The default layout is preferred when it qualifies; otherwise
                 // the canonical (batch, first, second) order.
-                let need = Need::Matrix { batch, groups: [first.clone(), second.clone()], preferred: preferred.clone() };
+                let need = Need::Matrix(Box::new(MatrixNeed {
+                    batch,
+                    groups: [first.clone(), second.clone()],
+                    preferred: preferred.clone(),
+                }));
                 if need.accepts_order(&preferred) {
                     Some(need)
                 } else {
                     let major_to_minor: DimVec =
                         groups.batch.iter().chain(&first).chain(&second).copied().collect();
                     let forced = tiling::layout_for(target, a, &major_to_minor.into_iter().rev().collect::<DimVec>());
-                    Some(Need::Matrix { batch: groups.batch, groups: [first, second], preferred: forced })
+                    Some(Need::Matrix(Box::new(MatrixNeed { batch: groups.batch, groups: [first, second], preferred: forced })))
                 }
             }
         }

@@ -669,7 +669,7 @@ impl<'c> Problem<'c> {
         let need_id = self.values[v as usize].intern(&self.table, key);
         let matrix = match need {
             Need::Exact(_) => None,
-            Need::Matrix { .. } => {
+            Need::Matrix(_) => {
                 self.matrix_needs.push(need.clone());
                 Some((self.matrix_needs.len() - 1) as u32)
             }
@@ -1244,9 +1244,6 @@ impl<'c> Problem<'c> {
     }
 }
 
-/// On a tiled target, a derived layout keeps its dimension order but takes
-/// the policy's tiling: the policy decides tiles, and the cost model decides
-/// whether a transpose or reshape stays a bitcast under them.
 /// Computations with at least this many instructions compute their needs
 /// on every core: below it, handing work to the pool costs more than it
 /// saves.
@@ -1292,6 +1289,9 @@ fn reads_no_needs(op: Opcode) -> bool {
     )
 }
 
+/// On a tiled target, a derived layout keeps its dimension order but takes
+/// the policy's tiling: the policy decides tiles, and the cost model decides
+/// whether a transpose or reshape stays a bitcast under them.
 fn policy_tiled(target: &TargetSpec, a: &ArrayShape, layout: Layout) -> Layout {
     if target.tiling.is_some() { crate::tiling::layout_for(target, a, &layout.minor_to_major) } else { layout }
 }
