@@ -207,6 +207,10 @@ fn run_here(text: &str, file_name: &str, opts: &Options) -> Result<Output, Pipel
 /// Runs the pipeline on `text` in an existing database: only what changed
 /// since the database last saw a module is recomputed.
 pub fn run_in(db: &mut Database, text: &str, file_name: &str, opts: &Options) -> Result<Output, PipelineError> {
+    on_pool(|| run_in_here(db, text, file_name, opts))
+}
+
+fn run_in_here(db: &mut Database, text: &str, file_name: &str, opts: &Options) -> Result<Output, PipelineError> {
     let mut timings = Vec::new();
     let start = Instant::now();
     let loaded = db.load(text, file_name, opts.target.clone());
@@ -218,6 +222,10 @@ pub fn run_in(db: &mut Database, text: &str, file_name: &str, opts: &Options) ->
 }
 
 /// Runs the pipeline on the module already loaded in `db`.
+///
+/// Unlike [`run`] and [`run_in`], this runs on the caller's thread: a
+/// database cannot be shared between threads. Its parallel steps run on
+/// rayon's global pool.
 pub fn run_loaded(db: &Database, opts: &Options) -> Result<Output, PipelineError> {
     let mut timings = Vec::new();
     finish(db, opts, Instant::now(), &mut timings)
@@ -284,10 +292,9 @@ fn finish_module(
     } else {
         None
     };
-    // Printing and verifying both only read the finished module, so on a
-    // large module the text is printed on a second thread while the
-    // verifiers run. A small one is not worth starting a thread for.
-    const PARALLEL_PRINT_INSTRUCTIONS: usize = 2000;
+    // Printing, verifying and counting only read the finished module: they
+    // run side by side on the pool (a small module's join costs next to
+    // nothing: unstolen work runs inline).
     let verify = |module: &Module| -> (Vec<String>, Duration) {
         let t = Instant::now();
         let mut problems: Vec<String> = hlo::verify_module(module).iter().map(ToString::to_string).collect();
@@ -301,19 +308,10 @@ fn finish_module(
         let text = hlo::print_module(module);
         (text, t.elapsed())
     };
-    let ((text, print_time), checked) = if opts.verify && module.instruction_count() >= PARALLEL_PRINT_INSTRUCTIONS {
-        std::thread::scope(|scope| {
-            let printer = scope.spawn(|| print(&module));
-            let checked = verify(&module);
-            let printed = printer.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic));
-            (printed, Some(checked))
-        })
-    } else if opts.verify {
-        let checked = verify(&module);
-        (print(&module), Some(checked))
-    } else {
-        (print(&module), None)
-    };
+    let (((text, print_time), mut stats), checked) = rayon::join(
+        || rayon::join(|| print(&module), || stats(&module, assignment.as_ref())),
+        || opts.verify.then(|| verify(&module)),
+    );
     if let Some((problems, verify_time)) = checked {
         timings.push(Timing { step: "verify", duration: verify_time });
         if !problems.is_empty() {
@@ -321,7 +319,6 @@ fn finish_module(
         }
     }
     timings.push(Timing { step: "print", duration: print_time });
-    let mut stats = stats(&mut module, assignment.as_ref());
     if let Some(r) = &relayout {
         // Copies the relayout pass inserted move bytes too; the counts of
         // copies and bitcasts above are over the output, after relayout.
@@ -340,7 +337,7 @@ fn finish_module(
 }
 
 /// Counts copies, bitcasts, transposes and padding over a module.
-pub fn stats(module: &mut Module, assignment: Option<&AssignmentReport>) -> ModuleStats {
+pub fn stats(module: &Module, assignment: Option<&AssignmentReport>) -> ModuleStats {
     let mut s = ModuleStats::default();
     for (id, comp) in module.computation_ids().zip(&module.computations) {
         for (_, inst) in comp.instructions() {
