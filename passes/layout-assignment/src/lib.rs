@@ -407,13 +407,24 @@ fn assign_leaf(module: &Module, graph: &CallGraph, id: CompId, target: &TargetSp
 
 /// Applies per-computation assignments to a module and builds the report.
 pub fn apply_module(module: &mut Module, assignments: &BTreeMap<CompId, ComputationAssignment>) -> Report {
+    use rayon::prelude::*;
+    // Each computation takes its own assignment independently, so they do
+    // so on all cores; the report is then written in computation order.
+    let copy_names: Vec<Option<Vec<String>>> = module
+        .computations
+        .par_iter_mut()
+        .enumerate()
+        .map(|(i, comp)| {
+            let a = assignments.get(&CompId(i as u32))?;
+            let order = topological_order(comp).unwrap_or_else(|_| comp.schedule().to_vec());
+            Some(apply(comp, a, &order))
+        })
+        .collect();
     let mut report = Report::default();
     for (&id, a) in assignments {
-        let comp = module.computation_mut(id);
-        let order = topological_order(comp).unwrap_or_else(|_| comp.schedule().to_vec());
-        let names = apply(comp, a, &order);
+        let Some(Some(names)) = copy_names.get(id.index()) else { continue };
         let comp = module.computation(id);
-        for (c, name) in a.copies.iter().zip(&names) {
+        for (c, name) in a.copies.iter().zip(names.iter()) {
             let value = comp.inst(c.def);
             let value_name = if value.shape.is_tuple() { format!("%{} leaf {}", value.name, c.leaf) } else { format!("%{}", value.name) };
             let users = c
