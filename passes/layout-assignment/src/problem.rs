@@ -490,7 +490,8 @@ impl<'c> Problem<'c> {
         }
 
         // Fixed layouts of the new values, per leaf.
-        let mut fixed: Vec<Option<(Layout, FixReason)>> = vec![None; leaves.len()];
+        // Inline for the usual single leaf: this runs once per instruction.
+        let mut fixed: SmallVec<[Option<(Layout, FixReason)>; 1]> = SmallVec::from_elem(None, leaves.len());
         let given = |a: &ArrayShape| a.layout.clone().unwrap_or_else(|| policy::default_layout(target, a));
         match inst.opcode {
             Opcode::Parameter => {

@@ -86,6 +86,21 @@ struct Solver<'a, 'c> {
 
 /// Solves the problem under `target`'s cost weights.
 pub fn solve(p: &mut Problem<'_>, target: &target::TargetSpec) -> Solution {
+    solve_with(p, target, Looks::SkipStill)
+}
+
+/// Which groups a sweep looks at.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Looks {
+    /// Every group, every sweep.
+    #[cfg_attr(not(test), allow(dead_code))]
+    All,
+    /// Not a group that moved nothing last time and whose inputs no move
+    /// has touched since (see `Solver::search`): the same answer, sooner.
+    SkipStill,
+}
+
+fn solve_with(p: &mut Problem<'_>, target: &target::TargetSpec, looks: Looks) -> Solution {
     let n = p.values.len();
     let mut outs = vec![Vec::new(); n];
     let mut matrix_reads = vec![Vec::new(); n];
@@ -135,7 +150,7 @@ pub fn solve(p: &mut Problem<'_>, target: &target::TargetSpec) -> Solution {
     }
     // Groups depend on the relations only, not on labels: found once.
     let (atoms, components) = s.groups();
-    let (sweeps, mut moves) = s.search(&atoms, &components);
+    let (sweeps, mut moves) = s.search(&atoms, &components, looks);
     moves += s.broadcast_moves(&components);
     let padding_saved = if target.tiling.as_ref().is_some_and(|t| t.combine_dimensions) { s.combine(&components) } else { 0 };
     let needs = (0..relation_count as u32).map(|r| s.needed(r)).collect();
@@ -695,7 +710,7 @@ impl Solver<'_, '_> {
         false
     }
 
-    fn search(&mut self, atoms: &[Vec<ValueId>], components: &[Vec<ValueId>]) -> (usize, usize) {
+    fn search(&mut self, atoms: &[Vec<ValueId>], components: &[Vec<ValueId>], looks: Looks) -> (usize, usize) {
         /// A group of values moved together, and the (layout, origin value)
         /// candidates it may move to.
         type Group = (Vec<ValueId>, Vec<(LayoutKey, ValueId)>);
@@ -716,6 +731,20 @@ impl Solver<'_, '_> {
         let mut sweeps = 0;
         let mut applied = 0;
         let mut groups_active = true;
+        // A group whose last look moved nothing, and none of whose inputs
+        // (`group_inputs`) has been relabelled since, would move nothing
+        // again: the look is skipped. Its result, and every side effect of
+        // it, would be exactly the last one's, so skipping changes nothing
+        // but time; on large modules the sweep that confirms convergence
+        // is otherwise as long as the first.
+        let readers = self.readers();
+        let inputs: [Vec<Vec<ValueId>>; 2] = [
+            components.iter().map(|(m, _)| self.group_inputs(m, &readers)).collect(),
+            atoms.iter().map(|(m, _)| self.group_inputs(m, &readers)).collect(),
+        ];
+        let mut still_since: [Vec<Option<usize>>; 2] = [vec![None; components.len()], vec![None; atoms.len()]];
+        let mut relabelled_at: Vec<usize> = vec![0; self.p.values.len()];
+        let mut step = 0;
         for _ in 0..MAX_SWEEPS {
             sweeps += 1;
             let mut improved = false;
@@ -723,11 +752,16 @@ impl Solver<'_, '_> {
             // Group moves first, while they still help; then single values.
             let lists: [&[Group]; 2] =
                 if groups_active { [&components, &atoms] } else { [&[], &atoms] };
-            for (list, is_group) in lists.into_iter().zip([true, false]) {
-                for (members, candidates) in list {
+            for (k, (list, is_group)) in lists.into_iter().zip([true, false]).enumerate() {
+                for (g, (members, candidates)) in list.iter().enumerate() {
+                    let still = still_since[k][g].is_some_and(|since| inputs[k][g].iter().all(|&v| relabelled_at[v as usize] <= since));
+                    if still && looks == Looks::SkipStill {
+                        continue;
+                    }
                     // First improvement: an applied move becomes the baseline
                     // the next candidate must beat.
                     let mut current: Option<f64> = None;
+                    let mut moved_any = false;
                     for &(key, origin) in candidates {
                         let (cost, moved) = self.try_move(members, key, origin, current, &mut scratch);
                         current = cost;
@@ -735,8 +769,14 @@ impl Solver<'_, '_> {
                             applied += 1;
                             improved = true;
                             group_improved |= is_group;
+                            moved_any = true;
+                            step += 1;
+                            for &m in &scratch.free {
+                                relabelled_at[m as usize] = step;
+                            }
                         }
                     }
+                    still_since[k][g] = (!moved_any).then_some(step);
                 }
             }
             groups_active &= group_improved;
@@ -745,6 +785,58 @@ impl Solver<'_, '_> {
             }
         }
         (sweeps, applied)
+    }
+
+    /// Per value: the values whose labels decide the layouts its readers
+    /// need (the results of the layout-preserving ops and broadcasts that
+    /// read it).
+    fn readers(&self) -> Vec<Vec<ValueId>> {
+        let mut readers = vec![Vec::new(); self.p.values.len()];
+        for rel in &self.p.relations {
+            match rel.kind {
+                RelationKind::Same { out } | RelationKind::Broadcast { out, pin: None, .. } => {
+                    readers[rel.v as usize].push(out);
+                }
+                _ => {}
+            }
+        }
+        readers
+    }
+
+    /// Every value whose label a look at group `members` reads (see
+    /// `try_move` and `local_cost_parts`): the members; the values read by
+    /// relations whose result is a member, and the results of those
+    /// values' own readers (their copy counts); and both ends of every
+    /// movement and re-tiling op touching a member. A superset is safe: it
+    /// can only cost a look that was not needed.
+    fn group_inputs(&self, members: &[ValueId], readers: &[Vec<ValueId>]) -> Vec<ValueId> {
+        let mut inputs: Vec<ValueId> = Vec::new();
+        let counted = |inputs: &mut Vec<ValueId>, v: ValueId| {
+            inputs.push(v);
+            inputs.extend_from_slice(&readers[v as usize]);
+        };
+        for &m in members {
+            counted(&mut inputs, m);
+            for &r in &self.outs[m as usize] {
+                counted(&mut inputs, self.p.relations[r as usize].v);
+            }
+            for &r in &self.moves[m as usize] {
+                let rel = &self.p.relations[r as usize];
+                inputs.push(rel.v);
+                match rel.kind {
+                    RelationKind::Movement { out, .. } | RelationKind::Broadcast { out, .. } => inputs.push(out),
+                    _ => {}
+                }
+            }
+            for &i in &self.retiles[m as usize] {
+                let t = &self.p.retilings[i as usize];
+                inputs.push(t.operand);
+                inputs.push(t.out);
+            }
+        }
+        inputs.sort_unstable();
+        inputs.dedup();
+        inputs
     }
 }
 
@@ -860,5 +952,60 @@ impl UnionFind {
             }
         }
         groups
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::context::Context;
+    use crate::problem::Problem;
+
+    /// Skipping still groups must never change an answer: every
+    /// computation of every module under `testdata/` that builds without
+    /// a context (callers' signatures), on each built-in target, solved
+    /// with and without skipping, gives the same labels, needs and counts.
+    #[test]
+    fn skipping_still_groups_changes_nothing() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata");
+        let mut files = Vec::new();
+        let mut dirs = vec![root];
+        while let Some(dir) = dirs.pop() {
+            for entry in std::fs::read_dir(&dir).expect("testdata is readable").flatten() {
+                let path = entry.path();
+                if path.is_dir() {
+                    dirs.push(path);
+                } else if path.extension().is_some_and(|e| e == "hlo") {
+                    files.push(path);
+                }
+            }
+        }
+        files.sort();
+        let (mut solved, mut moved) = (0, 0);
+        for name in ["cpu", "gpu", "tpu"] {
+            let target = target::load_builtin(name).expect("built-in target");
+            for path in &files {
+                let Ok(text) = std::fs::read_to_string(path) else { continue };
+                let Ok(module) = hlo::parse_module(&text, "t") else { continue };
+                for comp in &module.computations {
+                    let ctx = Context::default();
+                    let (Ok(mut a), Ok(mut b)) = (Problem::build(comp, &ctx, &target), Problem::build(comp, &ctx, &target)) else {
+                        continue;
+                    };
+                    let all = solve_with(&mut a, &target, Looks::All);
+                    let skipping = solve_with(&mut b, &target, Looks::SkipStill);
+                    let at = format!("{} in {} on {name}", comp.name, path.display());
+                    assert_eq!(all.labels, skipping.labels, "{at}");
+                    assert_eq!(all.needs, skipping.needs, "{at}");
+                    assert_eq!((all.sweeps, all.moves, all.padding_saved), (skipping.sweeps, skipping.moves, skipping.padding_saved), "{at}");
+                    solved += 1;
+                    moved += usize::from(all.moves > 0 && all.sweeps > 1);
+                }
+            }
+        }
+        // The comparison must have bitten: many problems, and some where a
+        // later sweep had groups to skip.
+        assert!(solved > 2000, "only {solved} problems solved");
+        assert!(moved > 100, "only {moved} problems with moves over several sweeps");
     }
 }
