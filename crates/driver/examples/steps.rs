@@ -3,6 +3,8 @@
 //! (under `perf` or `valgrind --tool=callgrind`, which counts instructions
 //! and so stays repeatable on a busy machine):
 //! `cargo run --release -p driver --example steps -- FILE [N] [TARGET] [--no-verify]`.
+//! With `STEPS_DECILES` set it also prints each step's 10th, 50th and 90th
+//! percentile and the deciles of the whole run.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -32,6 +34,7 @@ fn steps() -> Result<(), String> {
     let mut opts = driver::Options::new(Arc::new(target));
     opts.verify = !args.iter().any(|a| a == "--no-verify");
     let mut best: BTreeMap<&'static str, Duration> = BTreeMap::new();
+    let mut all: BTreeMap<&'static str, Vec<Duration>> = BTreeMap::new();
     let mut order = Vec::new();
     let mut totals = Vec::with_capacity(runs);
     for _ in 0..runs {
@@ -52,15 +55,28 @@ fn steps() -> Result<(), String> {
             }
             let e = best.entry(t.step).or_insert(Duration::MAX);
             *e = (*e).min(t.duration);
+            all.entry(t.step).or_default().push(t.duration);
         }
     }
+    let deciles = std::env::var_os("STEPS_DECILES").is_some();
     for step in order {
-        println!("{step:>20} {:>10.3} ms", best[step].as_secs_f64() * 1e3);
+        if deciles {
+            let mut v = all[step].clone();
+            v.sort();
+            let d: Vec<String> = [1, 5, 9].iter().map(|&k| format!("{:.2}", v[(v.len() - 1) * k / 10].as_secs_f64() * 1e3)).collect();
+            println!("{step:>20} {:>10.3} ms  (10/50/90th pct: {})", best[step].as_secs_f64() * 1e3, d.join(" "));
+        } else {
+            println!("{step:>20} {:>10.3} ms", best[step].as_secs_f64() * 1e3);
+        }
     }
     // The whole run includes dropping the output, as a caller pays it.
     totals.sort();
     println!("{:>20} {:>10.3} ms", "total (best)", totals[0].as_secs_f64() * 1e3);
     println!("{:>20} {:>10.3} ms", "total (median)", totals[totals.len() / 2].as_secs_f64() * 1e3);
     println!("{:>20} {:>10.3} ms", "total (90th pct)", totals[totals.len() * 9 / 10].as_secs_f64() * 1e3);
+    if std::env::var_os("STEPS_DECILES").is_some() {
+        let deciles: Vec<String> = (0..=10).map(|k| format!("{:.1}", totals[(totals.len() - 1) * k / 10].as_secs_f64() * 1e3)).collect();
+        println!("{:>20} {}", "deciles", deciles.join(" "));
+    }
     Ok(())
 }
