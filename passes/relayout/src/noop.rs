@@ -93,13 +93,36 @@ fn verdict(comp: &Computation, id: InstId, seen: &mut Verdicts) -> Option<Found>
     Some(Found { kind, why, dims, from, to })
 }
 
+/// Computations with at least this many instructions look for no-op
+/// movements on every core.
+const PARALLEL_VERDICTS: usize = 1024;
+
+/// The bitcasts to make, in schedule order.
+///
+/// A verdict reads only the instruction and its operand's shape, and
+/// turning a movement into a bitcast changes neither for any other
+/// instruction, so all verdicts are reached before any rewrite: on all
+/// cores for a large computation, in runs of the schedule that each keep
+/// their own memo.
+fn all_found(comp: &Computation) -> Vec<(InstId, Found)> {
+    use rayon::prelude::*;
+    let find = |run: &[InstId]| -> Vec<(InstId, Found)> {
+        let mut seen = Verdicts::default();
+        run.iter().filter_map(|&id| verdict(comp, id, &mut seen).map(|f| (id, f))).collect()
+    };
+    let schedule = comp.schedule();
+    if schedule.len() < PARALLEL_VERDICTS {
+        return find(schedule);
+    }
+    let runs: Vec<Vec<(InstId, Found)>> = schedule.par_chunks(512).map(find).collect();
+    runs.into_iter().flatten().collect()
+}
+
 /// Phase 2 on one computation.
 pub fn movements_to_bitcasts(comp: &mut Computation) -> Vec<Rewrite> {
-    let mut rewrites = Vec::new();
-    let ids: Vec<InstId> = comp.schedule().to_vec();
-    let mut seen = Verdicts::default();
-    for id in ids {
-        let Some(Found { kind, why, dims, from, to }) = verdict(comp, id, &mut seen) else { continue };
+    let found = all_found(comp);
+    let mut rewrites = Vec::with_capacity(found.len());
+    for (id, Found { kind, why, dims, from, to }) in found {
         let o = comp.operands(id)[0];
         let operand = comp.inst(o).name.clone();
         let inst = comp.inst_mut(id);
