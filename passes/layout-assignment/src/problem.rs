@@ -365,6 +365,16 @@ impl<'c> Problem<'c> {
         ctx: &Context,
         target: &TargetSpec,
     ) -> Result<Problem<'c>, ProblemError> {
+        Self::build_with(comp, ctx, target, Offers::SkipStale)
+    }
+
+    /// [`Problem::build`], choosing how candidates propagate.
+    pub(crate) fn build_with(
+        comp: &'c Computation,
+        ctx: &Context,
+        target: &TargetSpec,
+        offers: Offers,
+    ) -> Result<Problem<'c>, ProblemError> {
         let order = topological_order(comp)?;
         let bound = comp.graph().node_indices().map(|n| n.index() + 1).max().unwrap_or(0);
         let mut p = Problem {
@@ -396,7 +406,7 @@ impl<'c> Problem<'c> {
         p.order = order;
         p.relate_root(ctx, target)?;
         p.seed_candidates(target);
-        p.propagate_candidates(target);
+        p.propagate_candidates(target, offers);
         Ok(p)
     }
 
@@ -1156,7 +1166,7 @@ impl<'c> Problem<'c> {
     /// Spreads candidates along relations, so that a layout one value
     /// wants can be reached by its neighbours (a few rounds suffice: the
     /// solver also moves whole groups at once).
-    fn propagate_candidates(&mut self, target: &TargetSpec) {
+    fn propagate_candidates(&mut self, target: &TargetSpec, offers: Offers) {
         let relations = &self.relations;
         let values = &mut self.values;
         let table = &mut self.table;
@@ -1165,19 +1175,39 @@ impl<'c> Problem<'c> {
         // direction, candidate): later rounds ask again for every candidate
         // they already saw, and the algebra costs more than the lookup.
         let mut induced_keys: FxHashMap<(u32, bool, LayoutKey), SmallVec<[LayoutKey; 2]>> = FxHashMap::default();
+        // Candidate lists only grow, so a list's length is its version.
+        // Offering a source's candidates again when its list has not grown
+        // since the last offer across the same relation adds nothing (what
+        // was refused then is refused again: ranks do not change and a
+        // full list stays full), so later rounds skip those offers; their
+        // result is the same, sooner. Per relation: the source's length at
+        // the last offer from `out` to `v`, and from `v` to `out`.
+        let mut offered: Vec<[u32; 2]> = vec![[u32::MAX; 2]; relations.len()];
+        let fresh = |offered: &mut Vec<[u32; 2]>, r: usize, direction: usize, source: &Value| -> bool {
+            let len = source.candidates.len() as u32;
+            let slot = &mut offered[r][direction];
+            let grown = *slot != len;
+            *slot = len;
+            grown || offers == Offers::All
+        };
         for _round in 0..3 {
             let mut changed = false;
             for (rel_index, rel) in relations.iter().enumerate() {
+                let r = rel_index;
                 let rel_index = rel_index as u32;
                 let v = rel.v as usize;
                 match &rel.kind {
                     RelationKind::Same { out } => {
                         let out = *out as usize;
-                        changed |= share_candidates(values, table, target, out, v, &mut scratch);
-                        changed |= share_candidates(values, table, target, v, out, &mut scratch);
+                        if fresh(&mut offered, r, 0, &values[out]) {
+                            changed |= share_candidates(values, table, target, out, v, &mut scratch);
+                        }
+                        if fresh(&mut offered, r, 1, &values[v]) {
+                            changed |= share_candidates(values, table, target, v, out, &mut scratch);
+                        }
                     }
                     RelationKind::Broadcast { out, dims, .. } => {
-                        if !accepts_more(&values[v]) {
+                        if !accepts_more(&values[v]) || !fresh(&mut offered, r, 0, &values[*out as usize]) {
                             continue;
                         }
                         candidate_keys_into(&values[*out as usize], &mut scratch);
@@ -1189,7 +1219,7 @@ impl<'c> Problem<'c> {
                     }
                     RelationKind::Movement { out, transpose } => {
                         let out = *out as usize;
-                        if accepts_more(&values[out]) {
+                        if accepts_more(&values[out]) && fresh(&mut offered, r, 1, &values[v]) {
                             candidate_keys_into(&values[v], &mut scratch);
                             for k in scratch.drain(..) {
                                 let keys = induced_keys.entry((rel_index, true, k)).or_insert_with(|| {
@@ -1218,7 +1248,7 @@ impl<'c> Problem<'c> {
                                 }
                             }
                         }
-                        if accepts_more(&values[v]) {
+                        if accepts_more(&values[v]) && fresh(&mut offered, r, 0, &values[out]) {
                             candidate_keys_into(&values[out], &mut scratch);
                             for k in scratch.drain(..) {
                                 let keys = induced_keys.entry((rel_index, false, k)).or_insert_with(|| {
@@ -1243,6 +1273,17 @@ impl<'c> Problem<'c> {
             }
         }
     }
+}
+
+/// Which offers later propagation rounds make (see `propagate_candidates`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Offers {
+    /// Every relation, every round.
+    #[cfg_attr(not(test), allow(dead_code))]
+    All,
+    /// Not across a relation whose source has gained no candidate since
+    /// the last offer: the same candidates, sooner.
+    SkipStale,
 }
 
 /// Computations with at least this many instructions compute their needs
