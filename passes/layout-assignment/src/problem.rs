@@ -1049,8 +1049,25 @@ impl<'c> Problem<'c> {
         if target.reduce.reduced_dims_minor {
             self.seed_row_reductions(target);
         }
+        // Without tiling a default layout depends only on the rank: its
+        // key is looked up once per rank rather than once per value.
+        let mut default_by_rank: SmallVec<[Option<LayoutKey>; 8]> = SmallVec::new();
         for v in &mut self.values {
-            let default = self.table.key(&policy::default_layout(target, &v.shape));
+            let rank = v.shape.rank();
+            let memo = if target.tiling.is_none() { default_by_rank.get(rank).copied().flatten() } else { None };
+            let default = match memo {
+                Some(key) => key,
+                None => {
+                    let key = self.table.key(&policy::default_layout(target, &v.shape));
+                    if target.tiling.is_none() {
+                        if default_by_rank.len() <= rank {
+                            default_by_rank.resize(rank + 1, None);
+                        }
+                        default_by_rank[rank] = Some(key);
+                    }
+                    key
+                }
+            };
             v.add_candidate(&self.table, default);
         }
         if target.tiling.is_some() {
