@@ -400,6 +400,12 @@ impl<'c> Problem<'c> {
         for &id in &order {
             p.relate(id, ctx, target, &mut needs_cache)?;
         }
+        // Thousands of needs, each holding layouts: they are freed on the
+        // pool while the problem is finished here, not one by one on the
+        // way.
+        if needs_cache.len() >= PARALLEL_NEEDS {
+            rayon::spawn(move || drop(needs_cache));
+        }
         if target.tiling.is_some() {
             p.retilings = crate::retile::collect(comp, &order, &p.leaf_values);
         }
@@ -762,7 +768,7 @@ impl<'c> Problem<'c> {
             return Ok(());
         }
 
-        let needs = needs_cache[id.index()].take().unwrap_or_else(|| policy::inst_needs(target, comp, id));
+        let needs = needs_cache[id.index()].get_or_insert_with(|| policy::inst_needs(target, comp, id));
         // Needs on leaves of tuple operands (a constrained custom call's
         // tuple operand, a tuple outfeed).
         for (operand, leaf, layout, source) in &needs.tuple_operand_leaves {
