@@ -58,9 +58,9 @@ struct Solver<'a, 'c> {
     weights: CostWeights,
     labels: Vec<LayoutId>,
     /// Relations whose `out` is each value (their readers' needs depend on it).
-    outs: Vec<Vec<u32>>,
+    outs: Adjacency,
     /// Matrix needs on each value (they depend on the value's own layout).
-    matrix_reads: Vec<Vec<u32>>,
+    matrix_reads: Adjacency,
     /// Per relation: the layout it currently needs its value in (whether or
     /// not the value already has it), kept up to date as labels change.
     raw: Vec<Option<LayoutId>>,
@@ -70,7 +70,7 @@ struct Solver<'a, 'c> {
     /// relations read the value.
     counts: Vec<SmallVec<[(LayoutId, u32); 2]>>,
     /// Movement relations touching each value.
-    moves: Vec<Vec<u32>>,
+    moves: Adjacency,
     /// Per relation: the need id for each `out` label seen so far. A
     /// relation sees few labels, so a small inline list beats a global map
     /// (which on large modules turns every lookup into a cache miss).
@@ -79,7 +79,7 @@ struct Solver<'a, 'c> {
     move_cache: Vec<SmallVec<[(LayoutId, LayoutId, bool); 2]>>,
     /// Ops that may re-tile touching each value (indices into
     /// `Problem::retilings`).
-    retiles: Vec<Vec<u32>>,
+    retiles: Adjacency,
     /// Per re-tiling op: its cost for each (operand, result) label pair seen.
     retile_cache: Vec<SmallVec<[(LayoutId, LayoutId, f64); 2]>>,
 }
@@ -102,31 +102,46 @@ enum Looks {
 
 fn solve_with(p: &mut Problem<'_>, target: &target::TargetSpec, looks: Looks) -> Solution {
     let n = p.values.len();
-    let mut outs = vec![Vec::new(); n];
-    let mut matrix_reads = vec![Vec::new(); n];
-    let mut moves = vec![Vec::new(); n];
-    for (r, rel) in p.relations.iter().enumerate() {
-        let r = r as u32;
-        match &rel.kind {
-            RelationKind::Broadcast { out, pin: Some(_), .. } => moves[*out as usize].push(r),
-            RelationKind::Same { out } | RelationKind::Broadcast { out, .. } => outs[*out as usize].push(r),
-            RelationKind::Need { matrix: Some(_), .. } => matrix_reads[rel.v as usize].push(r),
-            RelationKind::Need { .. } => {}
-            RelationKind::Movement { out, .. } => {
-                moves[rel.v as usize].push(r);
-                if *out != rel.v {
-                    moves[*out as usize].push(r);
-                }
+    let relations = &p.relations;
+    let outs = Adjacency::build(n, |emit| {
+        for (r, rel) in relations.iter().enumerate() {
+            match rel.kind {
+                RelationKind::Broadcast { pin: Some(_), .. } => {}
+                RelationKind::Same { out } | RelationKind::Broadcast { out, .. } => emit(out as usize, r as u32),
+                _ => {}
             }
         }
-    }
-    let mut retiles = vec![Vec::new(); n];
-    for (i, t) in p.retilings.iter().enumerate() {
-        retiles[t.operand as usize].push(i as u32);
-        if t.out != t.operand {
-            retiles[t.out as usize].push(i as u32);
+    });
+    let matrix_reads = Adjacency::build(n, |emit| {
+        for (r, rel) in relations.iter().enumerate() {
+            if let RelationKind::Need { matrix: Some(_), .. } = rel.kind {
+                emit(rel.v as usize, r as u32);
+            }
         }
-    }
+    });
+    let moves = Adjacency::build(n, |emit| {
+        for (r, rel) in relations.iter().enumerate() {
+            match rel.kind {
+                RelationKind::Broadcast { out, pin: Some(_), .. } => emit(out as usize, r as u32),
+                RelationKind::Movement { out, .. } => {
+                    emit(rel.v as usize, r as u32);
+                    if out != rel.v {
+                        emit(out as usize, r as u32);
+                    }
+                }
+                _ => {}
+            }
+        }
+    });
+    let retilings = &p.retilings;
+    let retiles = Adjacency::build(n, |emit| {
+        for (i, t) in retilings.iter().enumerate() {
+            emit(t.operand as usize, i as u32);
+            if t.out != t.operand {
+                emit(t.out as usize, i as u32);
+            }
+        }
+    });
     let retiling_count = p.retilings.len();
     let labels = p.values.iter().map(|v| v.candidates.first().copied().unwrap_or(0)).collect();
     let relation_count = p.relations.len();
@@ -837,6 +852,41 @@ impl Solver<'_, '_> {
         inputs.sort_unstable();
         inputs.dedup();
         inputs
+    }
+}
+
+/// Per value, a list of relation or op indices, stored flat: one
+/// allocation for all values instead of one per value that has a list.
+struct Adjacency {
+    /// `start[v]..start[v + 1]` indexes value `v`'s list in `items`.
+    start: Vec<u32>,
+    items: Vec<u32>,
+}
+
+impl Adjacency {
+    /// The lists `each` emits as (value, item) pairs, each list in emission
+    /// order. `each` is called twice: to count, then to fill.
+    fn build(n: usize, each: impl Fn(&mut dyn FnMut(usize, u32))) -> Adjacency {
+        let mut start = vec![0u32; n + 1];
+        each(&mut |v, _| start[v + 1] += 1);
+        for i in 0..n {
+            start[i + 1] += start[i];
+        }
+        let mut next = start[..n].to_vec();
+        let mut items = vec![0u32; start[n] as usize];
+        each(&mut |v, x| {
+            items[next[v] as usize] = x;
+            next[v] += 1;
+        });
+        Adjacency { start, items }
+    }
+}
+
+impl std::ops::Index<usize> for Adjacency {
+    type Output = [u32];
+
+    fn index(&self, v: usize) -> &[u32] {
+        &self.items[self.start[v] as usize..self.start[v + 1] as usize]
     }
 }
 
