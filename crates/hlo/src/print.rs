@@ -40,13 +40,110 @@ pub fn print_module(module: &Module) -> String {
 /// Appends the module as canonical XLA text to `out`, so that a caller can
 /// reuse one buffer.
 pub fn write_module(out: &mut String, module: &Module) {
+    write_module_from(out, module, PARALLEL_PRINT_INSTRUCTIONS, PRINT_GRAIN);
+}
+
+/// [`write_module`], in parallel from `parallel_from` instructions on, in
+/// pieces of about `grain` instructions.
+fn write_module_from(out: &mut String, module: &Module, parallel_from: usize, grain: usize) {
     out.reserve(module.instruction_count() * 160 + 1024);
     write_header(out, module);
     write_tables(out, module);
-    for id in module.computation_ids() {
-        write_computation(out, module, id);
-        out.push_str("\n\n");
+    if module.instruction_count() < parallel_from {
+        for id in module.computation_ids() {
+            write_computation(out, module, id);
+            out.push_str("\n\n");
+        }
+        return;
     }
+    // A large module is printed in pieces on all cores, then joined in
+    // order: the same text, sooner.
+    use rayon::prelude::*;
+    let texts: Vec<String> = pieces(module, grain.max(1))
+        .par_iter()
+        .map(|piece| {
+            let mut text = String::new();
+            piece.write(&mut text, module);
+            text
+        })
+        .collect();
+    for text in &texts {
+        out.push_str(text);
+    }
+}
+
+/// Modules with at least this many instructions print in parallel.
+const PARALLEL_PRINT_INSTRUCTIONS: usize = 4096;
+
+/// Instructions per piece of a parallel print: enough to pay for a piece's
+/// own buffer, few enough to keep both cores busy to the end.
+const PRINT_GRAIN: usize = 512;
+
+/// One piece of a module's text (after the header and tables), with the
+/// blank line that follows each computation.
+enum Piece {
+    /// Consecutive whole computations, by index.
+    Computations(std::ops::Range<usize>),
+    /// A large computation's first line, its instructions at these
+    /// schedule positions, and whether its closing brace follows.
+    Part { computation: usize, head: bool, lines: std::ops::Range<usize>, tail: bool },
+}
+
+impl Piece {
+    fn write(&self, out: &mut String, module: &Module) {
+        match self {
+            Piece::Computations(range) => {
+                for i in range.clone() {
+                    write_computation(out, module, CompId(i as u32));
+                    out.push_str("\n\n");
+                }
+            }
+            &Piece::Part { computation, head, ref lines, tail } => {
+                let Some(comp) = module.computations.get(computation) else { return };
+                let id = CompId(computation as u32);
+                if head {
+                    write_computation_head(out, module, comp, id);
+                }
+                write_instruction_lines(out, module, comp, &comp.schedule()[lines.clone()]);
+                if tail {
+                    write_computation_tail(out, comp);
+                    out.push_str("\n\n");
+                }
+            }
+        }
+    }
+}
+
+/// The pieces of a module's text: small computations in runs, large ones
+/// cut into runs of instructions, each about `grain` instructions.
+fn pieces(module: &Module, grain: usize) -> Vec<Piece> {
+    let mut pieces = Vec::new();
+    let (mut run_start, mut run_size) = (0, 0);
+    for (i, comp) in module.computations.iter().enumerate() {
+        let n = comp.schedule().len();
+        if n < 2 * grain {
+            run_size += n;
+            if run_size >= grain {
+                pieces.push(Piece::Computations(run_start..i + 1));
+                (run_start, run_size) = (i + 1, 0);
+            }
+            continue;
+        }
+        if run_start < i {
+            pieces.push(Piece::Computations(run_start..i));
+        }
+        let mut at = 0;
+        while at < n {
+            let end = (at + grain).min(n);
+            pieces.push(Piece::Part { computation: i, head: at == 0, lines: at..end, tail: end == n });
+            at = end;
+        }
+        (run_start, run_size) = (i + 1, 0);
+    }
+    if run_start < module.computations.len() {
+        pieces.push(Piece::Computations(run_start..module.computations.len()));
+    }
+    pieces
 }
 
 /// The header attributes XLA prints before `entry_computation_layout`.
@@ -205,6 +302,13 @@ pub fn write_computation(out: &mut String, module: &Module, id: CompId) {
     let Some(comp) = module.computations.get(id.index()) else {
         return;
     };
+    write_computation_head(out, module, comp, id);
+    write_instruction_lines(out, module, comp, comp.schedule());
+    write_computation_tail(out, comp);
+}
+
+/// A computation's first line: `[ENTRY ]%name (p: shape, ...) -> shape {`.
+fn write_computation_head(out: &mut String, module: &Module, comp: &Computation, id: CompId) {
     if module.entry == id {
         out.push_str("ENTRY ");
     }
@@ -226,14 +330,23 @@ pub fn write_computation(out: &mut String, module: &Module, id: CompId) {
         None => out.push_str("()"),
     }
     out.push_str(" {\n");
-    for (inst_id, _) in comp.instructions() {
+}
+
+/// The lines of the instructions `ids`, indented, the root marked.
+fn write_instruction_lines(out: &mut String, module: &Module, comp: &Computation, ids: &[InstId]) {
+    let root = comp.root();
+    for &inst_id in ids {
         out.push_str("  ");
-        if comp.root() == Some(inst_id) {
+        if root == Some(inst_id) {
             out.push_str("ROOT ");
         }
         write_instruction(out, module, comp, inst_id);
         out.push('\n');
     }
+}
+
+/// A computation's closing brace and, off the main thread, its thread.
+fn write_computation_tail(out: &mut String, comp: &Computation) {
     out.push('}');
     if let Some(thread) = comp.execution_thread.as_ref().filter(|t| *t != "main") {
         out.push_str(", execution_thread=\"");
@@ -592,6 +705,40 @@ pub fn push_int(out: &mut String, v: i64) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The parallel printer gives the sequential text, byte for byte, on
+    /// every module under `testdata/` (forced on small ones too).
+    #[test]
+    fn parallel_print_is_sequential_print() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata");
+        let mut dirs = vec![root];
+        let mut checked = 0;
+        let mut split = 0;
+        while let Some(dir) = dirs.pop() {
+            for entry in std::fs::read_dir(&dir).expect("testdata is readable").flatten() {
+                let path = entry.path();
+                if path.is_dir() {
+                    dirs.push(path);
+                    continue;
+                }
+                if path.extension().is_none_or(|e| e != "hlo") {
+                    continue;
+                }
+                let Ok(text) = std::fs::read_to_string(&path) else { continue };
+                let Ok(module) = crate::parse_module(&text, "t") else { continue };
+                let mut sequential = String::new();
+                write_module_from(&mut sequential, &module, usize::MAX, PRINT_GRAIN);
+                for grain in [1, 3, PRINT_GRAIN] {
+                    let mut parallel = String::new();
+                    write_module_from(&mut parallel, &module, 0, grain);
+                    assert!(sequential == parallel, "{} in pieces of {grain}", path.display());
+                }
+                checked += 1;
+                split += usize::from(module.computations.iter().any(|c| c.schedule().len() >= 2 * 3));
+            }
+        }
+        assert!(checked > 100 && split > 50, "{checked} modules checked, {split} with a computation cut in parts");
+    }
 
     #[test]
     fn integers_print_like_display() {
