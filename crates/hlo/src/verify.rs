@@ -39,13 +39,45 @@ impl fmt::Display for VerifyError {
 /// Checks a module's structure and returns every problem found, in
 /// computation and program order.
 pub fn verify_module(module: &Module) -> Vec<VerifyError> {
-    let mut v = Verifier { module, errors: Vec::new() };
+    verify_module_from(module, PARALLEL_VERIFY_INSTRUCTIONS, VERIFY_GRAIN)
+}
+
+/// [`verify_module`], in parallel from `parallel_from` instructions on, a
+/// large computation in runs of `grain` instructions.
+fn verify_module_from(module: &Module, parallel_from: usize, grain: usize) -> Vec<VerifyError> {
+    let mut v = Verifier { module, errors: Vec::new(), parallel_from, grain: grain.max(1) };
     v.module_checks();
-    for (i, comp) in module.computations.iter().enumerate() {
-        v.computation(CompId(i as u32), comp);
+    if module.instruction_count() < parallel_from {
+        for (i, comp) in module.computations.iter().enumerate() {
+            v.computation(CompId(i as u32), comp);
+        }
+        return v.errors;
     }
+    // A large module is checked on all cores: computations in parallel,
+    // a large computation's instructions in runs. Each part collects its
+    // own problems, joined in order: the sequential list, sooner.
+    use rayon::prelude::*;
+    let grain = v.grain;
+    let parts: Vec<Vec<VerifyError>> = module
+        .computations
+        .par_iter()
+        .enumerate()
+        .map(|(i, comp)| {
+            let mut part = Verifier { module, errors: Vec::new(), parallel_from, grain };
+            part.computation(CompId(i as u32), comp);
+            part.errors
+        })
+        .collect();
+    v.errors.extend(parts.into_iter().flatten());
     v.errors
 }
+
+/// Modules with at least this many instructions are checked in parallel.
+const PARALLEL_VERIFY_INSTRUCTIONS: usize = 4096;
+
+/// Instructions per run when a large computation's instructions are
+/// checked in parallel.
+const VERIFY_GRAIN: usize = 512;
 
 /// Every use of an instruction that comes before its definition in the
 /// schedule, as `(computation, user, operand)` names. XLA's parser accepts
@@ -66,9 +98,36 @@ pub fn uses_before_definition(module: &Module) -> Vec<(String, String, String)> 
     found
 }
 
+/// True when every instruction of the graph is scheduled once and after
+/// all its operands and control predecessors: then there is no cycle, and
+/// the general search (which names an instruction on a cycle) is not
+/// needed. XLA prints computations in such an order.
+fn schedule_is_topological(comp: &Computation) -> bool {
+    let graph = comp.graph();
+    let schedule = comp.schedule();
+    if schedule.len() != graph.node_count() {
+        return false;
+    }
+    let bound = graph.node_indices().map(|n| n.index() + 1).max().unwrap_or(0);
+    let mut position = vec![usize::MAX; bound];
+    for (i, &id) in schedule.iter().enumerate() {
+        match position.get_mut(id.index()) {
+            Some(slot) if *slot == usize::MAX => *slot = i,
+            _ => return false,
+        }
+    }
+    schedule.iter().enumerate().all(|(i, &id)| {
+        graph.neighbors_directed(id, petgraph::Direction::Incoming).all(|p| position.get(p.index()).is_some_and(|&j| j < i))
+    })
+}
+
 struct Verifier<'m> {
     module: &'m Module,
     errors: Vec<VerifyError>,
+    /// From how many instructions in the module checks run in parallel.
+    parallel_from: usize,
+    /// Instructions per parallel run.
+    grain: usize,
 }
 
 /// A shape for messages: layouts included, since they can be the problem.
@@ -197,7 +256,9 @@ impl<'m> Verifier<'m> {
         if comp.is_empty() {
             self.comp_error(comp, "has no instructions".into());
         }
-        if let Err(cycle) = toposort(comp.graph(), None) {
+        if !schedule_is_topological(comp)
+            && let Err(cycle) = toposort(comp.graph(), None)
+        {
             let inst = comp.inst(cycle.node_id());
             self.error(comp, inst, "is part of a cycle of operand and control dependencies".into());
         }
@@ -238,8 +299,30 @@ impl<'m> Verifier<'m> {
             }
         }
         let _ = id;
-        for (inst_id, inst) in comp.instructions() {
-            self.instruction(comp, inst_id, inst);
+        let schedule = comp.schedule();
+        if schedule.len() < 2 * self.grain || self.module.instruction_count() < self.parallel_from {
+            self.instructions(comp, schedule);
+            return;
+        }
+        use rayon::prelude::*;
+        let (module, parallel_from, grain) = (self.module, self.parallel_from, self.grain);
+        let parts: Vec<Vec<VerifyError>> = schedule
+            .par_chunks(grain)
+            .map(|run| {
+                let mut part = Verifier { module, errors: Vec::new(), parallel_from, grain };
+                part.instructions(comp, run);
+                part.errors
+            })
+            .collect();
+        self.errors.extend(parts.into_iter().flatten());
+    }
+
+    /// The per-instruction checks of `ids`, in order.
+    fn instructions(&mut self, comp: &Computation, ids: &[InstId]) {
+        for &inst_id in ids {
+            if let Some(inst) = comp.get(inst_id) {
+                self.instruction(comp, inst_id, inst);
+            }
         }
     }
 
@@ -1235,4 +1318,53 @@ fn is_permutation(dims: &[i64], rank: usize) -> bool {
             .and_then(|d| seen.get_mut(d))
             .is_some_and(|s| !std::mem::replace(s, true))
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The parallel verifier reports the sequential problems, in the same
+    /// order, on every module under `testdata/` and on a damaged copy of
+    /// each (every fifth instruction's shape gains a dimension, so that
+    /// most computations have problems spread through them).
+    #[test]
+    fn parallel_verify_is_sequential_verify() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata");
+        let mut dirs = vec![root];
+        let (mut checked, mut problems) = (0, 0);
+        while let Some(dir) = dirs.pop() {
+            for entry in std::fs::read_dir(&dir).expect("testdata is readable").flatten() {
+                let path = entry.path();
+                if path.is_dir() {
+                    dirs.push(path);
+                    continue;
+                }
+                if path.extension().is_none_or(|e| e != "hlo") {
+                    continue;
+                }
+                let Ok(text) = std::fs::read_to_string(&path) else { continue };
+                let Ok(module) = crate::parse_module(&text, "t") else { continue };
+                let mut damaged = module.clone();
+                for comp in &mut damaged.computations {
+                    let ids: Vec<InstId> = comp.schedule().iter().copied().skip(2).step_by(5).collect();
+                    for id in ids {
+                        if let Shape::Array(a) = &mut comp.inst_mut(id).shape {
+                            a.dims.push(7);
+                        }
+                    }
+                }
+                for m in [&module, &damaged] {
+                    let sequential = verify_module_from(m, usize::MAX, VERIFY_GRAIN);
+                    for grain in [1, 3, VERIFY_GRAIN] {
+                        let parallel = verify_module_from(m, 0, grain);
+                        assert!(sequential == parallel, "{} in runs of {grain}", path.display());
+                    }
+                    problems += sequential.len();
+                }
+                checked += 1;
+            }
+        }
+        assert!(checked > 100 && problems > 1000, "{checked} modules checked, {problems} problems compared");
+    }
 }
