@@ -34,7 +34,10 @@ pub use ir::{
 pub use lex::MAX_NESTING;
 pub use opcode::Opcode;
 pub use outline::{ComputationOutline, ModuleOutline, Span, outline};
-pub use parse::{attr_group, parse_computation, parse_module, parse_module_bytes};
+pub use parse::{
+    PARALLEL_PARSE_THRESHOLD, ParseOptions, ResolveComputation, attr_group, parse_computation,
+    parse_module, parse_module_bytes, parse_module_with,
+};
 pub use petgraph;
 pub use print::{
     print_module, write_attr_value, write_computation, write_instruction, write_module, write_shape,

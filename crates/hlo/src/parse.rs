@@ -6,25 +6,78 @@
 //! shapes, attribute values), and never recurses more deeply than the
 //! bracket nesting of its input, which is capped at
 //! [`crate::lex::MAX_NESTING`].
+//!
+//! Large modules are parsed on the rayon pool (see [`parse_module_with`]).
+//! Computations are independent once the outline has named them all, and a
+//! computation too large for one core is cut into pieces whose
+//! instructions other cores read ahead. Reading an instruction depends only
+//! on where it starts; giving it an id and resolving its operand names
+//! depends on the instructions before it, and that part stays in text
+//! order. So the result, errors included, is exactly the sequential one.
 
+use std::sync::Mutex;
 use std::sync::OnceLock;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
+use rayon::prelude::*;
 use rustc_hash::FxHashMap;
 use smallvec::SmallVec;
 
 use shape::{PrimitiveType, Shape};
 
 use crate::diag::{Origin, ParseError, RawError, make_error, source_line};
-use crate::lex::{Cursor, describe};
-use crate::outline::{Span, boolean, outline, shape_index};
+use crate::lex::{Cursor, describe, is_ident_continue};
+use crate::outline::{ComputationOutline, Span, boolean, outline, shape_index};
 use crate::print::attr_is_default;
 use crate::{
     Attr, AttrKey, AttrValue, Attrs, CompId, Computation, ComputationLayout, ConvDimLabels, InstId,
     Instruction, KnownAttr, Module, Opcode, OperandAlias, PadDim, Payload, SliceDim,
 };
 
+/// Maps the name of a called computation to its id. `Sync`, so that the
+/// computations of a module can be parsed on several threads.
+pub type ResolveComputation<'r> = dyn Fn(&str) -> Option<CompId> + Sync + 'r;
+
+/// The text length from which [`parse_module`] parses on the rayon pool.
+/// Below it, handing out the work costs more than it saves.
+pub const PARALLEL_PARSE_THRESHOLD: usize = 256 * 1024;
+
+/// How [`parse_module_with`] divides its work. Every choice gives the same
+/// module and the same errors; only the speed differs.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ParseOptions {
+    /// Texts at least this long are parsed on the rayon pool (when it has
+    /// more than one thread), shorter ones on the calling thread.
+    pub parallel_threshold: usize,
+    /// Testing only: take the parallel path whatever the text length and
+    /// the pool, cut computations at exactly these byte offsets of the
+    /// module text instead of at offsets the parser picks, and read every
+    /// piece ahead before any computation is put together, so that the
+    /// check of every cut runs. Offsets anywhere are allowed; where one is
+    /// not at the start of an instruction, the parser notices and reads on
+    /// sequentially.
+    #[doc(hidden)]
+    pub forced_splits: Option<Vec<usize>>,
+}
+
+impl Default for ParseOptions {
+    fn default() -> Self {
+        ParseOptions { parallel_threshold: PARALLEL_PARSE_THRESHOLD, forced_splits: None }
+    }
+}
+
 /// Parses a whole module. `file_name` only labels errors.
 pub fn parse_module(text: &str, file_name: &str) -> Result<Module, ParseError> {
+    parse_module_with(text, file_name, &ParseOptions::default())
+}
+
+/// Parses a whole module, dividing the work as `options` say. The result
+/// is the same as [`parse_module`]'s.
+pub fn parse_module_with(
+    text: &str,
+    file_name: &str,
+    options: &ParseOptions,
+) -> Result<Module, ParseError> {
     let outline = outline(text, file_name)?;
     let mut ids: FxHashMap<&str, CompId> = FxHashMap::default();
     ids.reserve(outline.computations.len());
@@ -32,16 +85,16 @@ pub fn parse_module(text: &str, file_name: &str) -> Result<Module, ParseError> {
         ids.insert(c.name.as_str(), CompId(i as u32));
     }
     let resolve = |name: &str| ids.get(name).copied();
-    let mut computations = Vec::with_capacity(outline.computations.len());
-    for c in &outline.computations {
-        let comp = parse_computation(c.span.text(text), &c.span, &resolve, file_name).map_err(
-            |mut e| {
-                e.source_line = source_line(text.as_bytes(), e.offset);
-                e
-            },
-        )?;
-        computations.push(comp);
-    }
+    let comps = &outline.computations;
+    let parsed = match Plan::new(text, comps, options) {
+        Some(plan) => plan.run(text, comps, &resolve),
+        None => parse_in_order(text, comps, &resolve),
+    };
+    let computations = parsed.map_err(|(span, e)| {
+        let mut e = make_error(span.text(text).as_bytes(), e, span.origin(), file_name);
+        e.source_line = source_line(text.as_bytes(), e.offset);
+        e
+    })?;
     let entry = CompId(outline.entry as u32);
     let given = outline.entry_computation_layout.is_some();
     let entry_computation_layout = match outline.entry_computation_layout {
@@ -82,6 +135,239 @@ pub fn parse_module_bytes(bytes: &[u8], file_name: &str) -> Result<Module, Parse
     }
 }
 
+/// A computation's parse failure, with the span its offset is relative to.
+type CompError = (Span, RawError);
+
+/// The sequential path: one computation after the other.
+fn parse_in_order(
+    text: &str,
+    comps: &[ComputationOutline],
+    resolve: &ResolveComputation<'_>,
+) -> Result<Vec<Computation>, CompError> {
+    let mut computations = Vec::with_capacity(comps.len());
+    for c in comps {
+        let comp = CompParser::parse(c.span.text(text), resolve).map_err(|e| (c.span, e))?;
+        computations.push(comp);
+    }
+    Ok(computations)
+}
+
+/// How the parallel path divides a module's computations.
+///
+/// A computation larger than two grains is cut into pieces of about a
+/// grain. One task (the head) parses it from the start, registering its
+/// instructions; other tasks read the pieces ahead from the last one
+/// backwards. Each piece goes to whichever side claims it first, so the
+/// two meet somewhere in the middle without waiting for each other: the
+/// head parses an unclaimed piece itself and takes a read piece's
+/// instructions, and parses a piece still being read itself too, the
+/// reader's work then being lost. Smaller computations are parsed whole,
+/// in batches of about half a grain, to keep the number of tasks low.
+struct Plan<'a> {
+    /// Split computations: (index, the offset the head parses up to).
+    heads: Vec<(usize, usize)>,
+    /// Runs of small computations, parsed whole: (first, end).
+    batches: Vec<(usize, usize)>,
+    /// The pieces of the split computations, in text order.
+    pieces: Vec<PieceSlot<'a>>,
+    /// Testing: read every piece before the heads start.
+    read_all_first: bool,
+}
+
+/// One piece of a split computation and what became of it.
+struct PieceSlot<'a> {
+    /// The computation's index.
+    comp: usize,
+    /// The piece: byte `start` of the computation's text up to the first
+    /// instruction boundary at or after `stop`.
+    start: usize,
+    stop: usize,
+    /// Set by whichever side takes the piece on.
+    claimed: AtomicBool,
+    /// What a reader found, once it is done.
+    read: Mutex<Option<Piece<'a>>>,
+}
+
+impl PieceSlot<'_> {
+    /// True for the first caller only.
+    fn claim(&self) -> bool {
+        !self.claimed.swap(true, Ordering::AcqRel)
+    }
+}
+
+impl<'a> Plan<'a> {
+    /// The plan for `comps`, or `None` for the sequential path.
+    fn new(text: &str, comps: &[ComputationOutline], options: &ParseOptions) -> Option<Plan<'a>> {
+        let threads = rayon::current_num_threads();
+        let forced = options.forced_splits.as_deref();
+        if forced.is_none() && (text.len() < options.parallel_threshold || threads < 2) {
+            return None;
+        }
+        // Enough pieces for the pool to balance, few enough that handing
+        // them out stays cheap.
+        let grain = (text.len() / (threads * 16)).max(8 * 1024);
+        let mut plan =
+            Plan { heads: Vec::new(), batches: Vec::new(), pieces: Vec::new(), read_all_first: false };
+        let mut batch: Option<(usize, usize, usize)> = None;
+        for (i, c) in comps.iter().enumerate() {
+            let body = c.span.text(text);
+            let cuts = match forced {
+                Some(offsets) => {
+                    let mut cuts: Vec<usize> = offsets
+                        .iter()
+                        .filter(|&&o| o > c.span.start && o < c.span.end)
+                        .map(|&o| o - c.span.start)
+                        .collect();
+                    cuts.sort_unstable();
+                    cuts.dedup();
+                    cuts
+                }
+                None if body.len() > 2 * grain => split_points(body, grain),
+                None => Vec::new(),
+            };
+            if let Some((&first, _)) = cuts.split_first() {
+                plan.heads.push((i, first));
+                for (k, &start) in cuts.iter().enumerate() {
+                    let stop = cuts.get(k + 1).copied().unwrap_or(usize::MAX);
+                    plan.pieces.push(PieceSlot {
+                        comp: i,
+                        start,
+                        stop,
+                        claimed: AtomicBool::new(false),
+                        read: Mutex::new(None),
+                    });
+                }
+                continue;
+            }
+            batch = match batch {
+                Some((first, _, bytes)) if bytes < grain / 2 => {
+                    Some((first, i + 1, bytes + body.len()))
+                }
+                done => {
+                    plan.batches.extend(done.map(|(first, end, _)| (first, end)));
+                    Some((i, i + 1, body.len()))
+                }
+            };
+        }
+        plan.batches.extend(batch.map(|(first, end, _)| (first, end)));
+        plan.read_all_first = forced.is_some();
+        Some(plan)
+    }
+
+    /// Parses the computations on the pool.
+    fn run(
+        &self,
+        text: &'a str,
+        comps: &[ComputationOutline],
+        resolve: &ResolveComputation<'_>,
+    ) -> Result<Vec<Computation>, CompError> {
+        let comp_text = |i: usize| comps.get(i).map_or("", |c| c.span.text(text));
+        // A reader takes the last piece nobody has claimed yet, so that the
+        // readers work backwards towards the heads. A shared countdown makes
+        // each slot looked at once in all.
+        let unvisited = AtomicUsize::new(self.pieces.len());
+        let read_one = |_| {
+            while let Ok(k) =
+                unvisited.fetch_update(Ordering::AcqRel, Ordering::Acquire, |k| k.checked_sub(1))
+            {
+                let Some(slot) = self.pieces.get(k - 1) else { return };
+                if slot.claim() {
+                    let piece = read_piece(comp_text(slot.comp), resolve, slot.start, slot.stop);
+                    if let Ok(mut read) = slot.read.lock() {
+                        *read = Some(piece);
+                    }
+                    return;
+                }
+            }
+        };
+        if self.read_all_first {
+            (0..self.pieces.len()).into_par_iter().with_max_len(1).for_each(read_one);
+        }
+        let head = |&(i, stop): &(usize, usize)| {
+            let pieces: Vec<&PieceSlot<'a>> = self.pieces.iter().filter(|p| p.comp == i).collect();
+            (i, CompParser::parse_split(comp_text(i), resolve, stop, &pieces))
+        };
+        let batch = |&(first, end): &(usize, usize)| {
+            let mut parsed = Vec::with_capacity(end - first);
+            for i in first..end {
+                let result = CompParser::parse(comp_text(i), resolve);
+                let failed = result.is_err();
+                parsed.push((i, result));
+                // Errors are reported in text order: nothing after the
+                // first one can matter.
+                if failed {
+                    break;
+                }
+            }
+            parsed
+        };
+        // The heads start at once. The other threads first read pieces
+        // ahead, because a head must register what was read after parsing
+        // everything before it, and only then parse the small computations,
+        // which the heads' threads help with once they are done. Each read
+        // and each batch is its own task, so that the pool can balance them.
+        let (heads, batches) = rayon::join(
+            || self.heads.par_iter().with_max_len(1).map(head).collect::<Vec<_>>(),
+            || {
+                let ((), batches) = rayon::join(
+                    || (0..self.pieces.len()).into_par_iter().with_max_len(1).for_each(read_one),
+                    || self.batches.par_iter().with_max_len(1).map(batch).collect::<Vec<_>>(),
+                );
+                batches
+            },
+        );
+        let mut results: Vec<Option<Result<Computation, RawError>>> =
+            (0..comps.len()).map(|_| None).collect();
+        for (i, result) in heads.into_iter().chain(batches.into_iter().flatten()) {
+            if let Some(slot) = results.get_mut(i) {
+                *slot = Some(result);
+            }
+        }
+        let mut computations = Vec::with_capacity(comps.len());
+        for (c, result) in comps.iter().zip(results) {
+            // Every computation before the first error has a result; a
+            // missing one would be a bug here, and parsing it again keeps
+            // even that from giving a wrong module.
+            let result = result.unwrap_or_else(|| CompParser::parse(c.span.text(text), resolve));
+            computations.push(result.map_err(|e| (c.span, e))?);
+        }
+        Ok(computations)
+    }
+}
+
+/// Where to cut the text of a large computation: every `grain` bytes, at
+/// the start of the next line that looks like an instruction (indentation,
+/// then `%` or `ROOT`). This is a guess, never trusted: a line inside a
+/// multi-line literal, string or comment can look the same, and the parser
+/// checks that it really reaches each cut at an instruction boundary before
+/// it uses what was read from there.
+fn split_points(body: &str, grain: usize) -> Vec<usize> {
+    let bytes = body.as_bytes();
+    let mut cuts = Vec::with_capacity(bytes.len() / grain.max(1) + 1);
+    let mut target = grain;
+    while let Some(at) = instruction_line_at_or_after(bytes, target) {
+        cuts.push(at);
+        target = at + grain.max(1);
+    }
+    cuts
+}
+
+/// The offset of the first `%` or `ROOT` that starts an indented line
+/// beginning after `from`.
+fn instruction_line_at_or_after(bytes: &[u8], from: usize) -> Option<usize> {
+    let mut line = from;
+    loop {
+        line += memchr::memchr(b'\n', bytes.get(line..)?)? + 1;
+        let rest = bytes.get(line..)?;
+        let indent = rest.iter().position(|&b| b != b' ' && b != b'\t')?;
+        let rest = rest.get(indent..).unwrap_or_default();
+        let is_root = rest.starts_with(b"ROOT") && !rest.get(4).is_some_and(|&b| is_ident_continue(b));
+        if indent > 0 && (rest.first() == Some(&b'%') || is_root) {
+            return Some(line + indent);
+        }
+    }
+}
+
 /// The entry computation layout XLA derives when the header has none: the
 /// parameter shapes by number and the root shape, layouts as written.
 fn derived_entry_layout(entry: Option<&Computation>) -> ComputationLayout {
@@ -100,14 +386,11 @@ fn derived_entry_layout(entry: Option<&Computation>) -> ComputationLayout {
 pub fn parse_computation(
     text: &str,
     span: &Span,
-    resolve: &dyn Fn(&str) -> Option<CompId>,
+    resolve: &ResolveComputation<'_>,
     file_name: &str,
 ) -> Result<Computation, ParseError> {
-    let mut p = CompParser::new(text, resolve);
-    match p.computation() {
-        Ok(()) => Ok(p.comp),
-        Err(e) => Err(make_error(text.as_bytes(), e, span.origin(), file_name)),
-    }
+    CompParser::parse(text, resolve)
+        .map_err(|e| make_error(text.as_bytes(), e, span.origin(), file_name))
 }
 
 // ---------------------------------------------------------------------------
@@ -393,40 +676,156 @@ struct Pending<'a> {
     names: SmallVec<[(&'a str, usize); 4]>,
 }
 
-struct CompParser<'a, 'r> {
+/// An instruction as read from the text, before it is added to its
+/// computation: its operands and control predecessors are still names
+/// (with their offsets, for errors).
+struct ParsedInstruction<'a> {
+    inst: Instruction,
+    name: &'a str,
+    name_pos: usize,
+    /// The offset of `ROOT`, when the instruction is marked so.
+    root_pos: Option<usize>,
+    operands: SmallVec<[(&'a str, usize); 4]>,
+    control: SmallVec<[(&'a str, usize); 4]>,
+}
+
+/// The instructions read from one piece of a computation's body, from its
+/// start up to where the reading stopped: at the first instruction
+/// boundary at or after the piece's stop, at the closing `}`, at the end of
+/// the text, or at an error.
+struct Piece<'a> {
+    start: usize,
+    instructions: Vec<ParsedInstruction<'a>>,
+    end: usize,
+    /// The error that stopped the reading, after `instructions`.
+    error: Option<RawError>,
+}
+
+/// Reads the instructions of `text` (a computation's text) from byte
+/// `start`, as [`CompParser::body`] would, without registering them.
+fn read_piece<'a>(
+    text: &'a str,
+    resolve: &ResolveComputation<'_>,
+    start: usize,
+    stop: usize,
+) -> Piece<'a> {
+    let mut r = InstructionReader::new(text, resolve);
+    r.c.pos = start;
+    let piece_text = text.get(start..stop.min(text.len())).unwrap_or_default();
+    let lines = memchr::memchr_iter(b'\n', piece_text.as_bytes()).count() + 1;
+    let mut instructions = Vec::with_capacity(lines);
+    let error = loop {
+        if let Err(e) = r.c.skip_trivia() {
+            break Some(e);
+        }
+        if r.c.pos >= stop || matches!(r.c.peek(), None | Some(b'}')) {
+            break None;
+        }
+        match r.instruction() {
+            Ok(inst) => instructions.push(inst),
+            Err(e) => break Some(e),
+        }
+    };
+    Piece { start, instructions, end: r.c.pos, error }
+}
+
+/// The part of the computation parser that reads an instruction: what it
+/// does depends only on the text and the offset it starts at, never on
+/// the instructions before, so pieces of a body can be read in parallel.
+struct InstructionReader<'a, 'r> {
     c: Cursor<'a>,
-    resolve: &'r dyn Fn(&str) -> Option<CompId>,
+    resolve: &'r ResolveComputation<'r>,
+    attr_buf: Vec<Attr>,
+}
+
+/// The computation parser: an [`InstructionReader`] plus the registration
+/// of each instruction read (ids, names, operands, the root).
+struct CompParser<'a, 'r> {
+    r: InstructionReader<'a, 'r>,
     names: FxHashMap<&'a str, InstId>,
     comp: Computation,
     pending_operands: Vec<Pending<'a>>,
     pending_control: Vec<Pending<'a>>,
     root: Option<(InstId, &'a str)>,
     last: Option<InstId>,
-    attr_buf: Vec<Attr>,
 }
 
+/// A computation's result shape as its signature gives it, and where.
+type Signature = Option<(Shape, usize)>;
+
 impl<'a, 'r> CompParser<'a, 'r> {
-    fn new(text: &'a str, resolve: &'r dyn Fn(&str) -> Option<CompId>) -> Self {
+    fn new(text: &'a str, resolve: &'r ResolveComputation<'r>) -> Self {
         // XLA prints one instruction per line: the line count bounds the
         // instruction count, so that the graph never grows by moving.
         let lines = memchr::memchr_iter(b'\n', text.as_bytes()).count() + 1;
         let mut names = FxHashMap::default();
         names.reserve(lines);
         CompParser {
-            c: Cursor::new(text),
-            resolve,
+            r: InstructionReader::new(text, resolve),
             names,
             comp: Computation::with_capacity("", lines),
             pending_operands: Vec::new(),
             pending_control: Vec::new(),
             root: None,
             last: None,
-            attr_buf: Vec::new(),
         }
     }
 
-    fn computation(&mut self) -> Result<(), RawError> {
-        let c = &mut self.c;
+    /// Parses a computation's text; errors are relative to it.
+    fn parse(text: &'a str, resolve: &'r ResolveComputation<'r>) -> Result<Computation, RawError> {
+        let mut p = CompParser::new(text, resolve);
+        let signature = p.open()?;
+        p.body(usize::MAX)?;
+        p.close(signature)
+    }
+
+    /// Parses a computation's text that was cut at the starts of `pieces`,
+    /// which other threads may be reading ahead. Gives exactly what
+    /// [`CompParser::parse`] gives: a piece's instructions are used only
+    /// when this parser, having parsed everything before, reaches the
+    /// piece's start at an instruction boundary; they are then registered
+    /// in order as if just read, and the reader's error, if any, comes
+    /// after them, as it would have.
+    fn parse_split(
+        text: &'a str,
+        resolve: &'r ResolveComputation<'r>,
+        first_stop: usize,
+        pieces: &[&PieceSlot<'a>],
+    ) -> Result<Computation, RawError> {
+        let mut p = CompParser::new(text, resolve);
+        let signature = p.open()?;
+        let mut closed = p.body(first_stop)?;
+        for slot in pieces {
+            if closed {
+                break;
+            }
+            if !slot.claim() {
+                // Taken by a reader: use what it read if it is done and
+                // this parser stands exactly where the reading began.
+                let read = slot.read.lock().ok().and_then(|mut read| read.take());
+                if let Some(piece) = read.filter(|piece| piece.start == p.r.c.pos) {
+                    for inst in piece.instructions {
+                        p.register(inst)?;
+                    }
+                    if let Some(e) = piece.error {
+                        return Err(e);
+                    }
+                    p.r.c.pos = piece.end;
+                }
+            }
+            // Whatever is left of the piece (all of it, unless it was read
+            // ahead) is parsed here.
+            closed = p.body(slot.stop)?;
+        }
+        if !closed {
+            p.body(usize::MAX)?;
+        }
+        p.close(signature)
+    }
+
+    /// The name, the signature and the `{` that opens the body.
+    fn open(&mut self) -> Result<Signature, RawError> {
+        let c = &mut self.r.c;
         c.skip_trivia()?;
         c.eat_word(b"ENTRY");
         c.skip_trivia()?;
@@ -437,8 +836,8 @@ impl<'a, 'r> CompParser<'a, 'r> {
             )));
         };
         self.comp.name = name.to_string();
-        let signature_result = self.signature()?;
-        let c = &mut self.c;
+        let signature = self.signature()?;
+        let c = &mut self.r.c;
         c.skip_trivia()?;
         if !c.eat(b'{') {
             return Err(c.error(format!(
@@ -446,55 +845,79 @@ impl<'a, 'r> CompParser<'a, 'r> {
                 describe(c.peek())
             )));
         }
+        Ok(signature)
+    }
+
+    /// Parses instructions up to the closing `}` of the body, or up to the
+    /// first instruction boundary at or after byte `stop`. Returns true at
+    /// the `}`.
+    fn body(&mut self, stop: usize) -> Result<bool, RawError> {
         loop {
-            self.c.skip_trivia()?;
-            match self.c.peek() {
-                Some(b'}') => break,
+            self.r.c.skip_trivia()?;
+            if self.r.c.pos >= stop {
+                return Ok(false);
+            }
+            match self.r.c.peek() {
+                Some(b'}') => return Ok(true),
                 None => {
                     return Err(self
+                        .r
                         .c
-                        .error(format!("expected '}}' to close computation %{name}")));
+                        .error(format!("expected '}}' to close computation %{}", self.comp.name)));
                 }
-                _ => self.instruction()?,
+                _ => {
+                    let inst = self.r.instruction()?;
+                    self.register(inst)?;
+                }
             }
         }
-        let close = self.c.pos;
-        self.c.pos += 1;
+    }
+
+    /// From the `}` that closes the body: the execution thread, the end of
+    /// the text, operands named before their definition and the root.
+    fn close(mut self, signature: Signature) -> Result<Computation, RawError> {
+        let close = self.r.c.pos;
+        self.r.c.pos += 1;
         self.execution_thread()?;
-        self.c.skip_trivia()?;
-        if !self.c.at_end() {
-            return Err(self.c.error(format!(
-                "unexpected {} after the end of computation %{name}",
-                describe(self.c.peek())
+        self.r.c.skip_trivia()?;
+        if !self.r.c.at_end() {
+            return Err(self.r.c.error(format!(
+                "unexpected {} after the end of computation %{}",
+                describe(self.r.c.peek()),
+                self.comp.name
             )));
         }
         let Some(last) = self.last else {
-            return Err(RawError::new(close, format!("computation %{name} has no instructions")));
+            return Err(RawError::new(
+                close,
+                format!("computation %{} has no instructions", self.comp.name),
+            ));
         };
         self.resolve_pending()?;
         let root = self.root.map_or(last, |(id, _)| id);
         self.comp.set_root(root).map_err(|e| RawError::new(close, e.to_string()))?;
-        if let Some((shape, at)) = signature_result {
+        if let Some((shape, at)) = signature {
             let root_shape = &self.comp.inst(root).shape;
             if !shape.same_logical_shape(root_shape) {
                 return Err(RawError::new(
                     at,
                     format!(
-                        "the result shape {} of computation %{name} does not match the shape {} of its root %{}",
+                        "the result shape {} of computation %{} does not match the shape {} of its root %{}",
                         shape.display_without_layout(),
+                        self.comp.name,
                         root_shape.display_without_layout(),
                         self.comp.inst(root).name
                     ),
                 ));
             }
         }
-        Ok(())
+        Ok(self.comp)
     }
 
     /// `(p: shape, ...) -> shape`, when present. Returns the result shape
     /// and its offset.
     fn signature(&mut self) -> Result<Option<(Shape, usize)>, RawError> {
-        let c = &mut self.c;
+        let c = &mut self.r.c;
         c.skip_trivia()?;
         if !c.eat(b'(') {
             return Ok(None);
@@ -539,7 +962,7 @@ impl<'a, 'r> CompParser<'a, 'r> {
     }
 
     fn execution_thread(&mut self) -> Result<(), RawError> {
-        let c = &mut self.c;
+        let c = &mut self.r.c;
         let save = c.pos;
         c.skip_trivia()?;
         if !c.eat(b',') {
@@ -563,7 +986,84 @@ impl<'a, 'r> CompParser<'a, 'r> {
         Ok(())
     }
 
-    fn instruction(&mut self) -> Result<(), RawError> {
+    /// Adds an instruction just read: it gets its id, its name is recorded,
+    /// and operands defined earlier are connected now (the rest wait for
+    /// the end of the body).
+    fn register(&mut self, parsed: ParsedInstruction<'a>) -> Result<(), RawError> {
+        let ParsedInstruction { inst, name, name_pos, root_pos, operands, control } = parsed;
+        let mut ids: SmallVec<[InstId; 4]> = SmallVec::with_capacity(operands.len());
+        let mut all_known = true;
+        for &(op, _) in &operands {
+            match self.names.get(op) {
+                Some(&id) => ids.push(id),
+                None => {
+                    all_known = false;
+                    break;
+                }
+            }
+        }
+        let id = self
+            .comp
+            .add(inst, if all_known { &ids } else { &[] })
+            .map_err(|e| RawError::new(name_pos, e.to_string()))?;
+        if self.names.insert(name, id).is_some() {
+            return Err(RawError::new(name_pos, format!("duplicate instruction name %{name}")));
+        }
+        if !all_known {
+            self.pending_operands.push(Pending { user: id, names: operands });
+        }
+        if !control.is_empty() {
+            self.pending_control.push(Pending { user: id, names: control });
+        }
+        if let Some(root_pos) = root_pos {
+            if let Some((_, first)) = self.root {
+                return Err(RawError::new(
+                    root_pos,
+                    format!(
+                        "a second ROOT instruction %{name} in computation %{}: %{first} is already the root",
+                        self.comp.name
+                    ),
+                ));
+            }
+            self.root = Some((id, name));
+        }
+        self.last = Some(id);
+        Ok(())
+    }
+
+    fn resolve_pending(&mut self) -> Result<(), RawError> {
+        for p in std::mem::take(&mut self.pending_operands) {
+            let mut ids: SmallVec<[InstId; 4]> = SmallVec::with_capacity(p.names.len());
+            for (name, at) in p.names {
+                let Some(&id) = self.names.get(name) else {
+                    return Err(RawError::new(at, format!("unknown operand %{name}")));
+                };
+                ids.push(id);
+            }
+            self.comp.set_operands(p.user, &ids).map_err(|e| RawError::new(0, e.to_string()))?;
+        }
+        for p in std::mem::take(&mut self.pending_control) {
+            for (name, at) in p.names {
+                let Some(&id) = self.names.get(name) else {
+                    return Err(RawError::new(at, format!("unknown control predecessor %{name}")));
+                };
+                self.comp
+                    .add_control_dependency(id, p.user)
+                    .map_err(|e| RawError::new(at, e.to_string()))?;
+            }
+        }
+        Ok(())
+    }
+}
+
+impl<'a, 'r> InstructionReader<'a, 'r> {
+    fn new(text: &'a str, resolve: &'r ResolveComputation<'r>) -> Self {
+        InstructionReader { c: Cursor::new(text), resolve, attr_buf: Vec::new() }
+    }
+
+    /// One instruction, from its first byte (`ROOT` or its name) to the end
+    /// of its last attribute.
+    fn instruction(&mut self) -> Result<ParsedInstruction<'a>, RawError> {
         let c = &mut self.c;
         let root_pos = c.pos;
         let is_root = c.eat_word(b"ROOT");
@@ -648,74 +1148,18 @@ impl<'a, 'r> CompParser<'a, 'r> {
         exact.append(&mut attrs);
         self.attr_buf = attrs;
 
-        // Operands defined earlier resolve now; the rest wait for the end.
-        let mut ids: SmallVec<[InstId; 4]> = SmallVec::with_capacity(operands.len());
-        let mut all_known = true;
-        for &(op, _) in &operands {
-            match self.names.get(op) {
-                Some(&id) => ids.push(id),
-                None => {
-                    all_known = false;
-                    break;
-                }
-            }
-        }
         let mut inst = Instruction::new(name, opcode, shape);
         inst.payload = payload;
         inst.attrs = Attrs(exact);
-        let id = self
-            .comp
-            .add(inst, if all_known { &ids } else { &[] })
-            .map_err(|e| RawError::new(name_pos, e.to_string()))?;
-        if self.names.insert(name, id).is_some() {
-            return Err(RawError::new(name_pos, format!("duplicate instruction name %{name}")));
-        }
-        if !all_known {
-            self.pending_operands.push(Pending { user: id, names: operands });
-        }
-        if !control.is_empty() {
-            self.pending_control.push(Pending { user: id, names: control });
-        }
-        if is_root {
-            if let Some((_, first)) = self.root {
-                return Err(RawError::new(
-                    root_pos,
-                    format!(
-                        "a second ROOT instruction %{name} in computation %{}: %{first} is already the root",
-                        self.comp.name
-                    ),
-                ));
-            }
-            self.root = Some((id, name));
-        }
-        self.last = Some(id);
-        Ok(())
+        Ok(ParsedInstruction {
+            inst,
+            name,
+            name_pos,
+            root_pos: is_root.then_some(root_pos),
+            operands,
+            control,
+        })
     }
-
-    fn resolve_pending(&mut self) -> Result<(), RawError> {
-        for p in std::mem::take(&mut self.pending_operands) {
-            let mut ids: SmallVec<[InstId; 4]> = SmallVec::with_capacity(p.names.len());
-            for (name, at) in p.names {
-                let Some(&id) = self.names.get(name) else {
-                    return Err(RawError::new(at, format!("unknown operand %{name}")));
-                };
-                ids.push(id);
-            }
-            self.comp.set_operands(p.user, &ids).map_err(|e| RawError::new(0, e.to_string()))?;
-        }
-        for p in std::mem::take(&mut self.pending_control) {
-            for (name, at) in p.names {
-                let Some(&id) = self.names.get(name) else {
-                    return Err(RawError::new(at, format!("unknown control predecessor %{name}")));
-                };
-                self.comp
-                    .add_control_dependency(id, p.user)
-                    .map_err(|e| RawError::new(at, e.to_string()))?;
-            }
-        }
-        Ok(())
-    }
-
     /// One `name=value` after a `,`.
     fn attribute(
         &mut self,

@@ -1,0 +1,286 @@
+//! The parallel parser gives exactly what the sequential one gives: the
+//! same module (instruction ids, order, names, attributes) for good text,
+//! and the same first error (message, line, column, source line) for bad
+//! text, wherever the computations are cut.
+
+use std::path::{Path, PathBuf};
+
+use proptest::prelude::*;
+
+use hlo::{Module, ParseError, ParseOptions, diff_modules, parse_module_with, print_module};
+
+fn sequential() -> ParseOptions {
+    ParseOptions { parallel_threshold: usize::MAX, ..ParseOptions::default() }
+}
+
+fn cut_at(offsets: Vec<usize>) -> ParseOptions {
+    ParseOptions { forced_splits: Some(offsets), ..ParseOptions::default() }
+}
+
+fn parse(text: &str, options: &ParseOptions) -> Result<Module, ParseError> {
+    parse_module_with(text, "t.hlo", options)
+}
+
+/// Every `.hlo` under `testdata/`.
+fn testdata_files() -> Vec<PathBuf> {
+    let mut files = Vec::new();
+    let mut dirs = vec![Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata")];
+    while let Some(dir) = dirs.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                dirs.push(path);
+            } else if path.extension().is_some_and(|e| e == "hlo") {
+                files.push(path);
+            }
+        }
+    }
+    files.sort();
+    files
+}
+
+fn large_module() -> String {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../testdata/xla-cpu/large_transformer_24_f32/before_layout.hlo");
+    std::fs::read_to_string(path).unwrap()
+}
+
+/// The first difference between two parse results, ids included, or
+/// `None` when they are identical.
+fn difference(
+    a: &Result<Module, ParseError>,
+    b: &Result<Module, ParseError>,
+) -> Option<String> {
+    let (a, b) = match (a, b) {
+        (Ok(a), Ok(b)) => (a, b),
+        (Err(a), Err(b)) if a == b => return None,
+        (Err(a), Err(b)) => return Some(format!("errors differ:\n{a}\n{b}")),
+        (Ok(_), Err(e)) | (Err(e), Ok(_)) => return Some(format!("one failed: {e}")),
+    };
+    if let Some(d) = diff_modules(a, b) {
+        return Some(d);
+    }
+    for (x, y) in a.computations.iter().zip(&b.computations) {
+        if x.schedule() != y.schedule() || x.root() != y.root() {
+            return Some(format!("computation %{}: ids differ", x.name));
+        }
+        if x.graph().edge_count() != y.graph().edge_count() {
+            return Some(format!("computation %{}: edge counts differ", x.name));
+        }
+        for &id in x.schedule() {
+            let (i, j) = (x.inst(id), y.inst(id));
+            if i != j || i.operands() != j.operands() {
+                return Some(format!("computation %{}: instruction {id:?} differs", x.name));
+            }
+        }
+    }
+    (print_module(a) != print_module(b)).then(|| "printed texts differ".to_string())
+}
+
+fn assert_same(text: &str, options: &ParseOptions, what: &str) {
+    let expected = parse(text, &sequential());
+    if let Some(d) = difference(&expected, &parse(text, options)) {
+        panic!("{what}: {d}");
+    }
+}
+
+/// Offsets of the first non-blank byte of every line.
+fn line_starts(text: &str) -> Vec<usize> {
+    let mut starts = Vec::new();
+    let mut line = 0;
+    for l in text.split_inclusive('\n') {
+        let indent = l.len() - l.trim_start_matches([' ', '\t']).len();
+        starts.push(line + indent);
+        line += l.len();
+    }
+    starts
+}
+
+#[test]
+fn every_testdata_module_parses_the_same() {
+    for path in testdata_files() {
+        let name = path.display().to_string();
+        let text = std::fs::read_to_string(&path).unwrap();
+        // The default: parallel for the large modules.
+        assert_same(&text, &ParseOptions::default(), &name);
+        // Cut at every instruction start, then at awkward places: inside
+        // the first token of every line, and at every line end.
+        let starts = line_starts(&text);
+        assert_same(&text, &cut_at(starts.clone()), &format!("{name}, every line"));
+        let inside: Vec<usize> = starts.iter().map(|s| s + 1).collect();
+        assert_same(&text, &cut_at(inside), &format!("{name}, inside tokens"));
+        let ends: Vec<usize> = text.match_indices('\n').map(|(i, _)| i).collect();
+        assert_same(&text, &cut_at(ends), &format!("{name}, line ends"));
+        // One cut at the middle instruction line of each computation.
+        let middles: Vec<usize> = starts.iter().copied().skip(starts.len() / 2).take(1).collect();
+        assert_same(&text, &cut_at(middles), &format!("{name}, middle"));
+    }
+}
+
+/// A module with text that looks like instructions where there are none:
+/// inside a multi-line constant literal, a multi-line string and a block
+/// comment. Also a forward reference, a control predecessor and a called
+/// computation.
+const AWKWARD: &str = r#"HloModule awkward
+
+%add (x: f32[], y: f32[]) -> f32[] {
+  %x = f32[] parameter(0)
+  %y = f32[] parameter(1)
+  ROOT %s = f32[] add(%x, %y)
+}
+
+ENTRY %main (p: f32[2],
+    q: f32[2]) -> f32[2] {
+  %p = f32[2]{0} parameter(0)
+  %q = f32[2]{0} parameter(1)
+  %k = f32[2,2]{1,0} constant({
+  %not_an_instruction = {1, 2},
+  ROOT {3, 4}
+  })
+  /* a comment that looks like code:
+  %c = f32[2]{0} negate(%p)
+  ROOT %c2 = f32[2]{0} negate(%p)
+  */
+  %n = f32[2]{0} negate(%fwd), metadata={op_name="first
+  %m = f32[2]{0} add(%p, %p)
+  ROOT %r = f32[2]{0} add(%p, %p)"}, control-predecessors={%q}
+  %fwd = f32[2]{0} abs(%p) // a line comment
+  %z = f32[] constant(0)
+  %red = f32[] reduce(%p, %z), dimensions={0}, to_apply=%add
+  ROOT %out = f32[2]{0} add(%n, %fwd)
+}
+
+"#;
+
+#[test]
+fn any_single_cut_gives_the_sequential_module() {
+    assert!(parse(AWKWARD, &sequential()).is_ok());
+    for k in 0..=AWKWARD.len() {
+        assert_same(AWKWARD, &cut_at(vec![k]), &format!("cut at {k}"));
+    }
+    for k in 0..AWKWARD.len() {
+        for d in [1, 2, 5, 17, 40, 90] {
+            assert_same(AWKWARD, &cut_at(vec![k, k + d]), &format!("cuts at {k} and {}", k + d));
+        }
+    }
+}
+
+/// The byte range of the line that defines the instruction `name`.
+fn line_of(text: &str, name: &str) -> (usize, usize) {
+    let needle = format!("\n  %{name} = ");
+    let start = text.find(&needle).unwrap_or_else(|| panic!("no %{name}")) + 1;
+    let end = start + text[start..].find('\n').unwrap();
+    (start, end)
+}
+
+/// Names of the entry computation's instructions, in order.
+fn entry_names(text: &str) -> Vec<String> {
+    let entry = text.find("\nENTRY ").unwrap();
+    text[entry..]
+        .lines()
+        .filter_map(|l| l.strip_prefix("  %"))
+        .map(|l| l.split(' ').next().unwrap().to_string())
+        .collect()
+}
+
+/// Applies `edit` to the line of the instruction `at` (a fraction of the
+/// way into the entry computation) and checks that every way of parsing
+/// gives the same error.
+fn check_error(text: &str, at: f64, what: &str, edit: impl Fn(&str, &[String]) -> String) {
+    let names = entry_names(text);
+    let name = &names[(names.len() as f64 * at) as usize];
+    let (start, end) = line_of(text, name);
+    let edited = format!("{}{}{}", &text[..start], edit(&text[start..end], &names), &text[end..]);
+    let expected = parse(&edited, &sequential());
+    let Err(e) = &expected else { panic!("{what}: parsed") };
+    // The cuts: the default ones, on the edited line and around it.
+    let mut options = vec![ParseOptions::default()];
+    for cuts in [vec![start], vec![start - 1, start + 2], vec![start + 2], vec![end + 1, end + 3]] {
+        options.push(cut_at(cuts));
+    }
+    let middle = start / 2 + text[start / 2..].find("\n  %").unwrap() + 3;
+    options.push(cut_at(vec![middle, start, end + 3]));
+    for o in &options {
+        let got = parse(&edited, o);
+        if let Some(d) = difference(&expected, &got) {
+            panic!("{what} ({o:?}): {d}");
+        }
+        assert_eq!(got.as_ref().err().map(ToString::to_string), Some(e.to_string()));
+    }
+}
+
+#[test]
+fn errors_in_the_second_half_are_the_sequential_ones() {
+    let text = large_module();
+    check_error(&text, 0.8, "syntax error", |line, _| line.replacen(" = ", " ", 1));
+    check_error(&text, 0.8, "bad shape", |line, _| line.replacen("f32[", "f33[", 1));
+    check_error(&text, 0.8, "duplicate name", |line, names| {
+        let name = line.trim_start().split(' ').next().unwrap();
+        line.replacen(name, &format!("%{}", names[names.len() / 2]), 1)
+    });
+    check_error(&text, 0.8, "unknown operand", |line, _| line.replacen("(%", "(%nowhere_", 1));
+    check_error(&text, 0.8, "second ROOT", |line, _| line.replacen("  %", "  ROOT %", 1));
+    check_error(&text, 0.8, "unknown computation", |line, _| {
+        format!("{line}, to_apply=%nowhere")
+    });
+    check_error(&text, 0.8, "unterminated string", |line, _| format!("{line}, x=\"open"));
+    check_error(&text, 0.97, "duplicate name near the end", |line, names| {
+        let name = line.trim_start().split(' ').next().unwrap();
+        line.replacen(name, &format!("%{}", names[1]), 1)
+    });
+    // Two errors: the one earlier in the text wins, even when it is a
+    // registration error and the later one a syntax error.
+    let names = entry_names(&text);
+    let (start, end) = line_of(&text, &names[names.len() * 3 / 10]);
+    let line = text[start..end].replacen(
+        text[start..end].trim_start().split(' ').next().unwrap(),
+        &format!("%{}", names[2]),
+        1,
+    );
+    let two = format!("{}{line}{}", &text[..start], &text[end..]);
+    check_error(&two, 0.8, "two errors", |line, _| line.replacen(" = ", " ", 1));
+}
+
+fn corpus_seed() -> &'static str {
+    static SEED: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    SEED.get_or_init(|| {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../testdata/xla-cpu/mlp_fwd_bwd/optimized.hlo");
+        std::fs::read_to_string(path).unwrap()
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 300, failure_persistence: None, ..ProptestConfig::default() })]
+
+    /// Random cuts of a real module.
+    #[test]
+    fn random_cuts_give_the_sequential_module(
+        cuts in proptest::collection::vec(any::<prop::sample::Index>(), 0..12),
+    ) {
+        let text = corpus_seed();
+        let cuts: Vec<usize> = cuts.iter().map(|i| i.index(text.len() + 1)).collect();
+        let expected = parse(text, &sequential());
+        prop_assert_eq!(difference(&expected, &parse(text, &cut_at(cuts))), None);
+    }
+
+    /// Random cuts of a damaged module: the same module or the same error.
+    #[test]
+    fn random_cuts_of_damaged_text_give_the_sequential_result(
+        edits in proptest::collection::vec((any::<prop::sample::Index>(), 0..8usize), 1..4),
+        cuts in proptest::collection::vec(any::<prop::sample::Index>(), 1..8),
+    ) {
+        const SNIPPETS: [&str; 8] = ["\"", "/*", "}", "{", "ROOT ", "%x = f32[] constant(1)\n  ", "(", ","];
+        let mut text = AWKWARD.to_string();
+        for (at, what) in &edits {
+            let mut at = at.index(text.len() + 1);
+            while !text.is_char_boundary(at) {
+                at -= 1;
+            }
+            text.insert_str(at, SNIPPETS[*what]);
+        }
+        let cuts: Vec<usize> = cuts.iter().map(|i| i.index(text.len() + 1)).collect();
+        let expected = parse(&text, &sequential());
+        prop_assert_eq!(difference(&expected, &parse(&text, &cut_at(cuts))), None);
+    }
+}
