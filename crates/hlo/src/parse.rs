@@ -8,13 +8,16 @@
 //! [`crate::lex::MAX_NESTING`].
 //!
 //! Large modules are parsed on the rayon pool (see [`parse_module_with`]).
-//! Computations are independent once the outline has named them all, and a
-//! computation too large for one core is cut into pieces whose
-//! instructions other cores read ahead. Reading an instruction depends only
-//! on where it starts; giving it an id and resolving its operand names
-//! depends on the instructions before it, and that part stays in text
-//! order. So the result, errors included, is exactly the sequential one.
+//! Computations are independent once the outline has named them all, so
+//! they are parsed from where they seem to be while the outline scan runs,
+//! and kept once it confirms them. A computation too large for one core is
+//! cut into pieces whose instructions other cores read ahead: reading an
+//! instruction depends only on where it starts, while giving it an id and
+//! resolving its operand names depends on the instructions before it and
+//! stays in text order. So the result, errors included, is exactly the
+//! sequential one.
 
+use std::ops::Range;
 use std::sync::Mutex;
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -27,7 +30,7 @@ use shape::{PrimitiveType, Shape};
 
 use crate::diag::{Origin, ParseError, RawError, make_error, source_line};
 use crate::lex::{Cursor, describe, is_ident_continue};
-use crate::outline::{ComputationOutline, Span, boolean, outline, shape_index};
+use crate::outline::{ModuleOutline, Span, boolean, outline, shape_index};
 use crate::print::attr_is_default;
 use crate::{
     Attr, AttrKey, AttrValue, Attrs, CompId, Computation, ComputationLayout, ConvDimLabels, InstId,
@@ -78,19 +81,20 @@ pub fn parse_module_with(
     file_name: &str,
     options: &ParseOptions,
 ) -> Result<Module, ParseError> {
-    let outline = outline(text, file_name)?;
-    let mut ids: FxHashMap<&str, CompId> = FxHashMap::default();
-    ids.reserve(outline.computations.len());
-    for (i, c) in outline.computations.iter().enumerate() {
-        ids.insert(c.name.as_str(), CompId(i as u32));
-    }
-    let resolve = |name: &str| ids.get(name).copied();
-    let comps = &outline.computations;
-    let parsed = match Plan::new(text, comps, options) {
-        Some(plan) => plan.run(text, comps, &resolve),
-        None => parse_in_order(text, comps, &resolve),
+    let parallel = options.forced_splits.is_some()
+        || (text.len() >= options.parallel_threshold && rayon::current_num_threads() > 1);
+    let (outline, parsed) = if parallel {
+        parse_in_parallel(text, file_name, options)?
+    } else {
+        let outline = outline(text, file_name)?;
+        let spans: Vec<Range<usize>> =
+            outline.computations.iter().map(|c| c.span.start..c.span.end).collect();
+        let names = outline.computations.iter().map(|c| c.name.as_str());
+        let parsed = parse_in_order(text, &spans, &Resolver::new(names));
+        (outline, parsed)
     };
-    let computations = parsed.map_err(|(span, e)| {
+    let computations = parsed.map_err(|(i, e)| {
+        let span = outline.computations.get(i).map_or(outline.header_span, |c| c.span);
         let mut e = make_error(span.text(text).as_bytes(), e, span.origin(), file_name);
         e.source_line = source_line(text.as_bytes(), e.offset);
         e
@@ -135,21 +139,122 @@ pub fn parse_module_bytes(bytes: &[u8], file_name: &str) -> Result<Module, Parse
     }
 }
 
-/// A computation's parse failure, with the span its offset is relative to.
-type CompError = (Span, RawError);
+/// A computation's parse failure: its index and the error, with an offset
+/// relative to the computation's text.
+type CompError = (usize, RawError);
+
+/// Computation names to ids, by position.
+struct Resolver<'a>(FxHashMap<&'a str, CompId>);
+
+impl<'a> Resolver<'a> {
+    fn new(names: impl ExactSizeIterator<Item = &'a str>) -> Self {
+        let mut ids: FxHashMap<&str, CompId> = FxHashMap::default();
+        ids.reserve(names.len());
+        for (i, name) in names.enumerate() {
+            ids.insert(name, CompId(i as u32));
+        }
+        Resolver(ids)
+    }
+
+    fn resolve(&self, name: &str) -> Option<CompId> {
+        self.0.get(name).copied()
+    }
+}
 
 /// The sequential path: one computation after the other.
 fn parse_in_order(
     text: &str,
-    comps: &[ComputationOutline],
-    resolve: &ResolveComputation<'_>,
+    spans: &[Range<usize>],
+    resolver: &Resolver<'_>,
 ) -> Result<Vec<Computation>, CompError> {
-    let mut computations = Vec::with_capacity(comps.len());
-    for c in comps {
-        let comp = CompParser::parse(c.span.text(text), resolve).map_err(|e| (c.span, e))?;
-        computations.push(comp);
+    let resolve = |name: &str| resolver.resolve(name);
+    let mut computations = Vec::with_capacity(spans.len());
+    for (i, span) in spans.iter().enumerate() {
+        let comp_text = text.get(span.clone()).unwrap_or_default();
+        computations.push(CompParser::parse(comp_text, &resolve).map_err(|e| (i, e))?);
     }
     Ok(computations)
+}
+
+/// The parallel path. The outline scan is itself a good share of the
+/// work, so it runs beside the parsing of the computations, which starts
+/// from where they seem to be (see [`guess_computations`]). What was parsed
+/// is kept only if the outline finds exactly those computations, by name
+/// and extent; then it is what parsing from the outline gives, since a
+/// computation's parse depends only on its text and the names of all
+/// computations. Otherwise the computations are parsed again from the
+/// outline.
+fn parse_in_parallel(
+    text: &str,
+    file_name: &str,
+    options: &ParseOptions,
+) -> Result<(ModuleOutline, Result<Vec<Computation>, CompError>), ParseError> {
+    let (outline, (guess, parsed)) = rayon::join(
+        || outline(text, file_name),
+        || {
+            let guess = guess_computations(text);
+            let spans: Vec<Range<usize>> = guess.iter().map(|(_, span)| span.clone()).collect();
+            let resolver = Resolver::new(guess.iter().map(|&(name, _)| name));
+            let parsed = Plan::new(text, &spans, options).run(text, &spans, &resolver);
+            (guess, parsed)
+        },
+    );
+    let outline = outline?;
+    let confirmed = outline.computations.len() == guess.len()
+        && outline.computations.iter().zip(&guess).all(|(c, (name, span))| {
+            c.name == *name && c.span.start == span.start && c.span.end == span.end
+        });
+    if confirmed {
+        return Ok((outline, parsed));
+    }
+    let spans: Vec<Range<usize>> =
+        outline.computations.iter().map(|c| c.span.start..c.span.end).collect();
+    let resolver = Resolver::new(outline.computations.iter().map(|c| c.name.as_str()));
+    let parsed = Plan::new(text, &spans, options).run(text, &spans, &resolver);
+    Ok((outline, parsed))
+}
+
+/// Where the computations seem to be, as XLA prints them: each starts at a
+/// line that begins with `%name` or `ENTRY %name`, and ends with the last
+/// non-blank byte before the next one (or before the end of the text).
+/// Only a guess: see [`parse_in_parallel`].
+fn guess_computations(text: &str) -> Vec<(&str, Range<usize>)> {
+    let bytes = text.as_bytes();
+    let mut found: Vec<(&str, Range<usize>)> = Vec::new();
+    let mut line = 0;
+    loop {
+        if matches!(bytes.get(line), Some(b'%' | b'E')) {
+            let mut c = Cursor::new(text);
+            c.pos = line;
+            if c.eat_word(b"ENTRY") {
+                while c.eat(b' ') {}
+            }
+            if c.peek() == Some(b'%')
+                && let Some(name) = c.name()
+            {
+                if let Some((_, previous)) = found.last_mut() {
+                    previous.end = trim_end(bytes, line);
+                }
+                found.push((name, line..text.len()));
+            }
+        }
+        match bytes.get(line..).and_then(|rest| memchr::memchr(b'\n', rest)) {
+            Some(i) => line += i + 1,
+            None => break,
+        }
+    }
+    if let Some((_, last)) = found.last_mut() {
+        last.end = trim_end(bytes, text.len());
+    }
+    found
+}
+
+/// `end`, moved back over whitespace.
+fn trim_end(bytes: &[u8], mut end: usize) -> usize {
+    while end > 0 && matches!(bytes.get(end - 1), Some(b' ' | b'\t' | b'\r' | b'\n')) {
+        end -= 1;
+    }
+    end
 }
 
 /// How the parallel path divides a module's computations.
@@ -196,27 +301,23 @@ impl PieceSlot<'_> {
 }
 
 impl<'a> Plan<'a> {
-    /// The plan for `comps`, or `None` for the sequential path.
-    fn new(text: &str, comps: &[ComputationOutline], options: &ParseOptions) -> Option<Plan<'a>> {
-        let threads = rayon::current_num_threads();
+    /// The plan for the computations at `spans` of `text`.
+    fn new(text: &str, spans: &[Range<usize>], options: &ParseOptions) -> Plan<'a> {
         let forced = options.forced_splits.as_deref();
-        if forced.is_none() && (text.len() < options.parallel_threshold || threads < 2) {
-            return None;
-        }
         // Enough pieces for the pool to balance, few enough that handing
         // them out stays cheap.
-        let grain = (text.len() / (threads * 16)).max(8 * 1024);
+        let grain = (text.len() / (rayon::current_num_threads() * 16)).max(8 * 1024);
         let mut plan =
             Plan { heads: Vec::new(), batches: Vec::new(), pieces: Vec::new(), read_all_first: false };
         let mut batch: Option<(usize, usize, usize)> = None;
-        for (i, c) in comps.iter().enumerate() {
-            let body = c.span.text(text);
+        for (i, span) in spans.iter().enumerate() {
+            let body = text.get(span.clone()).unwrap_or_default();
             let cuts = match forced {
                 Some(offsets) => {
                     let mut cuts: Vec<usize> = offsets
                         .iter()
-                        .filter(|&&o| o > c.span.start && o < c.span.end)
-                        .map(|&o| o - c.span.start)
+                        .filter(|&&o| o > span.start && o < span.end)
+                        .map(|&o| o - span.start)
                         .collect();
                     cuts.sort_unstable();
                     cuts.dedup();
@@ -251,17 +352,18 @@ impl<'a> Plan<'a> {
         }
         plan.batches.extend(batch.map(|(first, end, _)| (first, end)));
         plan.read_all_first = forced.is_some();
-        Some(plan)
+        plan
     }
 
     /// Parses the computations on the pool.
     fn run(
         &self,
         text: &'a str,
-        comps: &[ComputationOutline],
-        resolve: &ResolveComputation<'_>,
+        spans: &[Range<usize>],
+        resolver: &Resolver<'_>,
     ) -> Result<Vec<Computation>, CompError> {
-        let comp_text = |i: usize| comps.get(i).map_or("", |c| c.span.text(text));
+        let resolve = &|name: &str| resolver.resolve(name);
+        let comp_text = |i: usize| spans.get(i).and_then(|s| text.get(s.clone())).unwrap_or_default();
         // A reader takes the last piece nobody has claimed yet, so that the
         // readers work backwards towards the heads. A shared countdown makes
         // each slot looked at once in all.
@@ -317,19 +419,19 @@ impl<'a> Plan<'a> {
             },
         );
         let mut results: Vec<Option<Result<Computation, RawError>>> =
-            (0..comps.len()).map(|_| None).collect();
+            (0..spans.len()).map(|_| None).collect();
         for (i, result) in heads.into_iter().chain(batches.into_iter().flatten()) {
             if let Some(slot) = results.get_mut(i) {
                 *slot = Some(result);
             }
         }
-        let mut computations = Vec::with_capacity(comps.len());
-        for (c, result) in comps.iter().zip(results) {
+        let mut computations = Vec::with_capacity(spans.len());
+        for (i, result) in results.into_iter().enumerate() {
             // Every computation before the first error has a result; a
             // missing one would be a bug here, and parsing it again keeps
             // even that from giving a wrong module.
-            let result = result.unwrap_or_else(|| CompParser::parse(c.span.text(text), resolve));
-            computations.push(result.map_err(|e| (c.span, e))?);
+            let result = result.unwrap_or_else(|| CompParser::parse(comp_text(i), resolve));
+            computations.push(result.map_err(|e| (i, e))?);
         }
         Ok(computations)
     }

@@ -165,6 +165,34 @@ fn any_single_cut_gives_the_sequential_module() {
     }
 }
 
+/// Texts whose computations are not where the lines suggest at a glance:
+/// what was parsed from the guessed places is dropped, and the
+/// computations are parsed again from the outline.
+#[test]
+fn misleading_lines_are_no_problem() {
+    let variants = [
+        AWKWARD.replace("\nENTRY %main", "\n// a comment between computations\nENTRY %main"),
+        AWKWARD.replace("}\n\nENTRY", "} /* a comment */\n\nENTRY"),
+        AWKWARD.replace("\n%add (x", "\n  %add (x"),
+        AWKWARD.replace("op_name=\"first\n", "op_name=\"first\n%fake (x: f32[]) -> f32[] {\n"),
+        AWKWARD.replace("\n%add (x", "\n%main (x"),
+        format!("{AWKWARD}// the end\n"),
+    ];
+    for text in &variants {
+        for cuts in [vec![], line_starts(text)] {
+            assert_same(text, &cut_at(cuts), text);
+        }
+    }
+    let large = large_module();
+    let entry = large.find("\nENTRY ").unwrap();
+    for text in [
+        format!("{large}// the end\n"),
+        format!("{}\n/* a comment */{}", &large[..entry], &large[entry..]),
+    ] {
+        assert_same(&text, &ParseOptions::default(), "large module with a comment");
+    }
+}
+
 /// The byte range of the line that defines the instruction `name`.
 fn line_of(text: &str, name: &str) -> (usize, usize) {
     let needle = format!("\n  %{name} = ");
