@@ -221,26 +221,23 @@ fn parse_in_parallel(
 fn guess_computations(text: &str) -> Vec<(&str, Range<usize>)> {
     let bytes = text.as_bytes();
     let mut found: Vec<(&str, Range<usize>)> = Vec::new();
-    let mut line = 0;
-    loop {
-        if matches!(bytes.get(line), Some(b'%' | b'E')) {
-            let mut c = Cursor::new(text);
-            c.pos = line;
-            if c.eat_word(b"ENTRY") {
-                while c.eat(b' ') {}
-            }
-            if c.peek() == Some(b'%')
-                && let Some(name) = c.name()
-            {
-                if let Some((_, previous)) = found.last_mut() {
-                    previous.end = trim_end(bytes, line);
-                }
-                found.push((name, line..text.len()));
-            }
+    let line_starts = std::iter::once(0).chain(memchr::memchr_iter(b'\n', bytes).map(|i| i + 1));
+    for line in line_starts {
+        if !matches!(bytes.get(line), Some(b'%' | b'E')) {
+            continue;
         }
-        match bytes.get(line..).and_then(|rest| memchr::memchr(b'\n', rest)) {
-            Some(i) => line += i + 1,
-            None => break,
+        let mut c = Cursor::new(text);
+        c.pos = line;
+        if c.eat_word(b"ENTRY") {
+            while c.eat(b' ') {}
+        }
+        if c.peek() == Some(b'%')
+            && let Some(name) = c.name()
+        {
+            if let Some((_, previous)) = found.last_mut() {
+                previous.end = trim_end(bytes, line);
+            }
+            found.push((name, line..text.len()));
         }
     }
     if let Some((_, last)) = found.last_mut() {
@@ -327,6 +324,7 @@ impl<'a> Plan<'a> {
                 None => Vec::new(),
             };
             if let Some((&first, _)) = cuts.split_first() {
+                plan.batches.extend(batch.take().map(|(first, end, _)| (first, end)));
                 plan.heads.push((i, first));
                 for (k, &start) in cuts.iter().enumerate() {
                     let stop = cuts.get(k + 1).copied().unwrap_or(usize::MAX);
@@ -1920,6 +1918,35 @@ mod tests {
         let mut c = Cursor::new("({1, (2)}, \")\") ), x");
         c.pos = 1;
         assert_eq!(literal(&mut c).unwrap(), "{1, (2)}, \")\"");
+    }
+
+    /// The guess finds computations as XLA prints them, and the plan
+    /// parses each exactly once: whole in a batch, or as a head.
+    #[test]
+    fn plans_cover_each_computation_once() {
+        let text = "HloModule m\n\n%a {\n  ROOT %x = f32[] constant(0)\n}\n\n\
+                    %b (p: f32[]) -> f32[] {\n  %p = f32[] parameter(0)\n  ROOT %n = f32[] negate(%p)\n}\n\n\
+                    %c {\n  ROOT %y = f32[] constant(1)\n}\n\n\
+                    ENTRY %main {\n  ROOT %z = f32[] constant(2)\n}\n";
+        let guess = guess_computations(text);
+        let names: Vec<&str> = guess.iter().map(|(name, _)| *name).collect();
+        assert_eq!(names, ["a", "b", "c", "main"]);
+        let outline = outline(text, "t").unwrap();
+        for (c, (_, span)) in outline.computations.iter().zip(&guess) {
+            assert_eq!(c.span.start..c.span.end, *span);
+        }
+        let spans: Vec<Range<usize>> = guess.into_iter().map(|(_, span)| span).collect();
+        let inside_b = spans[1].start + text[spans[1].clone()].find("ROOT").unwrap();
+        for cuts in [vec![], vec![inside_b], vec![spans[3].start + 8]] {
+            let options = ParseOptions { forced_splits: Some(cuts.clone()), ..ParseOptions::default() };
+            let plan = Plan::new(text, &spans, &options);
+            let mut seen = vec![0; spans.len()];
+            for &(first, end) in &plan.batches {
+                (first..end).for_each(|i| seen[i] += 1);
+            }
+            plan.heads.iter().for_each(|&(i, _)| seen[i] += 1);
+            assert_eq!(seen, [1, 1, 1, 1], "cuts {cuts:?}");
+        }
     }
 
     #[test]
