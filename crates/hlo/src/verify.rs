@@ -45,31 +45,41 @@ pub fn verify_module(module: &Module) -> Vec<VerifyError> {
 /// [`verify_module`], in parallel from `parallel_from` instructions on, a
 /// large computation in runs of `grain` instructions.
 fn verify_module_from(module: &Module, parallel_from: usize, grain: usize) -> Vec<VerifyError> {
-    let mut v = Verifier { module, errors: Vec::new(), parallel_from, grain: grain.max(1) };
-    v.module_checks();
+    let grain = grain.max(1);
+    let mut v = Verifier { module, errors: Vec::new(), parallel_from, grain };
     if module.instruction_count() < parallel_from {
+        v.module_checks();
         for (i, comp) in module.computations.iter().enumerate() {
             v.computation(CompId(i as u32), comp);
         }
         return v.errors;
     }
-    // A large module is checked on all cores: computations in parallel,
-    // a large computation's instructions in runs. Each part collects its
-    // own problems, joined in order: the sequential list, sooner.
+    // A large module is checked on all cores: the module-wide checks (a
+    // pass over every instruction name) beside the computations, these in
+    // parallel, a large computation's instructions in runs. Each part
+    // collects its own problems, joined in order: the sequential list,
+    // sooner.
     use rayon::prelude::*;
-    let grain = v.grain;
-    let parts: Vec<Vec<VerifyError>> = module
-        .computations
-        .par_iter()
-        .enumerate()
-        .map(|(i, comp)| {
-            let mut part = Verifier { module, errors: Vec::new(), parallel_from, grain };
-            part.computation(CompId(i as u32), comp);
-            part.errors
-        })
-        .collect();
-    v.errors.extend(parts.into_iter().flatten());
-    v.errors
+    let (mut errors, parts) = rayon::join(
+        || {
+            v.module_checks();
+            v.errors
+        },
+        || {
+            module
+                .computations
+                .par_iter()
+                .enumerate()
+                .map(|(i, comp)| {
+                    let mut part = Verifier { module, errors: Vec::new(), parallel_from, grain };
+                    part.computation(CompId(i as u32), comp);
+                    part.errors
+                })
+                .collect::<Vec<Vec<VerifyError>>>()
+        },
+    );
+    errors.extend(parts.into_iter().flatten());
+    errors
 }
 
 /// Modules with at least this many instructions are checked in parallel.
@@ -167,12 +177,14 @@ impl<'m> Verifier<'m> {
     fn module_checks(&mut self) {
         let m = self.module;
         let mut comp_names = FxHashSet::default();
+        comp_names.reserve(m.computations.len());
         for c in &m.computations {
             if !comp_names.insert(c.name.as_str()) {
                 self.module_error(format!("computation name %{} is used twice", c.name));
             }
         }
         let mut inst_names: FxHashMap<&str, &str> = FxHashMap::default();
+        inst_names.reserve(m.instruction_count());
         for c in &m.computations {
             for (_, inst) in c.instructions() {
                 if let Some(first) = inst_names.insert(inst.name.as_str(), c.name.as_str()) {
@@ -1366,5 +1378,23 @@ mod tests {
             }
         }
         assert!(checked > 100 && problems > 1000, "{checked} modules checked, {problems} problems compared");
+    }
+
+    /// Module-wide problems (checked beside the computations on the
+    /// parallel path) still come first, in the sequential order.
+    #[test]
+    fn module_problems_come_first_in_parallel_too() {
+        let text = "HloModule m, entry_computation_layout={(f32[2]{0})->f32[3]{0}}\n\n\
+                    %f (x: f32[]) -> f32[] {\n  %x = f32[] parameter(0)\n  ROOT %n = f32[] negate(%x)\n}\n\n\
+                    ENTRY %main (p: f32[2]) -> f32[2] {\n  %p = f32[2]{0} parameter(0)\n  \
+                    %x = f32[3]{0} negate(%p)\n  ROOT %n = f32[2]{0} add(%p, %x)\n}\n";
+        let module = crate::parse_module(text, "t").unwrap();
+        let sequential = verify_module_from(&module, usize::MAX, VERIFY_GRAIN);
+        let messages: Vec<&str> = sequential.iter().map(|e| e.message.as_str()).collect();
+        assert_eq!(messages.len(), 5, "{messages:?}");
+        assert!(messages[0].contains("already used") && messages[2].contains("entry_computation_layout"));
+        for grain in [1, 2, VERIFY_GRAIN] {
+            assert_eq!(verify_module_from(&module, 0, grain), sequential, "runs of {grain}");
+        }
     }
 }
