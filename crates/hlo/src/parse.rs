@@ -216,8 +216,9 @@ fn parse_in_parallel(
 
 /// Where the computations seem to be, as XLA prints them: each starts at a
 /// line that begins with `%name` or `ENTRY %name`, and ends with the last
-/// non-blank byte before the next one (or before the end of the text).
-/// Only a guess: see [`parse_in_parallel`].
+/// non-blank byte before the next one; the entry computation comes last
+/// and ends with the last non-blank byte of the text, so the lines after
+/// its start are not looked at. Only a guess: see [`parse_in_parallel`].
 fn guess_computations(text: &str) -> Vec<(&str, Range<usize>)> {
     let bytes = text.as_bytes();
     let mut found: Vec<(&str, Range<usize>)> = Vec::new();
@@ -228,7 +229,8 @@ fn guess_computations(text: &str) -> Vec<(&str, Range<usize>)> {
         }
         let mut c = Cursor::new(text);
         c.pos = line;
-        if c.eat_word(b"ENTRY") {
+        let is_entry = c.eat_word(b"ENTRY");
+        if is_entry {
             while c.eat(b' ') {}
         }
         if c.peek() == Some(b'%')
@@ -238,6 +240,9 @@ fn guess_computations(text: &str) -> Vec<(&str, Range<usize>)> {
                 previous.end = trim_end(bytes, line);
             }
             found.push((name, line..text.len()));
+            if is_entry {
+                break;
+            }
         }
     }
     if let Some((_, last)) = found.last_mut() {
