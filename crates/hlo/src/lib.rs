@@ -61,3 +61,32 @@ pub fn strip_leading_comment_lines(text: &str) -> &str {
         rest = rest.get(line_end..).unwrap_or("");
     }
 }
+
+/// Every parsable module under the workspace's `testdata/`, with its path,
+/// in path order: what the unit tests compare parallel and sequential
+/// paths on.
+#[cfg(test)]
+pub(crate) fn testdata_modules() -> Vec<(std::path::PathBuf, Module)> {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata");
+    let mut files = Vec::new();
+    let mut dirs = vec![root];
+    while let Some(dir) = dirs.pop() {
+        for entry in std::fs::read_dir(&dir).expect("testdata is readable").flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                dirs.push(path);
+            } else if path.extension().is_some_and(|e| e == "hlo") {
+                files.push(path);
+            }
+        }
+    }
+    files.sort();
+    files
+        .into_iter()
+        .filter_map(|path| {
+            let text = std::fs::read_to_string(&path).ok()?;
+            let module = parse_module(&text, "t").ok()?;
+            Some((path, module))
+        })
+        .collect()
+}

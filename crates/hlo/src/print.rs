@@ -710,32 +710,18 @@ mod tests {
     /// every module under `testdata/` (forced on small ones too).
     #[test]
     fn parallel_print_is_sequential_print() {
-        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata");
-        let mut dirs = vec![root];
         let mut checked = 0;
         let mut split = 0;
-        while let Some(dir) = dirs.pop() {
-            for entry in std::fs::read_dir(&dir).expect("testdata is readable").flatten() {
-                let path = entry.path();
-                if path.is_dir() {
-                    dirs.push(path);
-                    continue;
-                }
-                if path.extension().is_none_or(|e| e != "hlo") {
-                    continue;
-                }
-                let Ok(text) = std::fs::read_to_string(&path) else { continue };
-                let Ok(module) = crate::parse_module(&text, "t") else { continue };
-                let mut sequential = String::new();
-                write_module_from(&mut sequential, &module, usize::MAX, PRINT_GRAIN);
-                for grain in [1, 3, PRINT_GRAIN] {
-                    let mut parallel = String::new();
-                    write_module_from(&mut parallel, &module, 0, grain);
-                    assert!(sequential == parallel, "{} in pieces of {grain}", path.display());
-                }
-                checked += 1;
-                split += usize::from(module.computations.iter().any(|c| c.schedule().len() >= 2 * 3));
+        for (path, module) in crate::testdata_modules() {
+            let mut sequential = String::new();
+            write_module_from(&mut sequential, &module, usize::MAX, PRINT_GRAIN);
+            for grain in [1, 3, PRINT_GRAIN] {
+                let mut parallel = String::new();
+                write_module_from(&mut parallel, &module, 0, grain);
+                assert!(sequential == parallel, "{} in pieces of {grain}", path.display());
             }
+            checked += 1;
+            split += usize::from(module.computations.iter().any(|c| c.schedule().len() >= 2 * 3));
         }
         assert!(checked > 100 && split > 50, "{checked} modules checked, {split} with a computation cut in parts");
     }

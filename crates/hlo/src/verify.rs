@@ -1342,40 +1342,26 @@ mod tests {
     /// most computations have problems spread through them).
     #[test]
     fn parallel_verify_is_sequential_verify() {
-        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata");
-        let mut dirs = vec![root];
         let (mut checked, mut problems) = (0, 0);
-        while let Some(dir) = dirs.pop() {
-            for entry in std::fs::read_dir(&dir).expect("testdata is readable").flatten() {
-                let path = entry.path();
-                if path.is_dir() {
-                    dirs.push(path);
-                    continue;
-                }
-                if path.extension().is_none_or(|e| e != "hlo") {
-                    continue;
-                }
-                let Ok(text) = std::fs::read_to_string(&path) else { continue };
-                let Ok(module) = crate::parse_module(&text, "t") else { continue };
-                let mut damaged = module.clone();
-                for comp in &mut damaged.computations {
-                    let ids: Vec<InstId> = comp.schedule().iter().copied().skip(2).step_by(5).collect();
-                    for id in ids {
-                        if let Shape::Array(a) = &mut comp.inst_mut(id).shape {
-                            a.dims.push(7);
-                        }
+        for (path, module) in crate::testdata_modules() {
+            let mut damaged = module.clone();
+            for comp in &mut damaged.computations {
+                let ids: Vec<InstId> = comp.schedule().iter().copied().skip(2).step_by(5).collect();
+                for id in ids {
+                    if let Shape::Array(a) = &mut comp.inst_mut(id).shape {
+                        a.dims.push(7);
                     }
                 }
-                for m in [&module, &damaged] {
-                    let sequential = verify_module_from(m, usize::MAX, VERIFY_GRAIN);
-                    for grain in [1, 3, VERIFY_GRAIN] {
-                        let parallel = verify_module_from(m, 0, grain);
-                        assert!(sequential == parallel, "{} in runs of {grain}", path.display());
-                    }
-                    problems += sequential.len();
-                }
-                checked += 1;
             }
+            for m in [&module, &damaged] {
+                let sequential = verify_module_from(m, usize::MAX, VERIFY_GRAIN);
+                for grain in [1, 3, VERIFY_GRAIN] {
+                    let parallel = verify_module_from(m, 0, grain);
+                    assert!(sequential == parallel, "{} in runs of {grain}", path.display());
+                }
+                problems += sequential.len();
+            }
+            checked += 1;
         }
         assert!(checked > 100 && problems > 1000, "{checked} modules checked, {problems} problems compared");
     }
