@@ -183,8 +183,10 @@ impl<'a> Cursor<'a> {
         name
     }
 
-    /// A signed decimal integer; `what` names it in errors.
-    pub(crate) fn int(&mut self, what: &str) -> Result<i64, RawError> {
+    /// A signed decimal integer. `what` names it in an error and is only
+    /// formatted then: most integers parse, and a list's elements would
+    /// otherwise each pay for a message.
+    pub(crate) fn int(&mut self, what: impl std::fmt::Display) -> Result<i64, RawError> {
         let start = self.pos;
         let negative = self.eat(b'-');
         let digits = self.pos;
@@ -303,7 +305,16 @@ impl<'a> Cursor<'a> {
                 }
                 b',' | b' ' | b'\t' | b'\r' | b'\n' if depth == 0 => break,
                 b'/' if depth == 0 && matches!(self.peek_at(1), Some(b'*' | b'/')) => break,
-                _ => self.pos += 1,
+                _ => {
+                    // Runs of plain bytes (names, numbers, `=`) in one
+                    // tight loop rather than one trip through the match
+                    // each.
+                    let mut i = self.pos + 1;
+                    while self.bytes.get(i).is_some_and(|&b| !RAW_SPECIAL[b as usize]) {
+                        i += 1;
+                    }
+                    self.pos = i;
+                }
             }
         }
         if self.pos == start {
@@ -501,6 +512,19 @@ static INTERESTING: [bool; 256] = {
     t[b'"' as usize] = true;
     t[b'\'' as usize] = true;
     t[b'/' as usize] = true;
+    t
+};
+
+/// The bytes `Cursor::raw_value` must look at: quotes, brackets, the
+/// separators that end a value at depth 0, and `/` (a comment may start).
+static RAW_SPECIAL: [bool; 256] = {
+    let mut t = [false; 256];
+    let special = b"\"'{}()[], \t\r\n/";
+    let mut k = 0;
+    while k < special.len() {
+        t[special[k] as usize] = true;
+        k += 1;
+    }
     t
 };
 

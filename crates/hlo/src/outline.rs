@@ -516,7 +516,7 @@ fn fields(
         };
         c.expect(b'=', &format!("'=' after '{key}'"))?;
         c.skip_trivia()?;
-        let value = c.int(&format!("an integer for '{key}'"))?;
+        let value = c.int(format_args!("an integer for '{key}'"))?;
         if !set(key, value) {
             return Err(RawError::new(at, format!("unknown {table} field '{key}'")));
         }

@@ -1308,7 +1308,7 @@ impl<'a, 'r> InstructionReader<'a, 'r> {
         let kind = known.map_or(ValueKind::Raw, value_kind);
         let value = match kind {
             ValueKind::Ints => AttrValue::Ints(ints(c, name)?),
-            ValueKind::Int => AttrValue::Int(c.int(&format!("an integer value for '{name}'"))?),
+            ValueKind::Int => AttrValue::Int(c.int(format_args!("an integer value for '{name}'"))?),
             ValueKind::Bool => AttrValue::Bool(boolean(c, name)?),
             ValueKind::Computation => AttrValue::Computation(self.computation_ref(name)?),
             ValueKind::Computations => {
@@ -1513,7 +1513,7 @@ fn ints(c: &mut Cursor<'_>, attr: &str) -> Result<SmallVec<[i64; 4]>, RawError> 
     }
     loop {
         c.skip_trivia()?;
-        v.push(c.int(&format!("an integer in '{attr}'"))?);
+        v.push(c.int(format_args!("an integer in '{attr}'"))?);
         c.skip_trivia()?;
         if c.eat(b'}') {
             return Ok(v);

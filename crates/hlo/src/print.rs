@@ -62,15 +62,23 @@ fn write_module_from(out: &mut String, module: &Module, parallel_from: usize, gr
     let texts: Vec<String> = pieces(module, grain.max(1))
         .par_iter()
         .map(|piece| {
-            let mut text = String::new();
+            // Sized for the piece up front: a piece's text is tens of
+            // kilobytes, and growing it by doubling copied it several
+            // times over.
+            let mut text = String::with_capacity(piece.instructions(module) * BYTES_PER_LINE + 256);
             piece.write(&mut text, module);
             text
         })
         .collect();
+    out.reserve(texts.iter().map(String::len).sum());
     for text in &texts {
         out.push_str(text);
     }
 }
+
+/// A generous size of one printed instruction line: the corpus averages
+/// about 160 bytes, metadata included.
+const BYTES_PER_LINE: usize = 192;
 
 /// Modules with at least this many instructions print in parallel.
 const PARALLEL_PRINT_INSTRUCTIONS: usize = 4096;
@@ -90,6 +98,16 @@ enum Piece {
 }
 
 impl Piece {
+    /// How many instructions the piece prints.
+    fn instructions(&self, module: &Module) -> usize {
+        match self {
+            Piece::Computations(range) => {
+                module.computations.get(range.clone()).map_or(0, |comps| comps.iter().map(|c| c.schedule().len()).sum())
+            }
+            Piece::Part { lines, .. } => lines.len(),
+        }
+    }
+
     fn write(&self, out: &mut String, module: &Module) {
         match self {
             Piece::Computations(range) => {

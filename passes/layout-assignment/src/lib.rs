@@ -317,8 +317,24 @@ pub fn assign_computation(
         plan_us = (t.elapsed() - solved).as_micros() as u64,
         "assigned"
     );
+    // A large problem is freed on the pool, not on the way: thousands of
+    // values, relations and layouts, which nothing waits for.
+    if p.values.len() >= PARALLEL_DROP {
+        let parts = (
+            std::mem::take(&mut p.values),
+            std::mem::take(&mut p.relations),
+            std::mem::take(&mut p.table),
+            std::mem::take(&mut p.leaf_values),
+            solution,
+        );
+        rayon::spawn(move || drop(parts));
+    }
     Ok(plan)
 }
+
+/// The fewest values for which [`assign_computation`] frees its problem on
+/// the pool.
+const PARALLEL_DROP: usize = 1024;
 
 /// Assigns layouts in every computation of `module`, edits it in place, and
 /// reports what it did.

@@ -248,6 +248,9 @@ pub struct Problem<'c> {
     /// Calls whose callee's signature is only a preference, with the
     /// callee (the body, for a loop).
     pub preferred_calls: Vec<(InstId, CompId)>,
+    /// The solver's structure, when a large problem built it beside its
+    /// candidate propagation; the solver takes it (or builds it).
+    pub(crate) structure: Option<crate::solve::Structure>,
 }
 
 /// Errors that make a computation impossible to assign.
@@ -390,6 +393,7 @@ impl<'c> Problem<'c> {
             auto_result: Vec::new(),
             retilings: Vec::new(),
             preferred_calls: Vec::new(),
+            structure: None,
         };
         let order = std::mem::take(&mut p.order);
         // Each instruction's needs are computed once and used twice.
@@ -411,8 +415,28 @@ impl<'c> Problem<'c> {
         }
         p.order = order;
         p.relate_root(ctx, target)?;
-        p.seed_candidates(target);
-        p.propagate_candidates(target, offers);
+        // The relations, locks and re-tilings are final here. On a large
+        // problem the solver's structure, which depends on nothing else,
+        // is built on another core while candidates propagate.
+        // (Both are moved out of the problem meanwhile, to be shared.)
+        let relations = std::mem::take(&mut p.relations);
+        let retilings = std::mem::take(&mut p.retilings);
+        if p.values.len() >= PARALLEL_STRUCTURE {
+            let locks: Vec<ValueId> = p.values.iter().map(|v| v.lock).collect();
+            let ((), structure) = rayon::join(
+                || {
+                    p.seed_candidates(&relations, &retilings, target);
+                    p.propagate_candidates(&relations, target, offers);
+                },
+                || crate::solve::Structure::build(&relations, &locks, &retilings),
+            );
+            p.structure = Some(structure);
+        } else {
+            p.seed_candidates(&relations, &retilings, target);
+            p.propagate_candidates(&relations, target, offers);
+        }
+        p.relations = relations;
+        p.retilings = retilings;
         Ok(p)
     }
 
@@ -1044,8 +1068,8 @@ impl<'c> Problem<'c> {
 
     /// Seeds each free value's candidates: layouts its uses need, then the
     /// target default.
-    fn seed_candidates(&mut self, target: &TargetSpec) {
-        for rel in &self.relations {
+    fn seed_candidates(&mut self, relations: &[Relation], retilings: &[crate::retile::Retiling], target: &TargetSpec) {
+        for rel in relations {
             if let RelationKind::Need { need_id, .. } = rel.kind {
                 let value = &mut self.values[rel.v as usize];
                 let key = value.key(need_id);
@@ -1077,7 +1101,7 @@ impl<'c> Problem<'c> {
             v.add_candidate(&self.table, default);
         }
         if target.tiling.is_some() {
-            self.seed_tile_aligned(target);
+            self.seed_tile_aligned(retilings, target);
         }
     }
 
@@ -1089,11 +1113,11 @@ impl<'c> Problem<'c> {
     /// the result of a slice, pad or concatenate with the dimensions it
     /// cuts or joins at an offset moved most major, out of the tiles. They
     /// come after the default: the cost model decides whether they win.
-    fn seed_tile_aligned(&mut self, target: &TargetSpec) {
+    fn seed_tile_aligned(&mut self, retilings: &[crate::retile::Retiling], target: &TargetSpec) {
         use crate::retile::RetileOp;
-        for i in 0..self.retilings.len() {
-            let (operand, out) = (self.retilings[i].operand, self.retilings[i].out);
-            let (value, m2m) = match &self.retilings[i].op {
+        for t in retilings {
+            let (operand, out) = (t.operand, t.out);
+            let (value, m2m) = match &t.op {
                 RetileOp::Reduce { reduced } => {
                     let result = &self.values[out as usize];
                     let result_order = match result.candidates.first() {
@@ -1189,8 +1213,7 @@ impl<'c> Problem<'c> {
     /// Spreads candidates along relations, so that a layout one value
     /// wants can be reached by its neighbours (a few rounds suffice: the
     /// solver also moves whole groups at once).
-    fn propagate_candidates(&mut self, target: &TargetSpec, offers: Offers) {
-        let relations = &self.relations;
+    fn propagate_candidates(&mut self, relations: &[Relation], target: &TargetSpec, offers: Offers) {
         let values = &mut self.values;
         let table = &mut self.table;
         let mut scratch: Vec<LayoutKey> = Vec::new();
@@ -1313,6 +1336,10 @@ pub(crate) enum Offers {
 /// on every core: below it, handing work to the pool costs more than it
 /// saves.
 const PARALLEL_NEEDS: usize = 1024;
+
+/// The fewest values for which `Problem::build_with` builds the solver's
+/// structure on another core, beside candidate propagation.
+const PARALLEL_STRUCTURE: usize = 1024;
 
 /// The needs of every instruction of `order` that `define` or `relate`
 /// reads, by node index (`bound` slots).

@@ -14,7 +14,8 @@ use smallvec::SmallVec;
 use target::CostWeights;
 
 use crate::algebra;
-use crate::problem::{LayoutId, LayoutKey, Problem, RelationKind, ValueId, restrict_layout, with_layout};
+use crate::problem::{LayoutId, LayoutKey, Problem, Relation, RelationKind, ValueId, restrict_layout, with_layout};
+use crate::retile::Retiling;
 
 /// The most improvement sweeps; convergence usually takes two or three.
 const MAX_SWEEPS: usize = 8;
@@ -101,48 +102,15 @@ enum Looks {
 }
 
 fn solve_with(p: &mut Problem<'_>, target: &target::TargetSpec, looks: Looks) -> Solution {
-    let n = p.values.len();
-    let relations = &p.relations;
-    let outs = Adjacency::build(n, |emit| {
-        for (r, rel) in relations.iter().enumerate() {
-            match rel.kind {
-                RelationKind::Broadcast { pin: Some(_), .. } => {}
-                RelationKind::Same { out } | RelationKind::Broadcast { out, .. } => emit(out as usize, r as u32),
-                _ => {}
-            }
+    let structure = match p.structure.take() {
+        Some(structure) => structure,
+        None => {
+            let locks: Vec<ValueId> = p.values.iter().map(|v| v.lock).collect();
+            Structure::build(&p.relations, &locks, &p.retilings)
         }
-    });
-    let matrix_reads = Adjacency::build(n, |emit| {
-        for (r, rel) in relations.iter().enumerate() {
-            if let RelationKind::Need { matrix: Some(_), .. } = rel.kind {
-                emit(rel.v as usize, r as u32);
-            }
-        }
-    });
-    let moves = Adjacency::build(n, |emit| {
-        for (r, rel) in relations.iter().enumerate() {
-            match rel.kind {
-                RelationKind::Broadcast { out, pin: Some(_), .. } => emit(out as usize, r as u32),
-                RelationKind::Movement { out, .. } => {
-                    emit(rel.v as usize, r as u32);
-                    if out != rel.v {
-                        emit(out as usize, r as u32);
-                    }
-                }
-                _ => {}
-            }
-        }
-    });
-    let retilings = &p.retilings;
-    let retiles = Adjacency::build(n, |emit| {
-        for (i, t) in retilings.iter().enumerate() {
-            emit(t.operand as usize, i as u32);
-            if t.out != t.operand {
-                emit(t.out as usize, i as u32);
-            }
-        }
-    });
-    let retiling_count = p.retilings.len();
+    };
+    let Structure { outs, matrix_reads, moves, retiles, atoms, components, raw, counts, need_cache, move_cache, retile_cache } =
+        structure;
     let labels = p.values.iter().map(|v| v.candidates.first().copied().unwrap_or(0)).collect();
     let relation_count = p.relations.len();
     let mut s = Solver {
@@ -152,24 +120,123 @@ fn solve_with(p: &mut Problem<'_>, target: &target::TargetSpec, looks: Looks) ->
         labels,
         outs,
         matrix_reads,
-        raw: vec![None; relation_count],
-        counts: vec![SmallVec::new(); n],
+        raw,
+        counts,
         moves,
-        need_cache: vec![SmallVec::new(); relation_count],
-        move_cache: vec![SmallVec::new(); relation_count],
+        need_cache,
+        move_cache,
         retiles,
-        retile_cache: vec![SmallVec::new(); retiling_count],
+        retile_cache,
     };
     for r in 0..relation_count as u32 {
         s.refresh(r);
     }
-    // Groups depend on the relations only, not on labels: found once.
-    let (atoms, components) = s.groups();
     let (sweeps, mut moves) = s.search(&atoms, &components, looks);
     moves += s.broadcast_moves(&components);
     let padding_saved = if target.tiling.as_ref().is_some_and(|t| t.combine_dimensions) { s.combine(&components) } else { 0 };
     let needs = (0..relation_count as u32).map(|r| s.needed(r)).collect();
     Solution { labels: s.labels, sweeps, moves, needs, padding_saved }
+}
+
+/// What the solver derives from a problem's relations, locks and
+/// re-tilings alone, never from candidates or labels: its adjacency lists,
+/// its groups, and its caches, empty. Candidate propagation changes none
+/// of these inputs, so a large problem builds this on another core while
+/// its candidates propagate (see `Problem::build_with`); the solver builds
+/// it itself otherwise. Either way it is the same value.
+pub(crate) struct Structure {
+    outs: Adjacency,
+    matrix_reads: Adjacency,
+    moves: Adjacency,
+    retiles: Adjacency,
+    /// Values locked together, and values that share a layout through
+    /// `Same` relations (both from a union-find; see `groups`).
+    atoms: Vec<Vec<ValueId>>,
+    components: Vec<Vec<ValueId>>,
+    raw: Vec<Option<LayoutId>>,
+    counts: Vec<SmallVec<[(LayoutId, u32); 2]>>,
+    need_cache: Vec<SmallVec<[(LayoutId, LayoutId); 2]>>,
+    move_cache: Vec<SmallVec<[(LayoutId, LayoutId, bool); 2]>>,
+    retile_cache: Vec<SmallVec<[(LayoutId, LayoutId, f64); 2]>>,
+}
+
+impl Structure {
+    /// The structure of a problem with these relations, per-value locks
+    /// (`Value::lock`, one per value) and re-tilings.
+    pub(crate) fn build(relations: &[Relation], locks: &[ValueId], retilings: &[Retiling]) -> Structure {
+        let n = locks.len();
+        let outs = Adjacency::build(n, |emit| {
+            for (r, rel) in relations.iter().enumerate() {
+                match rel.kind {
+                    RelationKind::Broadcast { pin: Some(_), .. } => {}
+                    RelationKind::Same { out } | RelationKind::Broadcast { out, .. } => emit(out as usize, r as u32),
+                    _ => {}
+                }
+            }
+        });
+        let matrix_reads = Adjacency::build(n, |emit| {
+            for (r, rel) in relations.iter().enumerate() {
+                if let RelationKind::Need { matrix: Some(_), .. } = rel.kind {
+                    emit(rel.v as usize, r as u32);
+                }
+            }
+        });
+        let moves = Adjacency::build(n, |emit| {
+            for (r, rel) in relations.iter().enumerate() {
+                match rel.kind {
+                    RelationKind::Broadcast { out, pin: Some(_), .. } => emit(out as usize, r as u32),
+                    RelationKind::Movement { out, .. } => {
+                        emit(rel.v as usize, r as u32);
+                        if out != rel.v {
+                            emit(out as usize, r as u32);
+                        }
+                    }
+                    _ => {}
+                }
+            }
+        });
+        let retiles = Adjacency::build(n, |emit| {
+            for (i, t) in retilings.iter().enumerate() {
+                emit(t.operand as usize, i as u32);
+                if t.out != t.operand {
+                    emit(t.out as usize, i as u32);
+                }
+            }
+        });
+        let (atoms, components) = groups(relations, locks);
+        let relation_count = relations.len();
+        Structure {
+            outs,
+            matrix_reads,
+            moves,
+            retiles,
+            atoms,
+            components,
+            raw: vec![None; relation_count],
+            counts: vec![SmallVec::new(); n],
+            need_cache: vec![SmallVec::new(); relation_count],
+            move_cache: vec![SmallVec::new(); relation_count],
+            retile_cache: vec![SmallVec::new(); retilings.len()],
+        }
+    }
+}
+
+/// Groups of values: those locked together (atoms), and those that share
+/// a layout through `Same` relations as well (components). Groups depend
+/// on the relations only, not on labels: found once.
+fn groups(relations: &[Relation], locks: &[ValueId]) -> (Vec<Vec<ValueId>>, Vec<Vec<ValueId>>) {
+    let mut uf = UnionFind::new(locks.len());
+    for (i, &lock) in locks.iter().enumerate() {
+        uf.union(i, lock as usize);
+    }
+    let atoms = uf.groups();
+    for rel in relations {
+        if let RelationKind::Same { out } = rel.kind {
+            uf.union(rel.v as usize, out as usize);
+        }
+    }
+    let components = uf.groups();
+    (atoms, components)
 }
 
 impl Solver<'_, '_> {
@@ -480,23 +547,6 @@ impl Solver<'_, '_> {
         result
     }
 
-    /// Groups of values to move together: lock groups, and components
-    /// joined by layout-preserving uses.
-    fn groups(&self) -> (Vec<Vec<ValueId>>, Vec<Vec<ValueId>>) {
-        let n = self.p.values.len();
-        let mut uf = UnionFind::new(n);
-        for (i, v) in self.p.values.iter().enumerate() {
-            uf.union(i, v.lock as usize);
-        }
-        let atoms = uf.groups();
-        for rel in &self.p.relations {
-            if let RelationKind::Same { out } = rel.kind {
-                uf.union(rel.v as usize, out as usize);
-            }
-        }
-        let components = uf.groups();
-        (atoms, components)
-    }
 
     /// Candidate layouts of a group: its members' candidates in member order,
     /// each with the member it came from, one per dimension order (members
@@ -1015,7 +1065,9 @@ mod tests {
     /// answer: every computation of every module under `testdata/` that
     /// builds without a context (callers' signatures), on each built-in
     /// target, built and solved with and without skipping, gives the same
-    /// candidates, labels, needs and counts.
+    /// candidates, labels, needs and counts. The run without skipping also
+    /// builds the solver's structure in the solver, so a large problem's
+    /// structure built beside propagation is checked against it.
     #[test]
     fn skipping_changes_nothing() {
         let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata");
@@ -1032,7 +1084,7 @@ mod tests {
             }
         }
         files.sort();
-        let (mut solved, mut moved) = (0, 0);
+        let (mut solved, mut moved, mut prebuilt) = (0, 0, 0);
         for name in ["cpu", "gpu", "tpu"] {
             let target = target::load_builtin(name).expect("built-in target");
             for path in &files {
@@ -1046,6 +1098,11 @@ mod tests {
                         continue;
                     };
                     let at = format!("{} in {} on {name}", comp.name, path.display());
+                    // `a` is solved on the structure the solver builds
+                    // itself, `b` on the one a large problem built beside
+                    // candidate propagation.
+                    a.structure = None;
+                    prebuilt += usize::from(b.structure.is_some());
                     for (x, y) in a.values.iter().zip(&b.values) {
                         let keys = |v: &crate::problem::Value| -> Vec<LayoutKey> { v.candidates.iter().map(|&c| v.key(c)).collect() };
                         assert_eq!(keys(x), keys(y), "candidates of a value of {at}");
@@ -1064,5 +1121,6 @@ mod tests {
         // later sweep had groups to skip.
         assert!(solved > 2000, "only {solved} problems solved");
         assert!(moved > 100, "only {moved} problems with moves over several sweeps");
+        assert!(prebuilt >= 3, "only {prebuilt} problems had their structure built beside propagation");
     }
 }
