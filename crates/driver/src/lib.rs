@@ -160,27 +160,27 @@ pub fn run(text: &str, file_name: &str, opts: &Options) -> Result<Output, Pipeli
     on_pool(|| run_here(text, file_name, opts))
 }
 
-/// The pool the steps split their work on (parsing, needs, relayout,
-/// printing large computations in parts), one thread per core.
-fn pool() -> Option<&'static rayon::ThreadPool> {
-    static POOL: std::sync::OnceLock<Option<rayon::ThreadPool>> = std::sync::OnceLock::new();
-    POOL.get_or_init(|| rayon::ThreadPoolBuilder::new().thread_name(|i| format!("tessera-{i}")).build().ok()).as_ref()
-}
-
-/// Runs `f` on one of the pool's threads, or here when there is no pool.
+/// Runs `f` on a thread of rayon's global pool, the one every parallel
+/// step splits its work on (parsing, needs, relayout, printing large
+/// computations in parts), with the caller asleep until it is done; from
+/// a thread of that pool, here.
 ///
 /// The whole pipeline runs on a pool thread rather than on the caller's:
-/// with the caller asleep until it is done, there are never more busy
-/// threads than cores. Run from the caller's thread, the pool's threads
-/// kept spinning for work between parallel steps and took the cores from
-/// the sequential ones. On two cores, 100 warm runs of the largest corpus
-/// module: median 27.1 ms and 90th percentile 37.8 ms from the caller's
-/// thread, 23.7 ms and 26.9 ms on the pool (best 22.0 and 22.3 ms).
+/// with the caller asleep, there are never more busy threads than cores.
+/// Run from the caller's thread, the pool's threads kept spinning for work
+/// between parallel steps and took the cores from the sequential ones. On
+/// two cores, 100 warm runs of the largest corpus module: median 27.1 ms
+/// and 90th percentile 37.8 ms from the caller's thread, 23.7 ms and 26.9
+/// ms on the pool (best 22.0 and 22.3 ms).
+///
+/// The global pool rather than one of the pipeline's own: a process that
+/// uses rayon elsewhere (a benchmark, a service's other work) then shares
+/// one thread per core with the pipeline instead of running two pools'
+/// threads on the same cores.
 fn on_pool<T: Send>(f: impl FnOnce() -> T + Send) -> T {
-    match pool() {
-        Some(pool) => pool.install(f),
-        None => f(),
-    }
+    // `rayon::scope` runs its body on a pool thread: injected into the
+    // global pool from outside it, in place from inside.
+    rayon::scope(|_| f())
 }
 
 fn run_here(text: &str, file_name: &str, opts: &Options) -> Result<Output, PipelineError> {
