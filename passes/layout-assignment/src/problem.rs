@@ -63,17 +63,30 @@ pub type LayoutKey = u32;
 pub struct LayoutTable {
     list: Vec<Layout>,
     index: FxHashMap<Layout, LayoutKey>,
+    /// The key the last lookup found or added. Lookups come in runs of one
+    /// layout (every operand of a row of elementwise ops needs the same
+    /// row-major layout), and comparing with it costs less than hashing.
+    last: Option<LayoutKey>,
 }
 
 impl LayoutTable {
     /// The key of `layout`, adding it if new.
     pub fn key(&mut self, layout: &Layout) -> LayoutKey {
-        if let Some(&k) = self.index.get(layout) {
+        if let Some(k) = self.last
+            && self.list.get(k as usize) == Some(layout)
+        {
             return k;
         }
-        let k = self.list.len() as LayoutKey;
-        self.list.push(layout.clone());
-        self.index.insert(layout.clone(), k);
+        let k = match self.index.get(layout) {
+            Some(&k) => k,
+            None => {
+                let k = self.list.len() as LayoutKey;
+                self.list.push(layout.clone());
+                self.index.insert(layout.clone(), k);
+                k
+            }
+        };
+        self.last = Some(k);
         k
     }
 
