@@ -428,22 +428,20 @@ impl<'c> Problem<'c> {
         }
         p.order = order;
         p.relate_root(ctx, target)?;
-        // The relations, locks, fixed values and re-tilings are final
-        // here. On a large problem the solver's structure, which depends
-        // on nothing else, is built on another core while candidates
-        // propagate.
+        // The relations, locks and re-tilings are final here. On a large
+        // problem the solver's structure, which depends on nothing else,
+        // is built on another core while candidates propagate.
         // (Both are moved out of the problem meanwhile, to be shared.)
         let relations = std::mem::take(&mut p.relations);
         let retilings = std::mem::take(&mut p.retilings);
         if p.values.len() >= PARALLEL_STRUCTURE {
             let locks: Vec<ValueId> = p.values.iter().map(|v| v.lock).collect();
-            let movable: Vec<bool> = p.values.iter().map(|v| v.fixed.is_none()).collect();
             let ((), structure) = rayon::join(
                 || {
                     p.seed_candidates(&relations, &retilings, target);
                     p.propagate_candidates(&relations, target, offers);
                 },
-                || crate::solve::Structure::build(&relations, &locks, &movable, &retilings),
+                || crate::solve::Structure::build(&relations, &locks, &retilings),
             );
             p.structure = Some(structure);
         } else {

@@ -106,25 +106,11 @@ fn solve_with(p: &mut Problem<'_>, target: &target::TargetSpec, looks: Looks) ->
         Some(structure) => structure,
         None => {
             let locks: Vec<ValueId> = p.values.iter().map(|v| v.lock).collect();
-            let movable: Vec<bool> = p.values.iter().map(|v| v.fixed.is_none()).collect();
-            Structure::build(&p.relations, &locks, &movable, &p.retilings)
+            Structure::build(&p.relations, &locks, &p.retilings)
         }
     };
-    let Structure {
-        outs,
-        matrix_reads,
-        moves,
-        retiles,
-        atoms,
-        components,
-        readers,
-        atom_inputs,
-        raw,
-        counts,
-        need_cache,
-        move_cache,
-        retile_cache,
-    } = structure;
+    let Structure { outs, matrix_reads, moves, retiles, atoms, components, raw, counts, need_cache, move_cache, retile_cache } =
+        structure;
     let labels = p.values.iter().map(|v| v.candidates.first().copied().unwrap_or(0)).collect();
     let relation_count = p.relations.len();
     let mut s = Solver {
@@ -145,7 +131,7 @@ fn solve_with(p: &mut Problem<'_>, target: &target::TargetSpec, looks: Looks) ->
     for r in 0..relation_count as u32 {
         s.refresh(r);
     }
-    let (sweeps, mut moves) = s.search(&components, &atoms, &atom_inputs, &readers, looks);
+    let (sweeps, mut moves) = s.search(&atoms, &components, looks);
     moves += s.broadcast_moves(&components);
     let padding_saved = if target.tiling.as_ref().is_some_and(|t| t.combine_dimensions) { s.combine(&components) } else { 0 };
     let needs = (0..relation_count as u32).map(|r| s.needed(r)).collect();
@@ -167,14 +153,6 @@ pub(crate) struct Structure {
     /// `Same` relations (both from a union-find; see `groups`).
     atoms: Vec<Vec<ValueId>>,
     components: Vec<Vec<ValueId>>,
-    /// Per value, the values whose labels decide what its readers need
-    /// (see `readers`).
-    readers: Vec<Vec<ValueId>>,
-    /// For each atom with a member the pass labels, the values whose
-    /// labels a look at it reads (see `Lists::group_inputs`); `None` for
-    /// the others. (Components are few but can be large, and most cannot
-    /// move: the search finds theirs.)
-    atom_inputs: Vec<Option<Vec<ValueId>>>,
     raw: Vec<Option<LayoutId>>,
     counts: Vec<SmallVec<[(LayoutId, u32); 2]>>,
     need_cache: Vec<SmallVec<[(LayoutId, LayoutId); 2]>>,
@@ -184,9 +162,8 @@ pub(crate) struct Structure {
 
 impl Structure {
     /// The structure of a problem with these relations, per-value locks
-    /// (`Value::lock`, one per value), per-value freedom (whether the pass
-    /// labels the value: `Value::fixed` is `None`) and re-tilings.
-    pub(crate) fn build(relations: &[Relation], locks: &[ValueId], movable: &[bool], retilings: &[Retiling]) -> Structure {
+    /// (`Value::lock`, one per value) and re-tilings.
+    pub(crate) fn build(relations: &[Relation], locks: &[ValueId], retilings: &[Retiling]) -> Structure {
         let n = locks.len();
         let outs = Adjacency::build(n, |emit| {
             for (r, rel) in relations.iter().enumerate() {
@@ -227,10 +204,6 @@ impl Structure {
             }
         });
         let (atoms, components) = groups(relations, locks);
-        let readers = readers(relations, n);
-        let lists = Lists { outs: &outs, moves: &moves, retiles: &retiles, relations, retilings, readers: &readers };
-        let any_movable = |g: &[ValueId]| g.iter().any(|&m| movable.get(m as usize).copied().unwrap_or(false));
-        let atom_inputs = atoms.iter().map(|g| any_movable(g).then(|| lists.group_inputs(g))).collect();
         let relation_count = relations.len();
         Structure {
             outs,
@@ -239,8 +212,6 @@ impl Structure {
             retiles,
             atoms,
             components,
-            readers,
-            atom_inputs,
             raw: vec![None; relation_count],
             counts: vec![SmallVec::new(); n],
             need_cache: vec![SmallVec::new(); relation_count],
@@ -804,47 +775,23 @@ impl Solver<'_, '_> {
         false
     }
 
-    /// Improvement sweeps over the groups that may move: components, then
-    /// atoms (with `atom_inputs` from the structure).
-    fn search(
-        &mut self,
-        components: &[Vec<ValueId>],
-        atoms: &[Vec<ValueId>],
-        atom_inputs: &[Option<Vec<ValueId>>],
-        readers: &[Vec<ValueId>],
-        looks: Looks,
-    ) -> (usize, usize) {
+    fn search(&mut self, atoms: &[Vec<ValueId>], components: &[Vec<ValueId>], looks: Looks) -> (usize, usize) {
         /// A group of values moved together, and the (layout, origin value)
         /// candidates it may move to.
-        type Group<'g> = (&'g [ValueId], Vec<(LayoutKey, ValueId)>);
-        let movable = |s: &Self, g: &[ValueId]| g.iter().any(|&m| s.p.values[m as usize].fixed.is_none());
-        // The groups that may move and have more than one layout to try,
-        // with the values their looks read.
-        let lists = Lists {
-            outs: &self.outs,
-            moves: &self.moves,
-            retiles: &self.retiles,
-            relations: &self.p.relations,
-            retilings: &self.p.retilings,
-            readers,
-        };
-        let (components, component_inputs): (Vec<Group<'_>>, Vec<Vec<ValueId>>) = components
+        type Group = (Vec<ValueId>, Vec<(LayoutKey, ValueId)>);
+        let movable = |s: &Self, g: &Vec<ValueId>| g.iter().any(|&m| s.p.values[m as usize].fixed.is_none());
+        let components: Vec<Group> = components
             .iter()
             .filter(|g| g.len() > 1 && movable(self, g))
-            .map(|g| (g.as_slice(), self.group_candidates(g)))
+            .map(|g| (g.clone(), self.group_candidates(g)))
             .filter(|(_, c)| c.len() > 1)
-            .map(|(g, c)| ((g, c), lists.group_inputs(g)))
-            .unzip();
-        let (atoms, atom_inputs): (Vec<Group<'_>>, Vec<&[ValueId]>) = atoms
+            .collect();
+        let atoms: Vec<Group> = atoms
             .iter()
-            .zip(atom_inputs)
-            .filter_map(|(g, inputs)| {
-                let inputs = inputs.as_deref()?;
-                let candidates = self.group_candidates(g);
-                (candidates.len() > 1).then_some(((g.as_slice(), candidates), inputs))
-            })
-            .unzip();
-        let component_inputs: Vec<&[ValueId]> = component_inputs.iter().map(Vec::as_slice).collect();
+            .filter(|g| movable(self, g))
+            .map(|g| (g.clone(), self.group_candidates(g)))
+            .filter(|(_, c)| c.len() > 1)
+            .collect();
         let mut scratch = Scratch::default();
         let mut sweeps = 0;
         let mut applied = 0;
@@ -855,7 +802,11 @@ impl Solver<'_, '_> {
         // it, would be exactly the last one's, so skipping changes nothing
         // but time; on large modules the sweep that confirms convergence
         // is otherwise as long as the first.
-        let inputs: [&[&[ValueId]]; 2] = [&component_inputs, &atom_inputs];
+        let readers = self.readers();
+        let inputs: [Vec<Vec<ValueId>>; 2] = [
+            components.iter().map(|(m, _)| self.group_inputs(m, &readers)).collect(),
+            atoms.iter().map(|(m, _)| self.group_inputs(m, &readers)).collect(),
+        ];
         let mut still_since: [Vec<Option<usize>>; 2] = [vec![None; components.len()], vec![None; atoms.len()]];
         let mut relabelled_at: Vec<usize> = vec![0; self.p.values.len()];
         let mut step = 0;
@@ -864,7 +815,7 @@ impl Solver<'_, '_> {
             let mut improved = false;
             let mut group_improved = false;
             // Group moves first, while they still help; then single values.
-            let lists: [&[Group<'_>]; 2] =
+            let lists: [&[Group]; 2] =
                 if groups_active { [&components, &atoms] } else { [&[], &atoms] };
             for (k, (list, is_group)) in lists.into_iter().zip([true, false]).enumerate() {
                 for (g, (members, candidates)) in list.iter().enumerate() {
@@ -901,55 +852,41 @@ impl Solver<'_, '_> {
         (sweeps, applied)
     }
 
-}
-
-/// Per value: the values whose labels decide the layouts its readers need
-/// (the results of the layout-preserving ops and broadcasts that read it).
-fn readers(relations: &[Relation], n: usize) -> Vec<Vec<ValueId>> {
-    let mut readers = vec![Vec::new(); n];
-    for rel in relations {
-        match rel.kind {
-            RelationKind::Same { out } | RelationKind::Broadcast { out, pin: None, .. } => {
-                if let Some(list) = readers.get_mut(rel.v as usize) {
-                    list.push(out);
+    /// Per value: the values whose labels decide the layouts its readers
+    /// need (the results of the layout-preserving ops and broadcasts that
+    /// read it).
+    fn readers(&self) -> Vec<Vec<ValueId>> {
+        let mut readers = vec![Vec::new(); self.p.values.len()];
+        for rel in &self.p.relations {
+            match rel.kind {
+                RelationKind::Same { out } | RelationKind::Broadcast { out, pin: None, .. } => {
+                    readers[rel.v as usize].push(out);
                 }
+                _ => {}
             }
-            _ => {}
         }
+        readers
     }
-    readers
-}
 
-/// The lists `group_inputs` walks, borrowed from the structure being built.
-struct Lists<'a> {
-    outs: &'a Adjacency,
-    moves: &'a Adjacency,
-    retiles: &'a Adjacency,
-    relations: &'a [Relation],
-    retilings: &'a [Retiling],
-    readers: &'a [Vec<ValueId>],
-}
-
-impl Lists<'_> {
     /// Every value whose label a look at group `members` reads (see
-    /// `Solver::try_move` and `Solver::local_cost_parts`): the members; the
-    /// values read by relations whose result is a member, and the results
-    /// of those values' own readers (their copy counts); and both ends of
-    /// every movement and re-tiling op touching a member. A superset is
-    /// safe: it can only cost a look that was not needed.
-    fn group_inputs(&self, members: &[ValueId]) -> Vec<ValueId> {
+    /// `try_move` and `local_cost_parts`): the members; the values read by
+    /// relations whose result is a member, and the results of those
+    /// values' own readers (their copy counts); and both ends of every
+    /// movement and re-tiling op touching a member. A superset is safe: it
+    /// can only cost a look that was not needed.
+    fn group_inputs(&self, members: &[ValueId], readers: &[Vec<ValueId>]) -> Vec<ValueId> {
         let mut inputs: Vec<ValueId> = Vec::new();
         let counted = |inputs: &mut Vec<ValueId>, v: ValueId| {
             inputs.push(v);
-            inputs.extend_from_slice(&self.readers[v as usize]);
+            inputs.extend_from_slice(&readers[v as usize]);
         };
         for &m in members {
             counted(&mut inputs, m);
             for &r in &self.outs[m as usize] {
-                counted(&mut inputs, self.relations[r as usize].v);
+                counted(&mut inputs, self.p.relations[r as usize].v);
             }
             for &r in &self.moves[m as usize] {
-                let rel = &self.relations[r as usize];
+                let rel = &self.p.relations[r as usize];
                 inputs.push(rel.v);
                 match rel.kind {
                     RelationKind::Movement { out, .. } | RelationKind::Broadcast { out, .. } => inputs.push(out),
@@ -957,7 +894,7 @@ impl Lists<'_> {
                 }
             }
             for &i in &self.retiles[m as usize] {
-                let t = &self.retilings[i as usize];
+                let t = &self.p.retilings[i as usize];
                 inputs.push(t.operand);
                 inputs.push(t.out);
             }
