@@ -797,15 +797,22 @@ impl Solver<'_, '_> {
         let mut applied = 0;
         let mut groups_active = true;
         // A group whose last look moved nothing, and none of whose inputs
-        // (`group_inputs`) has been relabelled since, would move nothing
+        // (`group_inputs`) has been touched since, would move nothing
         // again: the look is skipped. Its result, and every side effect of
         // it, would be exactly the last one's, so skipping changes nothing
         // but time; on large modules the sweep that confirms convergence
         // is otherwise as long as the first.
-        let readers = self.readers();
+        //
+        // A value is touched when it is relabelled, and when a value that
+        // reads it through a layout-preserving op or a broadcast is (that
+        // changes the layouts its readers need, so its copy cost). Marking
+        // the read value keeps each group's inputs to its own neighbours:
+        // listing every reader of each input instead made the inputs of
+        // all groups that read one widely shared value (a bias broadcast
+        // in every block) quadratic in the module's size.
         let inputs: [Vec<Vec<ValueId>>; 2] = [
-            components.iter().map(|(m, _)| self.group_inputs(m, &readers)).collect(),
-            atoms.iter().map(|(m, _)| self.group_inputs(m, &readers)).collect(),
+            components.iter().map(|(m, _)| self.group_inputs(m)).collect(),
+            atoms.iter().map(|(m, _)| self.group_inputs(m)).collect(),
         ];
         let mut still_since: [Vec<Option<usize>>; 2] = [vec![None; components.len()], vec![None; atoms.len()]];
         let mut relabelled_at: Vec<usize> = vec![0; self.p.values.len()];
@@ -838,6 +845,9 @@ impl Solver<'_, '_> {
                             step += 1;
                             for &m in &scratch.free {
                                 relabelled_at[m as usize] = step;
+                                for &r in &self.outs[m as usize] {
+                                    relabelled_at[self.p.relations[r as usize].v as usize] = step;
+                                }
                             }
                         }
                     }
@@ -852,38 +862,19 @@ impl Solver<'_, '_> {
         (sweeps, applied)
     }
 
-    /// Per value: the values whose labels decide the layouts its readers
-    /// need (the results of the layout-preserving ops and broadcasts that
-    /// read it).
-    fn readers(&self) -> Vec<Vec<ValueId>> {
-        let mut readers = vec![Vec::new(); self.p.values.len()];
-        for rel in &self.p.relations {
-            match rel.kind {
-                RelationKind::Same { out } | RelationKind::Broadcast { out, pin: None, .. } => {
-                    readers[rel.v as usize].push(out);
-                }
-                _ => {}
-            }
-        }
-        readers
-    }
-
-    /// Every value whose label a look at group `members` reads (see
-    /// `try_move` and `local_cost_parts`): the members; the values read by
-    /// relations whose result is a member, and the results of those
-    /// values' own readers (their copy counts); and both ends of every
-    /// movement and re-tiling op touching a member. A superset is safe: it
-    /// can only cost a look that was not needed.
-    fn group_inputs(&self, members: &[ValueId], readers: &[Vec<ValueId>]) -> Vec<ValueId> {
+    /// Every value whose label or copy counts a look at group `members`
+    /// reads (see `try_move` and `local_cost_parts`): the members (their
+    /// labels and counts); the values read by relations whose result is a
+    /// member (their counts, which the look changes); and both ends of
+    /// every movement and re-tiling op touching a member. A change to a
+    /// value's counts shows as a touch of the value (see `search`). A
+    /// superset is safe: it can only cost a look that was not needed.
+    fn group_inputs(&self, members: &[ValueId]) -> Vec<ValueId> {
         let mut inputs: Vec<ValueId> = Vec::new();
-        let counted = |inputs: &mut Vec<ValueId>, v: ValueId| {
-            inputs.push(v);
-            inputs.extend_from_slice(&readers[v as usize]);
-        };
         for &m in members {
-            counted(&mut inputs, m);
+            inputs.push(m);
             for &r in &self.outs[m as usize] {
-                counted(&mut inputs, self.p.relations[r as usize].v);
+                inputs.push(self.p.relations[r as usize].v);
             }
             for &r in &self.moves[m as usize] {
                 let rel = &self.p.relations[r as usize];
@@ -1070,20 +1061,7 @@ mod tests {
     /// structure built beside propagation is checked against it.
     #[test]
     fn skipping_changes_nothing() {
-        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata");
-        let mut files = Vec::new();
-        let mut dirs = vec![root];
-        while let Some(dir) = dirs.pop() {
-            for entry in std::fs::read_dir(&dir).expect("testdata is readable").flatten() {
-                let path = entry.path();
-                if path.is_dir() {
-                    dirs.push(path);
-                } else if path.extension().is_some_and(|e| e == "hlo") {
-                    files.push(path);
-                }
-            }
-        }
-        files.sort();
+        let files = test_support::hlo_files();
         let (mut solved, mut moved, mut prebuilt) = (0, 0, 0);
         for name in ["cpu", "gpu", "tpu"] {
             let target = target::load_builtin(name).expect("built-in target");
