@@ -67,21 +67,7 @@ pub fn strip_leading_comment_lines(text: &str) -> &str {
 /// paths on.
 #[cfg(test)]
 pub(crate) fn testdata_modules() -> Vec<(std::path::PathBuf, Module)> {
-    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata");
-    let mut files = Vec::new();
-    let mut dirs = vec![root];
-    while let Some(dir) = dirs.pop() {
-        for entry in std::fs::read_dir(&dir).expect("testdata is readable").flatten() {
-            let path = entry.path();
-            if path.is_dir() {
-                dirs.push(path);
-            } else if path.extension().is_some_and(|e| e == "hlo") {
-                files.push(path);
-            }
-        }
-    }
-    files.sort();
-    files
+    test_support::hlo_files()
         .into_iter()
         .filter_map(|path| {
             let text = std::fs::read_to_string(&path).ok()?;

@@ -3,7 +3,7 @@
 //! and the same first error (message, line, column, source line) for bad
 //! text, wherever the computations are cut.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use proptest::prelude::*;
 
@@ -19,24 +19,6 @@ fn cut_at(offsets: Vec<usize>) -> ParseOptions {
 
 fn parse(text: &str, options: &ParseOptions) -> Result<Module, ParseError> {
     parse_module_with(text, "t.hlo", options)
-}
-
-/// Every `.hlo` under `testdata/`.
-fn testdata_files() -> Vec<PathBuf> {
-    let mut files = Vec::new();
-    let mut dirs = vec![Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata")];
-    while let Some(dir) = dirs.pop() {
-        for entry in std::fs::read_dir(&dir).unwrap() {
-            let path = entry.unwrap().path();
-            if path.is_dir() {
-                dirs.push(path);
-            } else if path.extension().is_some_and(|e| e == "hlo") {
-                files.push(path);
-            }
-        }
-    }
-    files.sort();
-    files
 }
 
 fn large_module() -> String {
@@ -98,7 +80,7 @@ fn line_starts(text: &str) -> Vec<usize> {
 
 #[test]
 fn every_testdata_module_parses_the_same() {
-    for path in testdata_files() {
+    for path in test_support::hlo_files() {
         let name = path.display().to_string();
         let text = std::fs::read_to_string(&path).unwrap();
         // The default: parallel for the large modules.
