@@ -97,24 +97,24 @@ fn verdict(comp: &Computation, id: InstId, seen: &mut Verdicts) -> Option<Found>
 /// movements on every core.
 const PARALLEL_VERDICTS: usize = 1024;
 
-/// The bitcasts to make, in schedule order.
+/// The bitcasts to make, in schedule order, each with its report.
 ///
 /// A verdict reads only the instruction and its operand's shape, and
 /// turning a movement into a bitcast changes neither for any other
-/// instruction, so all verdicts are reached before any rewrite: on all
-/// cores for a large computation, in runs of the schedule that each keep
-/// their own memo.
-fn all_found(comp: &Computation) -> Vec<(InstId, Found)> {
+/// instruction (nor any name), so all verdicts and reports are made before
+/// any rewrite: on all cores for a large computation, in runs of the
+/// schedule that each keep their own memo.
+fn all_found(comp: &Computation) -> Vec<(InstId, Rewrite)> {
     use rayon::prelude::*;
-    let find = |run: &[InstId]| -> Vec<(InstId, Found)> {
+    let find = |run: &[InstId]| -> Vec<(InstId, Rewrite)> {
         let mut seen = Verdicts::default();
-        run.iter().filter_map(|&id| verdict(comp, id, &mut seen).map(|f| (id, f))).collect()
+        run.iter().filter_map(|&id| verdict(comp, id, &mut seen).map(|f| (id, rewrite_for(comp, id, f)))).collect()
     };
     let schedule = comp.schedule();
     if schedule.len() < PARALLEL_VERDICTS {
         return find(schedule);
     }
-    let runs: Vec<Vec<(InstId, Found)>> = schedule.par_chunks(512).map(find).collect();
+    let runs: Vec<Vec<(InstId, Rewrite)>> = schedule.par_chunks(512).map(find).collect();
     runs.into_iter().flatten().collect()
 }
 
@@ -122,29 +122,31 @@ fn all_found(comp: &Computation) -> Vec<(InstId, Found)> {
 pub fn movements_to_bitcasts(comp: &mut Computation) -> Vec<Rewrite> {
     let found = all_found(comp);
     let mut rewrites = Vec::with_capacity(found.len());
-    for (id, Found { kind, why, dims, from, to }) in found {
-        let o = comp.operands(id)[0];
-        let operand = comp.inst(o).name.clone();
+    // The reports were written with the verdicts; only the edits are left.
+    for (id, rewrite) in found {
         let inst = comp.inst_mut(id);
         inst.opcode = Opcode::Bitcast;
         inst.attrs.remove(KnownAttr::Dimensions);
-        rewrites.push(Rewrite {
-            kind,
-            computation: String::new(),
-            instruction: inst.name.clone(),
-            operand,
-            why,
-            from,
-            to,
-            transpose_dims: dims,
-            bytes: 0,
-            users: Vec::new(),
-            steps: Vec::new(),
-        });
-    }
-    let name = comp.name.clone();
-    for r in &mut rewrites {
-        r.computation.clone_from(&name);
+        rewrites.push(rewrite);
     }
     rewrites
+}
+
+/// The report of turning `id`'s movement into a bitcast, from its verdict.
+fn rewrite_for(comp: &Computation, id: InstId, found: Found) -> Rewrite {
+    let Found { kind, why, dims, from, to } = found;
+    let operand = comp.operands(id).first().map_or_else(String::new, |&o| comp.inst(o).name.clone());
+    Rewrite {
+        kind,
+        computation: comp.name.clone(),
+        instruction: comp.inst(id).name.clone(),
+        operand,
+        why,
+        from,
+        to,
+        transpose_dims: dims,
+        bytes: 0,
+        users: Vec::new(),
+        steps: Vec::new(),
+    }
 }
