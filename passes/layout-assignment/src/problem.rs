@@ -1234,6 +1234,13 @@ impl<'c> Problem<'c> {
         // direction, candidate): later rounds ask again for every candidate
         // they already saw, and the algebra costs more than the lookup.
         let mut induced_keys: FxHashMap<(u32, bool, LayoutKey), SmallVec<[LayoutKey; 2]>> = FxHashMap::default();
+        // What a reshape induces depends only on its two shapes and the
+        // layout, not on which reshape it is, and a large model repeats a
+        // few reshapes hundreds of times (the transformer: 884 reshapes of
+        // 11 shape pairs): a relation's first ask is answered from here
+        // when another reshape of the same shapes asked before. The table
+        // already holds the keys, so nothing is interned in another order.
+        let mut reshape_keys: ReshapeKeys = FxHashMap::default();
         // Candidate lists only grow, so a list's length is its version.
         // Offering a source's candidates again when its list has not grown
         // since the last offer across the same relation adds nothing (what
@@ -1281,7 +1288,7 @@ impl<'c> Problem<'c> {
                         if accepts_more(&values[out]) && fresh(&mut offered, r, 1, &values[v]) {
                             candidate_keys_into(&values[v], &mut scratch);
                             for k in scratch.drain(..) {
-                                let keys = induced_keys.entry((rel_index, true, k)).or_insert_with(|| {
+                                let keys = induced(&mut induced_keys, &mut reshape_keys, (rel_index, true, k), (&values[v].shape, &values[out].shape), transpose.is_none(), || {
                                     let mut keys = SmallVec::new();
                                     let a = with_layout(&values[v].shape, table.get(k).clone());
                                     let induced = match transpose {
@@ -1310,7 +1317,7 @@ impl<'c> Problem<'c> {
                         if accepts_more(&values[v]) && fresh(&mut offered, r, 0, &values[out]) {
                             candidate_keys_into(&values[out], &mut scratch);
                             for k in scratch.drain(..) {
-                                let keys = induced_keys.entry((rel_index, false, k)).or_insert_with(|| {
+                                let keys = induced(&mut induced_keys, &mut reshape_keys, (rel_index, false, k), (&values[out].shape, &values[v].shape), transpose.is_none(), || {
                                     let a = with_layout(&values[out].shape, table.get(k).clone());
                                     let induced = match transpose {
                                         Some(dims) => algebra::transpose_operand_layout(&a, dims),
@@ -1397,6 +1404,30 @@ fn reads_no_needs(op: Opcode) -> bool {
 /// On a tiled target, a derived layout keeps its dimension order but takes
 /// the policy's tiling: the policy decides tiles, and the cost model decides
 /// whether a transpose or reshape stays a bitcast under them.
+/// Layouts a reshape induces, by (the shape the layout is on, the other
+/// shape, direction, layout key); see `Problem::propagate_candidates`.
+type ReshapeKeys = FxHashMap<(ArrayShape, ArrayShape, bool, LayoutKey), SmallVec<[LayoutKey; 2]>>;
+
+/// The keys relation `at` (relation, direction, source key) induces: from
+/// its own memo, else (for a reshape) from another reshape of the same
+/// `shapes` (source, other), else from `compute`.
+fn induced<'m>(
+    by_relation: &'m mut FxHashMap<(u32, bool, LayoutKey), SmallVec<[LayoutKey; 2]>>,
+    by_shapes: &mut ReshapeKeys,
+    at: (u32, bool, LayoutKey),
+    shapes: (&ArrayShape, &ArrayShape),
+    is_reshape: bool,
+    compute: impl FnOnce() -> SmallVec<[LayoutKey; 2]>,
+) -> &'m SmallVec<[LayoutKey; 2]> {
+    by_relation.entry(at).or_insert_with(|| {
+        if !is_reshape {
+            return compute();
+        }
+        let (_, forward, key) = at;
+        by_shapes.entry((shapes.0.clone(), shapes.1.clone(), forward, key)).or_insert_with(compute).clone()
+    })
+}
+
 fn policy_tiled(target: &TargetSpec, a: &ArrayShape, layout: Layout) -> Layout {
     if target.tiling.is_some() { crate::tiling::layout_for(target, a, &layout.minor_to_major) } else { layout }
 }
