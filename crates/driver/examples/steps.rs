@@ -74,7 +74,7 @@ fn steps() -> Result<(), String> {
     println!("{:>20} {:>10.3} ms", "total (best)", totals[0].as_secs_f64() * 1e3);
     println!("{:>20} {:>10.3} ms", "total (median)", totals[totals.len() / 2].as_secs_f64() * 1e3);
     println!("{:>20} {:>10.3} ms", "total (90th pct)", totals[totals.len() * 9 / 10].as_secs_f64() * 1e3);
-    if std::env::var_os("STEPS_DECILES").is_some() {
+    if deciles {
         let deciles: Vec<String> = (0..=10).map(|k| format!("{:.1}", totals[(totals.len() - 1) * k / 10].as_secs_f64() * 1e3)).collect();
         println!("{:>20} {}", "deciles", deciles.join(" "));
     }

@@ -50,10 +50,7 @@ fn write_module_from(out: &mut String, module: &Module, parallel_from: usize, gr
     write_header(out, module);
     write_tables(out, module);
     if module.instruction_count() < parallel_from {
-        for id in module.computation_ids() {
-            write_computation(out, module, id);
-            out.push_str("\n\n");
-        }
+        Piece::Computations(0..module.computations.len()).write(out, module);
         return;
     }
     // A large module is printed in pieces on all cores, then joined in

@@ -319,7 +319,7 @@ pub fn assign_computation(
     );
     // A large problem is freed on the pool, not on the way: thousands of
     // values, relations and layouts, which nothing waits for.
-    if p.values.len() >= PARALLEL_DROP {
+    if p.values.len() >= problem::LARGE_PROBLEM_VALUES {
         let parts = (
             std::mem::take(&mut p.values),
             std::mem::take(&mut p.relations),
@@ -331,10 +331,6 @@ pub fn assign_computation(
     }
     Ok(plan)
 }
-
-/// The fewest values for which [`assign_computation`] frees its problem on
-/// the pool.
-const PARALLEL_DROP: usize = 1024;
 
 /// Assigns layouts in every computation of `module`, edits it in place, and
 /// reports what it did.

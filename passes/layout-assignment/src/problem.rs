@@ -434,7 +434,7 @@ impl<'c> Problem<'c> {
         // (Both are moved out of the problem meanwhile, to be shared.)
         let relations = std::mem::take(&mut p.relations);
         let retilings = std::mem::take(&mut p.retilings);
-        if p.values.len() >= PARALLEL_STRUCTURE {
+        if p.values.len() >= LARGE_PROBLEM_VALUES {
             let locks: Vec<ValueId> = p.values.iter().map(|v| v.lock).collect();
             let ((), structure) = rayon::join(
                 || {
@@ -1357,9 +1357,10 @@ pub(crate) enum Offers {
 /// saves.
 const PARALLEL_NEEDS: usize = 1024;
 
-/// The fewest values for which `Problem::build_with` builds the solver's
-/// structure on another core, beside candidate propagation.
-const PARALLEL_STRUCTURE: usize = 1024;
+/// The fewest values that make a problem large: `Problem::build_with`
+/// builds its solver's structure on another core, beside candidate
+/// propagation, and `assign_computation` frees it on the pool.
+pub(crate) const LARGE_PROBLEM_VALUES: usize = 1024;
 
 /// The needs of every instruction of `order` that `define` or `relate`
 /// reads, by node index (`bound` slots).
