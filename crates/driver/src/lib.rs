@@ -135,8 +135,9 @@ pub enum PipelineError {
     /// The text does not parse.
     #[error("{0}")]
     Parse(Box<ParseError>),
-    /// The module parses but is not well formed (the verifier's problems),
-    /// so no pass runs on it.
+    /// The module parses but is not well formed (the verifier's problems,
+    /// each `FILE:LINE:COL: error: ...` where its text shows where), so no
+    /// pass runs on it.
     #[error("the input module is invalid:\n{}", .0.join("\n"))]
     InvalidInput(Vec<String>),
     /// The module parses but cannot be assigned.
@@ -191,7 +192,7 @@ fn run_here(text: &str, file_name: &str, opts: &Options) -> Result<Output, Pipel
     // The input is always checked, `verify` or not: the passes assume a
     // well-formed module, and the process must never panic on user input.
     let t = Instant::now();
-    verify_input(&module)?;
+    verify_input(&module, &|p| p.located(text, file_name))?;
     timings.push(Timing { step: "verify-input", duration: t.elapsed() });
     let assignment = if opts.passes.contains(&PassName::LayoutAssignment) {
         let t = Instant::now();
@@ -232,13 +233,14 @@ pub fn run_loaded(db: &Database, opts: &Options) -> Result<Output, PipelineError
 }
 
 /// Refuses a module the structural verifier rejects: passes assume well
-/// formed input, and an output problem must mean a bug in Tessera.
-fn verify_input(module: &Module) -> Result<(), PipelineError> {
+/// formed input, and an output problem must mean a bug in Tessera. Each
+/// problem is reported as `located` writes it, with its place in the text.
+fn verify_input(module: &Module, located: &dyn Fn(&hlo::VerifyError) -> String) -> Result<(), PipelineError> {
     let problems = hlo::verify_module(module);
     if problems.is_empty() {
         Ok(())
     } else {
-        Err(PipelineError::InvalidInput(problems.iter().map(ToString::to_string).collect()))
+        Err(PipelineError::InvalidInput(problems.iter().map(located).collect()))
     }
 }
 
@@ -251,7 +253,7 @@ fn finish(db: &Database, opts: &Options, start: Instant, timings: &mut Vec<Timin
             db::AssignError::Parse(p) => PipelineError::Parse(p),
             other => PipelineError::Assign(other.to_string()),
         })?;
-        verify_input(&module)?;
+        verify_input(&module, &|p| db.located(p))?;
         timings.push(Timing { step: "verify-input", duration: t.elapsed() });
     }
     let assign = opts.passes.contains(&PassName::LayoutAssignment);

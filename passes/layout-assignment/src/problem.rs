@@ -1459,7 +1459,7 @@ fn share_candidates(
     }
     candidate_keys_into(&values[from], scratch);
     let rank = values[to].shape.rank();
-    let retile = values[from].shape.element_storage_bits() != values[to].shape.element_storage_bits();
+    let retile = !crate::tiling::tiled_alike(Some(target), &values[from].shape, &values[to].shape);
     let mut changed = false;
     for k in scratch.drain(..) {
         if table.get(k).minor_to_major.len() != rank {

@@ -324,7 +324,7 @@ impl Solver<'_, '_> {
                             let restricted = restrict_layout(self.target, &p.values[v].shape, p.table.get(out_key), dims);
                             p.table.key(&restricted)
                         }
-                        _ if p.values[out].shape.element_storage_bits() != p.values[v].shape.element_storage_bits() => {
+                        _ if !crate::tiling::tiled_alike(Some(self.target), &p.values[out].shape, &p.values[v].shape) => {
                             let layout = crate::tiling::same_layout_for(self.target, p.table.get(out_key), &p.values[out].shape, &p.values[v].shape);
                             p.table.key(&layout)
                         }
@@ -499,12 +499,11 @@ impl Solver<'_, '_> {
         }
         let free = std::mem::take(&mut scratch.free);
         let p = &mut *self.p;
-        let origin_bits = p.values[origin as usize].shape.element_storage_bits();
         scratch.ids.clear();
         for &m in &free {
-            // Members of another element width take the same order with
+            // Members of another element type take the same order with
             // their own tiling.
-            let member_key = if p.values[m as usize].shape.element_storage_bits() == origin_bits {
+            let member_key = if crate::tiling::tiled_alike(Some(self.target), &p.values[m as usize].shape, &p.values[origin as usize].shape) {
                 key
             } else {
                 let layout = crate::tiling::same_layout_for(
@@ -607,9 +606,9 @@ impl Solver<'_, '_> {
                     v.fixed.is_none() && v.shape.rank() == base.minor_to_major.len()
                 })
                 .collect();
-            // One combined tile serves only values of one element width.
-            let bits = self.p.values[first as usize].shape.element_storage_bits();
-            if free.iter().any(|&m| self.p.values[m as usize].shape.element_storage_bits() != bits) {
+            // One combined tile serves only values tiled alike.
+            let first_shape = &self.p.values[first as usize].shape;
+            if free.iter().any(|&m| !crate::tiling::tiled_alike(Some(self.target), &self.p.values[m as usize].shape, first_shape)) {
                 continue;
             }
             // The group's storage bytes under a layout, padding included,
@@ -740,13 +739,12 @@ impl Solver<'_, '_> {
         for &(members, key, origin) in parts {
             let rank = self.p.table.get(key).minor_to_major.len();
             let p = &mut *self.p;
-            let origin_bits = p.values[origin as usize].shape.element_storage_bits();
             for &m in members {
                 let value = &p.values[m as usize];
                 if value.fixed.is_some() || value.shape.rank() != rank {
                     continue;
                 }
-                let member_key = if value.shape.element_storage_bits() == origin_bits {
+                let member_key = if crate::tiling::tiled_alike(Some(self.target), &value.shape, &p.values[origin as usize].shape) {
                     key
                 } else {
                     let layout =
