@@ -395,20 +395,48 @@ async fn a_large_module_over_its_time_limit_is_408_and_the_service_recovers() {
     }
 }
 
-#[tokio::test]
-async fn saturated_workers_answer_503() {
-    let config = Config { max_concurrency: 1, ..Config::default() };
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_busy_service_queues_and_answers_503_only_when_the_queue_is_full_or_the_wait_expires() {
+    let config = Config { max_concurrency: 1, max_queue: 1, queue_timeout: Duration::from_millis(300), ..Config::default() };
     let (router, state) = app(config);
     let text = corpus("mlp_fwd");
+    let want = expected(&text, "cpu").0;
     let slot = state.try_acquire_worker().expect("a free slot");
+    // With every slot taken, a request waits in the queue.
+    let queued = {
+        let (router, text) = (router.clone(), text.clone());
+        tokio::spawn(async move { call(&router, request("POST", "/v1/layout-assignment", Some("text/plain"), text)).await })
+    };
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while state.queue_len() < 1 {
+        assert!(std::time::Instant::now() < deadline, "the request waits in the queue");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    // The queue holds one: the next request is refused at once.
     let a = call(&router, request("POST", "/v1/layout-assignment", Some("text/plain"), text.clone())).await;
     let e = a.error(503, "overloaded");
-    assert!(e["message"].as_str().is_some_and(|m| m.contains("max_concurrency")), "{e}");
+    assert!(e["message"].as_str().is_some_and(|m| m.contains("max_queue")), "{e}");
+    assert_eq!(a.header("retry-after"), Some("1"));
     // Health and metrics still answer.
     assert_eq!(call(&router, get("/healthz")).await.status, 200);
+    assert!(call(&router, get("/metrics")).await.text().lines().any(|l| l == "tessera_queue_waiting 1"));
+    // A slot frees: the queued request gets its answer.
+    drop(slot);
+    let a = queued.await.expect("the queued request ends");
+    assert_eq!(a.status, 200, "{}", String::from_utf8_lossy(&a.body));
+    assert_eq!(a.json()["module"].as_str(), Some(want.as_str()));
+    // A request that waits longer than queue_timeout is refused.
+    let slot = state.try_acquire_worker().expect("a free slot");
+    let started = std::time::Instant::now();
+    let a = call(&router, request("POST", "/v1/layout-assignment", Some("text/plain"), text.clone())).await;
+    let e = a.error(503, "overloaded");
+    assert!(e["message"].as_str().is_some_and(|m| m.contains("queue_timeout")), "{e}");
+    assert_eq!(a.header("retry-after"), Some("1"));
+    assert!(started.elapsed() >= Duration::from_millis(300));
     drop(slot);
     let a = call(&router, request("POST", "/v1/layout-assignment", Some("text/plain"), text)).await;
     assert_eq!(a.status, 200);
+    assert_eq!(state.queue_len(), 0);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
