@@ -51,6 +51,7 @@ pub use config::{Config, ConfigError};
 pub use conn::{raise_file_limit, serve};
 pub use error::ApiError;
 pub use metrics::Metrics;
+pub use sessions::estimated_bytes as estimated_session_bytes;
 
 use queue::Workers;
 use sessions::Sessions;

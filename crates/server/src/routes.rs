@@ -17,7 +17,7 @@ use crate::queue::{JobError, job_error};
 use crate::request::{
     BodyFormat, ModuleWire, PatchWire, RunWire, SessionRunWire, TargetWire, body_format, hlo_text, query, wants_text,
 };
-use crate::sessions::{CompInfo, Session, SessionHandle, valid_id};
+use crate::sessions::{CompInfo, Session, SessionHandle, estimated_bytes, valid_id};
 
 /// Every route.
 pub fn routes() -> Router<AppState> {
@@ -111,11 +111,14 @@ fn session_not_found(id: &str) -> ApiError {
     ApiError::new(StatusCode::NOT_FOUND, "session_not_found", format!("no session is named '{id}'")).with("id", id)
 }
 
-fn session_too_large(bytes: usize, max: usize) -> ApiError {
+fn session_too_large(text_bytes: usize, max: usize) -> ApiError {
     ApiError::new(
         StatusCode::PAYLOAD_TOO_LARGE,
         "session_too_large",
-        format!("the module ({bytes} bytes) would not fit in the session memory limit of {max} bytes (max_session_bytes)"),
+        format!(
+            "a session of this module ({text_bytes} bytes of text, an estimated {} bytes once run) would not fit in the session memory limit of {max} bytes (max_session_bytes)",
+            estimated_bytes(text_bytes, true)
+        ),
     )
     .with("limit", max)
 }
@@ -128,6 +131,7 @@ fn session_json(id: &str, s: &Session) -> Value {
         "target": s.target.name,
         "computations": s.computations.iter().map(|c| c.name.as_str()).collect::<Vec<_>>(),
         "bytes": s.bytes,
+        "memory_bytes": s.held_bytes(),
     })
 }
 
@@ -168,7 +172,7 @@ async fn put_module(
     };
     let target = state.resolve_target(&target.unwrap_or_else(|| TargetWire::Name("cpu".into()))).await?;
     let max = state.shared.sessions.max_bytes();
-    if text.len() > max {
+    if estimated_bytes(text.len(), true) > max {
         return Err(session_too_large(text.len(), max));
     }
     let existing = state.shared.sessions.get(&id);
@@ -192,7 +196,7 @@ async fn put_module(
                     s.file_name = file_name;
                     s.refresh(text.len());
                     let answer = session_json(&job_id, &s);
-                    let bytes = s.bytes;
+                    let bytes = s.held_bytes();
                     *guard = Some(s);
                     Ok((answer, bytes))
                 }
@@ -277,7 +281,7 @@ async fn patch_module(
                 bytes = bytes.saturating_sub(info.bytes) + text.len();
                 replacements.push((name, text));
             }
-            if bytes > max {
+            if estimated_bytes(bytes, true) > max {
                 return Err(session_too_large(bytes, max));
             }
             s.db.replace_computations(&replacements).map_err(|e| ApiError::invalid_request(e.to_string()))?;
@@ -291,7 +295,7 @@ async fn patch_module(
             if let Value::Object(m) = &mut answer {
                 m.insert("replaced".into(), json!(replacements.iter().map(|(n, _)| n.as_str()).collect::<Vec<_>>()));
             }
-            Ok((answer, bytes))
+            Ok((answer, s.held_bytes()))
         })
         .await?;
     let (answer, bytes) = match job {
@@ -343,13 +347,17 @@ async fn session_run(
             s.db.clear_executions();
             let out = driver::run_loaded(&s.db, &opts);
             let recomputed = s.db.recomputed_computations();
-            Ok((out, recomputed))
+            s.ran = true;
+            Ok((out, recomputed, s.held_bytes()))
         })
         .await?;
-    let (out, recomputed) = match job {
+    let (out, recomputed, held) = match job {
         Ok(r) => r?,
         Err(e) => return Err(discard_after_panic(&state, &id, &handle, e)),
     };
+    // The run filled the database: charge the session what it holds now.
+    let evicted = state.shared.sessions.recharge(&id, &handle, held);
+    state.metrics().record_evictions(evicted);
     let out = out.map_err(pipeline_error)?;
     Ok(run_answer(&state, out, wants_text(&headers), started, Some(recomputed)))
 }
@@ -411,6 +419,7 @@ impl Session {
             module_name: String::new(),
             computations: Vec::new(),
             bytes: 0,
+            ran: false,
         }
     }
 
