@@ -114,14 +114,16 @@ impl Tracker {
         (id, conn)
     }
 
-    /// Asks the connection idle the longest to close; false if none is
-    /// idle.
+    /// Asks the connection idle the longest to close: a silent one before
+    /// one that began sending a request head, older before newer. False if
+    /// none is idle.
     fn evict_one_idle(&self) -> bool {
         let open = self.open();
         let victim = open
-            .values()
-            .filter(|c| c.busy.load(Ordering::Acquire) == 0 && !c.close_now.load(Ordering::Relaxed))
-            .min_by_key(|c| c.idle_since.load(Ordering::Relaxed));
+            .iter()
+            .filter(|(_, c)| c.busy.load(Ordering::Acquire) == 0 && !c.close_now.load(Ordering::Relaxed))
+            .min_by_key(|(id, c)| (c.head_since.load(Ordering::Relaxed) != 0, c.idle_since.load(Ordering::Relaxed), **id))
+            .map(|(_, c)| c);
         match victim {
             Some(c) => {
                 c.close_now.store(true, Ordering::Relaxed);
@@ -361,6 +363,19 @@ pub async fn serve(
     let (stop_tx, stop_rx) = watch::channel(false);
     let mut shutdown = std::pin::pin!(shutdown);
     loop {
+        let stream = tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok((stream, _peer)) => stream,
+                Err(e) => {
+                    accept_error(e).await;
+                    continue;
+                }
+            },
+            () = &mut shutdown => break,
+        };
+        // At the cap, a connection waiting to be served makes the one idle
+        // the longest give way. The file it holds meanwhile is one of the
+        // reserved ones.
         let permit = match permits.clone().try_acquire_owned() {
             Ok(p) => p,
             Err(_) => {
@@ -373,16 +388,6 @@ pub async fn serve(
                     () = &mut shutdown => break,
                 }
             }
-        };
-        let stream = tokio::select! {
-            accepted = listener.accept() => match accepted {
-                Ok((stream, _peer)) => stream,
-                Err(e) => {
-                    accept_error(e).await;
-                    continue;
-                }
-            },
-            () = &mut shutdown => break,
         };
         let _ = stream.set_nodelay(true);
         let (id, conn) = tracker.add();
