@@ -86,6 +86,44 @@ async fn openapi_document_describes_every_route_that_exists() {
 }
 
 #[tokio::test]
+async fn every_status_a_probe_gets_is_documented_for_its_operation() {
+    let (router, _) = app(Config::default());
+    let doc: Value = serde_json::from_str(server::OPENAPI).expect("the document is JSON");
+    let paths = doc["paths"].as_object().expect("paths");
+    let bodies = [
+        (Some("application/json"), "{}"),
+        (Some("application/json"), "{\"module\": 1"),
+        (Some("application/yaml"), "module: [x"),
+        (Some("text/plain"), ""),
+        (Some("text/plain"), "HloModule m"),
+        (Some("image/png"), "x"),
+        (None, ""),
+    ];
+    let mut probed = 0;
+    for (path, item) in paths {
+        let ids: &[&str] = if path.contains("{id}") { &["probe", "not%20an%20id", "x.y_z-1"] } else { &[""] };
+        for method in ["get", "put", "post", "patch", "delete"] {
+            let Some(op) = item.get(method) else { continue };
+            let responses = op["responses"].as_object().expect("responses");
+            for id in ids {
+                let uri = path.replace("{id}", id);
+                for (content_type, body) in bodies {
+                    let a = call(&router, request(&method.to_uppercase(), &uri, content_type, body)).await;
+                    let status = a.status.as_str().to_string();
+                    assert!(
+                        responses.contains_key(&status),
+                        "{method} {uri} with {content_type:?} {body:?} answered {status}, which the document does not list: {}",
+                        String::from_utf8_lossy(&a.body)
+                    );
+                    probed += 1;
+                }
+            }
+        }
+    }
+    assert!(probed > 100, "{probed}");
+}
+
+#[tokio::test]
 async fn text_body_gives_the_library_output_and_report() {
     let (router, _) = app(Config::default());
     let text = corpus("mlp_fwd");
