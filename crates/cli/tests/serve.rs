@@ -7,80 +7,16 @@
 //! killed when its guard drops, so a broken build fails these tests rather
 //! than hanging them.
 
-use std::io::{BufRead, BufReader, Write};
+mod served;
+
+use std::io::{BufReader, Write};
 use std::net::{SocketAddr, TcpStream};
-use std::process::{Child, ChildStdout, Command, ExitStatus, Stdio};
+use std::process::{Child, Command, ExitStatus};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
+use served::*;
 use server::client::{Client, read_response};
-
-/// How long any one step may take before the test fails. The large module
-/// takes seconds in a debug build on a busy machine, so this is generous.
-const STEP: Duration = Duration::from_secs(120);
-
-/// A running `tessera serve`, killed on drop unless it already exited.
-struct Served {
-    child: Child,
-    addr: SocketAddr,
-    stderr: mpsc::Receiver<String>,
-    // Kept open, so that the server never writes to a closed pipe.
-    _stdout: Option<std::thread::JoinHandle<ChildStdout>>,
-}
-
-impl Drop for Served {
-    fn drop(&mut self) {
-        // Only this test's own child, by its handle.
-        if matches!(self.child.try_wait(), Ok(None)) {
-            let _ = self.child.kill();
-        }
-        let _ = self.child.wait();
-    }
-}
-
-/// Starts `tessera ARGS serve --addr 127.0.0.1:0` and waits for the line
-/// that announces the bound address.
-fn serve(args: &[&str]) -> Served {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_tessera"))
-        .args(args)
-        .args(["serve", "--addr", "127.0.0.1:0"])
-        // The default filter (info for the service) is what is under test.
-        .env_remove("RUST_LOG")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("tessera starts");
-    let stdout = child.stdout.take().expect("a stdout pipe");
-    let stderr = child.stderr.take().expect("a stderr pipe");
-    let (line_tx, line_rx) = mpsc::channel();
-    let stdout_reader = std::thread::spawn(move || {
-        let mut r = BufReader::new(stdout);
-        let mut line = String::new();
-        let _ = r.read_line(&mut line);
-        let _ = line_tx.send(line);
-        r.into_inner()
-    });
-    let (err_tx, err_rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stderr).lines() {
-            let Ok(line) = line else { break };
-            if err_tx.send(line).is_err() {
-                break;
-            }
-        }
-    });
-    let mut served = Served { child, addr: SocketAddr::from(([127, 0, 0, 1], 0)), stderr: err_rx, _stdout: Some(stdout_reader) };
-    let line = line_rx.recv_timeout(STEP).expect("the server announces its address on stdout");
-    let addr = line
-        .trim_end()
-        .strip_prefix("listening on http://")
-        .and_then(|a| a.parse::<SocketAddr>().ok())
-        .unwrap_or_else(|| panic!("the first line of stdout is `listening on http://ADDR`: {line:?}"));
-    assert!(addr.ip().is_loopback() && addr.port() != 0, "{addr}");
-    served.addr = addr;
-    served
-}
 
 /// Sends SIGTERM through the `kill` command, without libc.
 fn sigterm(child: &Child) {
@@ -124,12 +60,6 @@ fn in_flight(addr: SocketAddr) -> u64 {
         .find_map(|l| l.strip_prefix("tessera_http_requests_in_flight "))
         .and_then(|n| n.trim().parse().ok())
         .unwrap_or_else(|| panic!("an in-flight gauge: {}", m.text()))
-}
-
-/// A corpus module's text.
-fn corpus(name: &str) -> String {
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata/xla-cpu").join(name).join("before_layout.hlo");
-    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
 
 /// The output of a stateless run in this process, which the service must

@@ -139,7 +139,10 @@ impl AppState {
             self.reserve_body(n, &mut held)?;
         }
         let mut reserved = declared.unwrap_or(0);
+        // One buffer of the declared size, so that a large body is held
+        // once rather than as chunks and then their concatenation.
         let mut chunks: Vec<Bytes> = Vec::new();
+        let mut whole: Vec<u8> = Vec::with_capacity(declared.unwrap_or(0));
         let mut received = 0usize;
         loop {
             let next = body.frame();
@@ -164,9 +167,14 @@ impl AppState {
                 self.reserve_body(received - reserved, &mut held)?;
                 reserved = received;
             }
-            chunks.push(data);
+            if whole.capacity() > 0 {
+                whole.extend_from_slice(&data);
+            } else {
+                chunks.push(data);
+            }
         }
         let bytes = match chunks.len() {
+            _ if whole.capacity() > 0 => Bytes::from(whole),
             0 => Bytes::new(),
             1 => chunks.pop().unwrap_or_default(),
             _ => Bytes::from(chunks.concat()),

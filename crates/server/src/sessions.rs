@@ -38,7 +38,7 @@ const BASE_BYTES: usize = 64 << 10;
 const LOADED_PER_TEXT_BYTE: usize = 4;
 /// Memory per byte of module text once the pipeline ran: what loading
 /// holds, plus every computation's parse, assignments and signatures.
-const RUN_PER_TEXT_BYTE: usize = 16;
+const RUN_PER_TEXT_BYTE: usize = 12;
 
 /// The memory a session holds, estimated from its module text and whether
 /// the pipeline ran on it.
