@@ -284,4 +284,46 @@ mod tests {
         let err = Config::from_yaml("max_sessions: 3\nmax_concurrency: 0\n", "serve.yaml").expect_err("zero");
         assert_eq!(err.to_string(), "serve.yaml:2:1: error: max_concurrency must be at least 1");
     }
+
+    #[test]
+    fn every_limit_and_timeout_has_a_key() {
+        let text = "max_body_bytes: 1\nmax_body_memory: 2\nmax_body_nesting: 3\nmax_body_nodes: 4\nmin_body_rate: 5\n\
+                    body_grace_ms: 6\nrequest_timeout_ms: 7\nheader_read_timeout_ms: 8\nidle_timeout_ms: 9\nmax_headers: 10\n\
+                    max_header_bytes: 11\nmax_connections: 12\nmax_concurrency: 13\nmax_queue: 14\nqueue_timeout_ms: 15\n\
+                    max_in_flight: 16\nmax_sessions: 17\nmax_session_bytes: 18\nshutdown_grace_ms: 19\n";
+        let c = Config::from_yaml(text, "s.yaml").expect("valid config");
+        let ms = Duration::from_millis;
+        let want = Config {
+            max_body_bytes: 1,
+            max_body_memory: 2,
+            max_body_nesting: 3,
+            max_body_nodes: 4,
+            min_body_rate: 5,
+            body_grace: ms(6),
+            request_timeout: ms(7),
+            header_read_timeout: ms(8),
+            idle_timeout: ms(9),
+            max_headers: 10,
+            max_header_bytes: 11,
+            max_connections: 12,
+            max_concurrency: 13,
+            max_queue: 14,
+            queue_timeout: ms(15),
+            max_in_flight: 16,
+            max_sessions: 17,
+            max_session_bytes: 18,
+            shutdown_grace: ms(19),
+        };
+        assert_eq!(c, want);
+    }
+
+    #[test]
+    fn no_queue_and_no_rate_check_are_allowed_and_nesting_is_capped() {
+        let c = Config::from_yaml("max_queue: 0\nmin_body_rate: 0\n", "s.yaml").expect("valid config");
+        assert_eq!((c.max_queue, c.min_body_rate), (0, 0));
+        let err = Config::from_yaml("max_body_nesting: 129\n", "serve.yaml").expect_err("too deep");
+        assert_eq!(err.to_string(), "serve.yaml:1:1: error: max_body_nesting must be at most 128");
+        let err = Config::from_yaml("idle_timeout_ms: 0\n", "serve.yaml").expect_err("zero");
+        assert_eq!(err.to_string(), "serve.yaml:1:1: error: idle_timeout_ms must be at least 1");
+    }
 }
