@@ -1,5 +1,6 @@
 //! `tessera serve` as a real process on a loopback port: graceful shutdown
-//! on a real SIGTERM, and JSON logs that carry request ids.
+//! on a real SIGTERM, JSON logs that carry request ids, and idle
+//! connections beyond the process's file limit.
 //!
 //! The server is the `tessera` binary that cargo built for these tests. It
 //! listens on `127.0.0.1:0` and announces the port it got on stdout. Every
@@ -190,4 +191,35 @@ fn json_logs_are_json_lines_that_carry_the_request_id() {
         "the error line carries the request id {bad_id}: {lines:#?}"
     );
     assert!(!events.iter().any(|v| of_request(v, &id) && of_request(v, &bad_id)), "no line mixes two requests");
+}
+
+#[test]
+fn idle_connections_beyond_the_file_limit_do_not_stop_the_service() {
+    // A file limit the service cannot raise: its connection cap is lowered
+    // below it, and idle connections beyond it make room for new ones
+    // instead of leaving nothing to accept with (before, 1,100 idle
+    // connections against 1,024 files made /healthz time out).
+    let files = 256;
+    let served = serve_with_file_limit(files);
+    let addr = served.addr;
+    let idle: Vec<TcpStream> = (0..files + 100)
+        .map(|i| TcpStream::connect_timeout(&addr, Duration::from_secs(10)).unwrap_or_else(|e| panic!("connection {i}: {e}")))
+        .collect();
+    let mut c = Client::new(addr, Duration::from_secs(30));
+    let a = c.request("GET", "/healthz", &[], b"").expect("the health check is answered");
+    assert_eq!(a.status, 200);
+    let text = corpus("mlp_fwd");
+    let (want, _) = stateless(&text);
+    let a = c.request("POST", "/v1/layout-assignment", &[("content-type", "text/plain")], text.as_bytes()).expect("answered");
+    assert_eq!(a.status, 200, "{}", a.text());
+    let v: serde_json::Value = serde_json::from_slice(&a.body).expect("JSON");
+    assert_eq!(v["module"].as_str(), Some(want.as_str()));
+    let m = c.request("GET", "/metrics", &[], b"").expect("answered").text();
+    let gauge = |name: &str| {
+        m.lines().find_map(|l| l.strip_prefix(name).and_then(|r| r.trim().parse::<u64>().ok())).unwrap_or_else(|| panic!("{name}: {m}"))
+    };
+    let open = gauge("tessera_connections_open ");
+    assert!(open < files, "{open} connections open under a limit of {files} files");
+    assert!(gauge("tessera_connections_closed_total{reason=\"evicted\"} ") >= 100, "{m}");
+    drop(idle);
 }

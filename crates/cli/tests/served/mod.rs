@@ -38,9 +38,23 @@ pub fn serve(args: &[&str]) -> Served {
     spawn(args, &[], &[])
 }
 
+/// `tessera serve` with its open file limit set to `files` (soft and
+/// hard, so that it cannot raise it), through util-linux's `prlimit`.
+pub fn serve_with_file_limit(files: u64) -> Served {
+    let mut command = Command::new("prlimit");
+    command.arg(format!("--nofile={files}:{files}")).arg("--").arg(env!("CARGO_BIN_EXE_tessera"));
+    start(command, &[], &[], &[])
+}
+
 /// Starts `tessera GLOBAL serve --addr 127.0.0.1:0 SERVE_ARGS`.
 fn spawn(args: &[&str], serve_args: &[&str], env: &[(&str, &str)]) -> Served {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_tessera"))
+    start(Command::new(env!("CARGO_BIN_EXE_tessera")), args, serve_args, env)
+}
+
+/// Starts `COMMAND GLOBAL serve --addr 127.0.0.1:0 SERVE_ARGS`, where the
+/// command runs `tessera`.
+fn start(mut command: Command, args: &[&str], serve_args: &[&str], env: &[(&str, &str)]) -> Served {
+    let mut child = command
         .args(args)
         .args(["serve", "--addr", "127.0.0.1:0"])
         .args(serve_args)
