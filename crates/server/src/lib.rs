@@ -44,7 +44,7 @@ mod middleware;
 mod queue;
 mod request;
 mod routes;
-pub mod scan;
+mod scan;
 mod sessions;
 
 pub use config::{Config, ConfigError};

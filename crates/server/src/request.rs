@@ -123,7 +123,7 @@ impl AppState {
     /// than `min_body_rate` on average once `body_grace` has passed (408
     /// otherwise), so that a client trickling its body a byte at a time
     /// holds nothing for long.
-    pub async fn read_body(&self, body: Body) -> Result<Received, ApiError> {
+    pub(crate) async fn read_body(&self, body: Body) -> Result<Received, ApiError> {
         let config = self.config();
         let limit = config.max_body_bytes;
         let started = Instant::now();
@@ -386,14 +386,14 @@ fn excess(e: Excess, what: &str, limits: Limits) -> ApiError {
 
 impl AppState {
     /// What a JSON or YAML body may hold.
-    pub fn body_limits(&self) -> Limits {
+    pub(crate) fn body_limits(&self) -> Limits {
         let c = self.config();
         Limits { max_nesting: c.max_body_nesting, max_nodes: c.max_body_nodes, max_expanded_bytes: c.max_body_bytes }
     }
 
     /// [`decode`] on the blocking pool, through the worker queue: a large
     /// body takes CPU time, which the async runtime must not spend.
-    pub async fn decode_body<T: DeserializeOwned + Send + 'static>(&self, format: BodyFormat, body: &Received) -> Result<T, ApiError> {
+    pub(crate) async fn decode_body<T: DeserializeOwned + Send + 'static>(&self, format: BodyFormat, body: &Received) -> Result<T, ApiError> {
         let bytes = body.bytes.clone();
         let limits = self.body_limits();
         self.run_blocking(move || decode(format, &bytes, limits)).await?.map_err(job_error)?
