@@ -16,6 +16,7 @@ mod bench;
 mod corpus;
 mod golden;
 mod loadtest;
+mod openapi;
 mod run_pass;
 
 #[derive(Parser)]
@@ -35,8 +36,10 @@ enum Command {
     Corpus(corpus::Args),
     /// Run the benchmarks and record them in docs/performance.md.
     Bench(bench::Args),
-    /// Load the HTTP service with concurrent clients posting the corpus.
+    /// Load the HTTP service: queueing under concurrent clients, and slow clients.
     Loadtest(loadtest::Args),
+    /// Validate the service's OpenAPI document with openapi-spec-validator.
+    Openapi(openapi::Args),
 }
 
 fn main() -> ExitCode {
@@ -48,6 +51,7 @@ fn main() -> ExitCode {
         Command::Corpus(args) => corpus::run(args),
         Command::Bench(args) => bench::run(args),
         Command::Loadtest(args) => loadtest::run(args),
+        Command::Openapi(args) => openapi::run(args),
     };
     match result {
         Ok(code) => code,
