@@ -41,7 +41,7 @@ impl SplitMix64 {
 /// [-4, 4) (about two million distinct values, exact in f32), signed
 /// integers lie in [-32, 96), unsigned ones in [0, 128), both cut to the
 /// type's range; preds are fair coins.
-fn random_element(rng: &mut SplitMix64, cls: Class) -> u64 {
+pub(crate) fn random_element(rng: &mut SplitMix64, cls: Class) -> u64 {
     let float =
         |rng: &mut SplitMix64| (rng.below(1 << 21) as f64 - (1 << 20) as f64) / (1 << 18) as f64;
     match cls {
@@ -257,6 +257,11 @@ pub struct Report {
     pub time_before: Duration,
     /// Time spent evaluating `after`, over all seeds.
     pub time_after: Duration,
+    /// Custom-call targets the evaluator does not know, evaluated in
+    /// either module as opaque pure functions of their operands' logical
+    /// values (sorted): the check shows these calls got the same values
+    /// and their results were read consistently, not what they compute.
+    pub opaque_custom_calls: Vec<String>,
 }
 
 /// Why two modules were not shown equivalent.
@@ -325,6 +330,7 @@ pub(crate) struct Run {
     pub value: Value,
     pub work: u64,
     pub notes: Vec<String>,
+    pub opaque: std::collections::BTreeSet<String>,
 }
 
 /// Evaluates `module`.
@@ -340,6 +346,7 @@ pub(crate) fn run(
         value,
         work: interp.work,
         notes: interp.notes,
+        opaque: interp.opaque_targets,
     })
 }
 
@@ -414,6 +421,11 @@ pub fn check_equivalent(
         report.elements_compared += b.value.element_count();
         report.work_before += b.work;
         report.work_after += a.work;
+        for t in b.opaque.into_iter().chain(a.opaque) {
+            if let Err(at) = report.opaque_custom_calls.binary_search(&t) {
+                report.opaque_custom_calls.insert(at, t);
+            }
+        }
     }
     Ok(report)
 }
