@@ -77,9 +77,17 @@ enum Command {
 /// Runs the command.
 pub fn run(args: Args) -> ExitCode {
     let result = match args.command {
-        Command::Index { shape, indices, reverse } => index(&shape, &indices, &reverse),
+        Command::Index {
+            shape,
+            indices,
+            reverse,
+        } => index(&shape, &indices, &reverse),
         Command::Explain { shape, json } => explain(&shape, json),
-        Command::Bitcast { from, to, transpose } => bitcast(&from, &to, transpose.as_deref()),
+        Command::Bitcast {
+            from,
+            to,
+            transpose,
+        } => bitcast(&from, &to, transpose.as_deref()),
         Command::Plan { from, to } => plan(&from, &to),
         Command::Draw { shape, output } => draw(&shape, &output),
     };
@@ -95,7 +103,11 @@ pub fn run(args: Args) -> ExitCode {
 /// `message` with the shape text and a caret under byte `offset`.
 fn caret(text: &str, offset: usize, message: &str) -> String {
     let col = text[..offset.min(text.len())].chars().count();
-    format!("{message} (column {})\n  {text}\n  {}^", col + 1, " ".repeat(col))
+    format!(
+        "{message} (column {})\n  {text}\n  {}^",
+        col + 1,
+        " ".repeat(col)
+    )
 }
 
 /// Parses and validates an array shape given on the command line.
@@ -103,7 +115,13 @@ fn parse(text: &str, what: &str) -> Result<(ArrayShape, Expansion), String> {
     let shape = shape::parse_shape(text)
         .map_err(|e| caret(text, e.offset, &format!("invalid {what}: {}", e.message)))?;
     let Shape::Array(array) = shape else {
-        return Err(caret(text, 0, &format!("{what} must be an array shape such as f32[3,5]{{1,0}}, not a tuple, token or buffer")));
+        return Err(caret(
+            text,
+            0,
+            &format!(
+                "{what} must be an array shape such as f32[3,5]{{1,0}}, not a tuple, token or buffer"
+            ),
+        ));
     };
     let expansion = Expansion::new(&array).map_err(|e| {
         let at = match &e {
@@ -124,7 +142,11 @@ fn parse_list<T: std::str::FromStr>(text: &str, what: &str) -> Result<Vec<T>, St
     t.split(',')
         .map(|p| p.trim().parse::<T>())
         .collect::<Result<_, _>>()
-        .map_err(|_| format!("{what} '{text}' is not a comma-separated list of non-negative integers (e.g. 2,3)"))
+        .map_err(|_| {
+            format!(
+                "{what} '{text}' is not a comma-separated list of non-negative integers (e.g. 2,3)"
+            )
+        })
 }
 
 fn list<T: std::fmt::Display>(v: &[T]) -> String {
@@ -150,11 +172,16 @@ fn index(text: &str, indices: &[String], reverse: &[String]) -> Result<String, S
     let mut out = String::new();
     for idx in indices {
         let v: Vec<i64> = parse_list(idx, "index")?;
-        let l = e.linear_index(&v).map_err(|err| format!("index {idx}: {err}"))?;
+        let l = e
+            .linear_index(&v)
+            .map_err(|err| format!("index {idx}: {err}"))?;
         let _ = writeln!(out, "{l}");
     }
     for lin in reverse {
-        let l: u64 = lin.trim().parse().map_err(|_| format!("linear index '{lin}' is not a non-negative integer"))?;
+        let l: u64 = lin
+            .trim()
+            .parse()
+            .map_err(|_| format!("linear index '{lin}' is not a non-negative integer"))?;
         match e.multi_index(l).map_err(|err| err.to_string())? {
             Slot::Element(i) => {
                 let _ = writeln!(out, "{}", list(&i));
@@ -168,7 +195,11 @@ fn index(text: &str, indices: &[String], reverse: &[String]) -> Result<String, S
 fn explain(text: &str, json: bool) -> Result<String, String> {
     let (s, e) = parse(text, "SHAPE")?;
     let pad = e.padding_slots();
-    let frac = if e.storage_slots == 0 { 0.0 } else { pad as f64 / e.storage_slots as f64 * 100.0 };
+    let frac = if e.storage_slots == 0 {
+        0.0
+    } else {
+        pad as f64 / e.storage_slots as f64 * 100.0
+    };
     if json {
         let levels: Vec<serde_json::Value> = e
             .levels
@@ -191,8 +222,18 @@ fn explain(text: &str, json: bool) -> Result<String, String> {
         // an untiled layout is its own padded and reshaped shape.
         let identity: Vec<usize> = (0..e.untiled_dims.len()).collect();
         let (padded, reshaped, perm, counts) = match e.levels.first() {
-            Some(l) => (l.padded_dims.to_vec(), l.split_dims.to_vec(), l.permutation.to_vec(), l.tile_counts().to_vec()),
-            None => (e.untiled_dims.to_vec(), e.untiled_dims.to_vec(), identity, Vec::new()),
+            Some(l) => (
+                l.padded_dims.to_vec(),
+                l.split_dims.to_vec(),
+                l.permutation.to_vec(),
+                l.tile_counts().to_vec(),
+            ),
+            None => (
+                e.untiled_dims.to_vec(),
+                e.untiled_dims.to_vec(),
+                identity,
+                Vec::new(),
+            ),
         };
         let v = serde_json::json!({
             "shape": s.to_string(),
@@ -214,27 +255,54 @@ fn explain(text: &str, json: bool) -> Result<String, String> {
             "element_bits": e.element_bits,
             "storage_bytes": e.storage_bytes,
         });
-        return serde_json::to_string_pretty(&v).map(|t| t + "\n").map_err(|err| err.to_string());
+        return serde_json::to_string_pretty(&v)
+            .map(|t| t + "\n")
+            .map_err(|err| err.to_string());
     }
     let mut o = String::new();
     let _ = writeln!(o, "shape           {s}");
-    let _ = writeln!(o, "logical dims    {} ({} elements)", dims(&e.logical_dims), e.element_count);
+    let _ = writeln!(
+        o,
+        "logical dims    {} ({} elements)",
+        dims(&e.logical_dims),
+        e.element_count
+    );
     if e.padded_dims != e.logical_dims {
         let _ = writeln!(o, "legacy padding  pad to {}", dims(&e.padded_dims));
     }
     let _ = writeln!(
         o,
         "physical order  dims {} (major to minor) -> {}",
-        dims(&e.physical_order.iter().map(|&d| d as i64).collect::<Vec<_>>()),
+        dims(
+            &e.physical_order
+                .iter()
+                .map(|&d| d as i64)
+                .collect::<Vec<_>>()
+        ),
         dims(&e.untiled_dims)
     );
     for (i, l) in e.levels.iter().enumerate() {
         let _ = writeln!(o, "tile level {i}    T{}", l.tile);
         if l.combined_dims != l.input_dims {
-            let _ = writeln!(o, "  combine '*'   {} -> {}", dims(&l.input_dims), dims(&l.combined_dims));
+            let _ = writeln!(
+                o,
+                "  combine '*'   {} -> {}",
+                dims(&l.input_dims),
+                dims(&l.combined_dims)
+            );
         }
-        let _ = writeln!(o, "  pad           {} -> {}", dims(&l.combined_dims), dims(&l.padded_dims));
-        let _ = writeln!(o, "  reshape       {} -> {} (a bitcast)", dims(&l.padded_dims), dims(&l.split_dims));
+        let _ = writeln!(
+            o,
+            "  pad           {} -> {}",
+            dims(&l.combined_dims),
+            dims(&l.padded_dims)
+        );
+        let _ = writeln!(
+            o,
+            "  reshape       {} -> {} (a bitcast)",
+            dims(&l.padded_dims),
+            dims(&l.split_dims)
+        );
         let _ = writeln!(
             o,
             "  transpose     dimensions={{{}}} -> {}",
@@ -242,11 +310,20 @@ fn explain(text: &str, json: bool) -> Result<String, String> {
             dims(&l.output_dims)
         );
         let vol: i64 = l.tile_sizes.iter().product();
-        let _ = writeln!(o, "  tile grid     {} tiles of {} ({vol} slots each)", dims(l.tile_counts()), dims(&l.tile_sizes));
+        let _ = writeln!(
+            o,
+            "  tile grid     {} tiles of {} ({vol} slots each)",
+            dims(l.tile_counts()),
+            dims(&l.tile_sizes)
+        );
     }
     let _ = writeln!(o, "physical dims   {} (row-major)", dims(&e.physical_dims));
     if e.storage_slots != e.element_slots {
-        let _ = writeln!(o, "tail padding    {} -> {} slots", e.element_slots, e.storage_slots);
+        let _ = writeln!(
+            o,
+            "tail padding    {} -> {} slots",
+            e.element_slots, e.storage_slots
+        );
     }
     let _ = writeln!(
         o,
@@ -282,10 +359,14 @@ fn plan(from: &str, to: &str) -> Result<String, String> {
 
 const CELL: i64 = 34;
 const MAX_DRAWN: u64 = 4096;
-const PALETTE: [&str; 7] = ["#cfe8ff", "#ffe2b8", "#d4f5d0", "#f6d0f0", "#fff3a8", "#d8d4ff", "#ffd0d0"];
+const PALETTE: [&str; 7] = [
+    "#cfe8ff", "#ffe2b8", "#d4f5d0", "#f6d0f0", "#fff3a8", "#d8d4ff", "#ffd0d0",
+];
 
 fn esc(s: &str) -> String {
-    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;")
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
 }
 
 /// The tile an element is in: the row-major number of its level-0 tile
@@ -294,7 +375,10 @@ fn tile_of(e: &Expansion, idx: &[i64]) -> u64 {
     match (e.levels.first(), e.stage_index(idx, 1)) {
         (Some(l), Ok(s)) => {
             let n = l.prefix + l.tile_sizes.len();
-            s[..n].iter().zip(&l.output_dims[..n]).fold(0u64, |acc, (&i, &d)| acc * d as u64 + i as u64)
+            s[..n]
+                .iter()
+                .zip(&l.output_dims[..n])
+                .fold(0u64, |acc, (&i, &d)| acc * d as u64 + i as u64)
         }
         _ => 0,
     }
@@ -313,7 +397,8 @@ fn draw(text: &str, output: &std::path::Path) -> Result<String, String> {
     } else {
         full_svg(&s, &e)
     };
-    std::fs::write(output, svg).map_err(|err| format!("cannot write {}: {err}", output.display()))?;
+    std::fs::write(output, svg)
+        .map_err(|err| format!("cannot write {}: {err}", output.display()))?;
     Ok(format!("wrote {}\n", output.display()))
 }
 
@@ -325,7 +410,11 @@ fn full_svg(s: &ArrayShape, e: &Expansion) -> String {
         1 => (1, s.dims[0]),
         _ => (s.dims[r - 2], s.dims[r - 1]),
     };
-    let lead: Vec<i64> = if r > 2 { s.dims[..r - 2].to_vec() } else { Vec::new() };
+    let lead: Vec<i64> = if r > 2 {
+        s.dims[..r - 2].to_vec()
+    } else {
+        Vec::new()
+    };
     let nslices: i64 = lead.iter().product();
     let per_row = (nslices as f64).sqrt().ceil().max(1.0) as i64;
     let (gw, gh) = (cols * CELL + 30, rows * CELL + 40);
@@ -362,7 +451,13 @@ fn full_svg(s: &ArrayShape, e: &Expansion) -> String {
         }
         let (ox, oy) = ((sl % per_row) * gw + 10, (sl / per_row) * gh + top);
         if r > 2 {
-            let _ = writeln!(o, r#"<text x="{}" y="{}">[{},:,:]</text>"#, ox, oy + 12, list(&prefix));
+            let _ = writeln!(
+                o,
+                r#"<text x="{}" y="{}">[{},:,:]</text>"#,
+                ox,
+                oy + 12,
+                list(&prefix)
+            );
         }
         let (gx, gy) = (ox + 20, oy + 20);
         let idx_at = |i: i64, j: i64| -> Vec<i64> {
@@ -393,10 +488,20 @@ fn full_svg(s: &ArrayShape, e: &Expansion) -> String {
                 );
                 // Tile outlines: a thick edge where the neighbour is in another tile.
                 if j + 1 < cols && tile_of(e, &idx_at(i, j + 1)) != tile {
-                    let _ = writeln!(o, r##"<line x1="{0}" y1="{y}" x2="{0}" y2="{1}" stroke="#222" stroke-width="2"/>"##, x + CELL, y + CELL);
+                    let _ = writeln!(
+                        o,
+                        r##"<line x1="{0}" y1="{y}" x2="{0}" y2="{1}" stroke="#222" stroke-width="2"/>"##,
+                        x + CELL,
+                        y + CELL
+                    );
                 }
                 if i + 1 < rows && tile_of(e, &idx_at(i + 1, j)) != tile {
-                    let _ = writeln!(o, r##"<line x1="{x}" y1="{0}" x2="{1}" y2="{0}" stroke="#222" stroke-width="2"/>"##, y + CELL, x + CELL);
+                    let _ = writeln!(
+                        o,
+                        r##"<line x1="{x}" y1="{0}" x2="{1}" y2="{0}" stroke="#222" stroke-width="2"/>"##,
+                        y + CELL,
+                        x + CELL
+                    );
                 }
             }
         }
@@ -408,9 +513,18 @@ fn full_svg(s: &ArrayShape, e: &Expansion) -> String {
         );
     }
     // The buffer in memory order: each slot's element or padding.
-    let _ = writeln!(o, r#"<text x="10" y="{}" font-size="12">memory order ({} slots, {} per row)</text>"#, strip_top - 10, slots, strip_cols);
+    let _ = writeln!(
+        o,
+        r#"<text x="10" y="{}" font-size="12">memory order ({} slots, {} per row)</text>"#,
+        strip_top - 10,
+        slots,
+        strip_cols
+    );
     for slot in 0..slots {
-        let (x, y) = (10 + (slot % strip_cols) * CELL, strip_top + (slot / strip_cols) * CELL);
+        let (x, y) = (
+            10 + (slot % strip_cols) * CELL,
+            strip_top + (slot / strip_cols) * CELL,
+        );
         match e.multi_index(slot as u64) {
             Ok(Slot::Element(idx)) => {
                 let _ = writeln!(
@@ -439,8 +553,15 @@ fn full_svg(s: &ArrayShape, e: &Expansion) -> String {
 fn summary_svg(s: &ArrayShape, e: &Expansion) -> String {
     let mut lines = vec![
         s.to_string(),
-        format!("logical dims {} = {} elements", dims(&e.logical_dims), e.element_count),
-        format!("untiled physical dims {} (major to minor)", dims(&e.untiled_dims)),
+        format!(
+            "logical dims {} = {} elements",
+            dims(&e.logical_dims),
+            e.element_count
+        ),
+        format!(
+            "untiled physical dims {} (major to minor)",
+            dims(&e.untiled_dims)
+        ),
     ];
     for (i, l) in e.levels.iter().enumerate() {
         lines.push(format!(
@@ -455,7 +576,11 @@ fn summary_svg(s: &ArrayShape, e: &Expansion) -> String {
         ));
     }
     let pad = e.padding_slots();
-    let frac = if e.storage_slots == 0 { 0.0 } else { pad as f64 / e.storage_slots as f64 };
+    let frac = if e.storage_slots == 0 {
+        0.0
+    } else {
+        pad as f64 / e.storage_slots as f64
+    };
     lines.push(format!("physical dims {}", dims(&e.physical_dims)));
     lines.push(format!(
         "{} slots = {} elements + {pad} padding ({:.2}%), {} bits each, {} bytes",
@@ -465,7 +590,9 @@ fn summary_svg(s: &ArrayShape, e: &Expansion) -> String {
         e.element_bits,
         e.storage_bytes
     ));
-    lines.push(format!("(more than {MAX_DRAWN} elements: summary instead of every element)"));
+    lines.push(format!(
+        "(more than {MAX_DRAWN} elements: summary instead of every element)"
+    ));
     let width = 900;
     let bar_y = 30 + lines.len() as i64 * 20 + 10;
     let mut o = String::new();
@@ -476,10 +603,18 @@ fn summary_svg(s: &ArrayShape, e: &Expansion) -> String {
     );
     let _ = writeln!(o, r##"<rect width="100%" height="100%" fill="white"/>"##);
     for (i, l) in lines.iter().enumerate() {
-        let _ = writeln!(o, r#"<text x="10" y="{}">{}</text>"#, 24 + i as i64 * 20, esc(l));
+        let _ = writeln!(
+            o,
+            r#"<text x="10" y="{}">{}</text>"#,
+            24 + i as i64 * 20,
+            esc(l)
+        );
     }
     let used = ((1.0 - frac) * (width as f64 - 20.0)) as i64;
-    let _ = writeln!(o, r##"<rect x="10" y="{bar_y}" width="{used}" height="24" fill="#cfe8ff" stroke="#222"/>"##);
+    let _ = writeln!(
+        o,
+        r##"<rect x="10" y="{bar_y}" width="{used}" height="24" fill="#cfe8ff" stroke="#222"/>"##
+    );
     let _ = writeln!(
         o,
         r##"<rect x="{}" y="{bar_y}" width="{}" height="24" fill="#e4e4e4" stroke="#222"/>"##,

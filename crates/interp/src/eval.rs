@@ -74,9 +74,41 @@ pub(crate) struct Interp<'m> {
     /// When tracing, the kinds of instruction evaluated (see
     /// [`instruction_kind`]).
     pub(crate) kinds: Option<std::collections::BTreeSet<String>>,
+    /// When finding the first difference, the first value of every named
+    /// instruction.
+    pub(crate) recorded: Option<Recorded>,
     orders: HashMap<CompId, Rc<Vec<InstId>>>,
     programs: HashMap<CompId, Option<Rc<ScalarProgram>>>,
     regs: Vec<u64>,
+}
+
+/// The first value of each named instruction, in evaluation order, with its
+/// opcode and shape text.
+#[derive(Default)]
+pub(crate) struct Recorded {
+    pub(crate) order: Vec<(String, Value)>,
+    pub(crate) values: HashMap<String, Value>,
+    pub(crate) info: HashMap<String, (String, String)>,
+    elements: u64,
+}
+
+/// The most elements [`Recorded`] keeps alive (buffers are shared, so this
+/// bounds the memory recording adds).
+pub(crate) const MAX_RECORDED: u64 = 1 << 26;
+
+impl Recorded {
+    fn record(&mut self, inst: &Instruction, v: &Value) {
+        if self.elements > MAX_RECORDED || self.info.contains_key(&inst.name) {
+            return;
+        }
+        self.elements += v.element_count();
+        self.info.insert(
+            inst.name.clone(),
+            (inst.opcode_name().to_string(), inst.shape.to_string()),
+        );
+        self.values.insert(inst.name.clone(), v.clone());
+        self.order.push((inst.name.clone(), v.clone()));
+    }
 }
 
 /// The most boundary reinterpretations remembered.
@@ -165,6 +197,7 @@ impl<'m> Interp<'m> {
             notes: Vec::new(),
             opaque_targets: Default::default(),
             kinds: None,
+            recorded: None,
             orders: HashMap::new(),
             programs: HashMap::new(),
             regs: Vec::new(),
@@ -333,6 +366,9 @@ impl<'m> Interp<'m> {
                     .and_then(|v| self.adopt(&v, &inst.shape, false, &inst.name))
                     .map_err(|e| e.within(&inst.name))?
             };
+            if let Some(r) = self.recorded.as_mut() {
+                r.record(inst, &result);
+            }
             for o in op_ids {
                 let r = &mut remaining[o.index()];
                 *r -= 1;

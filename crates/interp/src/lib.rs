@@ -35,7 +35,9 @@ mod value;
 mod window;
 
 pub use check::{
-    EquivalenceError, Mismatch, Report, SplitMix64, check_equivalent, logical_eq, random_arguments,
+    CheckOptions, DEFAULT_MAX_ELEMENTS, EquivalenceError, FirstDifference, Mismatch, Report,
+    SplitMix64, Tolerance, check_equivalent, check_equivalent_with, logical_close, logical_eq,
+    module_elements, random_arguments,
 };
 pub use error::EvalError;
 pub use eval::{Limits, instruction_kind};
