@@ -13,6 +13,7 @@ use clap::{Parser, Subcommand};
 static ALLOCATOR: allocator::Allocator = allocator::Allocator;
 
 mod bench;
+mod check_corpus;
 mod corpus;
 mod golden;
 mod loadtest;
@@ -33,6 +34,8 @@ enum Command {
     Golden(golden::Args),
     /// Compare with XLA on the corpus and write docs/performance.md tables.
     Corpus(corpus::Args),
+    /// Prove every bundled and corpus module equivalent after run-pass on cpu, gpu and tpu.
+    CheckCorpus(check_corpus::Args),
     /// Run the benchmarks and record them in docs/performance.md.
     Bench(bench::Args),
     /// Load the HTTP service with concurrent clients posting the corpus.
@@ -47,6 +50,7 @@ fn main() -> ExitCode {
         Command::Golden(args) => golden::run(args),
         Command::Corpus(args) => corpus::run(args),
         Command::Bench(args) => bench::run(args),
+        Command::CheckCorpus(args) => check_corpus::run(args),
         Command::Loadtest(args) => loadtest::run(args),
     };
     match result {
@@ -60,7 +64,9 @@ fn main() -> ExitCode {
 
 /// The workspace root, whatever directory `cargo xtask` was run from.
 pub fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).parent().map_or_else(|| PathBuf::from("."), Path::to_path_buf)
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .map_or_else(|| PathBuf::from("."), Path::to_path_buf)
 }
 
 /// Every `.hlo` file under `dir`, sorted.
@@ -68,7 +74,9 @@ pub fn hlo_files(dir: &Path) -> Vec<PathBuf> {
     let mut out = Vec::new();
     let mut stack = vec![dir.to_path_buf()];
     while let Some(d) = stack.pop() {
-        let Ok(entries) = std::fs::read_dir(&d) else { continue };
+        let Ok(entries) = std::fs::read_dir(&d) else {
+            continue;
+        };
         for e in entries.flatten() {
             let p = e.path();
             if p.is_dir() {
@@ -89,10 +97,22 @@ pub fn rerun_release(command: &str, args: &[String]) -> anyhow::Result<ExitCode>
     eprintln!("(timing needs a release build: re-running `cargo xtask {command}` with --release)");
     let status = std::process::Command::new(cargo)
         .current_dir(root())
-        .args(["run", "--quiet", "--release", "--package", "xtask", "--", command])
+        .args([
+            "run",
+            "--quiet",
+            "--release",
+            "--package",
+            "xtask",
+            "--",
+            command,
+        ])
         .args(args)
         .status()?;
-    Ok(if status.success() { ExitCode::SUCCESS } else { ExitCode::from(1) })
+    Ok(if status.success() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
 }
 
 /// Replaces the text between `<!-- NAME:begin -->` and `<!-- NAME:end -->`

@@ -101,7 +101,6 @@ pub fn run(args: Args) -> ExitCode {
     }
 }
 
-
 fn parse_list<T: std::str::FromStr>(text: &str, what: &str) -> Result<Vec<T>, String> {
     let t = text.trim().trim_start_matches('(').trim_end_matches(')');
     if t.trim().is_empty() {
@@ -116,7 +115,6 @@ fn parse_list<T: std::str::FromStr>(text: &str, what: &str) -> Result<Vec<T>, St
             )
         })
 }
-
 
 fn index(text: &str, indices: &[String], reverse: &[String]) -> Result<String, String> {
     let (_, e) = parse(text, "SHAPE")?;
