@@ -96,11 +96,7 @@ fn round_trips(dirs: &[PathBuf], corpus: &Path) -> anyhow::Result<Vec<RoundTrip>
         files.sort();
         for path in files {
             let text = std::fs::read_to_string(&path)?;
-            let file = path
-                .strip_prefix(corpus)
-                .unwrap_or(&path)
-                .display()
-                .to_string();
+            let file = path.strip_prefix(corpus).unwrap_or(&path).display().to_string();
             let t = Instant::now();
             let parsed = hlo::parse_module(&text, &file);
             let parse_ms = t.elapsed().as_secs_f64() * 1e3;
@@ -112,13 +108,7 @@ fn round_trips(dirs: &[PathBuf], corpus: &Path) -> anyhow::Result<Vec<RoundTrip>
                 }
                 Err(_) => (false, 0.0),
             };
-            out.push(RoundTrip {
-                file,
-                bytes: text.len(),
-                identical,
-                parse_ms,
-                print_ms,
-            });
+            out.push(RoundTrip { file, bytes: text.len(), identical, parse_ms, print_ms });
         }
     }
     Ok(out)
@@ -134,10 +124,7 @@ fn measure(module: &Module) -> Side {
     let mut side = Side::default();
     for comp in &module.computations {
         for (id, inst) in comp.instructions() {
-            let operand = comp
-                .operands(id)
-                .first()
-                .and_then(|&o| comp.inst(o).shape.as_array());
+            let operand = comp.operands(id).first().and_then(|&o| comp.inst(o).shape.as_array());
             let (Some(out), Some(_)) = (inst.shape.as_array(), operand) else {
                 if inst.opcode == Opcode::Bitcast {
                     side.bitcasts += 1;
@@ -178,10 +165,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         return crate::rerun_release("corpus", &std::env::args().skip(2).collect::<Vec<_>>());
     }
     let root = crate::root();
-    let corpus = args
-        .corpus
-        .clone()
-        .unwrap_or_else(|| root.join("../shared/corpus/xla-cpu"));
+    let corpus = args.corpus.clone().unwrap_or_else(|| root.join("../shared/corpus/xla-cpu"));
     let mut dirs: Vec<PathBuf> = std::fs::read_dir(&corpus)
         .with_context(|| format!("cannot read the corpus at {}", corpus.display()))?
         .flatten()
@@ -198,17 +182,11 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     }
     let mut rows = Vec::new();
     for dir in &dirs {
-        let name = dir
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default();
+        let name = dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
         eprintln!("{name}");
         let before_text = std::fs::read_to_string(dir.join("before_layout.hlo"))?;
-        let after = hlo::parse_module(
-            &std::fs::read_to_string(dir.join("after_layout.hlo"))?,
-            "after_layout.hlo",
-        )
-        .map_err(|e| anyhow::anyhow!("{e}"))?;
+        let after = hlo::parse_module(&std::fs::read_to_string(dir.join("after_layout.hlo"))?, "after_layout.hlo")
+            .map_err(|e| anyhow::anyhow!("{e}"))?;
         let optimized = std::fs::read_to_string(dir.join("optimized.hlo"))
             .ok()
             .and_then(|t| hlo::parse_module(&t, "optimized.hlo").ok());
@@ -218,10 +196,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             .and_then(|m| m["layout_assignment_time_us"]["pass_only"]["median"].as_f64());
         let parsed = hlo::parse_module(&before_text, &name).map_err(|e| anyhow::anyhow!("{e}"))?;
 
-        let options = |t: &target::TargetSpec, verify: bool| driver::Options {
-            verify,
-            ..driver::Options::new(std::sync::Arc::new(t.clone()))
-        };
+        let options = |t: &target::TargetSpec, verify: bool| driver::Options { verify, ..driver::Options::new(std::sync::Arc::new(t.clone())) };
         let run_opts = |opts: &driver::Options| -> anyhow::Result<driver::Output> {
             driver::run(&before_text, &name, opts).map_err(|e| anyhow::anyhow!("{name}: {e}"))
         };
@@ -327,14 +302,7 @@ fn tables(rows: &[Row]) -> String {
         let ours = r.ours.copy_bytes + r.ours.movement_bytes;
         s.push_str(&format!(
             "| {} | {} | {} | {} | {} | {} | {} | {} |\n",
-            r.name,
-            r.instructions,
-            r.xla.copies,
-            r.xla.bitcast_copies,
-            xla,
-            r.ours.copies,
-            ours,
-            xla as i64 - ours as i64
+            r.name, r.instructions, r.xla.copies, r.xla.bitcast_copies, xla, r.ours.copies, ours, xla as i64 - ours as i64
         ));
     }
     let xla_total = sum(&|r| r.xla.copy_bytes + r.xla.movement_bytes);
@@ -375,14 +343,7 @@ fn tables(rows: &[Row]) -> String {
         };
         s.push_str(&format!(
             "| {} | {} | {:.0} | {} | {:.0} | {} | {:.0} | {} |\n",
-            r.name,
-            x,
-            r.our_pass_us,
-            ratio,
-            r.our_run_pass_us,
-            ratio_run,
-            r.our_verified_run_pass_us,
-            ratio_verified
+            r.name, x, r.our_pass_us, ratio, r.our_run_pass_us, ratio_run, r.our_verified_run_pass_us, ratio_verified
         ));
     }
     s.push('\n');
@@ -397,16 +358,10 @@ fn tables(rows: &[Row]) -> String {
         ));
     }
     let (a, b) = (sum(&|r| r.tpu_padding_uncombined), sum(&|r| r.tpu_padding));
-    s.push_str(&format!(
-        "| **total** | {a} | {b} | {} |\n\n",
-        a as i64 - b as i64
-    ));
+    s.push_str(&format!("| **total** | {a} | {b} | {} |\n\n", a as i64 - b as i64));
     s.push_str("### GPU target\n\n| module | copies | copy bytes | data-moving transpose/reshape bytes | bitcasts |\n|---|---:|---:|---:|---:|\n");
     for r in rows {
-        s.push_str(&format!(
-            "| {} | {} | {} | {} | {} |\n",
-            r.name, r.gpu.copies, r.gpu.copy_bytes, r.gpu.movement_bytes, r.gpu.bitcasts
-        ));
+        s.push_str(&format!("| {} | {} | {} | {} | {} |\n", r.name, r.gpu.copies, r.gpu.copy_bytes, r.gpu.movement_bytes, r.gpu.bitcasts));
     }
     s
 }

@@ -96,11 +96,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         modules.len(),
         modules.iter().map(|(_, t)| t.len()).sum::<usize>() as f64 / (1 << 20) as f64,
         addr,
-        if in_process.is_some() {
-            " (in process)"
-        } else {
-            ""
-        },
+        if in_process.is_some() { " (in process)" } else { "" },
     );
     let next = Arc::new(AtomicUsize::new(0));
     let deadline = Instant::now() + Duration::from_secs(args.time_limit);
@@ -119,12 +115,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                     }
                     let m = i % modules.len();
                     let t = Instant::now();
-                    let r = client.request(
-                        "POST",
-                        &path,
-                        &[("content-type", "text/plain")],
-                        modules[m].1.as_bytes(),
-                    );
+                    let r = client.request("POST", &path, &[("content-type", "text/plain")], modules[m].1.as_bytes());
                     let latency = t.elapsed();
                     let ok = match &r {
                         Ok(resp) => resp.status == 200 && resp.body.starts_with(b"{\"module\":"),
@@ -132,20 +123,12 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                     };
                     if !ok {
                         let why = match r {
-                            Ok(resp) => format!(
-                                "{} {}",
-                                resp.status,
-                                resp.text().chars().take(300).collect::<String>()
-                            ),
+                            Ok(resp) => format!("{} {}", resp.status, resp.text().chars().take(300).collect::<String>()),
                             Err(e) => e.to_string(),
                         };
                         eprintln!("loadtest: {} failed: {why}", modules[m].0);
                     }
-                    samples.push(Sample {
-                        module: m,
-                        latency,
-                        ok,
-                    });
+                    samples.push(Sample { module: m, latency, ok });
                 }
                 samples
             })
@@ -153,10 +136,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         .collect();
     let mut samples = Vec::new();
     for t in threads {
-        samples.extend(
-            t.join()
-                .map_err(|_| anyhow::anyhow!("a client thread panicked"))?,
-        );
+        samples.extend(t.join().map_err(|_| anyhow::anyhow!("a client thread panicked"))?);
     }
     let wall = started.elapsed();
 
@@ -175,66 +155,29 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let mut all: Vec<Duration> = samples.iter().map(|s| s.latency).collect();
     all.sort();
     let bytes: usize = samples.iter().map(|s| modules[s.module].1.len()).sum();
-    println!(
-        "profile:      {}",
-        if cfg!(debug_assertions) {
-            "debug"
-        } else {
-            "release"
-        }
-    );
-    println!(
-        "requests:     {done} of {} in {:.2} s ({} clients)",
-        args.requests,
-        wall.as_secs_f64(),
-        args.clients
-    );
-    println!(
-        "throughput:   {:.1} requests/s, {:.2} MiB/s of HLO in",
-        done as f64 / wall.as_secs_f64(),
-        bytes as f64 / (1 << 20) as f64 / wall.as_secs_f64()
-    );
-    println!(
-        "latency:      p50 {}  p99 {}  max {}",
-        ms(percentile(&all, 50.0)),
-        ms(percentile(&all, 99.0)),
-        ms(all.last().copied())
-    );
+    println!("profile:      {}", if cfg!(debug_assertions) { "debug" } else { "release" });
+    println!("requests:     {done} of {} in {:.2} s ({} clients)", args.requests, wall.as_secs_f64(), args.clients);
+    println!("throughput:   {:.1} requests/s, {:.2} MiB/s of HLO in", done as f64 / wall.as_secs_f64(), bytes as f64 / (1 << 20) as f64 / wall.as_secs_f64());
+    println!("latency:      p50 {}  p99 {}  max {}", ms(percentile(&all, 50.0)), ms(percentile(&all, 99.0)), ms(all.last().copied()));
     println!("errors:       {errors}");
     match server_hwm {
         Some(kib) => println!(
             "peak RSS:     {:.1} MiB (VmHWM of the {})",
             kib as f64 / 1024.0,
-            if given.is_none() {
-                "loadtest process, server included"
-            } else {
-                "server process"
-            }
+            if given.is_none() { "loadtest process, server included" } else { "server process" }
         ),
         None => println!("peak RSS:     not measured (give --server-pid for a server at --addr)"),
     }
     println!("per module:   requests, p50, max");
     let mut by_module: BTreeMap<&str, Vec<Duration>> = BTreeMap::new();
     for s in &samples {
-        by_module
-            .entry(modules[s.module].0.as_str())
-            .or_default()
-            .push(s.latency);
+        by_module.entry(modules[s.module].0.as_str()).or_default().push(s.latency);
     }
     for (name, mut l) in by_module {
         l.sort();
-        println!(
-            "  {name:<28} {:>5} {:>10} {:>10}",
-            l.len(),
-            ms(percentile(&l, 50.0)),
-            ms(l.last().copied())
-        );
+        println!("  {name:<28} {:>5} {:>10} {:>10}", l.len(), ms(percentile(&l, 50.0)), ms(l.last().copied()));
     }
-    Ok(if errors == 0 {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::from(1)
-    })
+    Ok(if errors == 0 { ExitCode::SUCCESS } else { ExitCode::from(1) })
 }
 
 /// Resolves `--addr` and refuses it unless every address it names is
@@ -248,11 +191,7 @@ fn loopback_addr(given: &str) -> anyhow::Result<SocketAddr> {
     let Some(&first) = resolved.first() else {
         bail!("--addr {given}: the name resolves to no address");
     };
-    let outside: Vec<String> = resolved
-        .iter()
-        .filter(|a| !is_loopback(a.ip()))
-        .map(|a| a.ip().to_string())
-        .collect();
+    let outside: Vec<String> = resolved.iter().filter(|a| !is_loopback(a.ip())).map(|a| a.ip().to_string()).collect();
     if !outside.is_empty() {
         bail!(
             "--addr {given}: the load test runs on loopback only (127.0.0.0/8 or ::1), but this names {}",
@@ -273,17 +212,13 @@ fn is_loopback(ip: IpAddr) -> bool {
 fn corpus(exclude: &[String]) -> anyhow::Result<Vec<(String, String)>> {
     let dir: PathBuf = crate::root().join("testdata/xla-cpu");
     let mut out = Vec::new();
-    for entry in std::fs::read_dir(&dir)
-        .with_context(|| format!("reading {}", dir.display()))?
-        .flatten()
-    {
+    for entry in std::fs::read_dir(&dir).with_context(|| format!("reading {}", dir.display()))?.flatten() {
         let name = entry.file_name().to_string_lossy().into_owned();
         let path = entry.path().join("before_layout.hlo");
         if !path.is_file() || exclude.iter().any(|x| name.contains(x.as_str())) {
             continue;
         }
-        let text = std::fs::read_to_string(&path)
-            .with_context(|| format!("reading {}", path.display()))?;
+        let text = std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
         out.push((name, text));
     }
     out.sort();
@@ -293,16 +228,9 @@ fn corpus(exclude: &[String]) -> anyhow::Result<Vec<(String, String)>> {
 type Stop = tokio::sync::oneshot::Sender<()>;
 
 /// Starts the service on a loopback port in a thread of its own.
-fn start_server(
-    config: server::Config,
-) -> anyhow::Result<(SocketAddr, Stop, std::thread::JoinHandle<()>)> {
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .context("starting tokio")?;
-    let listener = runtime
-        .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
-        .context("binding a loopback port")?;
+fn start_server(config: server::Config) -> anyhow::Result<(SocketAddr, Stop, std::thread::JoinHandle<()>)> {
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().context("starting tokio")?;
+    let listener = runtime.block_on(tokio::net::TcpListener::bind("127.0.0.1:0")).context("binding a loopback port")?;
     let addr = listener.local_addr()?;
     let (tx, rx) = tokio::sync::oneshot::channel::<()>();
     let state = server::AppState::new(config);
@@ -334,10 +262,7 @@ fn percentile(sorted: &[Duration], p: f64) -> Option<Duration> {
 }
 
 fn ms(d: Option<Duration>) -> String {
-    d.map_or_else(
-        || "-".to_string(),
-        |d| format!("{:.1} ms", d.as_secs_f64() * 1000.0),
-    )
+    d.map_or_else(|| "-".to_string(), |d| format!("{:.1} ms", d.as_secs_f64() * 1000.0))
 }
 
 #[cfg(test)]
@@ -361,10 +286,8 @@ mod tests {
     fn localhost_is_accepted_when_it_resolves_to_loopback() {
         // `localhost` resolves through /etc/hosts, without the network; on a
         // machine where it named anything but loopback, refusing is right.
-        let every_address_loopback = ("localhost", 80)
-            .to_socket_addrs()
-            .map(|mut a| a.all(|a| is_loopback(a.ip())))
-            .unwrap_or(false);
+        let every_address_loopback =
+            ("localhost", 80).to_socket_addrs().map(|mut a| a.all(|a| is_loopback(a.ip()))).unwrap_or(false);
         let got = loopback_addr("localhost:8080");
         if every_address_loopback {
             let a = got.expect("localhost is loopback here");
@@ -376,22 +299,10 @@ mod tests {
 
     #[test]
     fn other_addresses_are_refused_with_a_clear_error() {
-        for given in [
-            "10.0.0.1:8080",
-            "192.168.1.20:80",
-            "8.8.8.8:53",
-            "0.0.0.0:8080",
-            "[::]:8080",
-            "[2001:db8::1]:80",
-            "[::ffff:10.0.0.1]:80",
-            "128.0.0.1:80",
-        ] {
+        for given in ["10.0.0.1:8080", "192.168.1.20:80", "8.8.8.8:53", "0.0.0.0:8080", "[::]:8080", "[2001:db8::1]:80", "[::ffff:10.0.0.1]:80", "128.0.0.1:80"] {
             let e = loopback_addr(given).expect_err(given);
             let message = format!("{e:#}");
-            assert!(
-                message.contains("loopback only") && message.contains(given),
-                "{given}: {message}"
-            );
+            assert!(message.contains("loopback only") && message.contains(given), "{given}: {message}");
         }
     }
 
@@ -412,8 +323,7 @@ mod tests {
             #[command(flatten)]
             args: Args,
         }
-        let cli = Cli::try_parse_from(["loadtest", "--addr", "10.1.2.3:8080", "--requests", "1"])
-            .expect("parses");
+        let cli = Cli::try_parse_from(["loadtest", "--addr", "10.1.2.3:8080", "--requests", "1"]).expect("parses");
         let e = run(cli.args).expect_err("a remote address is refused");
         assert!(format!("{e:#}").contains("loopback only"), "{e:#}");
     }

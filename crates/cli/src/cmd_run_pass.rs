@@ -65,10 +65,7 @@ pub fn run(args: Args) -> ExitCode {
                 Some(pass) => chosen.push(pass),
                 None => {
                     let known: Vec<&str> = PassName::all().iter().map(|p| p.name()).collect();
-                    return fail(format!(
-                        "unknown pass '{p}'; the passes are {}",
-                        known.join(", ")
-                    ));
+                    return fail(format!("unknown pass '{p}'; the passes are {}", known.join(", ")));
                 }
             }
         }
@@ -90,20 +87,13 @@ pub fn run(args: Args) -> ExitCode {
         let json = wire::report_json(&output.report);
         let text = serde_json::to_string_pretty(&json).unwrap_or_default();
         if let Err(e) = std::fs::write(path, text + "\n") {
-            return fail(format!(
-                "cannot write the report to {}: {e}",
-                path.display()
-            ));
+            return fail(format!("cannot write the report to {}: {e}", path.display()));
         }
     }
-    let pictures = [
-        (&args.dot, driver::PictureKind::Dot),
-        (&args.svg, driver::PictureKind::Svg),
-    ];
+    let pictures = [(&args.dot, driver::PictureKind::Dot), (&args.svg, driver::PictureKind::Svg)];
     for (path, kind) in pictures {
         let Some(path) = path else { continue };
-        let picture = match driver::picture(&output.module, args.draw_computation.as_deref(), kind)
-        {
+        let picture = match driver::picture(&output.module, args.draw_computation.as_deref(), kind) {
             Ok(p) => p,
             Err(e) => return fail(e),
         };
@@ -112,11 +102,7 @@ pub fn run(args: Args) -> ExitCode {
         }
     }
     for t in &output.report.timings {
-        tracing::info!(
-            step = t.step,
-            micros = t.duration.as_micros() as u64,
-            "timing"
-        );
+        tracing::info!(step = t.step, micros = t.duration.as_micros() as u64, "timing");
     }
     match &args.output {
         Some(path) => {

@@ -31,10 +31,7 @@ pub fn run(args: Args) -> ExitCode {
         },
         None => server::Config::default(),
     };
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-    {
+    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(r) => r,
         Err(e) => return fail(format!("cannot start the async runtime: {e}")),
     };
@@ -58,9 +55,7 @@ pub fn run(args: Args) -> ExitCode {
             let _ = writeln!(out, "listening on http://{addr}");
             let _ = out.flush();
         }
-        server::serve(listener, state, shutdown)
-            .await
-            .map_err(|e| format!("the server failed: {e}"))
+        server::serve(listener, state, shutdown).await.map_err(|e| format!("the server failed: {e}"))
     });
     // Abandoned pipeline runs (of requests that timed out) are not waited for.
     runtime.shutdown_timeout(std::time::Duration::from_secs(1));

@@ -44,16 +44,9 @@ fn run_with(args: &Args, err: &mut dyn Write) -> u8 {
             failed = true;
             continue;
         };
-        let mut errors: Vec<String> = hlo::verify_module(&module)
-            .iter()
-            .map(ToString::to_string)
-            .collect();
+        let mut errors: Vec<String> = hlo::verify_module(&module).iter().map(ToString::to_string).collect();
         if args.layouts && errors.is_empty() {
-            errors.extend(
-                layout_assignment::check_layouts(&module, target.as_deref())
-                    .iter()
-                    .map(ToString::to_string),
-            );
+            errors.extend(layout_assignment::check_layouts(&module, target.as_deref()).iter().map(ToString::to_string));
         }
         if errors.is_empty() {
             let _ = writeln!(
@@ -80,11 +73,7 @@ mod tests {
     use crate::cmd_fmt::tests::{CANONICAL, TempFile};
 
     fn verify(files: &[&str]) -> (u8, String) {
-        let args = Args {
-            files: files.iter().map(|s| s.to_string()).collect(),
-            layouts: false,
-            target: None,
-        };
+        let args = Args { files: files.iter().map(|s| s.to_string()).collect(), layouts: false, target: None };
         let mut err = Vec::new();
         let code = run_with(&args, &mut err);
         (code, String::from_utf8(err).unwrap())
@@ -95,10 +84,7 @@ mod tests {
         let f = TempFile::new("valid.hlo", CANONICAL.as_bytes());
         assert_eq!(
             verify(&[&f.name()]),
-            (
-                0,
-                format!("{}: ok (1 computations, 2 instructions)\n", f.name())
-            )
+            (0, format!("{}: ok (1 computations, 2 instructions)\n", f.name()))
         );
     }
 

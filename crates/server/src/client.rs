@@ -21,10 +21,7 @@ impl ClientResponse {
     /// The first value of a header.
     pub fn header(&self, name: &str) -> Option<&str> {
         let name = name.to_ascii_lowercase();
-        self.headers
-            .iter()
-            .find(|(n, _)| *n == name)
-            .map(|(_, v)| v.as_str())
+        self.headers.iter().find(|(n, _)| *n == name).map(|(_, v)| v.as_str())
     }
 
     /// The body as text (lossy).
@@ -43,11 +40,7 @@ pub struct Client {
 impl Client {
     /// A client of `addr`; each read and write waits at most `timeout`.
     pub fn new(addr: SocketAddr, timeout: Duration) -> Client {
-        Client {
-            addr,
-            timeout,
-            conn: None,
-        }
+        Client { addr, timeout, conn: None }
     }
 
     fn connect(&self) -> io::Result<BufReader<TcpStream>> {
@@ -60,13 +53,7 @@ impl Client {
 
     /// Sends one request and reads its answer. A request on a kept-alive
     /// connection that the server had closed is retried once on a new one.
-    pub fn request(
-        &mut self,
-        method: &str,
-        path: &str,
-        headers: &[(&str, &str)],
-        body: &[u8],
-    ) -> io::Result<ClientResponse> {
+    pub fn request(&mut self, method: &str, path: &str, headers: &[(&str, &str)], body: &[u8]) -> io::Result<ClientResponse> {
         let reused = self.conn.is_some();
         match self.try_request(method, path, headers, body) {
             Ok(r) => Ok(r),
@@ -87,22 +74,12 @@ impl Client {
         }
     }
 
-    fn try_request(
-        &mut self,
-        method: &str,
-        path: &str,
-        headers: &[(&str, &str)],
-        body: &[u8],
-    ) -> io::Result<ClientResponse> {
+    fn try_request(&mut self, method: &str, path: &str, headers: &[(&str, &str)], body: &[u8]) -> io::Result<ClientResponse> {
         let mut conn = match self.conn.take() {
             Some(c) => c,
             None => self.connect()?,
         };
-        let mut head = format!(
-            "{method} {path} HTTP/1.1\r\nHost: {}\r\nContent-Length: {}\r\n",
-            self.addr,
-            body.len()
-        );
+        let mut head = format!("{method} {path} HTTP/1.1\r\nHost: {}\r\nContent-Length: {}\r\n", self.addr, body.len());
         for (k, v) in headers {
             head.push_str(k);
             head.push_str(": ");
@@ -117,9 +94,7 @@ impl Client {
             s.flush()?;
         }
         let response = read_response(&mut conn)?;
-        let close = response
-            .header("connection")
-            .is_some_and(|v| v.eq_ignore_ascii_case("close"));
+        let close = response.header("connection").is_some_and(|v| v.eq_ignore_ascii_case("close"));
         if !close {
             self.conn = Some(conn);
         }
@@ -131,21 +106,13 @@ impl Client {
 pub fn read_response(r: &mut impl BufRead) -> io::Result<ClientResponse> {
     let mut line = String::new();
     if r.read_line(&mut line)? == 0 {
-        return Err(io::Error::new(
-            io::ErrorKind::UnexpectedEof,
-            "the server closed the connection",
-        ));
+        return Err(io::Error::new(io::ErrorKind::UnexpectedEof, "the server closed the connection"));
     }
     let status = line
         .split_whitespace()
         .nth(1)
         .and_then(|s| s.parse().ok())
-        .ok_or_else(|| {
-            io::Error::new(
-                io::ErrorKind::InvalidData,
-                format!("bad status line: {line:?}"),
-            )
-        })?;
+        .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidData, format!("bad status line: {line:?}")))?;
     let mut headers = Vec::new();
     loop {
         line.clear();
@@ -175,17 +142,11 @@ pub fn read_response(r: &mut impl BufRead) -> io::Result<ClientResponse> {
             }
         }
     } else if let Some(n) = get("content-length") {
-        let n: usize = n
-            .parse()
-            .map_err(|_| io::Error::new(io::ErrorKind::InvalidData, "bad content-length"))?;
+        let n: usize = n.parse().map_err(|_| io::Error::new(io::ErrorKind::InvalidData, "bad content-length"))?;
         body = vec![0; n];
         r.read_exact(&mut body)?;
     } else if status != 204 && status != 304 {
         r.read_to_end(&mut body)?;
     }
-    Ok(ClientResponse {
-        status,
-        headers,
-        body,
-    })
+    Ok(ClientResponse { status, headers, body })
 }

@@ -96,20 +96,15 @@ pub enum ConfigError {
 impl Config {
     /// Reads a configuration file.
     pub fn from_file(path: &Path) -> Result<Config, ConfigError> {
-        let text = std::fs::read_to_string(path).map_err(|e| ConfigError::Io {
-            file: path.display().to_string(),
-            message: e.to_string(),
-        })?;
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| ConfigError::Io { file: path.display().to_string(), message: e.to_string() })?;
         Config::from_yaml(&text, &path.display().to_string())
     }
 
     /// Parses a configuration; `file` names it in errors.
     pub fn from_yaml(text: &str, file: &str) -> Result<Config, ConfigError> {
         // An empty file (or one holding only comments) is the defaults.
-        let wire: ConfigFile = if text
-            .lines()
-            .all(|l| l.trim().is_empty() || l.trim_start().starts_with('#'))
-        {
+        let wire: ConfigFile = if text.lines().all(|l| l.trim().is_empty() || l.trim_start().starts_with('#')) {
             ConfigFile::default()
         } else {
             serde_yaml::from_str(text).map_err(|e| {
@@ -119,30 +114,19 @@ impl Config {
                     Some(at) => message[..at].to_string(),
                     None => message,
                 };
-                ConfigError::Invalid {
-                    file: file.to_string(),
-                    line,
-                    column,
-                    message,
-                }
+                ConfigError::Invalid { file: file.to_string(), line, column, message }
             })?
         };
         let d = Config::default();
         let config = Config {
             max_body_bytes: wire.max_body_bytes.unwrap_or(d.max_body_bytes),
-            request_timeout: wire
-                .request_timeout_ms
-                .map_or(d.request_timeout, Duration::from_millis),
+            request_timeout: wire.request_timeout_ms.map_or(d.request_timeout, Duration::from_millis),
             max_concurrency: wire.max_concurrency.unwrap_or(d.max_concurrency),
             max_in_flight: wire.max_in_flight.unwrap_or(d.max_in_flight),
             max_sessions: wire.max_sessions.unwrap_or(d.max_sessions),
             max_session_bytes: wire.max_session_bytes.unwrap_or(d.max_session_bytes),
-            shutdown_grace: wire
-                .shutdown_grace_ms
-                .map_or(d.shutdown_grace, Duration::from_millis),
-            semantic_max_elements: wire
-                .semantic_max_elements
-                .unwrap_or(d.semantic_max_elements),
+            shutdown_grace: wire.shutdown_grace_ms.map_or(d.shutdown_grace, Duration::from_millis),
+            semantic_max_elements: wire.semantic_max_elements.unwrap_or(d.semantic_max_elements),
         };
         for (key, zero) in [
             ("max_body_bytes", config.max_body_bytes == 0),
@@ -170,10 +154,7 @@ impl Config {
 fn locate_key(text: &str, key: &str) -> (usize, usize) {
     for (i, line) in text.lines().enumerate() {
         let trimmed = line.trim_start();
-        if trimmed
-            .strip_prefix(key)
-            .is_some_and(|rest| rest.trim_start().starts_with(':'))
-        {
+        if trimmed.strip_prefix(key).is_some_and(|rest| rest.trim_start().starts_with(':')) {
             return (i + 1, line.len() - trimmed.len() + 1);
         }
     }
@@ -186,10 +167,7 @@ mod tests {
 
     #[test]
     fn keys_override_defaults() {
-        let c = Config::from_yaml(
-            "max_body_bytes: 1024\nrequest_timeout_ms: 250\nmax_sessions: 3\n",
-            "s.yaml",
-        );
+        let c = Config::from_yaml("max_body_bytes: 1024\nrequest_timeout_ms: 250\nmax_sessions: 3\n", "s.yaml");
         let c = c.expect("valid config");
         assert_eq!(c.max_body_bytes, 1024);
         assert_eq!(c.request_timeout, Duration::from_millis(250));
@@ -199,37 +177,25 @@ mod tests {
 
     #[test]
     fn empty_file_is_the_defaults() {
-        assert_eq!(
-            Config::from_yaml("# nothing\n\n", "s.yaml"),
-            Ok(Config::default())
-        );
+        assert_eq!(Config::from_yaml("# nothing\n\n", "s.yaml"), Ok(Config::default()));
     }
 
     #[test]
     fn unknown_key_names_file_and_line() {
-        let err = Config::from_yaml("max_sessions: 3\nmax_sesions: 4\n", "serve.yaml")
-            .expect_err("unknown key");
+        let err = Config::from_yaml("max_sessions: 3\nmax_sesions: 4\n", "serve.yaml").expect_err("unknown key");
         let text = err.to_string();
-        assert!(
-            text.starts_with("serve.yaml:2:1: error: unknown field `max_sesions`"),
-            "{text}"
-        );
+        assert!(text.starts_with("serve.yaml:2:1: error: unknown field `max_sesions`"), "{text}");
     }
 
     #[test]
     fn bad_value_is_located() {
-        let err = Config::from_yaml("max_sessions: 3\nmax_in_flight: many\n", "serve.yaml")
-            .expect_err("bad value");
+        let err = Config::from_yaml("max_sessions: 3\nmax_in_flight: many\n", "serve.yaml").expect_err("bad value");
         assert!(err.to_string().starts_with("serve.yaml:2:"), "{err}");
     }
 
     #[test]
     fn zero_limit_is_rejected() {
-        let err = Config::from_yaml("max_sessions: 3\nmax_concurrency: 0\n", "serve.yaml")
-            .expect_err("zero");
-        assert_eq!(
-            err.to_string(),
-            "serve.yaml:2:1: error: max_concurrency must be at least 1"
-        );
+        let err = Config::from_yaml("max_sessions: 3\nmax_concurrency: 0\n", "serve.yaml").expect_err("zero");
+        assert_eq!(err.to_string(), "serve.yaml:2:1: error: max_concurrency must be at least 1");
     }
 }

@@ -27,15 +27,13 @@ use axum::http::{HeaderValue, Request, StatusCode};
 use axum::response::Response;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tower::ServiceBuilder;
-use tower_http::request_id::{
-    MakeRequestId, PropagateRequestIdLayer, RequestId, SetRequestIdLayer,
-};
+use tower_http::request_id::{MakeRequestId, PropagateRequestIdLayer, RequestId, SetRequestIdLayer};
 
 pub mod client;
 pub mod config;
 pub mod error;
-mod explore;
 pub mod metrics;
+mod explore;
 mod middleware;
 mod request;
 mod routes;
@@ -76,9 +74,7 @@ impl AppState {
                 Ok(spec) => {
                     targets.insert(name.to_string(), Arc::new(spec));
                 }
-                Err(e) => {
-                    tracing::error!(target_name = name, error = %e, "a built-in target does not load")
-                }
+                Err(e) => tracing::error!(target_name = name, error = %e, "a built-in target does not load"),
             }
         }
         let shared = Shared {
@@ -89,9 +85,7 @@ impl AppState {
             targets,
             config,
         };
-        AppState {
-            shared: Arc::new(shared),
-        }
+        AppState { shared: Arc::new(shared) }
     }
 
     /// The configuration.
@@ -142,19 +136,14 @@ impl RequestIds {
         let nanos = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.subsec_nanos() ^ (d.as_secs() as u32));
-        RequestIds {
-            prefix: nanos ^ std::process::id().rotate_left(16),
-            next: Arc::new(AtomicU64::new(1)),
-        }
+        RequestIds { prefix: nanos ^ std::process::id().rotate_left(16), next: Arc::new(AtomicU64::new(1)) }
     }
 }
 
 impl MakeRequestId for RequestIds {
     fn make_request_id<B>(&mut self, _request: &Request<B>) -> Option<RequestId> {
         let n = self.next.fetch_add(1, Ordering::Relaxed);
-        HeaderValue::from_str(&format!("{:08x}-{n:06}", self.prefix))
-            .ok()
-            .map(RequestId::new)
+        HeaderValue::from_str(&format!("{:08x}-{n:06}", self.prefix)).ok().map(RequestId::new)
     }
 }
 
@@ -175,20 +164,10 @@ fn layered(routes: Router<AppState>, state: AppState) -> Router {
         .layer(SetRequestIdLayer::x_request_id(RequestIds::new()))
         .layer(middleware::trace_layer())
         .layer(PropagateRequestIdLayer::x_request_id())
-        .layer(axum::middleware::from_fn_with_state(
-            state.clone(),
-            middleware::track,
-        ))
-        .layer(tower_http::catch_panic::CatchPanicLayer::custom(
-            middleware::panic_response,
-        ))
-        .layer(tower_http::timeout::TimeoutLayer::with_status_code(
-            StatusCode::REQUEST_TIMEOUT,
-            config.request_timeout,
-        ))
-        .layer(tower_http::limit::RequestBodyLimitLayer::new(
-            config.max_body_bytes,
-        ));
+        .layer(axum::middleware::from_fn_with_state(state.clone(), middleware::track))
+        .layer(tower_http::catch_panic::CatchPanicLayer::custom(middleware::panic_response))
+        .layer(tower_http::timeout::TimeoutLayer::with_status_code(StatusCode::REQUEST_TIMEOUT, config.request_timeout))
+        .layer(tower_http::limit::RequestBodyLimitLayer::new(config.max_body_bytes));
     routes.layer(layers).with_state(state)
 }
 
@@ -208,9 +187,7 @@ pub async fn serve(
         let _ = tx.send(true);
     };
     let app = router(state);
-    let server = axum::serve(listener, app)
-        .with_graceful_shutdown(signal)
-        .into_future();
+    let server = axum::serve(listener, app).with_graceful_shutdown(signal).into_future();
     let deadline = async move {
         if rx.wait_for(|&stop| stop).await.is_err() {
             std::future::pending::<()>().await;
@@ -300,34 +277,16 @@ mod tests {
             }),
         );
         let app = layered(routes, state.clone());
-        let req = Request::builder()
-            .uri("/boom")
-            .body(Body::empty())
-            .expect("request");
+        let req = Request::builder().uri("/boom").body(Body::empty()).expect("request");
         let response = app.oneshot(req).await.expect("infallible");
         assert_eq!(response.status(), StatusCode::INTERNAL_SERVER_ERROR);
         assert!(response.headers().get("x-request-id").is_some());
-        let body = response
-            .into_body()
-            .collect()
-            .await
-            .expect("body")
-            .to_bytes();
+        let body = response.into_body().collect().await.expect("body").to_bytes();
         let v: serde_json::Value = serde_json::from_slice(&body).expect("JSON");
         assert_eq!(v["error"]["kind"], "internal");
-        assert!(
-            v["error"]["message"]
-                .as_str()
-                .is_some_and(|m| m.contains("index out of bounds")),
-            "{v}"
-        );
+        assert!(v["error"]["message"].as_str().is_some_and(|m| m.contains("index out of bounds")), "{v}");
         assert_eq!(state.metrics().requests("/boom", 500), 1);
         assert_eq!(state.metrics().in_flight(), 0);
-        assert!(
-            state
-                .render_metrics()
-                .lines()
-                .any(|l| l == "tessera_errors_total{kind=\"internal\"} 1")
-        );
+        assert!(state.render_metrics().lines().any(|l| l == "tessera_errors_total{kind=\"internal\"} 1"));
     }
 }

@@ -31,27 +31,16 @@ pub fn body_format(headers: &HeaderMap, allowed: &[BodyFormat]) -> Result<BodyFo
         None => BodyFormat::Text,
         Some(v) => {
             let v = v.to_str().unwrap_or("");
-            let media = v
-                .split(';')
-                .next()
-                .unwrap_or("")
-                .trim()
-                .to_ascii_lowercase();
+            let media = v.split(';').next().unwrap_or("").trim().to_ascii_lowercase();
             match media.as_str() {
                 "text/plain" => BodyFormat::Text,
                 "application/json" => BodyFormat::Json,
-                "application/yaml" | "application/x-yaml" | "text/yaml" | "text/x-yaml" => {
-                    BodyFormat::Yaml
-                }
+                "application/yaml" | "application/x-yaml" | "text/yaml" | "text/x-yaml" => BodyFormat::Yaml,
                 _ => return Err(unsupported(v, allowed)),
             }
         }
     };
-    if allowed.contains(&format) {
-        Ok(format)
-    } else {
-        Err(unsupported(media_name(format), allowed))
-    }
+    if allowed.contains(&format) { Ok(format) } else { Err(unsupported(media_name(format), allowed)) }
 }
 
 fn media_name(f: BodyFormat) -> &'static str {
@@ -67,10 +56,7 @@ fn unsupported(got: &str, allowed: &[BodyFormat]) -> ApiError {
     ApiError::new(
         StatusCode::UNSUPPORTED_MEDIA_TYPE,
         "unsupported_media_type",
-        format!(
-            "content type '{got}' is not accepted here; send {}",
-            names.join(", ")
-        ),
+        format!("content type '{got}' is not accepted here; send {}", names.join(", ")),
     )
     .with("accepted", names)
 }
@@ -78,20 +64,9 @@ fn unsupported(got: &str, allowed: &[BodyFormat]) -> ApiError {
 /// True when the client asked for HLO text alone (`Accept: text/plain`
 /// and not JSON).
 pub fn wants_text(headers: &HeaderMap) -> bool {
-    let accept = headers
-        .get(header::ACCEPT)
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or("");
-    let types: Vec<String> = accept
-        .split(',')
-        .map(|t| {
-            t.split(';')
-                .next()
-                .unwrap_or("")
-                .trim()
-                .to_ascii_lowercase()
-        })
-        .collect();
+    let accept = headers.get(header::ACCEPT).and_then(|v| v.to_str().ok()).unwrap_or("");
+    let types: Vec<String> =
+        accept.split(',').map(|t| t.split(';').next().unwrap_or("").trim().to_ascii_lowercase()).collect();
     types.iter().any(|t| t == "text/plain") && !types.iter().any(|t| t == "application/json")
 }
 
@@ -204,22 +179,12 @@ pub struct RunOptions {
 
 /// The query parameters (400 on an unknown one or a bad value).
 pub fn query(uri: &Uri) -> Result<RunOptions, ApiError> {
-    let Query(q) = Query::<QueryWire>::try_from_uri(uri).map_err(|e| {
-        ApiError::invalid_request(format!("bad query parameters: {}", e.body_text()))
-    })?;
-    let passes = q.passes.map(|p| {
-        p.split(',')
-            .map(|s| s.trim().to_string())
-            .filter(|s| !s.is_empty())
-            .collect()
-    });
+    let Query(q) = Query::<QueryWire>::try_from_uri(uri)
+        .map_err(|e| ApiError::invalid_request(format!("bad query parameters: {}", e.body_text())))?;
+    let passes = q.passes.map(|p| p.split(',').map(|s| s.trim().to_string()).filter(|s| !s.is_empty()).collect());
     Ok(RunOptions {
         target: q.target.map(TargetWire::Name),
-        options: OptionsWire {
-            expand_relayouts: q.expand_relayouts,
-            passes,
-            verify: q.verify,
-        },
+        options: OptionsWire { expand_relayouts: q.expand_relayouts, passes, verify: q.verify },
     })
 }
 
@@ -252,14 +217,11 @@ impl RunOptions {
 pub fn decode<T: DeserializeOwned>(format: BodyFormat, bytes: &[u8]) -> Result<T, ApiError> {
     match format {
         BodyFormat::Json => serde_json::from_slice(bytes).map_err(|e| {
-            ApiError::invalid_request(format!("the JSON body is invalid: {e}"))
-                .with("line", e.line())
-                .with("col", e.column())
+            ApiError::invalid_request(format!("the JSON body is invalid: {e}")).with("line", e.line()).with("col", e.column())
         }),
         BodyFormat::Yaml => {
-            let text = std::str::from_utf8(bytes).map_err(|e| {
-                ApiError::invalid_request(format!("the YAML body is not UTF-8: {e}"))
-            })?;
+            let text = std::str::from_utf8(bytes)
+                .map_err(|e| ApiError::invalid_request(format!("the YAML body is not UTF-8: {e}")))?;
             serde_yaml::from_str(text).map_err(|e| {
                 let mut err = ApiError::invalid_request(format!("the YAML body is invalid: {e}"));
                 if let Some(l) = e.location() {
@@ -278,11 +240,7 @@ pub fn hlo_text(bytes: &Bytes, file_name: &str) -> Result<String, ApiError> {
         Ok(s) => Ok(s.to_string()),
         Err(_) => match hlo::parse_module_bytes(bytes, file_name) {
             Err(e) => Err(ApiError::parse(&e)),
-            Ok(_) => Err(ApiError::new(
-                StatusCode::BAD_REQUEST,
-                "parse_error",
-                "the module is not UTF-8",
-            )),
+            Ok(_) => Err(ApiError::new(StatusCode::BAD_REQUEST, "parse_error", "the module is not UTF-8")),
         },
     }
 }
@@ -329,11 +287,7 @@ impl AppState {
 
     /// The pipeline options for a request; `fallback` is the target when
     /// the request names none.
-    pub fn driver_options(
-        &self,
-        o: &RunOptions,
-        fallback: Option<Arc<TargetSpec>>,
-    ) -> Result<driver::Options, ApiError> {
+    pub fn driver_options(&self, o: &RunOptions, fallback: Option<Arc<TargetSpec>>) -> Result<driver::Options, ApiError> {
         let target = match (&o.target, fallback) {
             (Some(t), _) => self.resolve_target(t)?,
             (None, Some(t)) => t,
@@ -349,8 +303,7 @@ impl AppState {
                 match driver::PassName::from_name(name) {
                     Some(p) => passes.push(p),
                     None => {
-                        let known: Vec<&str> =
-                            driver::PassName::all().iter().map(|p| p.name()).collect();
+                        let known: Vec<&str> = driver::PassName::all().iter().map(|p| p.name()).collect();
                         return Err(ApiError::new(
                             StatusCode::BAD_REQUEST,
                             "unknown_pass",

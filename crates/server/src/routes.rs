@@ -15,8 +15,8 @@ use crate::AppState;
 use crate::error::ApiError;
 use crate::middleware::panic_message;
 use crate::request::{
-    BodyFormat, ModuleWire, PatchWire, RunWire, SessionRunWire, TargetWire, body_format, decode,
-    hlo_text, query, read_body, wants_text,
+    BodyFormat, ModuleWire, PatchWire, RunWire, SessionRunWire, TargetWire, body_format, decode, hlo_text, query,
+    read_body, wants_text,
 };
 use crate::sessions::{CompInfo, Session, SessionHandle, valid_id};
 
@@ -24,13 +24,7 @@ use crate::sessions::{CompInfo, Session, SessionHandle, valid_id};
 pub fn routes() -> Router<AppState> {
     Router::new()
         .route("/v1/layout-assignment", post(stateless_run))
-        .route(
-            "/v1/modules/{id}",
-            put(put_module)
-                .patch(patch_module)
-                .delete(delete_module)
-                .get(get_module),
-        )
+        .route("/v1/modules/{id}", put(put_module).patch(patch_module).delete(delete_module).get(get_module))
         .route("/v1/modules/{id}/layout-assignment", post(session_run))
         .route("/v1/targets", get(targets))
         .route("/healthz", get(healthz))
@@ -56,21 +50,13 @@ impl AppState {
         &self,
         work: impl FnOnce() -> T + Send + 'static,
     ) -> Result<Result<T, JobError>, ApiError> {
-        let permit = self
-            .shared
-            .workers
-            .clone()
-            .try_acquire_owned()
-            .map_err(|_| {
-                ApiError::new(
-                    StatusCode::SERVICE_UNAVAILABLE,
-                    "overloaded",
-                    format!(
-                        "all {} workers are busy (max_concurrency); retry later",
-                        self.config().max_concurrency
-                    ),
-                )
-            })?;
+        let permit = self.shared.workers.clone().try_acquire_owned().map_err(|_| {
+            ApiError::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "overloaded",
+                format!("all {} workers are busy (max_concurrency); retry later", self.config().max_concurrency),
+            )
+        })?;
         let job = tokio::task::spawn_blocking(move || {
             let out = work();
             drop(permit);
@@ -89,11 +75,7 @@ pub(crate) fn job_error(e: JobError) -> ApiError {
             tracing::error!(panic = %m, "the pipeline panicked");
             ApiError::internal(format!("internal error (the pipeline panicked: {m})"))
         }
-        JobError::Cancelled => ApiError::new(
-            StatusCode::SERVICE_UNAVAILABLE,
-            "shutting_down",
-            "the service is shutting down",
-        ),
+        JobError::Cancelled => ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "shutting_down", "the service is shutting down"),
     }
 }
 
@@ -107,12 +89,8 @@ fn pipeline_error(e: driver::PipelineError) -> ApiError {
             "the module parses but is not well formed",
         )
         .with("problems", problems),
-        driver::PipelineError::Assign(m) => {
-            ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "assign_error", m)
-        }
-        driver::PipelineError::Relayout(m) => {
-            ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "relayout_error", m)
-        }
+        driver::PipelineError::Assign(m) => ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "assign_error", m),
+        driver::PipelineError::Relayout(m) => ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "relayout_error", m),
         driver::PipelineError::Verify(problems) => ApiError::new(
             StatusCode::INTERNAL_SERVER_ERROR,
             "verify_error",
@@ -133,14 +111,7 @@ fn run_answer(
 ) -> Response {
     state.metrics().record_module(out.report.stats.instructions);
     if text_only {
-        return (
-            [(
-                header::CONTENT_TYPE,
-                HeaderValue::from_static("text/plain; charset=utf-8"),
-            )],
-            out.text,
-        )
-            .into_response();
+        return ([(header::CONTENT_TYPE, HeaderValue::from_static("text/plain; charset=utf-8"))], out.text).into_response();
     }
     let mut timings = match wire::timings_json(&out.report.timings) {
         Value::Object(m) => m,
@@ -161,17 +132,9 @@ fn run_answer(
 }
 
 /// `POST /v1/layout-assignment`.
-async fn stateless_run(
-    State(state): State<AppState>,
-    headers: HeaderMap,
-    uri: Uri,
-    body: Body,
-) -> Result<Response, ApiError> {
+async fn stateless_run(State(state): State<AppState>, headers: HeaderMap, uri: Uri, body: Body) -> Result<Response, ApiError> {
     let started = Instant::now();
-    let format = body_format(
-        &headers,
-        &[BodyFormat::Text, BodyFormat::Json, BodyFormat::Yaml],
-    )?;
+    let format = body_format(&headers, &[BodyFormat::Text, BodyFormat::Json, BodyFormat::Yaml])?;
     let from_query = query(&uri)?;
     let bytes = read_body(body, state.config().max_body_bytes).await?;
     let file_name = "request.hlo";
@@ -183,9 +146,7 @@ async fn stateless_run(
         }
     };
     let opts = state.driver_options(&options, None)?;
-    let semantic = options
-        .semantic()
-        .then_some(state.config().semantic_max_elements);
+    let semantic = options.semantic().then_some(state.config().semantic_max_elements);
     let (out, check) = state
         .run_blocking(move || {
             let out = driver::run(&text, file_name, &opts)?;
@@ -200,14 +161,7 @@ async fn stateless_run(
         .await?
         .map_err(job_error)?
         .map_err(pipeline_error)?;
-    Ok(run_answer(
-        &state,
-        out,
-        wants_text(&headers),
-        started,
-        None,
-        check,
-    ))
+    Ok(run_answer(&state, out, wants_text(&headers), started, None, check))
 }
 
 fn check_id(id: &str) -> Result<(), ApiError> {
@@ -221,12 +175,7 @@ fn check_id(id: &str) -> Result<(), ApiError> {
 }
 
 fn session_not_found(id: &str) -> ApiError {
-    ApiError::new(
-        StatusCode::NOT_FOUND,
-        "session_not_found",
-        format!("no session is named '{id}'"),
-    )
-    .with("id", id)
+    ApiError::new(StatusCode::NOT_FOUND, "session_not_found", format!("no session is named '{id}'")).with("id", id)
 }
 
 fn session_too_large(bytes: usize, max: usize) -> ApiError {
@@ -250,12 +199,7 @@ fn session_json(id: &str, s: &Session) -> Value {
 }
 
 /// Drops a session whose work panicked: its database may be half updated.
-fn discard_after_panic(
-    state: &AppState,
-    id: &str,
-    handle: &SessionHandle,
-    e: JobError,
-) -> ApiError {
+fn discard_after_panic(state: &AppState, id: &str, handle: &SessionHandle, e: JobError) -> ApiError {
     if matches!(e, JobError::Panic(_)) {
         state.shared.sessions.remove_if_same(id, handle);
     }
@@ -273,15 +217,9 @@ async fn put_module(
     body: Body,
 ) -> Result<Response, ApiError> {
     check_id(&id)?;
-    let format = body_format(
-        &headers,
-        &[BodyFormat::Text, BodyFormat::Json, BodyFormat::Yaml],
-    )?;
+    let format = body_format(&headers, &[BodyFormat::Text, BodyFormat::Json, BodyFormat::Yaml])?;
     let q = query(&uri)?;
-    if q.options.expand_relayouts.is_some()
-        || q.options.passes.is_some()
-        || q.options.verify.is_some()
-    {
+    if q.options.expand_relayouts.is_some() || q.options.passes.is_some() || q.options.verify.is_some() {
         return Err(ApiError::invalid_request(
             "PUT takes only the 'target' query parameter; give run options to POST /v1/modules/{id}/layout-assignment",
         ));
@@ -342,11 +280,7 @@ async fn put_module(
     };
     let evicted = state.shared.sessions.commit(&id, &handle, bytes);
     state.metrics().record_evictions(evicted);
-    let status = if created {
-        StatusCode::CREATED
-    } else {
-        StatusCode::OK
-    };
+    let status = if created { StatusCode::CREATED } else { StatusCode::OK };
     Ok((status, axum::Json(answer)).into_response())
 }
 
@@ -358,9 +292,7 @@ fn declared_name(text: &str) -> (String, bool) {
         Some(rest) if rest.starts_with(char::is_whitespace) => (rest.trim_start(), true),
         _ => (t, false),
     };
-    let end = t
-        .find(|c: char| c.is_whitespace() || c == '(' || c == '{')
-        .unwrap_or(t.len());
+    let end = t.find(|c: char| c.is_whitespace() || c == '(' || c == '{').unwrap_or(t.len());
     (t[..end].trim_start_matches('%').to_string(), entry)
 }
 
@@ -376,15 +308,9 @@ async fn patch_module(
     let bytes = read_body(body, state.config().max_body_bytes).await?;
     let patch: PatchWire = decode(format, &bytes)?;
     if patch.computations.is_empty() {
-        return Err(ApiError::invalid_request(
-            "'computations' names no computation",
-        ));
+        return Err(ApiError::invalid_request("'computations' names no computation"));
     }
-    let handle = state
-        .shared
-        .sessions
-        .get(&id)
-        .ok_or_else(|| session_not_found(&id))?;
+    let handle = state.shared.sessions.get(&id).ok_or_else(|| session_not_found(&id))?;
     let mut guard = handle.clone().lock_owned().await;
     let max = state.shared.sessions.max_bytes();
     let job_id = id.clone();
@@ -455,10 +381,7 @@ async fn session_run(
 ) -> Result<Response, ApiError> {
     let started = Instant::now();
     check_id(&id)?;
-    let format = body_format(
-        &headers,
-        &[BodyFormat::Text, BodyFormat::Json, BodyFormat::Yaml],
-    )?;
+    let format = body_format(&headers, &[BodyFormat::Text, BodyFormat::Json, BodyFormat::Yaml])?;
     let mut options = query(&uri)?;
     let bytes = read_body(body, state.config().max_body_bytes).await?;
     if !bytes.iter().all(u8::is_ascii_whitespace) {
@@ -472,28 +395,17 @@ async fn session_run(
         let w: SessionRunWire = decode(format, &bytes)?;
         options = options.overridden_by(w.target, w.options);
     }
-    let handle = state
-        .shared
-        .sessions
-        .get(&id)
-        .ok_or_else(|| session_not_found(&id))?;
+    let handle = state.shared.sessions.get(&id).ok_or_else(|| session_not_found(&id))?;
     let mut guard = handle.clone().lock_owned().await;
-    let Some(current) = guard.as_ref().map(|s| s.target.clone()) else {
-        return Err(session_not_found(&id));
-    };
+    let Some(current) = guard.as_ref().map(|s| s.target.clone()) else { return Err(session_not_found(&id)) };
     let opts = state.driver_options(&options, Some(current))?;
-    let semantic = options
-        .semantic()
-        .then_some(state.config().semantic_max_elements);
+    let semantic = options.semantic().then_some(state.config().semantic_max_elements);
     let job_id = id.clone();
     let job = state
         .run_blocking(move || {
-            let Some(s) = guard.as_mut() else {
-                return Err(session_not_found(&job_id));
-            };
+            let Some(s) = guard.as_mut() else { return Err(session_not_found(&job_id)) };
             if *s.target != *opts.target {
-                s.db.set_target(opts.target.clone())
-                    .map_err(|e| ApiError::internal(e.to_string()))?;
+                s.db.set_target(opts.target.clone()).map_err(|e| ApiError::internal(e.to_string()))?;
                 s.target = opts.target.clone();
             }
             s.db.clear_executions();
@@ -501,9 +413,7 @@ async fn session_run(
             let recomputed = s.db.recomputed_computations();
             let check = match (&out, semantic) {
                 (Ok(o), Some(max)) => {
-                    let before =
-                        s.db.parsed_module()
-                            .map_err(|e| ApiError::internal(e.to_string()))?;
+                    let before = s.db.parsed_module().map_err(|e| ApiError::internal(e.to_string()))?;
                     Some(crate::semantic::check_json(&before, &o.module, max))
                 }
                 _ => None,
@@ -516,43 +426,22 @@ async fn session_run(
         Err(e) => return Err(discard_after_panic(&state, &id, &handle, e)),
     };
     let out = out.map_err(pipeline_error)?;
-    Ok(run_answer(
-        &state,
-        out,
-        wants_text(&headers),
-        started,
-        Some(recomputed),
-        check,
-    ))
+    Ok(run_answer(&state, out, wants_text(&headers), started, Some(recomputed), check))
 }
 
 /// `GET /v1/modules/{id}`.
-async fn get_module(
-    State(state): State<AppState>,
-    Path(id): Path<String>,
-) -> Result<Response, ApiError> {
+async fn get_module(State(state): State<AppState>, Path(id): Path<String>) -> Result<Response, ApiError> {
     check_id(&id)?;
-    let handle = state
-        .shared
-        .sessions
-        .get(&id)
-        .ok_or_else(|| session_not_found(&id))?;
+    let handle = state.shared.sessions.get(&id).ok_or_else(|| session_not_found(&id))?;
     let guard = handle.lock().await;
     let s = guard.as_ref().ok_or_else(|| session_not_found(&id))?;
     Ok(axum::Json(session_json(&id, s)).into_response())
 }
 
 /// `DELETE /v1/modules/{id}`.
-async fn delete_module(
-    State(state): State<AppState>,
-    Path(id): Path<String>,
-) -> Result<Response, ApiError> {
+async fn delete_module(State(state): State<AppState>, Path(id): Path<String>) -> Result<Response, ApiError> {
     check_id(&id)?;
-    if state.shared.sessions.remove(&id) {
-        Ok(StatusCode::NO_CONTENT.into_response())
-    } else {
-        Err(session_not_found(&id))
-    }
+    if state.shared.sessions.remove(&id) { Ok(StatusCode::NO_CONTENT.into_response()) } else { Err(session_not_found(&id)) }
 }
 
 /// `GET /v1/targets`.
@@ -574,35 +463,17 @@ async fn healthz() -> Response {
 /// `GET /metrics`.
 async fn metrics(State(state): State<AppState>) -> Response {
     let text = state.render_metrics();
-    (
-        [(
-            header::CONTENT_TYPE,
-            HeaderValue::from_static("text/plain; version=0.0.4; charset=utf-8"),
-        )],
-        text,
-    )
-        .into_response()
+    ([(header::CONTENT_TYPE, HeaderValue::from_static("text/plain; version=0.0.4; charset=utf-8"))], text).into_response()
 }
 
 /// `GET /openapi.json`.
 async fn openapi() -> Response {
-    (
-        [(
-            header::CONTENT_TYPE,
-            HeaderValue::from_static("application/json"),
-        )],
-        crate::OPENAPI,
-    )
-        .into_response()
+    ([(header::CONTENT_TYPE, HeaderValue::from_static("application/json"))], crate::OPENAPI).into_response()
 }
 
 /// Any other path.
 async fn not_found(method: Method, uri: Uri) -> ApiError {
-    ApiError::new(
-        StatusCode::NOT_FOUND,
-        "not_found",
-        format!("no route for {method} {}", uri.path()),
-    )
+    ApiError::new(StatusCode::NOT_FOUND, "not_found", format!("no route for {method} {}", uri.path()))
 }
 
 impl Session {
@@ -626,11 +497,7 @@ impl Session {
             self.module_name = m.header(&self.db).name.clone();
             let entry = m.entry(&self.db) as usize;
             for (i, c) in m.computations(&self.db).iter().enumerate() {
-                self.computations.push(CompInfo {
-                    name: c.name(&self.db).clone(),
-                    bytes: c.text(&self.db).len(),
-                    entry: i == entry,
-                });
+                self.computations.push(CompInfo { name: c.name(&self.db).clone(), bytes: c.text(&self.db).len(), entry: i == entry });
             }
         }
     }
@@ -642,10 +509,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_panic_on_the_blocking_pool_becomes_a_500_and_frees_the_slot() {
-        let state = AppState::new(crate::Config {
-            max_concurrency: 1,
-            ..crate::Config::default()
-        });
+        let state = AppState::new(crate::Config { max_concurrency: 1, ..crate::Config::default() });
         let job = state
             .run_blocking(|| {
                 let v: Vec<u8> = Vec::new();
@@ -661,11 +525,7 @@ mod tests {
         };
         assert_eq!(err.status, StatusCode::INTERNAL_SERVER_ERROR);
         assert_eq!(err.kind, "internal");
-        assert!(
-            err.message.contains("index out of bounds"),
-            "{}",
-            err.message
-        );
+        assert!(err.message.contains("index out of bounds"), "{}", err.message);
         // The slot came back.
         assert!(state.try_acquire_worker().is_some());
     }

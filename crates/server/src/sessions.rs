@@ -61,11 +61,7 @@ pub struct Sessions {
 impl Sessions {
     /// An empty table with these limits.
     pub fn new(max_sessions: usize, max_bytes: usize) -> Sessions {
-        Sessions {
-            table: Mutex::default(),
-            max_sessions,
-            max_bytes,
-        }
+        Sessions { table: Mutex::default(), max_sessions, max_bytes }
     }
 
     fn table(&self) -> MutexGuard<'_, Table> {
@@ -105,14 +101,7 @@ impl Sessions {
         let mut t = self.table();
         t.tick += 1;
         let tick = t.tick;
-        let old = t.entries.insert(
-            id.to_string(),
-            Entry {
-                session: session.clone(),
-                last_used: tick,
-                bytes,
-            },
-        );
+        let old = t.entries.insert(id.to_string(), Entry { session: session.clone(), last_used: tick, bytes });
         t.bytes = t.bytes - old.map_or(0, |e| e.bytes) + bytes;
         let mut evicted = 0;
         while t.entries.len() > self.max_sessions || t.bytes > self.max_bytes {
@@ -147,9 +136,7 @@ impl Sessions {
     /// Removes the session named `id` if it is still `session`.
     pub fn remove_if_same(&self, id: &str, session: &SessionHandle) {
         let mut t = self.table();
-        if t.entries
-            .get(id)
-            .is_some_and(|e| Arc::ptr_eq(&e.session, session))
+        if t.entries.get(id).is_some_and(|e| Arc::ptr_eq(&e.session, session))
             && let Some(e) = t.entries.remove(id)
         {
             t.bytes -= e.bytes;
@@ -159,11 +146,7 @@ impl Sessions {
 
 /// A session id is 1 to 128 characters from `[A-Za-z0-9._-]`.
 pub fn valid_id(id: &str) -> bool {
-    !id.is_empty()
-        && id.len() <= 128
-        && id
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b == b'.' || b == b'_' || b == b'-')
+    !id.is_empty() && id.len() <= 128 && id.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'.' || b == b'_' || b == b'-')
 }
 
 #[cfg(test)]
