@@ -28,6 +28,10 @@ pub struct Args {
     /// Only modules whose path contains this text.
     #[arg(long)]
     filter: Option<String>,
+    /// Skip modules whose instructions produce more elements than this
+    /// (default: no bound, every module is checked).
+    #[arg(long)]
+    max_elements: Option<u64>,
 }
 
 /// The outcome of one (module, target) check.
@@ -58,7 +62,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         seeds: (1..=args.seeds).collect(),
         limits: interp::Limits::default(),
         tolerance: interp::Tolerance::EXACT,
-        max_elements: Some(interp::DEFAULT_MAX_ELEMENTS),
+        max_elements: args.max_elements,
     };
     let mut failures = Vec::new();
     let mut unchecked = Vec::new();

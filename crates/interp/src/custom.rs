@@ -39,6 +39,36 @@ enum Lapack {
     Syevd,
 }
 
+/// The constraint `c` for value `v`, leaf by leaf, with an untiled
+/// constraint leaf replaced by the value's own layout when that has the
+/// same order and only adds tiles.
+fn order_only_where_untiled(v: &Value, c: &Shape) -> Shape {
+    match (v, c) {
+        (Value::Array(b), Shape::Array(a)) => {
+            let (Some(want), Some(have)) = (a.layout.as_ref(), b.shape().layout.as_ref()) else {
+                return c.clone();
+            };
+            let mut untiled = have.clone();
+            untiled.tiles.clear();
+            if want.tiles.is_empty() && !have.tiles.is_empty() && untiled == *want {
+                Shape::Array(ArrayShape {
+                    layout: Some(have.clone()),
+                    ..a.clone()
+                })
+            } else {
+                c.clone()
+            }
+        }
+        (Value::Tuple(vs), Shape::Tuple(cs)) if vs.len() == cs.len() => Shape::Tuple(
+            vs.iter()
+                .zip(cs)
+                .map(|(v, c)| order_only_where_untiled(v, c))
+                .collect(),
+        ),
+        _ => c.clone(),
+    }
+}
+
 /// Splits `lapack_sgetrf_ffi` into the routine and its element type.
 fn lapack_target(target: &str) -> Option<(Lapack, char)> {
     let rest = target.strip_prefix("lapack_")?;
@@ -141,7 +171,10 @@ impl Matrices {
 
 impl Interp<'_> {
     /// Operand `i` as the callee reads it: under its constrained layout
-    /// when the call states `operand_layout_constraints`.
+    /// when the call states `operand_layout_constraints`. A constraint that
+    /// names no tiles fixes only the order (`docs/tpu.md`: a tiled target
+    /// adds its tiles at device boundaries), so an operand in that order
+    /// with tiles is read as it is.
     fn callee_operand(
         &mut self,
         inst: &Instruction,
@@ -158,7 +191,8 @@ impl Interp<'_> {
                         "operand_layout_constraints has no shape for operand {i}"
                     ))
                 })?;
-                self.adopt(v, s, false, &inst.name)
+                let declared = order_only_where_untiled(v, s);
+                self.adopt(v, &declared, false, &inst.name)
             }
             _ => Ok((*v).clone()),
         }
