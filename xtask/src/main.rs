@@ -13,6 +13,9 @@ use clap::{Parser, Subcommand};
 static ALLOCATOR: allocator::Allocator = allocator::Allocator;
 
 mod bench;
+mod browser_test;
+mod check_corpus;
+mod client_test;
 mod corpus;
 mod golden;
 mod loadtest;
@@ -34,6 +37,12 @@ enum Command {
     Golden(golden::Args),
     /// Compare with XLA on the corpus and write docs/performance.md tables.
     Corpus(corpus::Args),
+    /// Open the explorer in headless Chromium and check what it shows.
+    BrowserTest(browser_test::Args),
+    /// Run the Python client example of docs/clients.md against tessera serve.
+    ClientTest(client_test::Args),
+    /// Prove every bundled and corpus module equivalent after run-pass on cpu, gpu and tpu.
+    CheckCorpus(check_corpus::Args),
     /// Run the benchmarks and record them in docs/performance.md.
     Bench(bench::Args),
     /// Load the HTTP service: queueing under concurrent clients, and slow clients.
@@ -50,6 +59,9 @@ fn main() -> ExitCode {
         Command::Golden(args) => golden::run(args),
         Command::Corpus(args) => corpus::run(args),
         Command::Bench(args) => bench::run(args),
+        Command::CheckCorpus(args) => check_corpus::run(args),
+        Command::BrowserTest(args) => browser_test::run(args),
+        Command::ClientTest(args) => client_test::run(args),
         Command::Loadtest(args) => loadtest::run(args),
         Command::Openapi(args) => openapi::run(args),
     };

@@ -76,6 +76,11 @@ pub struct Config {
     pub max_session_bytes: usize,
     /// How long shutdown waits for in-flight requests before exiting anyway.
     pub shutdown_grace: Duration,
+    /// `verify=semantic` evaluates only modules whose instructions produce
+    /// at most this many elements (each counted once), and stops after 64
+    /// work units per element allowed; larger ones are reported
+    /// `not_checked`.
+    pub semantic_max_elements: u64,
 }
 
 impl Default for Config {
@@ -101,6 +106,7 @@ impl Default for Config {
             max_sessions: 64,
             max_session_bytes: 1 << 30,
             shutdown_grace: Duration::from_secs(30),
+            semantic_max_elements: 1 << 22,
         }
     }
 }
@@ -128,6 +134,7 @@ struct ConfigFile {
     max_sessions: Option<usize>,
     max_session_bytes: Option<usize>,
     shutdown_grace_ms: Option<u64>,
+    semantic_max_elements: Option<u64>,
 }
 
 /// Why a configuration could not be read.
@@ -201,6 +208,7 @@ impl Config {
             max_sessions: wire.max_sessions.unwrap_or(d.max_sessions),
             max_session_bytes: wire.max_session_bytes.unwrap_or(d.max_session_bytes),
             shutdown_grace: ms(wire.shutdown_grace_ms, d.shutdown_grace),
+            semantic_max_elements: wire.semantic_max_elements.unwrap_or(d.semantic_max_elements),
         };
         let invalid = |key: &str, message: String| {
             let (line, column) = locate_key(text, key);
@@ -290,7 +298,7 @@ mod tests {
         let text = "max_body_bytes: 1\nmax_body_memory: 2\nmax_body_nesting: 3\nmax_body_nodes: 4\nmin_body_rate: 5\n\
                     body_grace_ms: 6\nrequest_timeout_ms: 7\nheader_read_timeout_ms: 8\nidle_timeout_ms: 9\nmax_headers: 10\n\
                     max_header_bytes: 11\nmax_connections: 12\nmax_concurrency: 13\nmax_queue: 14\nqueue_timeout_ms: 15\n\
-                    max_in_flight: 16\nmax_sessions: 17\nmax_session_bytes: 18\nshutdown_grace_ms: 19\n";
+                    max_in_flight: 16\nmax_sessions: 17\nmax_session_bytes: 18\nshutdown_grace_ms: 19\nsemantic_max_elements: 20\n";
         let c = Config::from_yaml(text, "s.yaml").expect("valid config");
         let ms = Duration::from_millis;
         let want = Config {
@@ -313,6 +321,7 @@ mod tests {
             max_sessions: 17,
             max_session_bytes: 18,
             shutdown_grace: ms(19),
+            semantic_max_elements: 20,
         };
         assert_eq!(c, want);
     }

@@ -40,11 +40,13 @@ pub mod config;
 mod conn;
 pub mod error;
 pub mod metrics;
+mod explore;
 mod middleware;
 mod queue;
 mod request;
 mod routes;
 mod scan;
+mod semantic;
 mod sessions;
 
 pub use config::{Config, ConfigError};

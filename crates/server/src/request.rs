@@ -17,6 +17,7 @@ use crate::AppState;
 use crate::error::ApiError;
 use crate::queue::job_error;
 use crate::scan::{self, Excess, Limits};
+use crate::semantic::Verify;
 
 /// How a request body is written.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -226,8 +227,8 @@ pub struct OptionsWire {
     pub expand_relayouts: Option<bool>,
     /// The passes to run, in pipeline order.
     pub passes: Option<Vec<String>>,
-    /// Verify the output.
-    pub verify: Option<bool>,
+    /// Verify the output (`true`, `false` or `"semantic"`).
+    pub verify: Option<Verify>,
 }
 
 /// `POST /v1/layout-assignment` with a JSON or YAML body.
@@ -283,8 +284,8 @@ pub struct QueryWire {
     pub expand_relayouts: Option<bool>,
     /// Comma-separated pass names.
     pub passes: Option<String>,
-    /// Verify the output.
-    pub verify: Option<bool>,
+    /// Verify the output (`true`, `false` or `semantic`).
+    pub verify: Option<Verify>,
 }
 
 /// Options as the pipeline needs them, from wherever they came.
@@ -308,6 +309,11 @@ pub fn query(uri: &Uri) -> Result<RunOptions, ApiError> {
 }
 
 impl RunOptions {
+    /// True when the answer must carry the semantic check.
+    pub fn semantic(&self) -> bool {
+        self.options.verify == Some(Verify::Semantic)
+    }
+
     /// Fields given in `over` replace those here.
     pub fn overridden_by(mut self, target: Option<TargetWire>, over: OptionsWire) -> RunOptions {
         if target.is_some() {
@@ -451,7 +457,7 @@ impl AppState {
         };
         let mut opts = driver::Options::new(target);
         if let Some(v) = o.options.verify {
-            opts.verify = v;
+            opts.verify = v != Verify::Off;
         }
         if let Some(names) = &o.options.passes {
             let mut passes = Vec::with_capacity(names.len());

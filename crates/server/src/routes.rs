@@ -29,6 +29,7 @@ pub fn routes() -> Router<AppState> {
         .route("/healthz", get(healthz))
         .route("/metrics", get(metrics))
         .route("/openapi.json", get(openapi))
+        .merge(crate::explore::routes())
         .fallback(not_found)
 }
 
@@ -54,7 +55,14 @@ fn pipeline_error(e: driver::PipelineError) -> ApiError {
 }
 
 /// A successful run's answer: JSON, or the HLO text alone.
-fn run_answer(state: &AppState, out: driver::Output, text_only: bool, started: Instant, recomputed: Option<Vec<String>>) -> Response {
+fn run_answer(
+    state: &AppState,
+    out: driver::Output,
+    text_only: bool,
+    started: Instant,
+    recomputed: Option<Vec<String>>,
+    semantic: Option<Value>,
+) -> Response {
     state.metrics().record_module(out.report.stats.instructions);
     if text_only {
         return ([(header::CONTENT_TYPE, HeaderValue::from_static("text/plain; charset=utf-8"))], out.text).into_response();
@@ -70,6 +78,9 @@ fn run_answer(state: &AppState, out: driver::Output, text_only: bool, started: I
     body.insert("timings".into(), Value::Object(timings));
     if let Some(r) = recomputed {
         body.insert("recomputed_computations".into(), json!(r));
+    }
+    if let Some(s) = semantic {
+        body.insert("semantic_check".into(), s);
     }
     axum::Json(Value::Object(body)).into_response()
 }
@@ -89,12 +100,22 @@ async fn stateless_run(State(state): State<AppState>, headers: HeaderMap, uri: U
         }
     };
     let opts = state.driver_options(&options, None).await?;
-    let out = state
-        .run_blocking(move || driver::run(&text, file_name, &opts))
+    let semantic = options.semantic().then_some(state.config().semantic_max_elements);
+    let (out, check) = state
+        .run_blocking(move || {
+            let out = driver::run(&text, file_name, &opts)?;
+            // The input parsed once already; it parses again here only
+            // when the check is asked for.
+            let check = semantic.and_then(|max| {
+                let before = hlo::parse_module(&text, file_name).ok()?;
+                Some(crate::semantic::check_json(&before, &out.module, max))
+            });
+            Ok((out, check))
+        })
         .await?
         .map_err(job_error)?
         .map_err(pipeline_error)?;
-    Ok(run_answer(&state, out, wants_text(&headers), started, None))
+    Ok(run_answer(&state, out, wants_text(&headers), started, None, check))
 }
 
 fn check_id(id: &str) -> Result<(), ApiError> {
@@ -336,6 +357,7 @@ async fn session_run(
     let mut guard = handle.clone().lock_owned().await;
     let Some(current) = guard.as_ref().map(|s| s.target.clone()) else { return Err(session_not_found(&id)) };
     let opts = state.driver_options(&options, Some(current)).await?;
+    let semantic = options.semantic().then_some(state.config().semantic_max_elements);
     let job_id = id.clone();
     let job = state
         .run_blocking(move || {
@@ -348,10 +370,17 @@ async fn session_run(
             let out = driver::run_loaded(&s.db, &opts);
             let recomputed = s.db.recomputed_computations();
             s.ran = true;
-            Ok((out, recomputed, s.held_bytes()))
+            let check = match (&out, semantic) {
+                (Ok(o), Some(max)) => {
+                    let before = s.db.parsed_module().map_err(|e| ApiError::internal(e.to_string()))?;
+                    Some(crate::semantic::check_json(&before, &o.module, max))
+                }
+                _ => None,
+            };
+            Ok((out, recomputed, s.held_bytes(), check))
         })
         .await?;
-    let (out, recomputed, held) = match job {
+    let (out, recomputed, held, check) = match job {
         Ok(r) => r?,
         Err(e) => return Err(discard_after_panic(&state, &id, &handle, e)),
     };
@@ -359,7 +388,7 @@ async fn session_run(
     let evicted = state.shared.sessions.recharge(&id, &handle, held);
     state.metrics().record_evictions(evicted);
     let out = out.map_err(pipeline_error)?;
-    Ok(run_answer(&state, out, wants_text(&headers), started, Some(recomputed)))
+    Ok(run_answer(&state, out, wants_text(&headers), started, Some(recomputed), check))
 }
 
 /// `GET /v1/modules/{id}`.

@@ -5,6 +5,8 @@
 //! CLI's `--report` file and the HTTP service's `report` field are the same
 //! value, built here.
 
+pub mod layout;
+
 use std::path::Path;
 use std::sync::Arc;
 
