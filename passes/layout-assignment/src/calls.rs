@@ -39,7 +39,7 @@ use target::TargetSpec;
 use crate::context::{BoundaryReason, Context, Signature};
 use crate::materialize::ComputationAssignment;
 use crate::problem::Site;
-use crate::{CallGraph, CallRole, PassError, Phase, assign_computation};
+use crate::{CallGraph, CallRole, PassError, Phase, SolverOptions, assign_computation};
 
 /// Bytes and copies an assignment moves.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
@@ -182,9 +182,10 @@ pub fn decide(
     id: CompId,
     ctx: &Context,
     target: &TargetSpec,
+    solver: &SolverOptions,
     q: &mut dyn CallQueries,
 ) -> Result<ComputationAssignment, PassError> {
-    let today = assign_computation(comp, comp_names, ctx, target)?;
+    let today = assign_computation(comp, comp_names, ctx, target, solver)?;
     let calls = bound_calls(comp, graph, entry, id);
     let touched = calls.iter().any(|&(inst, _)| {
         today.copies.iter().any(|c| c.def == inst || c.sites.iter().any(|s| matches!(*s, Site::Operand { user, .. } if user == inst)))
@@ -194,7 +195,7 @@ pub fn decide(
     }
     // Any failure on the way (a boundary a callee cannot take) keeps
     // today's choice.
-    match preferred(comp, comp_names, graph, entry, ctx, target, q, &today, &calls) {
+    match preferred(comp, comp_names, graph, entry, ctx, target, solver, q, &today, &calls) {
         Ok(Some(a)) => Ok(a),
         Ok(None) | Err(_) => Ok(today),
     }
@@ -215,6 +216,7 @@ fn preferred(
     entry: CompId,
     ctx: &Context,
     target: &TargetSpec,
+    solver: &SolverOptions,
     q: &mut dyn CallQueries,
     today: &ComputationAssignment,
     calls: &[(InstId, CompId)],
@@ -243,7 +245,7 @@ fn preferred(
         for (&c, pref) in callees.iter().zip(&prefs) {
             pctx.callees.insert(c, pref.clone());
         }
-        let mut a = assign_computation(comp, comp_names, &pctx, target)?;
+        let mut a = assign_computation(comp, comp_names, &pctx, target, solver)?;
         if a.signature != today.signature {
             break;
         }

@@ -159,6 +159,17 @@ impl Value {
     pub fn key(&self, id: LayoutId) -> LayoutKey {
         self.layouts[id as usize]
     }
+
+    /// The bytes of tile padding this value stores in layout entry `id`.
+    pub fn padding_bytes(&self, id: LayoutId) -> u64 {
+        let stored = self.bytes[id as usize];
+        let logical = self
+            .shape
+            .element_count()
+            .and_then(|n| n.checked_mul(self.shape.element_storage_bits()))
+            .map_or(stored, |bits| bits.div_ceil(8));
+        stored.saturating_sub(logical)
+    }
 }
 
 /// `a` with `layout`.
