@@ -447,12 +447,13 @@ impl<'c> Problem<'c> {
         let retilings = std::mem::take(&mut p.retilings);
         if p.values.len() >= LARGE_PROBLEM_VALUES {
             let locks: Vec<ValueId> = p.values.iter().map(|v| v.lock).collect();
+            let fixed: Vec<bool> = p.values.iter().map(|v| v.fixed.is_some()).collect();
             let ((), structure) = rayon::join(
                 || {
                     p.seed_candidates(&relations, &retilings, target);
                     p.propagate_candidates(&relations, target, offers);
                 },
-                || crate::solve::Structure::build(&relations, &locks, &retilings),
+                || crate::solve::Structure::build(&relations, &locks, &fixed, &retilings),
             );
             p.structure = Some(structure);
         } else {
