@@ -49,8 +49,8 @@ pub struct Args {
     #[arg(long, default_value = "heuristic", value_parser = ["heuristic", "exact"])]
     solver: String,
     /// The exact solver's time per computation, in seconds. It sets a
-    /// deterministic budget of search nodes; the clock only stops a solve
-    /// that overruns it badly.
+    /// deterministic budget of search nodes, and is also a wall-clock
+    /// backstop (a part the clock stops keeps the heuristic's layouts).
     #[arg(long, value_name = "SECS", default_value_t = 10.0)]
     solver_time_limit: f64,
 }
