@@ -337,7 +337,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
 /// module and target (`--exact`).
 fn gap_table(rows: &[Row]) -> String {
     let mut s = String::from(
-        "\n### Distance from the optimum (`cargo xtask corpus --exact`)\n\nCost is the cost model's (bytes of copies, data-moving transposes and reshapes, and re-tiling ops, plus weighed padding), summed over each module's computations as the call-boundary rule assigned them. The optimum is the exact solver's (`--solver exact`: an integer program per computation over every value's candidate layouts, its group's layouts and the default's answer); `≥ N` is a lower bound where it was not proven. The gap is the default solver's cost above it. The last columns are the exact run's wall time (the whole `run-pass`, release build).\n\n| module | cpu cost | cpu optimum | cpu gap | gpu cost | gpu optimum | gpu gap | tpu cost | tpu optimum | tpu gap | exact s cpu/gpu/tpu |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
+        "\n### Distance from the optimum (`cargo xtask corpus --exact`)\n\nCost is the cost model's (bytes of copies, data-moving transposes and reshapes, and re-tiling ops, plus weighed padding), summed over each module's computations as the call-boundary rule assigned them. The optimum is the exact solver's (`--solver exact`: an integer program per computation over every value's candidate layouts, its group's layouts and the default's answer); `≥ N` is a lower bound where it was not proven. The gap is the default solver's cost above it. The last columns are the exact run's wall time (the whole `run-pass`, release build).\n\n| module | cpu cost | cpu optimum | cpu gap | gpu cost | gpu optimum | gpu gap | tpu cost | tpu optimum | tpu gap | exact ms cpu/gpu/tpu |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
     );
     let mut totals = [(0u64, 0u64); 3];
     for r in rows {
@@ -348,7 +348,7 @@ fn gap_table(rows: &[Row]) -> String {
             totals[i].0 += gap.cost;
             totals[i].1 += gap.lower;
         }
-        s.push_str(&format!(" {:.2} / {:.2} / {:.2} |\n", g[0].seconds, g[1].seconds, g[2].seconds));
+        s.push_str(&format!(" {:.1} / {:.1} / {:.1} |\n", g[0].seconds * 1e3, g[1].seconds * 1e3, g[2].seconds * 1e3));
     }
     s.push_str("| **total** |");
     for (cost, lower) in totals {
