@@ -13,11 +13,12 @@
 //! changed; its assignment re-runs only when the constraints differ (or its
 //! own text or the target changed).
 //!
-//! There is no options input: no pipeline option changes a computation's
-//! assignment. The pass list, `verify` and relayout's `expand_relayouts`
-//! act on the assembled module after the database, and the tiling options
-//! (`keep_untiled_entry`, `combine_dimensions`) are fields of the target,
-//! which is an input.
+//! The one pipeline option that changes a computation's assignment is the
+//! solver (heuristic or exact, with its time limit): a field of the module
+//! input, so changing it re-runs every assignment. The pass list, `verify`
+//! and relayout's `expand_relayouts` act on the assembled module after the
+//! database, and the tiling options (`keep_untiled_entry`,
+//! `combine_dimensions`) are fields of the target, which is an input.
 //!
 //! Architecture invariant: salsa values never hold a petgraph graph directly.
 //! A parsed computation sits behind an `Arc` and compares by a fingerprint
@@ -28,7 +29,8 @@ use std::sync::{Arc, Mutex};
 
 use hlo::{CompId, Computation, ComputationLayout, IoAlias, Module, ParseError};
 use layout_assignment::{
-    BoundSite, CallGraph, CallQueries, CallRole, ComputationAssignment, Context, ModuleFacts, Moved, PassError, Phase, Signature, WEIGH_LEVELS,
+    BoundSite, CallGraph, CallQueries, CallRole, ComputationAssignment, Context, ModuleFacts, Moved, PassError, Phase, Signature,
+    SolverOptions, WEIGH_LEVELS,
 };
 use rustc_hash::{FxHashMap, FxHasher};
 use salsa::Setter;
@@ -70,6 +72,9 @@ pub struct SourceModule {
     /// The target.
     #[returns(ref)]
     pub target: Arc<TargetSpec>,
+    /// The solver.
+    #[returns(copy)]
+    pub solver: SolverOptions,
 }
 
 /// One computation's text.
@@ -326,7 +331,7 @@ fn assign(db: &dyn salsa::Database, c: SourceComputation, ctx: &ConstraintsResul
     let graph = call_graph(db, m);
     let entry = CompId(m.entry(db));
     let mut q = Queries { db, m };
-    layout_assignment::decide(&comp, &name_of, graph, entry, CompId(c.index(db)), &ctx, m.target(db), levels, &mut q)
+    layout_assignment::decide(&comp, &name_of, graph, entry, CompId(c.index(db)), &ctx, m.target(db), levels, &m.solver(db), &mut q)
         .map(Arc::new)
         .map_err(AssignError::Pass)
 }
@@ -512,7 +517,7 @@ impl Database {
         let m = match self.module {
             Some(m) => m,
             None => {
-                let m = SourceModule::new(self, file_name.to_string(), header.clone(), Vec::new(), 0, target.clone());
+                let m = SourceModule::new(self, file_name.to_string(), header.clone(), Vec::new(), 0, target.clone(), SolverOptions::default());
                 self.module = Some(m);
                 m
             }
@@ -581,6 +586,15 @@ impl Database {
         let m = self.module.ok_or(LoadError::NoModule)?;
         if **m.target(self) != *target {
             m.set_target(self).to(target);
+        }
+        Ok(())
+    }
+
+    /// Sets the solver (the heuristic until set).
+    pub fn set_solver(&mut self, solver: SolverOptions) -> Result<(), LoadError> {
+        let m = self.module.ok_or(LoadError::NoModule)?;
+        if m.solver(self) != solver {
+            m.set_solver(self).to(solver);
         }
         Ok(())
     }

@@ -14,6 +14,7 @@ use hlo::{Module, Opcode, ParseError};
 use target::TargetSpec;
 
 pub use layout_assignment::Report as AssignmentReport;
+pub use layout_assignment::{SolverKind, SolverOptions};
 pub use relayout::{Report as RelayoutReport, RewriteKind as RelayoutKind};
 
 /// Which passes run.
@@ -62,12 +63,14 @@ pub struct Options {
     /// Relayout: expand every copy between two tilings into explicit pad,
     /// bitcast, transpose and slice instructions.
     pub expand_relayouts: bool,
+    /// The solver that chooses layouts (the heuristic by default).
+    pub solver: SolverOptions,
 }
 
 impl Options {
     /// Every pass, verified, for `target`.
     pub fn new(target: Arc<TargetSpec>) -> Options {
-        Options { target, passes: PassName::all().to_vec(), verify: true, expand_relayouts: false }
+        Options { target, passes: PassName::all().to_vec(), verify: true, expand_relayouts: false, solver: SolverOptions::default() }
     }
 }
 
@@ -196,7 +199,7 @@ fn run_here(text: &str, file_name: &str, opts: &Options) -> Result<Output, Pipel
     timings.push(Timing { step: "verify-input", duration: t.elapsed() });
     let assignment = if opts.passes.contains(&PassName::LayoutAssignment) {
         let t = Instant::now();
-        let report = layout_assignment::run(&mut module, &opts.target).map_err(|e| PipelineError::Assign(e.to_string()))?;
+        let report = layout_assignment::run_with(&mut module, &opts.target, &opts.solver).map_err(|e| PipelineError::Assign(e.to_string()))?;
         timings.push(Timing { step: "layout-assignment", duration: t.elapsed() });
         Some(report)
     } else {
@@ -219,6 +222,7 @@ fn run_in_here(db: &mut Database, text: &str, file_name: &str, opts: &Options) -
         return Err(PipelineError::Parse(e));
     }
     loaded.map_err(|e| PipelineError::Assign(e.to_string()))?;
+    db.set_solver(opts.solver).map_err(|e| PipelineError::Assign(e.to_string()))?;
     finish(db, opts, start, &mut timings)
 }
 

@@ -229,6 +229,10 @@ pub struct OptionsWire {
     pub passes: Option<Vec<String>>,
     /// Verify the output (`true`, `false` or `"semantic"`).
     pub verify: Option<Verify>,
+    /// The solver: `heuristic` (default) or `exact`.
+    pub solver: Option<String>,
+    /// The exact solver's time per computation, in seconds.
+    pub solver_time_limit: Option<f64>,
 }
 
 /// `POST /v1/layout-assignment` with a JSON or YAML body.
@@ -286,6 +290,10 @@ pub struct QueryWire {
     pub passes: Option<String>,
     /// Verify the output (`true`, `false` or `semantic`).
     pub verify: Option<Verify>,
+    /// The solver: `heuristic` or `exact`.
+    pub solver: Option<String>,
+    /// The exact solver's time per computation, in seconds.
+    pub solver_time_limit: Option<f64>,
 }
 
 /// Options as the pipeline needs them, from wherever they came.
@@ -304,7 +312,7 @@ pub fn query(uri: &Uri) -> Result<RunOptions, ApiError> {
     let passes = q.passes.map(|p| p.split(',').map(|s| s.trim().to_string()).filter(|s| !s.is_empty()).collect());
     Ok(RunOptions {
         target: q.target.map(TargetWire::Name),
-        options: OptionsWire { expand_relayouts: q.expand_relayouts, passes, verify: q.verify },
+        options: OptionsWire { expand_relayouts: q.expand_relayouts, passes, verify: q.verify, solver: q.solver, solver_time_limit: q.solver_time_limit },
     })
 }
 
@@ -327,6 +335,12 @@ impl RunOptions {
         }
         if over.verify.is_some() {
             self.options.verify = over.verify;
+        }
+        if over.solver.is_some() {
+            self.options.solver = over.solver;
+        }
+        if over.solver_time_limit.is_some() {
+            self.options.solver_time_limit = over.solver_time_limit;
         }
         self
     }
@@ -478,6 +492,29 @@ impl AppState {
             opts.passes = passes;
         }
         opts.expand_relayouts = o.options.expand_relayouts.unwrap_or(false);
+        if let Some(name) = &o.options.solver {
+            opts.solver.kind = driver::SolverKind::from_name(name).ok_or_else(|| {
+                ApiError::new(StatusCode::BAD_REQUEST, "unknown_solver", format!("unknown solver '{name}'; the solvers are heuristic, exact"))
+                    .with("known", ["heuristic", "exact"])
+            })?;
+        }
+        if let Some(secs) = o.options.solver_time_limit {
+            // The exact solver's time is per computation; a limit beyond the
+            // request's own timeout would let one request hold a core for
+            // longer than any client waits.
+            let most = self.config().request_timeout;
+            match std::time::Duration::try_from_secs_f64(secs) {
+                Ok(limit) if limit > std::time::Duration::ZERO && limit <= most => opts.solver.time_limit = limit,
+                _ => {
+                    return Err(ApiError::invalid_request(format!(
+                        "solver_time_limit must be a positive number of seconds, at most the request timeout ({} s), not {secs}",
+                        most.as_secs_f64()
+                    )));
+                }
+            }
+        } else {
+            opts.solver.time_limit = opts.solver.time_limit.min(self.config().request_timeout);
+        }
         Ok(opts)
     }
 }

@@ -177,7 +177,8 @@ async fn put_module(
     check_id(&id)?;
     let format = body_format(&headers, &[BodyFormat::Text, BodyFormat::Json, BodyFormat::Yaml])?;
     let q = query(&uri)?;
-    if q.options.expand_relayouts.is_some() || q.options.passes.is_some() || q.options.verify.is_some() {
+    let o = &q.options;
+    if o.expand_relayouts.is_some() || o.passes.is_some() || o.verify.is_some() || o.solver.is_some() || o.solver_time_limit.is_some() {
         return Err(ApiError::invalid_request(
             "PUT takes only the 'target' query parameter; give run options to POST /v1/modules/{id}/layout-assignment",
         ));
@@ -366,6 +367,7 @@ async fn session_run(
                 s.db.set_target(opts.target.clone()).map_err(|e| ApiError::internal(e.to_string()))?;
                 s.target = opts.target.clone();
             }
+            s.db.set_solver(opts.solver).map_err(|e| ApiError::internal(e.to_string()))?;
             s.db.clear_executions();
             let out = driver::run_loaded(&s.db, &opts);
             let recomputed = s.db.recomputed_computations();

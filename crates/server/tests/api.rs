@@ -617,3 +617,35 @@ async fn every_corpus_module_runs_through_the_service() {
         assert_eq!(a.json()["module"].as_str(), Some(expected(&text, "cpu").0.as_str()), "{name}");
     }
 }
+
+#[tokio::test]
+async fn the_solver_is_an_option_and_its_optimality_is_reported() {
+    let (router, _) = app(Config::default());
+    let text = corpus("transpose_reshape_chain");
+    // The heuristic: a cost, no bound.
+    let a = call(&router, request("POST", "/v1/layout-assignment?target=tpu", Some("text/plain"), text.clone())).await;
+    assert_eq!(a.status, 200, "{}", String::from_utf8_lossy(&a.body));
+    let heuristic = a.json()["report"]["layout_assignment"]["optimality"].clone();
+    assert!(heuristic["cost"].as_u64().is_some() && heuristic["lower_bound"].is_null(), "{heuristic}");
+    // The exact solver, in a JSON body: a bound, proven, no dearer, and
+    // the output the library gives.
+    let body = json!({ "module": text, "target": "tpu", "options": { "solver": "exact", "solver_time_limit": 5 } });
+    let a = call(&router, request("POST", "/v1/layout-assignment", Some("application/json"), body.to_string())).await;
+    assert_eq!(a.status, 200, "{}", String::from_utf8_lossy(&a.body));
+    let v = a.json();
+    let exact = &v["report"]["layout_assignment"]["optimality"];
+    let (cost, lower) = (exact["cost"].as_u64().unwrap(), exact["lower_bound"].as_u64().unwrap());
+    assert!(lower <= cost && cost < heuristic["cost"].as_u64().unwrap(), "{exact} against {heuristic}");
+    assert_eq!(exact["proven_optimal_computations"], exact["computations"]);
+    let mut opts = driver::Options::new(std::sync::Arc::new(target::load_builtin("tpu").expect("tpu")));
+    opts.solver = driver::SolverOptions::exact();
+    let out = driver::run(&text, "request.hlo", &opts).expect("runs");
+    assert_eq!(v["module"].as_str(), Some(out.text.as_str()));
+    // Bad values are 400s.
+    let a = call(&router, request("POST", "/v1/layout-assignment?solver=ilp", Some("text/plain"), text.clone())).await;
+    a.error(400, "unknown_solver");
+    let a = call(&router, request("POST", "/v1/layout-assignment?solver=exact&solver_time_limit=3600", Some("text/plain"), text.clone())).await;
+    a.error(400, "invalid_request");
+    let a = call(&router, request("POST", "/v1/layout-assignment?solver=exact&solver_time_limit=0", Some("text/plain"), text)).await;
+    a.error(400, "invalid_request");
+}

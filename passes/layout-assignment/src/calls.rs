@@ -46,7 +46,7 @@ use target::TargetSpec;
 use crate::context::{BoundaryReason, Context, Signature};
 use crate::materialize::ComputationAssignment;
 use crate::problem::Site;
-use crate::{CallGraph, CallRole, PassError, Phase, assign_computation};
+use crate::{CallGraph, CallRole, PassError, Phase, SolverOptions, assign_computation};
 
 /// Bytes and copies an assignment moves.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
@@ -200,9 +200,10 @@ pub fn decide(
     ctx: &Context,
     target: &TargetSpec,
     levels: u8,
+    solver: &SolverOptions,
     q: &mut dyn CallQueries,
 ) -> Result<ComputationAssignment, PassError> {
-    let today = assign_computation(comp, comp_names, ctx, target)?;
+    let today = assign_computation(comp, comp_names, ctx, target, solver)?;
     if levels == 0 {
         return Ok(today);
     }
@@ -215,7 +216,7 @@ pub fn decide(
     }
     // Any failure on the way (a boundary a callee cannot take) keeps
     // today's choice.
-    match preferred(comp, comp_names, graph, entry, ctx, target, levels - 1, q, &today, &calls) {
+    match preferred(comp, comp_names, graph, entry, ctx, target, levels - 1, solver, q, &today, &calls) {
         Ok(Some(a)) => Ok(a),
         Ok(None) | Err(_) => Ok(today),
     }
@@ -237,6 +238,7 @@ fn preferred(
     ctx: &Context,
     target: &TargetSpec,
     below: u8,
+    solver: &SolverOptions,
     q: &mut dyn CallQueries,
     today: &ComputationAssignment,
     calls: &[(InstId, CompId)],
@@ -265,7 +267,7 @@ fn preferred(
         for (&c, pref) in callees.iter().zip(&prefs) {
             pctx.callees.insert(c, pref.clone());
         }
-        let mut a = assign_computation(comp, comp_names, &pctx, target)?;
+        let mut a = assign_computation(comp, comp_names, &pctx, target, solver)?;
         if a.signature != today.signature {
             break;
         }

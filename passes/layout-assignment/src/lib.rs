@@ -16,6 +16,7 @@ mod algebra;
 mod calls;
 mod check;
 mod context;
+mod exact;
 mod materialize;
 mod policy;
 mod problem;
@@ -38,7 +39,7 @@ pub use context::{BoundaryReason, Context, Signature};
 pub use materialize::{ComputationAssignment, PlannedCopy, apply, refresh_forwarded_shapes};
 pub use policy::{MatrixNeed, Need, NeedSource, default_layout, first_array, inst_needs};
 pub use problem::{ProblemError, Site, topological_order};
-pub use report::{ComputationStats, CopyCause, CopyRecord, FilledLayout, MovementRecord, Report, RetileRecord, TiledEntryLayout};
+pub use report::{ComputationStats, CopyCause, CopyRecord, FilledLayout, MovementRecord, Optimality, Report, RetileRecord, TiledEntryLayout};
 pub use tiling::layout_for;
 
 /// Why the pass could not run.
@@ -50,6 +51,65 @@ pub enum PassError {
     RecursiveCall(String),
     #[error("{0}")]
     Module(String),
+}
+
+/// Which solver chooses each computation's layouts.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum SolverKind {
+    /// The local search (`solve.rs`): fast, no proof.
+    #[default]
+    Heuristic,
+    /// The local search, then an integer program over the same cost model
+    /// (`exact.rs`) from its answer: the optimum over every value's
+    /// candidate layouts, or a lower bound and the best labelling found
+    /// within the time limit.
+    Exact,
+}
+
+impl SolverKind {
+    /// The solver's name on command lines and in requests.
+    pub fn name(self) -> &'static str {
+        match self {
+            SolverKind::Heuristic => "heuristic",
+            SolverKind::Exact => "exact",
+        }
+    }
+
+    /// Parses a solver name.
+    pub fn from_name(name: &str) -> Option<SolverKind> {
+        match name {
+            "heuristic" => Some(SolverKind::Heuristic),
+            "exact" => Some(SolverKind::Exact),
+            _ => None,
+        }
+    }
+}
+
+/// The solver and its limits.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct SolverOptions {
+    /// Which solver.
+    pub kind: SolverKind,
+    /// The exact solver's time per computation (see `exact::Limits`): it
+    /// sets a deterministic budget of branch-and-bound nodes, and is a
+    /// wall-clock backstop.
+    pub time_limit: std::time::Duration,
+}
+
+impl SolverOptions {
+    /// The default time limit of the exact solver, per computation.
+    pub const DEFAULT_TIME_LIMIT: std::time::Duration = std::time::Duration::from_secs(10);
+
+    /// The exact solver with the default time limit.
+    pub fn exact() -> SolverOptions {
+        SolverOptions { kind: SolverKind::Exact, time_limit: Self::DEFAULT_TIME_LIMIT }
+    }
+}
+
+impl Default for SolverOptions {
+    fn default() -> Self {
+        SolverOptions { kind: SolverKind::Heuristic, time_limit: Self::DEFAULT_TIME_LIMIT }
+    }
 }
 
 /// How a computation is used by the instructions that call it.
@@ -369,14 +429,24 @@ pub fn assign_computation(
     comp_names: &dyn Fn(CompId) -> String,
     ctx: &Context,
     target: &TargetSpec,
+    solver: &SolverOptions,
 ) -> Result<ComputationAssignment, PassError> {
     let _span = tracing::debug_span!("assign", computation = %comp.name).entered();
     let t = std::time::Instant::now();
     let mut p = problem::Problem::build(comp, ctx, target)?;
     let built = t.elapsed();
-    let solution = solve::solve(&mut p, target);
+    let (solution, bound) = match solver.kind {
+        SolverKind::Heuristic => (solve::solve(&mut p, target), None),
+        SolverKind::Exact => {
+            let (solution, bound) = solve::solve_exact(&mut p, target, &exact::Limits { time: solver.time_limit });
+            (solution, Some(bound))
+        }
+    };
     let solved = t.elapsed();
-    let plan = materialize::plan(&p, &solution, target, comp_names);
+    let mut plan = materialize::plan(&p, &solution, target, comp_names);
+    let weights = &target.cost;
+    let whole = [weights.copy_byte, weights.transpose_byte, weights.padding_byte].iter().all(|w| w.fract() == 0.0);
+    plan.stats.set_optimality(bound.as_ref(), whole);
     tracing::debug!(
         values = p.values.len(),
         relations = p.relations.len(),
@@ -400,9 +470,14 @@ pub fn assign_computation(
     Ok(plan)
 }
 
-/// Assigns layouts in every computation of `module`, edits it in place, and
-/// reports what it did.
+/// Assigns layouts in every computation of `module` with the default
+/// solver, edits it in place, and reports what it did.
 pub fn run(module: &mut Module, target: &TargetSpec) -> Result<Report, PassError> {
+    run_with(module, target, &SolverOptions::default())
+}
+
+/// [`run`] with a choice of solver.
+pub fn run_with(module: &mut Module, target: &TargetSpec, solver: &SolverOptions) -> Result<Report, PassError> {
     use rayon::prelude::*;
     let graph = CallGraph::new(module);
     let ids: Vec<CompId> = module.computation_ids().collect();
@@ -420,6 +495,7 @@ pub fn run(module: &mut Module, target: &TargetSpec) -> Result<Report, PassError
                 module: shared,
                 graph: &graph,
                 target,
+                solver,
                 memo: FxHashMap::default(),
                 costs: FxHashMap::default(),
                 active: Vec::new(),
@@ -447,7 +523,7 @@ pub fn run(module: &mut Module, target: &TargetSpec) -> Result<Report, PassError
                 })
                 .collect::<Vec<_>>()
         },
-        || leaves.par_iter().map(|&id| (id, assign_leaf(shared, &graph, id, target))).collect::<Vec<_>>(),
+        || leaves.par_iter().map(|&id| (id, assign_leaf(shared, &graph, id, target, solver))).collect::<Vec<_>>(),
     );
     // The first failure in computation order is the one a sequential run
     // meets first: leaves are never reached through another computation.
@@ -477,13 +553,19 @@ fn is_independent_leaf(graph: &CallGraph, entry: CompId, id: CompId) -> bool {
 /// [`is_independent_leaf`]): what the driver computes for it, without the
 /// driver. Its context asks no other computation for anything, and with no
 /// calls `decide` keeps the plain assignment.
-fn assign_leaf(module: &Module, graph: &CallGraph, id: CompId, target: &TargetSpec) -> Result<ComputationAssignment, PassError> {
+fn assign_leaf(
+    module: &Module,
+    graph: &CallGraph,
+    id: CompId,
+    target: &TargetSpec,
+    solver: &SolverOptions,
+) -> Result<ComputationAssignment, PassError> {
     let mut no_signatures = |c: CompId, _: Phase| -> Result<Signature, PassError> {
         Err(PassError::Module(format!("computation #{} calls nothing, but asked for #{}'s signature", id.0, c.0)))
     };
     let ctx = context_for(module, graph, id, Phase::Final, None, &mut no_signatures)?;
     let names = |c: CompId| module.computations.get(c.index()).map_or_else(String::new, |c| c.name.clone());
-    assign_computation(module.computation(id), &names, &ctx, target)
+    assign_computation(module.computation(id), &names, &ctx, target, solver)
 }
 
 /// Applies per-computation assignments to a module and builds the report.
@@ -619,6 +701,7 @@ struct Driver<'m> {
     module: &'m Module,
     graph: &'m CallGraph,
     target: &'m TargetSpec,
+    solver: &'m SolverOptions,
     memo: FxHashMap<(CompId, View), Result<Arc<ComputationAssignment>, PassError>>,
     costs: FxHashMap<(CompId, Option<Signature>, u8), Result<Moved, PassError>>,
     active: Vec<(CompId, View)>,
@@ -706,7 +789,7 @@ impl Driver<'_> {
         };
         let ctx = context_for(module, graph, id, phase, boundary, &mut |c, p| self.signature(c, p))?;
         let names = |c: CompId| module.computations.get(c.index()).map_or_else(String::new, |c| c.name.clone());
-        let a = decide(module.computation(id), &names, graph, module.entry, id, &ctx, self.target, levels, self)?;
+        let a = decide(module.computation(id), &names, graph, module.entry, id, &ctx, self.target, levels, self.solver, self)?;
         Ok(Arc::new(a))
     }
 }

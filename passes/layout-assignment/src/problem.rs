@@ -159,6 +159,17 @@ impl Value {
     pub fn key(&self, id: LayoutId) -> LayoutKey {
         self.layouts[id as usize]
     }
+
+    /// The bytes of tile padding this value stores in layout entry `id`.
+    pub fn padding_bytes(&self, id: LayoutId) -> u64 {
+        let stored = self.bytes[id as usize];
+        let logical = self
+            .shape
+            .element_count()
+            .and_then(|n| n.checked_mul(self.shape.element_storage_bits()))
+            .map_or(stored, |bits| bits.div_ceil(8));
+        stored.saturating_sub(logical)
+    }
 }
 
 /// `a` with `layout`.
@@ -436,12 +447,13 @@ impl<'c> Problem<'c> {
         let retilings = std::mem::take(&mut p.retilings);
         if p.values.len() >= LARGE_PROBLEM_VALUES {
             let locks: Vec<ValueId> = p.values.iter().map(|v| v.lock).collect();
+            let fixed: Vec<bool> = p.values.iter().map(|v| v.fixed.is_some()).collect();
             let ((), structure) = rayon::join(
                 || {
                     p.seed_candidates(&relations, &retilings, target);
                     p.propagate_candidates(&relations, target, offers);
                 },
-                || crate::solve::Structure::build(&relations, &locks, &retilings),
+                || crate::solve::Structure::build(&relations, &locks, &fixed, &retilings),
             );
             p.structure = Some(structure);
         } else {
