@@ -133,6 +133,12 @@ pub fn assignment_json(r: &layout_assignment::Report) -> Value {
             "bytes": m.bytes,
         })).collect::<Vec<_>>(),
         "movement_bytes": r.movement_bytes(),
+        "input_copies": r.input_copies.iter().map(|m| json!({
+            "computation": m.computation,
+            "name": m.name,
+            "bytes": m.bytes,
+        })).collect::<Vec<_>>(),
+        "input_copy_bytes": r.input_copy_bytes(),
         "padding_saved_by_combining": r.padding_saved(),
         "retilings": r.retilings.iter().map(|t| json!({
             "computation": t.computation,

@@ -613,6 +613,19 @@ pub fn apply_module(module: &mut Module, assignments: &BTreeMap<CompId, Computat
         for &(inst, bytes) in &a.movements {
             report.movements.push(MovementRecord { computation: comp.name.clone(), name: comp.inst(inst).name.clone(), bytes });
         }
+        for (_, inst) in comp.instructions() {
+            if inst.opcode != Opcode::Copy || names.contains(&inst.name) {
+                continue;
+            }
+            let operand = inst.operands().first().and_then(|&o| comp.inst(o).shape.as_array());
+            if let (Some(a), Some(b)) = (operand, inst.shape.as_array())
+                && a.layout != b.layout
+                && !shape::layout_change_is_bitcast(a, b).is_ok_and(|v| v.bitcast)
+            {
+                let bytes = algebra::storage_bytes(b);
+                report.input_copies.push(MovementRecord { computation: comp.name.clone(), name: inst.name.clone(), bytes });
+            }
+        }
         for (inst, bytes, why) in &a.retilings {
             report.retilings.push(RetileRecord {
                 computation: comp.name.clone(),

@@ -124,6 +124,10 @@ pub struct Report {
     pub copies: Vec<CopyRecord>,
     /// Every data-moving transpose or reshape.
     pub movements: Vec<MovementRecord>,
+    /// Every copy of the input that the chosen layouts make move data (its
+    /// operand and result laid out differently): the input's own copies
+    /// are not the pass's to remove, but they move bytes all the same.
+    pub input_copies: Vec<MovementRecord>,
     /// Every op that re-tiles under the chosen layouts.
     pub retilings: Vec<RetileRecord>,
     /// AUTO entry layouts filled in.
@@ -212,6 +216,12 @@ impl Report {
     /// Total bytes written by data-moving transposes and reshapes.
     pub fn movement_bytes(&self) -> u64 {
         self.movements.iter().map(|m| m.bytes).sum()
+    }
+
+    /// Total bytes that the input's own copies move under the chosen
+    /// layouts.
+    pub fn input_copy_bytes(&self) -> u64 {
+        self.input_copies.iter().map(|m| m.bytes).sum()
     }
 
     /// Total bytes that re-tiling ops move.
