@@ -24,7 +24,7 @@ pub use bitcast::{
 pub use physical::{
     AlgebraError, Expansion, Slot, StorageSize, TileLevel, linear_index, multi_index, storage_size,
 };
-pub use plan::{Plan, Step, StepOp, relayout_plan};
+pub use plan::{Plan, Step, StepOp, relayout_plan, relayout_plan_at};
 pub use text::{TextError, parse_layout, parse_shape, parse_shape_at};
 
 impl std::str::FromStr for Shape {

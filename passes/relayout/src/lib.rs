@@ -252,7 +252,7 @@ pub fn run_computation(
     let mut rewrites = uses::fix_uses(facts, comp, target)?;
     rewrites.extend(noop::movements_to_bitcasts(comp));
     if opts.expand_relayouts {
-        rewrites.extend(expand::expand_copies(comp)?);
+        rewrites.extend(expand::expand_copies(comp, target)?);
     }
     tracing::debug!(rewrites = rewrites.len(), "relayout done");
     Ok(rewrites)

@@ -392,3 +392,18 @@ pub fn factorization(n: i64) -> impl Strategy<Value = Vec<i64>> {
     })
 }
 
+/// A random layout for `shape`'s dimensions; for a sub-byte type, half the
+/// time with the other element size (packed `E(n)` or one byte each).
+pub fn relayout_any_size(s: &ArrayShape) -> impl Strategy<Value = ArrayShape> + use<> {
+    let s = s.clone();
+    (relayout(&s), any::<bool>()).prop_map(move |(mut to, flip)| {
+        let width = s.element_type.bit_width().unwrap_or(8) as i64;
+        if flip
+            && width < 8
+            && let Some(l) = &mut to.layout
+        {
+            l.element_size_in_bits = if l.element_size_in_bits == 0 { width } else { 0 };
+        }
+        to
+    })
+}
