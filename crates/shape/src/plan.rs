@@ -519,14 +519,16 @@ pub fn relayout_plan(from: &ArrayShape, to: &ArrayShape) -> Result<Plan, Algebra
     Ok(Plan { from, steps })
 }
 
-/// A relayout plan whose pads, transposes and slices all work on elements
-/// of `element_size_in_bits` (0: the type's default width), for a target
-/// that reads sub-byte elements only at that width (XLA CPU reads `s4`
-/// unpacked, one byte each). When FROM's or TO's storage width differs,
-/// FROM's buffer is first viewed as its physical array and copied into
-/// that width (unpacked), and TO's physical array is copied out of it
-/// (packed) last; each copy is between two plain views of the same
-/// dimensions. Otherwise this is [`relayout_plan`].
+/// A relayout plan whose pads, transposes and slices all read elements of
+/// `element_size_in_bits` (0: the type's default width), for a target that
+/// reads sub-byte elements only at that width (XLA CPU reads `s4`
+/// unpacked, one byte each). When FROM's storage width differs, FROM's
+/// buffer is first viewed as its physical array and copied into that width
+/// (unpacked). When TO's differs, the last transpose writes it; if the last
+/// data movement is a pad or slice (which keep their layout), TO's
+/// physical array is copied into it (packed) last. Each copy is between two
+/// plain views of the same dimensions. Otherwise this is
+/// [`relayout_plan`].
 pub fn relayout_plan_at(from: &ArrayShape, to: &ArrayShape, element_size_in_bits: i64) -> Result<Plan, AlgebraError> {
     let lf = checked_layout(from)?.into_owned();
     let lt = checked_layout(to)?.into_owned();
@@ -543,7 +545,22 @@ pub fn relayout_plan_at(from: &ArrayShape, to: &ArrayShape, element_size_in_bits
     }
     let from = from.in_layout(lf.clone());
     let to = to.in_layout(lt.clone());
-    let core = relayout_plan(if unpack { &from_w } else { &from }, if pack { &to_w } else { &to })?;
+    let mut core = relayout_plan(if unpack { &from_w } else { &from }, if pack { &to_w } else { &to })?;
+    // Only reading is restricted: a last transpose may write TO's element
+    // size itself (a pad or slice keeps its layout, so it may not).
+    let last_move = core.steps.iter().rposition(|s| s.op != StepOp::Bitcast);
+    let mut pack = pack;
+    if pack && let Some(k) = last_move.filter(|&k| matches!(core.steps[k].op, StepOp::Transpose { .. })) {
+        for step in &mut core.steps[k..] {
+            if let Some(l) = &mut step.shape.layout {
+                l.element_size_in_bits = lt.element_size_in_bits;
+            }
+        }
+        if let Some(last) = core.steps.last_mut() {
+            last.shape = to.clone();
+        }
+        pack = false;
+    }
     let mut steps: Vec<Step> = Vec::new();
     if unpack {
         let ef = Expansion::new(&from)?;

@@ -94,16 +94,16 @@ fn check_plan(from: &ArrayShape, to: &ArrayShape) -> Result<Plan, String> {
 }
 
 /// The same for a plan that works on unpacked elements: besides, every
-/// pad, transpose and slice reads and writes elements of the type's
-/// default width.
+/// pad, transpose and slice reads elements of the type's default width, and
+/// pads and slices (which keep their layout) write them too.
 fn check_plan_unpacked(from: &ArrayShape, to: &ArrayShape) -> Result<Plan, String> {
     let plan = shape::relayout_plan_at(from, to, 0).map_err(|e| e.to_string())?;
     let width = from.element_type.default_storage_bits().unwrap_or(8) as u64;
     let mut cur = plan.from.clone();
     for s in &plan.steps {
-        if matches!(s.op, StepOp::Pad { .. } | StepOp::Transpose { .. } | StepOp::Slice { .. })
-            && (cur.element_storage_bits() != width || s.shape.element_storage_bits() != width)
-        {
+        let reads = matches!(s.op, StepOp::Pad { .. } | StepOp::Transpose { .. } | StepOp::Slice { .. });
+        let keeps = matches!(s.op, StepOp::Pad { .. } | StepOp::Slice { .. });
+        if (reads && cur.element_storage_bits() != width) || (keeps && s.shape.element_storage_bits() != width) {
             return Err(format!("{from} -> {to}: {cur} -> {} is not at {width} bits:\n{plan}", s.shape));
         }
         cur = s.shape.clone();
