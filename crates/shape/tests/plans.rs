@@ -235,3 +235,26 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn views_that_cut_across_the_physical_dimensions_go_through_them() {
+    // TO's `*` fold joins 6 and 5 into 30 and tiles it by 2: [15,2] cuts
+    // across FROM's physical [6,5,2,2], so FROM is first viewed as that.
+    let plan = check_plan(&array("u2[3,6,5]{0,2,1:T(2)E(2)}"), &array("u2[3,6,5]{0,2,1:T(4)(*,*,2,1)E(2)}")).unwrap();
+    assert_eq!(ops(&plan), "bitcast bitcast transpose bitcast", "{plan}");
+    assert_eq!(plan.steps[0].shape.to_string(), "u2[6,5,2,2]{3,2,1,0:E(2)}");
+}
+
+#[test]
+fn unpacked_plans_copy_to_unpack_and_transpose_to_pack() {
+    let plan = check_plan_unpacked(&array("s4[4,6]{1,0:T(2,2)E(4)}"), &array("s4[4,6]{1,0}")).unwrap();
+    assert_eq!(ops(&plan), "bitcast copy transpose bitcast", "{plan}");
+    let plan = check_plan_unpacked(&array("s4[4,6]{1,0}"), &array("s4[4,6]{1,0:T(2,2)E(4)}")).unwrap();
+    assert_eq!(ops(&plan), "bitcast transpose bitcast", "{plan}");
+    // Ending in a slice, the plan packs with a copy.
+    let plan = check_plan_unpacked(&array("s4[3,5]{1,0:T(2,2)}"), &array("s4[3,5]{1,0:E(4)}")).unwrap();
+    assert_eq!(ops(&plan), "bitcast transpose bitcast slice copy", "{plan}");
+    // Unpacked on both sides: the ordinary plan.
+    let (a, b) = (array("f32[3,5]{1,0}"), array("f32[3,5]{1,0:T(2,2)}"));
+    assert_eq!(shape::relayout_plan_at(&a, &b, 0).unwrap(), relayout_plan(&a, &b).unwrap());
+}
