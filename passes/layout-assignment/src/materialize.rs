@@ -254,6 +254,17 @@ pub fn plan(
         }
     }
 
+    // The cost in the cost model's units, from what is materialised.
+    let weights = &target.cost;
+    let padding = if weights.padding_byte > 0.0 {
+        p.values.iter().zip(labels).map(|(v, &l)| v.padding_bytes(l)).sum::<u64>()
+    } else {
+        0
+    };
+    let copy_bytes: u64 = copies.iter().map(|c| c.bytes).sum();
+    let moved_bytes: u64 = movements.iter().map(|m| m.1).sum::<u64>() + retilings.iter().map(|r| r.1).sum::<u64>();
+    let cost = copy_bytes as f64 * weights.copy_byte + moved_bytes as f64 * weights.transpose_byte + padding as f64 * weights.padding_byte;
+
     ComputationAssignment {
         layouts,
         leaf_layouts,
@@ -269,6 +280,9 @@ pub fn plan(
             sweeps: solution.sweeps,
             moves: solution.moves,
             padding_saved: solution.padding_saved,
+            cost: cost.round() as u64,
+            lower_bound: None,
+            proven_optimal: false,
         },
         callee_boundaries,
     }

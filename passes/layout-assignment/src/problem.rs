@@ -159,6 +159,17 @@ impl Value {
     pub fn key(&self, id: LayoutId) -> LayoutKey {
         self.layouts[id as usize]
     }
+
+    /// The bytes of tile padding this value stores in layout entry `id`.
+    pub fn padding_bytes(&self, id: LayoutId) -> u64 {
+        let stored = self.bytes[id as usize];
+        let logical = self
+            .shape
+            .element_count()
+            .and_then(|n| n.checked_mul(self.shape.element_storage_bits()))
+            .map_or(stored, |bits| bits.div_ceil(8));
+        stored.saturating_sub(logical)
+    }
 }
 
 /// `a` with `layout`.
@@ -436,12 +447,13 @@ impl<'c> Problem<'c> {
         let retilings = std::mem::take(&mut p.retilings);
         if p.values.len() >= LARGE_PROBLEM_VALUES {
             let locks: Vec<ValueId> = p.values.iter().map(|v| v.lock).collect();
+            let fixed: Vec<bool> = p.values.iter().map(|v| v.fixed.is_some()).collect();
             let ((), structure) = rayon::join(
                 || {
                     p.seed_candidates(&relations, &retilings, target);
                     p.propagate_candidates(&relations, target, offers);
                 },
-                || crate::solve::Structure::build(&relations, &locks, &retilings),
+                || crate::solve::Structure::build(&relations, &locks, &fixed, &retilings),
             );
             p.structure = Some(structure);
         } else {
@@ -1459,7 +1471,7 @@ fn share_candidates(
     }
     candidate_keys_into(&values[from], scratch);
     let rank = values[to].shape.rank();
-    let retile = values[from].shape.element_storage_bits() != values[to].shape.element_storage_bits();
+    let retile = !crate::tiling::tiled_alike(Some(target), &values[from].shape, &values[to].shape);
     let mut changed = false;
     for k in scratch.drain(..) {
         if table.get(k).minor_to_major.len() != rank {
