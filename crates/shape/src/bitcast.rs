@@ -133,6 +133,10 @@ pub enum Reason {
     /// Neither side is a plain row-major array (its elements in row-major
     /// order with no padding), so neither is the other's physical view.
     NoPlainSide,
+    /// The side that is not plain has no tiles and no padding: its
+    /// physical array is a transpose of it, so a bitcast must be read as a
+    /// layout change, reshape or transpose.
+    Untiled,
     /// The plain side has a different number of elements than the other
     /// side's buffer has slots.
     ViewSlots {
@@ -243,6 +247,10 @@ impl fmt::Display for Reason {
             Reason::NoPlainSide => f.write_str(
                 "neither side is a plain row-major array (every element at its row-major position, no padding), \
                  so neither is the other's physical view",
+            ),
+            Reason::Untiled => f.write_str(
+                "the other side has no tiles and no padding: its physical array is a transpose of it, \
+                 so the bitcast must be a layout change, reshape or transpose",
             ),
             Reason::ViewSlots { view, slots } => {
                 write!(f, "the plain side has {view} elements but the other side's buffer has {slots} slots")
@@ -1060,6 +1068,10 @@ pub fn is_bitcast(from: &ArrayShape, to: &ArrayShape) -> Result<BitcastVerdict, 
 /// - one side, the *view*, is plain: every element sits at its row-major
 ///   position and the buffer has no padding (decided by the exact
 ///   layout-change test against the descending layout);
+/// - the other side has tiles or padding (legacy or tail): an untiled
+///   layout's physical array is a transpose of it, and a bitcast that
+///   flattens it is read as the reshape it looks like (`f32[8,4]{0,1}` to
+///   `f32[32]` moves elements);
 /// - the view has exactly as many elements as the other side's buffer has
 ///   slots (tail padding included), so that view element `L` is slot `L`;
 /// - the view's dimensions merge or split the other side's physical
@@ -1070,9 +1082,10 @@ pub fn is_bitcast(from: &ArrayShape, to: &ArrayShape) -> Result<BitcastVerdict, 
 ///   refine one chain under divisibility, and a view dimension that spans a
 ///   physical boundary starts and ends on one). This is what makes the
 ///   view *the* physical array, not an arbitrary reshape of it:
-///   `f32[4,6]{0,1}` viewed as `f32[24]` or `f32[6,2,2]` is one, viewed as
-///   `f32[4,6]{1,0}` is not, and `bf16[8,128]{1,0:T(8,128)(2,1)}` (physical
-///   `[4,128,2,1]`) viewed as `bf16[8,128]` is not either.
+///   `f32[3,5]{1,0:T(2,2)}` (physical `[2,3,2,2]`) viewed as `f32[24]` or
+///   `f32[6,2,2]` is one, viewed as `f32[4,6]` is not, and
+///   `bf16[8,128]{1,0:T(8,128)(2,1)}` (physical `[4,128,2,1]`) viewed as
+///   `bf16[8,128]` is not either.
 ///
 /// TO is tried as the view first, then FROM.
 pub fn physical_view_is_bitcast(from: &ArrayShape, to: &ArrayShape) -> Result<BitcastVerdict, AlgebraError> {
@@ -1133,6 +1146,10 @@ fn plain(s: &ArrayShape) -> Result<Option<Method>, AlgebraError> {
 /// Whether the plain `view` is `other`'s physical array: `Ok(bytes)` if so,
 /// the reason if not.
 fn view_of(view: &ArrayShape, other: &ArrayShape) -> Result<Result<u64, Reason>, AlgebraError> {
+    let layout = checked_layout(other)?;
+    if layout.tiles.is_empty() && layout.padded_dimensions.is_none() && layout.tail_padding_alignment_in_elements <= 1 {
+        return Ok(Err(Reason::Untiled));
+    }
     let e = Expansion::new(other)?;
     let n = view.element_count().ok_or(AlgebraError::Overflow { what: "the element count" })?;
     if n != e.storage_slots {
@@ -1182,7 +1199,6 @@ fn view_of(view: &ArrayShape, other: &ArrayShape) -> Result<Result<u64, Reason>,
     // order, so its dimensions are the physical array's as well: a view
     // may stop there. Whether the later levels move nothing is the exact
     // test of a plain layout: the stage with those levels as its tiles.
-    let layout = checked_layout(other)?;
     for (k, level) in e.levels.iter().enumerate() {
         if !merges_or_splits(&level.input_dims) {
             continue;

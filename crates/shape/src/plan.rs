@@ -401,9 +401,12 @@ fn physical_view_dims(e: &Expansion) -> Dims {
 }
 
 /// True when the algebra proves a bitcast from `a` to `b`: a layout
-/// change, a reshape, or a physical view.
+/// change, a reshape, a transpose by the permutation the two layouts imply
+/// (an untiled buffer viewed as its physical array), or a physical view.
 fn proven(a: &ArrayShape, b: &ArrayShape) -> bool {
-    is_bitcast(a, b).is_ok_and(|v| v.bitcast) || physical_view_is_bitcast(a, b).is_ok_and(|v| v.bitcast)
+    is_bitcast(a, b).is_ok_and(|v| v.bitcast)
+        || crate::facts::deduce_transpose_dimensions_for_bitcast(a, b).is_some()
+        || physical_view_is_bitcast(a, b).is_ok_and(|v| v.bitcast)
 }
 
 /// The shortest plan Tessera finds that relayouts `from` into `to` (same
@@ -497,9 +500,10 @@ pub fn relayout_plan(from: &ArrayShape, to: &ArrayShape) -> Result<Plan, Algebra
     }
     // The first and last bitcasts view FROM's and TO's buffer. A view
     // whose dimensions cut across the physical ones (a `*` fold regrouped
-    // by the other side's tiles) goes through the physical array itself, so
-    // that each bitcast is one the algebra proves: a physical view, then a
-    // reshape between plain views.
+    // by the other side's tiles), or of an untiled buffer in another order
+    // than its physical one, goes through the physical array itself, so
+    // that each bitcast is one the algebra proves: a physical view (for an
+    // untiled buffer, a transpose), then a reshape between plain views.
     if let Some(first) = steps.first()
         && !proven(&from, &first.shape)
     {

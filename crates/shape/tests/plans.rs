@@ -36,10 +36,11 @@ fn execute(plan: &Plan) -> Result<Vec<Option<u64>>, String> {
                 }
                 // Every bitcast is proven by the exact algebra: a layout
                 // change or reshape (between two plain row-major views, the
-                // split and merge steps), or a physical view (into and out
-                // of FROM and TO).
+                // split and merge steps), a transpose (an untiled FROM or TO
+                // and its physical order), or a physical view (into and out
+                // of a tiled FROM and TO).
                 let v = is_bitcast(&cur, out).map_err(|e| e.to_string())?;
-                if !v.bitcast {
+                if !v.bitcast && shape::facts::deduce_transpose_dimensions_for_bitcast(&cur, out).is_none() {
                     let w = physical_view_is_bitcast(&cur, out).map_err(|e| e.to_string())?;
                     if !w.bitcast {
                         return Err(format!("bitcast {cur} -> {out} is not proven: {}; {}", v.reason, w.reason));

@@ -207,8 +207,9 @@ pub fn oracle_bitcast(from: &ArrayShape, to: &ArrayShape, perm: Option<&[usize]>
 
 /// The brute-force verdict for a physical view (one side's elements, in
 /// row-major order, are the other side's buffer slots): equal element
-/// bits; the view side's buffer holds element `L` at slot `L` and nothing
-/// else; it has as many elements as the other side's buffer has slots; and
+/// bits; the other side has tiles or padding; the view side's buffer holds
+/// element `L` at slot `L` and nothing else; it has as many elements as the
+/// other side's buffer has slots; and
 /// its dimensions merge or split those of a stage of the other side's
 /// expansion after which the tile levels move nothing (the last stage, or
 /// an earlier one). Either side may be the view.
@@ -217,6 +218,12 @@ pub fn oracle_view(from: &ArrayShape, to: &ArrayShape) -> bool {
         return false;
     }
     [(to, from), (from, to)].into_iter().any(|(view, other)| {
+        // An untiled, unpadded layout's physical array is its transpose;
+        // bitcasts of it are read as layout changes, reshapes, transposes.
+        let l = layout_of(other);
+        if l.tiles.is_empty() && l.padded_dimensions.is_none() && l.tail_padding_alignment_in_elements <= 1 {
+            return false;
+        }
         let n: i64 = view.dims.iter().product();
         let stages = stages(other, &Nd::numbered(&other.dims));
         let phys = stages.last().expect("at least the untiled stage");
