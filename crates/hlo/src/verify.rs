@@ -171,6 +171,17 @@ fn show(s: &Shape) -> String {
     s.to_string()
 }
 
+/// The first array leaf of a shape, in order (an all-reduce of a tuple
+/// reduces every leaf with one computation). Nesting is bounded by the
+/// parser's depth limit.
+fn first_array_leaf(s: &Shape) -> Option<&ArrayShape> {
+    match s {
+        Shape::Array(a) => Some(a),
+        Shape::Tuple(es) => es.iter().find_map(first_array_leaf),
+        _ => None,
+    }
+}
+
 fn array(s: &Shape) -> Option<&ArrayShape> {
     s.as_array()
 }
@@ -475,6 +486,53 @@ impl<'m> Verifier<'m> {
     }
 
     /// Parameter counts (and a few result shapes) of called computations.
+    /// Checks the signature of a computation `inst` applies to elements:
+    /// scalar parameters of the types in `params`, and a scalar result of
+    /// the type in `result` (a tuple of scalars, one per entry, when there
+    /// are several). Parameter counts are checked by the caller.
+    fn applied(
+        &mut self,
+        comp: &Computation,
+        inst: &Instruction,
+        what: &str,
+        callee: &Computation,
+        params: &[PrimitiveType],
+        result: &[PrimitiveType],
+    ) {
+        let scalar = |s: &Shape, t: PrimitiveType| s.as_array().is_some_and(|a| a.rank() == 0 && a.element_type == t);
+        let op = inst.opcode_name();
+        for (k, p) in callee.parameters().into_iter().enumerate() {
+            let (Some(param), Some(&t)) = (callee.get(p), params.get(k)) else { continue };
+            if !scalar(&param.shape, t) {
+                self.error(
+                    comp,
+                    inst,
+                    format!(
+                        "computation %{} ({what}) takes {} as parameter {k}, but {op} applies it to {}[] elements",
+                        callee.name,
+                        param.shape.display_without_layout(),
+                        t.name()
+                    ),
+                );
+            }
+        }
+        let Some(root) = callee.root().and_then(|r| callee.get(r)) else { return };
+        let fits = match (result, &root.shape) {
+            ([t], s) => scalar(s, *t),
+            (ts, Shape::Tuple(es)) => es.len() == ts.len() && es.iter().zip(ts).all(|(e, &t)| scalar(e, t)),
+            _ => false,
+        };
+        if !fits {
+            let want: Vec<String> = result.iter().map(|t| format!("{}[]", t.name())).collect();
+            let want = if want.len() == 1 { want.join("") } else { format!("({})", want.join(", ")) };
+            self.error(
+                comp,
+                inst,
+                format!("computation %{} ({what}) returns {}, but {op} needs {want}", callee.name, root.shape.display_without_layout()),
+            );
+        }
+    }
+
     fn called_computations(&mut self, comp: &Computation, inst: &Instruction, operands: &[&Shape]) {
         use Opcode::*;
         let n = operands.len();
@@ -526,25 +584,61 @@ impl<'m> Verifier<'m> {
                 }
             }
         };
+        // The element types of the operands: a computation applied to
+        // elements takes scalars of these types.
+        let element = |i: usize| operands.get(i).and_then(|s| s.as_array()).map(|a| a.element_type);
+        let elements = |range: std::ops::Range<usize>| range.map(element).collect::<Option<Vec<_>>>();
         match inst.opcode {
             Reduce | ReduceWindow => {
-                expect(self, "to_apply", comp_attr(KnownAttr::ToApply), n);
+                let callee = expect(self, "to_apply", comp_attr(KnownAttr::ToApply), n);
+                // Accumulators take the init values' types, then the inputs'.
+                let half = n / 2;
+                if let (Some(callee), Some(inputs), Some(inits)) = (callee, elements(0..half), elements(half..n)) {
+                    let params: Vec<_> = inits.iter().chain(&inputs).copied().collect();
+                    self.applied(comp, inst, "to_apply", callee, &params, &inits);
+                }
             }
             AllReduce | AllReduceStart | ReduceScatter => {
-                expect(self, "to_apply", comp_attr(KnownAttr::ToApply), 2);
+                let callee = expect(self, "to_apply", comp_attr(KnownAttr::ToApply), 2);
+                // Each leaf is reduced with the same scalar computation.
+                let leaf = operands.first().and_then(|s| first_array_leaf(s)).map(|a| a.element_type);
+                if let (Some(callee), Some(t)) = (callee, leaf) {
+                    self.applied(comp, inst, "to_apply", callee, &[t, t], &[t]);
+                }
             }
             Scatter => {
-                expect(self, "to_apply", comp_attr(KnownAttr::ToApply), n - 1);
+                let callee = expect(self, "to_apply", comp_attr(KnownAttr::ToApply), n - 1);
+                // Current values, then updates: one of each per input.
+                let inputs = (n.saturating_sub(1)) / 2;
+                if let (Some(callee), Some(current), Some(updates)) =
+                    (callee, elements(0..inputs), elements(inputs + 1..n))
+                {
+                    let params: Vec<_> = current.iter().chain(&updates).copied().collect();
+                    self.applied(comp, inst, "to_apply", callee, &params, &current);
+                }
             }
             Sort => {
-                expect(self, "to_apply", comp_attr(KnownAttr::ToApply), 2 * n);
+                let callee = expect(self, "to_apply", comp_attr(KnownAttr::ToApply), 2 * n);
+                if let (Some(callee), Some(types)) = (callee, elements(0..n)) {
+                    let params: Vec<_> = types.iter().flat_map(|&t| [t, t]).collect();
+                    self.applied(comp, inst, "comparator", callee, &params, &[PrimitiveType::Pred]);
+                }
             }
             Map => {
-                expect(self, "to_apply", comp_attr(KnownAttr::ToApply), n);
+                let callee = expect(self, "to_apply", comp_attr(KnownAttr::ToApply), n);
+                if let (Some(callee), Some(types), Some(out)) = (callee, elements(0..n), inst.shape.as_array()) {
+                    self.applied(comp, inst, "to_apply", callee, &types, &[out.element_type]);
+                }
             }
             SelectAndScatter => {
-                expect(self, "select", comp_attr(KnownAttr::Select), 2);
-                expect(self, "scatter", comp_attr(KnownAttr::Scatter), 2);
+                let select = expect(self, "select", comp_attr(KnownAttr::Select), 2);
+                let scatter = expect(self, "scatter", comp_attr(KnownAttr::Scatter), 2);
+                if let (Some(select), Some(t)) = (select, element(0)) {
+                    self.applied(comp, inst, "select", select, &[t, t], &[PrimitiveType::Pred]);
+                }
+                if let (Some(scatter), Some(t)) = (scatter, element(1)) {
+                    self.applied(comp, inst, "scatter", scatter, &[t, t], &[t]);
+                }
             }
             Fusion => {
                 if let Some(callee) = expect(self, "calls", comp_attr(KnownAttr::Calls), n) {

@@ -524,6 +524,8 @@ const FILES: &[(&str, u32, u32, &str)] = &[
     ("missing_equals.hlo", 4, 6, "expected '=' after instruction name %x"),
     ("missing_opcode.hlo", 5, 19, "expected an opcode after the shape of %b"),
     ("overflowing_shape.hlo", 4, 13, "has more elements than fit in a 64-bit integer"),
+    ("storage_overflow.hlo", 4, 13, "needs more storage than a 64-bit size can count: the buffer size in bytes overflows 64 bits"),
+    ("tile_padding_overflow.hlo", 4, 13, "needs more storage than a 64-bit size can count: a padded dimension overflows 64 bits"),
     ("two_entry.hlo", 7, 1, "a second ENTRY computation: %a is already the entry"),
     ("two_root.hlo", 5, 3, "a second ROOT instruction %b in computation %main"),
     ("undefined_computation.hlo", 6, 60, "computation %sum is not defined"),
