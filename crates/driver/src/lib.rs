@@ -509,7 +509,7 @@ ENTRY %main (x: f32[2,3,4], y: f32[4,6]) -> (f32[6,4], f32[4,6]) {
         o.expand_relayouts = true;
         let out = run(text, "t.hlo", &o).expect("run");
         assert_eq!(out.report.stats.copies, 0);
-        assert!(out.text.contains("pad(%p, %zero.f32), padding=0_5x0_56"), "{}", out.text);
+        assert!(out.text.contains("pad(%p, %x.zero), padding=0_5x0_56"), "{}", out.text);
     }
 
     #[test]

@@ -256,6 +256,10 @@ pub(crate) fn with_default_layout(mut shape: ArrayShape) -> ArrayShape {
     shape
 }
 
+/// Element bits in logical row-major order, with a poison flag per element
+/// when any is poison.
+pub(crate) type LogicalBits<'a> = (std::borrow::Cow<'a, [u64]>, Option<Vec<bool>>);
+
 impl Buffer {
     /// Builds a buffer from canonical logical row-major element bits.
     /// `data.len()` must be the element count.
@@ -306,6 +310,53 @@ impl Buffer {
         })
     }
 
+    /// Builds a buffer from logical row-major element bits, some of them
+    /// poison (`poison[i]` for element `i`): what a data movement makes of
+    /// a physical view's padding.
+    pub(crate) fn from_logical_bits_poison(
+        shape: ArrayShape,
+        data: Vec<u64>,
+        poison: Option<Vec<bool>>,
+    ) -> Result<Buffer, EvalError> {
+        let mut out = Buffer::from_logical_bits(shape, data)?;
+        let Some(poison) = poison.filter(|p| p.contains(&true)) else { return Ok(out) };
+        let table = SlotMap::new(&out.shape)?.table(&out.shape.dims);
+        let mut mask = match out.poison.take() {
+            Some(m) => Arc::unwrap_or_clone(m),
+            None => vec![false; out.slots.len()],
+        };
+        for (&s, &p) in table.iter().zip(&poison) {
+            if p {
+                mask[s as usize] = true;
+            }
+        }
+        out.poison = Some(Arc::new(mask));
+        Ok(out)
+    }
+
+    /// The canonical element bits in logical row-major order, and which of
+    /// them are poison (`None` when none is): for data movements, which
+    /// carry a physical view's padding along instead of reading it.
+    pub(crate) fn logical_bits_poison(&self) -> Result<LogicalBits<'_>, EvalError> {
+        let Some(mask) = &self.poison else { return Ok((self.logical_bits()?, None)) };
+        let table = SlotMap::new(&self.shape)?.table(&self.shape.dims);
+        let mut bits = Vec::with_capacity(table.len());
+        let mut poison = Vec::with_capacity(table.len());
+        for (i, &s) in table.iter().enumerate() {
+            let s = s as usize;
+            if s >= self.slots.len() {
+                return Err(EvalError::msg(format!(
+                    "element {} maps to slot {s} past the end of a {}-slot buffer",
+                    fmt_index(&unflatten(i as u64, &self.shape.dims)),
+                    self.slots.len()
+                )));
+            }
+            bits.push(self.slots[s]);
+            poison.push(mask[s]);
+        }
+        Ok((std::borrow::Cow::Owned(bits), Some(poison)))
+    }
+
     /// The canonical element bits in logical row-major order. Fails if a
     /// logical element maps to a poison slot.
     pub(crate) fn logical_bits(&self) -> Result<std::borrow::Cow<'_, [u64]>, EvalError> {
@@ -342,7 +393,10 @@ impl Buffer {
     /// The same slots read under another shape (a bitcast). The slot count
     /// of `shape`'s layout must equal this buffer's, and the element types
     /// must have the same width; every logical element of the result must
-    /// land on a non-poison slot.
+    /// land on a non-poison slot, unless the result is a plain row-major
+    /// array (every slot an element): such a bitcast views a buffer as its
+    /// physical array, padding included, and the padding stays poison,
+    /// which data movements carry and everything else refuses to read.
     pub fn reinterpret(&self, shape: ArrayShape) -> Result<Buffer, EvalError> {
         let shape = with_default_layout(shape);
         let want = storage_slots(&shape)?;
@@ -379,7 +433,7 @@ impl Buffer {
             slots,
             poison: self.poison.clone(),
         };
-        if out.poison.is_some() {
+        if out.poison.is_some() && !matches!(SlotMap::new(&out.shape)?, SlotMap::Identity) {
             // Every element must be readable.
             out.logical_bits()?;
         }
