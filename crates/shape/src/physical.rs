@@ -471,17 +471,39 @@ pub fn storage_size(shape: &ArrayShape) -> Result<StorageSize, AlgebraError> {
     // arithmetic is the same as in `Expansion::new`, and a test compares
     // both paths.
     let layout = checked_layout(shape)?;
+    let elements = product(&shape.dims, "the element count")?;
     if layout.tiles.is_empty() && layout.padded_dimensions.is_none() {
-        let elements = product(&shape.dims, "the element count")?;
         return untiled_storage(elements, layout.tail_padding_alignment_in_elements, shape.element_storage_bits());
     }
-    let e = Expansion::new(shape)?;
-    Ok(StorageSize {
-        elements: e.element_count,
-        slots: e.storage_slots,
-        element_bits: e.element_bits,
-        bytes: e.storage_bytes,
-    })
+    // Tiled: the sizes of each level's output, without the index maps.
+    let padded: &[i64] = layout.padded_dimensions.as_deref().unwrap_or(&shape.dims);
+    let mut cur: SmallVec<[i64; 12]> = SmallVec::from_elem(1, shape.unit_major_dims());
+    cur.extend(layout.minor_to_major.iter().rev().map(|&d| padded[d]));
+    let mut next: SmallVec<[i64; 12]> = SmallVec::new();
+    let mut sizes: SmallVec<[(i64, i64); 6]> = SmallVec::new();
+    for tile in &layout.tiles {
+        let start = cur.len() - tile.dims.len();
+        next.clear();
+        next.extend_from_slice(&cur[..start]);
+        sizes.clear();
+        let mut size = 1i64;
+        for (j, &t) in tile.dims.iter().enumerate() {
+            size = size.checked_mul(cur[start + j]).ok_or_else(|| overflow("a combined dimension"))?;
+            if t != Tile::COMBINE {
+                sizes.push((size, t));
+                size = 1;
+            }
+        }
+        for &(size, t) in &sizes {
+            next.push(round_up(size, t)? / t);
+        }
+        next.extend(sizes.iter().map(|&(_, t)| t));
+        std::mem::swap(&mut cur, &mut next);
+    }
+    let slots = product(&cur, "the tiled element count")?;
+    let mut z = untiled_storage(slots, layout.tail_padding_alignment_in_elements, shape.element_storage_bits())?;
+    z.elements = elements;
+    Ok(z)
 }
 
 /// The storage of `elements` elements of `element_bits` bits each, the
@@ -514,8 +536,22 @@ mod tests {
     }
 
     #[test]
-    fn untiled_storage_sizes_agree_with_the_expansion() {
-        for text in ["f32[3,5]{0,1}", "s4[7,3]{1,0:E(4)}", "pred[9]{0:L(16)E(1)}", "bf16[2,3,5]{2,0,1:L(4)}", "u8[]", "f64[0,4]"] {
+    fn storage_sizes_agree_with_the_expansion() {
+        for text in [
+            "f32[3,5]{0,1}",
+            "s4[7,3]{1,0:E(4)}",
+            "pred[9]{0:L(16)E(1)}",
+            "bf16[2,3,5]{2,0,1:L(4)}",
+            "u8[]",
+            "f64[0,4]",
+            "f32[3,5]{1,0:T(2,2)}",
+            "bf16[3,300]{0,1:T(8,128)(2,1)}",
+            "f32[2,7,8,11,10]{4,3,2,1,0:T(*,*,2,*,3)}",
+            "s4[5,70]{1,0:T(8,128)(8,1)L(3)E(4)}",
+            "f32[]{:T(128)}",
+            "pred[]{:T(2,4)(2,1)}",
+            "f32[3,5]{1,0:T(2,4)(2,1,1,1)PAD(4,9)}",
+        ] {
             let a = array(text);
             let e = Expansion::new(&a).unwrap();
             let z = storage_size(&a).unwrap();
