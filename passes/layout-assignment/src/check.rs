@@ -184,7 +184,7 @@ impl<'a> Checker<'a> {
                     let Some(a) = self.operand_array(id, i) else { continue };
                     let ok = match need {
                         Need::Exact(l) => same_layout(a, &with(a, l)),
-                        Need::Matrix(_) => a.layout.as_ref().is_some_and(|l| need.accepts_order(l)),
+                        Need::Matrix(_) | Need::Minor(_) => a.layout.as_ref().is_some_and(|l| need.accepts_order(l)),
                     };
                     if !ok {
                         self.report(Some(id), format!("operand {i} is {} but target {} needs {}", show(a), target.name, need.preferred()));

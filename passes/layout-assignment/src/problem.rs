@@ -17,6 +17,7 @@ use target::TargetSpec;
 use crate::algebra;
 use crate::context::{BoundaryReason, Context};
 use crate::policy::{self, Need, NeedSource};
+use crate::tiling::TileUse;
 
 /// Index of a value.
 pub type ValueId = u32;
@@ -120,6 +121,15 @@ pub struct Value {
     pub bytes: SmallVec<[u64; 4]>,
     /// The layouts the solver may choose, best guess first.
     pub candidates: SmallVec<[LayoutId; 4]>,
+    /// Where the value's buffer lives: an AUTO entry parameter of a type
+    /// the target has storage tilings for is HBM-resident, and every other
+    /// value is computed on (see `tiling.rs`).
+    pub tile_use: TileUse,
+    /// On a tiled target, for a free value of rank 2 or more: the entry of
+    /// `layouts` that stores it with the least padding (see
+    /// `least_padding_order`), which the solver weighs against needs and
+    /// relayouts and the report compares with the choice.
+    pub least_padding: Option<LayoutId>,
 }
 
 impl Value {
@@ -158,6 +168,26 @@ impl Value {
     /// The key of this value's layout entry `id`.
     pub fn key(&self, id: LayoutId) -> LayoutKey {
         self.layouts[id as usize]
+    }
+
+    /// Bytes of the value's elements without padding: what its buffer
+    /// would hold in a layout that stores nothing else.
+    pub fn logical_bytes(&self) -> Option<u64> {
+        self.shape.element_count()?.checked_mul(self.shape.element_storage_bits()).map(|bits| bits.div_ceil(8))
+    }
+
+    /// The weighed cost of the padding stored with this value in its
+    /// layout entry `id`: the bytes beyond its elements (tile padding)
+    /// times `weights.padding_byte`. The one place the cost model prices
+    /// padding: the solver charges it for each value's own buffer and for
+    /// each copy's, so that padding and relayouts are weighed together.
+    pub fn padding_cost(&self, id: LayoutId, weights: &target::CostWeights) -> f64 {
+        if weights.padding_byte == 0.0 {
+            return 0.0;
+        }
+        let stored = self.bytes[id as usize];
+        let logical = self.logical_bytes().unwrap_or(stored);
+        stored.saturating_sub(logical) as f64 * weights.padding_byte
     }
 }
 
@@ -448,12 +478,13 @@ impl<'c> Problem<'c> {
             p.seed_candidates(&relations, &retilings, target);
             p.propagate_candidates(&relations, target, offers);
         }
+        p.storage_candidates(target);
         p.relations = relations;
         p.retilings = retilings;
         Ok(p)
     }
 
-    fn new_value(&mut self, def: InstId, leaf: u32, a: &ArrayShape, fixed: Option<(Layout, FixReason)>) -> ValueId {
+    fn new_value(&mut self, def: InstId, leaf: u32, a: &ArrayShape, fixed: Option<(Layout, FixReason)>, target: &TargetSpec) -> ValueId {
         let id = self.values.len() as ValueId;
         let mut v = Value {
             def,
@@ -465,9 +496,11 @@ impl<'c> Problem<'c> {
             aliases: SmallVec::new(),
             bytes: SmallVec::new(),
             candidates: SmallVec::new(),
+            tile_use: TileUse::Compute,
+            least_padding: None,
         };
         if a.rank() == 0 {
-            let key = self.table.key(&a.layout.clone().unwrap_or_default());
+            let key = self.table.key(&crate::tiling::scalar_layout(target, a));
             v.intern(&self.table, key);
             v.candidates.push(0);
             v.fixed = Some(FixReason::Scalar);
@@ -545,6 +578,8 @@ impl<'c> Problem<'c> {
         // Fixed layouts of the new values, per leaf.
         // Inline for the usual single leaf: this runs once per instruction.
         let mut fixed: SmallVec<[Option<(Layout, FixReason)>; 1]> = SmallVec::from_elem(None, leaves.len());
+        // AUTO entry parameter leaves that live in HBM in a storage tiling.
+        let mut storage_leaves: SmallVec<[usize; 1]> = SmallVec::new();
         let given = |a: &ArrayShape| a.layout.clone().unwrap_or_else(|| policy::default_layout(target, a));
         match inst.opcode {
             Opcode::Parameter => {
@@ -560,7 +595,7 @@ impl<'c> Problem<'c> {
                     for (i, g) in given_leaves.iter().enumerate() {
                         match &g.layout {
                             Some(l) if ctx.is_entry => {
-                                fixed[i] = Some((entry_device_layout(target, g, l), FixReason::EntryParameter));
+                                fixed[i] = Some((entry_parameter_layout(target, g, l), FixReason::EntryParameter));
                             }
                             Some(l) => {
                                 let why = if ctx.is_entry { FixReason::EntryParameter } else { FixReason::Boundary };
@@ -569,6 +604,9 @@ impl<'c> Problem<'c> {
                             // A scalar has one layout: not AUTO, whatever the text says.
                             None if ctx.is_entry && g.rank() > 0 => {
                                 self.auto_params.push((n as u32, i as u32));
+                                if crate::tiling::has_storage_tiles(target, g) {
+                                    storage_leaves.push(i);
+                                }
                                 // An AUTO parameter aliased with a set result
                                 // leaf takes that leaf's layout (XLA resets
                                 // the side the user did not set).
@@ -680,7 +718,16 @@ impl<'c> Problem<'c> {
                                 *slot = Some((l, FixReason::OperandNeed(src)));
                             }
                     }
-                if let Some((Need::Exact(l), source)) = &needs.result {
+                // A result needed with given most minor dimensions (a TPU
+                // convolution's feature dimension) takes the layout that
+                // stores it with the least padding among those: a result is
+                // produced in its layout, no copy can serve it.
+                let result_need = match &needs.result {
+                    Some((Need::Exact(l), source)) => Some((l, source)),
+                    Some((Need::Minor(m), source)) => Some((&m.preferred, source)),
+                    _ => None,
+                };
+                if let Some((l, source)) = result_need {
                     let reason = match *source {
                         NeedSource::TargetRule(rule) => FixReason::TargetRule(rule),
                         NeedSource::CustomCall | NeedSource::LayoutConstraint | NeedSource::TargetDefault | NeedSource::Outfeed => FixReason::CustomCall,
@@ -696,7 +743,11 @@ impl<'c> Problem<'c> {
         }
         let mut values = SmallVec::new();
         for (i, a) in leaves.iter().enumerate() {
-            values.push(self.new_value(id, i as u32, a, fixed[i].take()));
+            let v = self.new_value(id, i as u32, a, fixed[i].take(), target);
+            if storage_leaves.contains(&i) && self.values[v as usize].fixed.is_none() {
+                self.values[v as usize].tile_use = TileUse::Storage;
+            }
+            values.push(v);
         }
         // Ops that keep one layout across several outputs (sort, variadic
         // reduce-window and scatter) lock their same-rank outputs together.
@@ -723,7 +774,7 @@ impl<'c> Problem<'c> {
         let need_id = self.values[v as usize].intern(&self.table, key);
         let matrix = match need {
             Need::Exact(_) => None,
-            Need::Matrix(_) => {
+            Need::Matrix(_) | Need::Minor(_) => {
                 self.matrix_needs.push(need.clone());
                 Some((self.matrix_needs.len() - 1) as u32)
             }
@@ -1114,7 +1165,50 @@ impl<'c> Problem<'c> {
             v.add_candidate(&self.table, default);
         }
         if target.tiling.is_some() {
+            self.seed_least_padding(target);
             self.seed_tile_aligned(retilings, target);
+        }
+    }
+
+    /// On tiled targets, offers each free value of rank 2 or more the
+    /// order that stores it with the least padding, when that is less
+    /// than the default's: the two most minor physical dimensions are the
+    /// pair that tiles best, the others stay in descending order (see
+    /// `least_padding_order`). The cost model, which weighs padding, then
+    /// decides against the needs and relayouts.
+    fn seed_least_padding(&mut self, target: &TargetSpec) {
+        for v in &mut self.values {
+            if v.fixed.is_some() || v.shape.rank() < 2 {
+                continue;
+            }
+            let m2m = crate::tiling::least_padding_order(target, &v.shape, v.tile_use, None);
+            let key = self.table.key(&crate::tiling::layout_for_use(target, &v.shape, &m2m, v.tile_use));
+            v.add_candidate(&self.table, key);
+            v.least_padding = Some(v.intern(&self.table, key));
+        }
+    }
+
+    /// Gives each HBM-resident value (an AUTO entry parameter of a type
+    /// the target has storage tilings for) the storage tiling of each of
+    /// its candidate orders: such a parameter lives in HBM in a storage
+    /// tiling where one is legal, whatever its readers compute in.
+    fn storage_candidates(&mut self, target: &TargetSpec) {
+        for v in &mut self.values {
+            if v.tile_use != TileUse::Storage {
+                continue;
+            }
+            let orders: Vec<DimVec> =
+                v.candidates.iter().map(|&c| self.table.get(v.key(c)).minor_to_major.clone()).collect();
+            v.candidates.clear();
+            for m2m in orders {
+                let key = self.table.key(&crate::tiling::layout_for_use(target, &v.shape, &m2m, TileUse::Storage));
+                v.add_candidate(&self.table, key);
+            }
+            if let Some(least) = v.least_padding {
+                let m2m = self.table.get(v.key(least)).minor_to_major.clone();
+                let key = self.table.key(&crate::tiling::layout_for_use(target, &v.shape, &m2m, TileUse::Storage));
+                v.least_padding = Some(v.intern(&self.table, key));
+            }
         }
     }
 
@@ -1459,7 +1553,9 @@ fn share_candidates(
     }
     candidate_keys_into(&values[from], scratch);
     let rank = values[to].shape.rank();
-    let retile = values[from].shape.element_storage_bits() != values[to].shape.element_storage_bits();
+    // Another element width, or (tiled) other dimensions, may need the
+    // order with the value's own tiling.
+    let retile = target.tiling.is_some() || values[from].shape.element_storage_bits() != values[to].shape.element_storage_bits();
     let mut changed = false;
     for k in scratch.drain(..) {
         if table.get(k).minor_to_major.len() != rank {
@@ -1519,6 +1615,14 @@ fn alias_leaf<'s>(s: &'s Shape, index: &[i64]) -> Option<(usize, &'s ArrayShape)
 /// is not propagated to instructions.
 fn entry_device_layout(target: &TargetSpec, a: &ArrayShape, given: &Layout) -> Layout {
     let mut layout = crate::tiling::device_layout(target, a, given);
+    layout.memory_space = 0;
+    layout
+}
+
+/// [`entry_device_layout`] for an entry parameter: a buffer resident in
+/// HBM, which takes the target's storage tiling where one is legal.
+fn entry_parameter_layout(target: &TargetSpec, a: &ArrayShape, given: &Layout) -> Layout {
+    let mut layout = crate::tiling::device_layout_for_use(target, a, given, TileUse::Storage);
     layout.memory_space = 0;
     layout
 }

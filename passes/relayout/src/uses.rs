@@ -161,8 +161,8 @@ fn operand_wants(comp: &Computation, target: &TargetSpec, id: InstId, out: &mut 
         if let Some((need, source)) = needs.operand(i) {
             let layout = match need {
                 Need::Exact(l) => Cow::Borrowed(l),
-                Need::Matrix(_) if need.accepts_order(&have) => have.clone(),
-                Need::Matrix(m) => Cow::Borrowed(&m.preferred),
+                Need::Matrix(_) | Need::Minor(_) if need.accepts_order(&have) => have.clone(),
+                Need::Matrix(_) | Need::Minor(_) => Cow::Borrowed(need.preferred()),
             };
             offer(source_priority(source), layout, Because::Source(source), &mut best);
         }
