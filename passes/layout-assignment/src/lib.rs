@@ -41,7 +41,7 @@ pub use problem::{ProblemError, Site, topological_order};
 pub use report::{
     ComputationStats, CopyCause, CopyRecord, FilledLayout, MovementRecord, OrientationRecord, Report, RetileRecord, TiledEntryLayout,
 };
-pub use tiling::{TileUse, allows as tiling_allows, layout_for, layout_for_use};
+pub use tiling::{TileUse, allows as tiling_allows, layout_for, layout_for_use, same_layout_for};
 
 /// Why the pass could not run.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]

@@ -315,7 +315,11 @@ fn orientation(
     let layout = p.table.get(value.key(own)).clone();
     let least_padding = p.table.get(value.key(o.least)).clone();
     let name = &p.comp.inst(value.def).name;
-    let group = if o.members > 1 { format!("%{name} and the {} values sharing its layout", o.members - 1) } else { format!("%{name}") };
+    let group = match o.members {
+        0 | 1 => format!("%{name}"),
+        2 => format!("%{name} and the value sharing its layout"),
+        n => format!("%{name} and the {} values sharing its layout", n - 1),
+    };
     let saved = o.padding_saved.max(0.0) as u64;
     let mut why = if o.cost_added >= crate::solve::INFEASIBLE / 2.0 {
         format!("{group} cannot move to {least_padding}: a broadcast whose operand layout is fixed reads it in this order")

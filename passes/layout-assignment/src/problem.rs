@@ -1182,9 +1182,23 @@ impl<'c> Problem<'c> {
                 continue;
             }
             let m2m = crate::tiling::least_padding_order(target, &v.shape, v.tile_use, None);
-            let key = self.table.key(&crate::tiling::layout_for_use(target, &v.shape, &m2m, v.tile_use));
+            let least = crate::tiling::layout_for_use(target, &v.shape, &m2m, v.tile_use);
+            let key = self.table.key(&least);
             v.add_candidate(&self.table, key);
             v.least_padding = Some(v.intern(&self.table, key));
+            // Where the target combines dimensions, the combined form of
+            // the default and least-padding layouts, when it stores fewer
+            // bytes: the cost model weighs it with everything else (a
+            // combined tile can keep a reshape a bitcast).
+            if v.tile_use == TileUse::Compute {
+                let default = policy::default_layout(target, &v.shape);
+                for base in [default, least] {
+                    if let Some(combined) = fewest_bytes_combined(target, &v.shape, &base) {
+                        let key = self.table.key(&combined);
+                        v.add_candidate(&self.table, key);
+                    }
+                }
+            }
         }
     }
 
@@ -1525,6 +1539,21 @@ fn induced<'m>(
 
 fn policy_tiled(target: &TargetSpec, a: &ArrayShape, layout: Layout) -> Layout {
     if target.tiling.is_some() { crate::tiling::layout_for(target, a, &layout.minor_to_major) } else { layout }
+}
+
+/// The `*`-combined variant of `base` that stores `a` in the fewest bytes,
+/// when it stores no more than `base` (fewer folds on ties): combining
+/// then costs no padding, and may keep a reshape a bitcast.
+fn fewest_bytes_combined(target: &TargetSpec, a: &ArrayShape, base: &Layout) -> Option<Layout> {
+    let limit = algebra::storage_bytes_in(a, base);
+    let mut best: Option<(u64, Layout)> = None;
+    for variant in crate::tiling::combined_variants(target, a, base) {
+        let bytes = algebra::storage_bytes_in(a, &variant);
+        if bytes <= limit && best.as_ref().is_none_or(|(b, _)| bytes < *b) {
+            best = Some((bytes, variant));
+        }
+    }
+    best.map(|(_, l)| l)
 }
 
 /// True when a value may still gain candidates.

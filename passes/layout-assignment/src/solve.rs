@@ -160,7 +160,12 @@ fn solve_with(p: &mut Problem<'_>, target: &target::TargetSpec, looks: Looks) ->
     }
     let (sweeps, mut moves) = s.search(&atoms, &components, looks);
     moves += s.broadcast_moves(&components);
-    let padding_saved = if target.tiling.as_ref().is_some_and(|t| t.combine_dimensions) { s.combine(&components) } else { 0 };
+    let padding_saved = if target.tiling.as_ref().is_some_and(|t| t.combine_dimensions) {
+        s.combine(&components);
+        s.combining_savings()
+    } else {
+        0
+    };
     let orientations = if target.tiling.is_some() { s.orientations(&components) } else { Vec::new() };
     let needs = (0..relation_count as u32).map(|r| s.needed(r)).collect();
     Solution { labels: s.labels, sweeps, moves, needs, padding_saved, orientations }
@@ -699,6 +704,25 @@ impl Solver<'_, '_> {
                     self.relabel(m, id);
                 }
             }
+        }
+        saved
+    }
+
+    /// The padding bytes `*`-combined layouts save: per value whose layout
+    /// combines dimensions (chosen by the search among its candidates, or
+    /// by `combine`), the bytes the target's own tiling of the same order
+    /// would store beyond it.
+    fn combining_savings(&mut self) -> u64 {
+        let mut saved = 0u64;
+        for v in 0..self.p.values.len() {
+            let value = &self.p.values[v];
+            let layout = self.p.table.get(value.key(self.labels[v]));
+            if value.fixed.is_some() || !layout.tiles.first().is_some_and(|t| t.dims.contains(&shape::Tile::COMBINE)) {
+                continue;
+            }
+            let plain = crate::tiling::layout_for_use(self.target, &value.shape, &layout.minor_to_major, value.tile_use);
+            let (combined, uncombined) = (value.bytes[self.labels[v] as usize], crate::algebra::storage_bytes_in(&value.shape, &plain));
+            saved = saved.saturating_add(uncombined.saturating_sub(combined));
         }
         saved
     }

@@ -199,14 +199,15 @@ fn operand_wants(comp: &Computation, target: &TargetSpec, id: InstId, out: &mut 
                     Some(l) => Cow::Borrowed(l),
                     None => Cow::Owned(Layout::descending(r.rank())),
                 };
-                let layout = if r.element_storage_bits() == a.element_storage_bits() {
+                let layout = if r.element_storage_bits() == a.element_storage_bits() && (*out_layout == *have || target.tiling.is_none()) {
                     out_layout
                 } else if out_layout.minor_to_major == have.minor_to_major {
-                    // Different element widths may tile differently; the
-                    // order is what must agree.
+                    // Different element widths, or on a tiled target other
+                    // dimensions, may tile differently; the order is what
+                    // must agree.
                     have.clone()
                 } else {
-                    Cow::Owned(layout_assignment::layout_for(target, a, &out_layout.minor_to_major))
+                    Cow::Owned(layout_assignment::same_layout_for(target, &out_layout, r, a))
                 };
                 offer(2, layout, Because::Keeps(op), &mut best);
             }
