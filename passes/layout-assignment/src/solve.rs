@@ -797,6 +797,12 @@ impl Solver<'_, '_> {
             for (&m, &id) in free.iter().zip(&old) {
                 self.relabel(m, id);
             }
+            // Only a group that would store less padding there is kept
+            // from it by something else (its member alone may gain what
+            // the others lose).
+            if p0 - p1 < 0.5 {
+                continue;
+            }
             out.push(Orientation {
                 value: origin,
                 members: free.len(),
