@@ -1177,27 +1177,41 @@ impl<'c> Problem<'c> {
     /// `least_padding_order`). The cost model, which weighs padding, then
     /// decides against the needs and relayouts.
     fn seed_least_padding(&mut self, target: &TargetSpec) {
+        // The layouts depend only on the element type, dimensions and
+        // residence, and a model repeats a few shapes many times.
+        type Seeds = (LayoutKey, SmallVec<[LayoutKey; 2]>);
+        let mut by_shape: FxHashMap<(shape::PrimitiveType, shape::Dims, TileUse), Seeds> = FxHashMap::default();
         for v in &mut self.values {
             if v.fixed.is_some() || v.shape.rank() < 2 {
                 continue;
             }
-            let m2m = crate::tiling::least_padding_order(target, &v.shape, v.tile_use, None);
-            let least = crate::tiling::layout_for_use(target, &v.shape, &m2m, v.tile_use);
-            let key = self.table.key(&least);
-            v.add_candidate(&self.table, key);
-            v.least_padding = Some(v.intern(&self.table, key));
-            // Where the target combines dimensions, the combined form of
-            // the default and least-padding layouts, when it stores fewer
-            // bytes: the cost model weighs it with everything else (a
-            // combined tile can keep a reshape a bitcast).
-            if v.tile_use == TileUse::Compute {
-                let default = policy::default_layout(target, &v.shape);
-                for base in [default, least] {
-                    if let Some(combined) = fewest_bytes_combined(target, &v.shape, &base) {
-                        let key = self.table.key(&combined);
-                        v.add_candidate(&self.table, key);
+            let table = &mut self.table;
+            let (least, combined) = by_shape
+                .entry((v.shape.element_type, v.shape.dims.clone(), v.tile_use))
+                .or_insert_with(|| {
+                    let m2m = crate::tiling::least_padding_order(target, &v.shape, v.tile_use, None);
+                    let least = crate::tiling::layout_for_use(target, &v.shape, &m2m, v.tile_use);
+                    // Where the target combines dimensions, the combined
+                    // form of the default and least-padding layouts, when
+                    // it stores no more bytes: the cost model weighs it
+                    // with everything else (a combined tile can keep a
+                    // reshape a bitcast).
+                    let mut combined = SmallVec::new();
+                    if v.tile_use == TileUse::Compute {
+                        let default = policy::default_layout(target, &v.shape);
+                        for base in [&default, &least] {
+                            if let Some(c) = fewest_bytes_combined(target, &v.shape, base) {
+                                combined.push(table.key(&c));
+                            }
+                        }
                     }
-                }
+                    (table.key(&least), combined)
+                })
+                .clone();
+            v.add_candidate(table, least);
+            v.least_padding = Some(v.intern(table, least));
+            for key in combined {
+                v.add_candidate(table, key);
             }
         }
     }

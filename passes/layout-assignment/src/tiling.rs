@@ -60,16 +60,27 @@ fn cheapest<'r>(
     storage_only: bool,
     also: &dyn Fn(&TileCandidate) -> bool,
 ) -> Option<&'r TileCandidate> {
-    let mut best: Option<(u64, &TileCandidate)> = None;
-    for c in rule.candidates.iter().filter(|c| c.storage_only == storage_only && fits(c, a, &base.minor_to_major) && also(c)) {
-        let mut layout = base.clone();
+    let mut legal = rule.candidates.iter().filter(|c| c.storage_only == storage_only && fits(c, a, &base.minor_to_major) && also(c));
+    let first = legal.next()?;
+    let mut rest = legal.peekable();
+    // One legal tiling (the usual case: a dimension longer than every
+    // short tile) needs no sizing.
+    if rest.peek().is_none() {
+        return Some(first);
+    }
+    let mut layout = base.clone();
+    let mut bytes_of = |c: &TileCandidate| {
         layout.tiles = c.tiles.iter().cloned().collect();
-        let bytes = crate::algebra::storage_bytes_in(a, &layout);
-        if best.is_none_or(|(b, _)| bytes < b) {
-            best = Some((bytes, c));
+        crate::algebra::storage_bytes_in(a, &layout)
+    };
+    let mut best = (bytes_of(first), first);
+    for c in rest {
+        let bytes = bytes_of(c);
+        if bytes < best.0 {
+            best = (bytes, c);
         }
     }
-    best.map(|(_, c)| c)
+    Some(best.1)
 }
 
 /// True when candidate `c` may tile `a` in this order: by the size of the
