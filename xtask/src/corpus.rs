@@ -45,6 +45,55 @@ pub struct Args {
     /// Print the tables without writing docs/performance.md.
     #[arg(long)]
     no_write: bool,
+    /// Also run the exact solver on every module (cpu, gpu, tpu) and add
+    /// the optimum, or a lower bound, and the default solver's gap to the
+    /// tables.
+    #[arg(long)]
+    exact: bool,
+}
+
+/// The default solver's cost against the exact solver's proof on one
+/// module and target (`cargo xtask corpus --exact`).
+#[derive(Clone, Copy, Default)]
+struct Gap {
+    /// The default solver's cost (bytes, the cost model's units).
+    cost: u64,
+    /// Its lower bound: the optimum when `proven`.
+    lower: u64,
+    proven: bool,
+    /// The exact run's wall time (the whole run-pass).
+    seconds: f64,
+}
+
+impl Gap {
+    /// The exact solver's run and the default's optimality on one target.
+    fn measure(text: &str, name: &str, target: &target::TargetSpec, default: &layout_assignment::Optimality) -> anyhow::Result<Gap> {
+        let mut opts = driver::Options::new(std::sync::Arc::new(target.clone()));
+        opts.solver = driver::SolverOptions::exact();
+        let t = Instant::now();
+        let out = driver::run(text, name, &opts).map_err(|e| anyhow::anyhow!("{name} (exact, {}): {e}", target.name))?;
+        let seconds = t.elapsed().as_secs_f64();
+        let o = out.report.assignment.as_ref().map(|a| a.optimality()).unwrap_or_default();
+        let lower = o.lower_bound.ok_or_else(|| anyhow::anyhow!("{name}: the exact solver gave no bound"))?;
+        Ok(Gap { cost: default.cost, lower, proven: o.proven_optimal_computations == o.computations, seconds })
+    }
+
+    /// `= N` for a proven optimum, `>= N` for a bound.
+    fn optimum(&self) -> String {
+        if self.proven { format!("{}", self.lower) } else { format!("≥ {}", self.lower) }
+    }
+
+    /// The default's distance above the optimum (or at most this far above
+    /// a bound).
+    fn gap(&self) -> String {
+        let pct = |x: u64| if self.lower == 0 { if x == 0 { "0%".to_string() } else { "n/a".to_string() } } else { format!("{:.2}%", (x as f64 - self.lower as f64) / self.lower as f64 * 100.0) };
+        if self.proven { pct(self.cost) } else { format!("≤ {}", pct(self.cost)) }
+    }
+
+    /// The table cells: default cost, optimum or bound, gap.
+    fn cells(&self) -> String {
+        format!(" {} | {} | {} |", self.cost, self.optimum(), self.gap())
+    }
 }
 
 /// What one side did to a module.
@@ -76,6 +125,8 @@ struct Row {
     /// buffer of the output, padding included, and of their elements.
     tiled_storage: Vec<(u64, u64)>,
     gpu: Side,
+    /// With `--exact`: cpu, gpu and tpu.
+    gaps: Option<[Gap; 3]>,
 }
 
 /// One corpus file parsed and printed back.
@@ -239,6 +290,16 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             tiled_storage.push((stats.storage_bytes, stats.logical_bytes));
         }
         let bitcasts = bitcasts::compare(&parsed, &after, &ours_out.module);
+        let optimality = |o: &driver::Output| o.report.assignment.as_ref().map(|a| a.optimality()).unwrap_or_default();
+        let gaps = if args.exact {
+            Some([
+                Gap::measure(&before_text, &name, &cpu, &optimality(&ours_out))?,
+                Gap::measure(&before_text, &name, &gpu, &optimality(&gpu_out))?,
+                Gap::measure(&before_text, &name, &tpu, &optimality(&tpu_out))?,
+            ])
+        } else {
+            None
+        };
         rows.push(Row {
             name,
             instructions: parsed.instruction_count(),
@@ -258,11 +319,15 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                 movement_bytes: gpu_out.report.stats.movement_bytes,
                 ..measure(&gpu_out.module)
             },
+            gaps,
         });
     }
     let trips = round_trips(&dirs, &corpus)?;
     let names: Vec<&str> = tiled.iter().map(|t| t.name.as_str()).collect();
     let mut tables = tables(&rows, &names);
+    if rows.iter().all(|r| r.gaps.is_some()) {
+        tables.push_str(&gap_table(&rows));
+    }
     tables.push_str(&round_trip_table(&trips));
     println!("{tables}");
     let broken: Vec<&RoundTrip> = trips.iter().filter(|t| !t.identical).collect();
@@ -290,6 +355,32 @@ fn tiled_targets() -> anyhow::Result<Vec<target::TargetSpec>> {
     }
     out.sort_by(|a, b| a.name.cmp(&b.name));
     Ok(out)
+}
+
+/// The default solver against the exact solver's optimum or bound, per
+/// module and target (`--exact`).
+fn gap_table(rows: &[Row]) -> String {
+    let mut s = String::from(
+        "\n### Distance from the optimum (`cargo xtask corpus --exact`)\n\nCost is the cost model's (bytes of copies, data-moving transposes and reshapes, and re-tiling ops, plus weighed padding), summed over each module's computations as the call-boundary rule assigned them. The optimum is the exact solver's (`--solver exact`: an integer program per computation over every value's candidate layouts, its group's layouts and the default's answer); `≥ N` is a lower bound where it was not proven. The gap is the default solver's cost above it. The last columns are the exact run's wall time (the whole `run-pass`, release build).\n\n| module | cpu cost | cpu optimum | cpu gap | gpu cost | gpu optimum | gpu gap | tpu cost | tpu optimum | tpu gap | exact ms cpu/gpu/tpu |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
+    );
+    let mut totals = [(0u64, 0u64); 3];
+    for r in rows {
+        let Some(g) = &r.gaps else { continue };
+        s.push_str(&format!("| {} |", r.name));
+        for (i, gap) in g.iter().enumerate() {
+            s.push_str(&gap.cells());
+            totals[i].0 += gap.cost;
+            totals[i].1 += gap.lower;
+        }
+        s.push_str(&format!(" {:.1} / {:.1} / {:.1} |\n", g[0].seconds * 1e3, g[1].seconds * 1e3, g[2].seconds * 1e3));
+    }
+    s.push_str("| **total** |");
+    for (cost, lower) in totals {
+        let pct = if lower == 0 { "n/a".to_string() } else { format!("{:.2}%", (cost as f64 - lower as f64) / lower as f64 * 100.0) };
+        s.push_str(&format!(" {cost} | {lower} | {pct} |"));
+    }
+    s.push_str(" |\n");
+    s
 }
 
 fn round_trip_table(trips: &[RoundTrip]) -> String {

@@ -1,7 +1,24 @@
-//! `cargo xtask loadtest`: N concurrent clients post the corpus modules
-//! (`testdata/xla-cpu/*/before_layout.hlo`, round robin) to
-//! `POST /v1/layout-assignment` for a fixed total number of requests, and
-//! report throughput, latency percentiles, errors and peak memory.
+//! `cargo xtask loadtest`: the HTTP service under load, on loopback.
+//!
+//! Three scenarios (`--scenario`, default `all`: the first two):
+//!
+//! * `queue`: N clients (default 8) post the small corpus modules
+//!   (`testdata/xla-cpu/*/before_layout.hlo` but the large transformer,
+//!   round robin) to `POST /v1/layout-assignment` against a service with
+//!   its default limits: `max_concurrency` = the number of CPUs, so most
+//!   requests wait in the queue. It reports throughput, latency
+//!   percentiles and errors; the goal is no error and a p99 within ten
+//!   times the p50 (the exit status is 1 otherwise).
+//! * `slow-clients`: healthy clients post small modules for a while
+//!   (`--duration`) while slow clients attack: uploads that send a byte
+//!   every 100 ms, connections that send half a request head, and idle
+//!   connections. It reports what each got and when, and the healthy
+//!   clients' latency and errors (the exit status is 1 unless every slow
+//!   upload got 408, every other attacker was closed, and no healthy
+//!   request failed).
+//! * `corpus`: every corpus module, the large one included, with one
+//!   worker slot per client, so that it measures latency under load
+//!   rather than queueing (the figures of `docs/http-api.md`'s table).
 //!
 //! The server runs in process on a loopback port unless `--addr` names
 //! one. The clients speak HTTP/1.1 over plain `TcpStream`s with
@@ -13,7 +30,8 @@
 //! service, so it is refused before any connection is made.
 
 use std::collections::BTreeMap;
-use std::net::{IpAddr, SocketAddr, ToSocketAddrs};
+use std::io::{Read, Write};
+use std::net::{IpAddr, SocketAddr, TcpStream, ToSocketAddrs};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -22,17 +40,39 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
 
+/// Which load to apply.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Scenario {
+    /// `queue`, then `slow-clients`.
+    All,
+    /// Small modules from N clients against the default limits.
+    Queue,
+    /// Healthy clients among slow uploads, half-sent heads and idle
+    /// connections.
+    SlowClients,
+    /// Every corpus module, one worker slot per client.
+    Corpus,
+}
+
 /// Arguments of `cargo xtask loadtest`.
 #[derive(clap::Args)]
 pub struct Args {
-    /// Concurrent clients, each on its own kept-alive connection.
-    #[arg(long, default_value_t = 4)]
-    clients: usize,
-    /// Requests in all.
-    #[arg(long, default_value_t = 200)]
-    requests: usize,
+    /// The scenario.
+    #[arg(long, value_enum, default_value_t = Scenario::All)]
+    scenario: Scenario,
+    /// Concurrent clients, each on its own kept-alive connection (default:
+    /// 8; 4 for `corpus`).
+    #[arg(long)]
+    clients: Option<usize>,
+    /// Requests in all (default: 800; 200 for `corpus`).
+    #[arg(long)]
+    requests: Option<usize>,
+    /// How long the `slow-clients` scenario lasts, in seconds.
+    #[arg(long, default_value_t = 8)]
+    duration: u64,
     /// A running server to load instead of an in-process one, as
     /// `HOST:PORT`. Loopback only: 127.0.0.0/8, `[::1]` or `localhost`.
+    /// Not for `slow-clients`, which sets the server's timeouts.
     #[arg(long)]
     addr: Option<String>,
     /// The process id of the server at `--addr`, to read its peak memory.
@@ -45,7 +85,8 @@ pub struct Args {
     /// The target every request names.
     #[arg(long, default_value = "cpu")]
     target: String,
-    /// Leave out modules whose directory name contains this (repeatable).
+    /// Leave out modules whose directory name contains this (repeatable;
+    /// `queue` and `slow-clients` leave out `large` unless this is given).
     #[arg(long)]
     exclude: Vec<String>,
 }
@@ -54,91 +95,94 @@ pub struct Args {
 struct Sample {
     module: usize,
     latency: Duration,
+    status: u16,
     ok: bool,
 }
 
 /// Runs the load test.
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
-    if args.clients == 0 || args.requests == 0 {
-        bail!("--clients and --requests must be at least 1");
+    if args.clients == Some(0) || args.requests == Some(0) || args.duration == 0 {
+        bail!("--clients, --requests and --duration must be at least 1");
     }
     // Checked first, so that a wrong address costs nothing.
     let given = args.addr.as_deref().map(loopback_addr).transpose()?;
-    let modules = corpus(&args.exclude)?;
+    if given.is_some() && args.scenario == Scenario::SlowClients {
+        bail!("--scenario slow-clients runs its own server (it sets the timeouts); leave out --addr");
+    }
+    // Each client is a connection, and the in-process server holds the
+    // other end: raise the file limit as `tessera serve` does.
+    let _ = server::raise_file_limit();
+    let mut failed = false;
+    let scenarios: &[Scenario] = match args.scenario {
+        Scenario::All if given.is_some() => &[Scenario::Queue],
+        Scenario::All => &[Scenario::Queue, Scenario::SlowClients],
+        ref one => std::slice::from_ref(one),
+    };
+    for (i, &scenario) in scenarios.iter().enumerate() {
+        if i > 0 {
+            println!();
+        }
+        let ok = match scenario {
+            Scenario::Queue | Scenario::Corpus => hammer(&args, scenario, given)?,
+            Scenario::SlowClients => slow_clients(&args)?,
+            Scenario::All => unreachable!("expanded above"),
+        };
+        failed |= !ok;
+    }
+    Ok(if failed { ExitCode::from(1) } else { ExitCode::SUCCESS })
+}
+
+/// The modules a scenario posts.
+fn modules_for(args: &Args, scenario: Scenario) -> anyhow::Result<Arc<Vec<(String, String)>>> {
+    let default_exclude = vec!["large".to_string()];
+    let exclude = if args.exclude.is_empty() && scenario != Scenario::Corpus { &default_exclude } else { &args.exclude };
+    let modules = corpus(exclude)?;
     if modules.is_empty() {
         bail!("no module under testdata/xla-cpu matches");
     }
-    let modules = Arc::new(modules);
+    Ok(Arc::new(modules))
+}
+
+/// The `queue` and `corpus` scenarios: N clients post the modules round
+/// robin for M requests in all. True if the goals were met.
+fn hammer(args: &Args, scenario: Scenario, given: Option<SocketAddr>) -> anyhow::Result<bool> {
+    let clients = args.clients.unwrap_or(if scenario == Scenario::Corpus { 4 } else { 8 });
+    let requests = args.requests.unwrap_or(if scenario == Scenario::Corpus { 200 } else { 800 });
+    let modules = modules_for(args, scenario)?;
 
     // The server: in process on a loopback port, or the one given.
     let mut in_process = None;
+    let mut limits = String::from("its own limits");
     let addr = match given {
         Some(a) => a,
         None => {
-            let config = server::Config {
-                // Every client may run at once: the test measures latency
-                // under load, not shedding.
-                max_concurrency: args.clients.max(1),
-                max_in_flight: args.clients.max(64),
-                ..server::Config::default()
+            let config = if scenario == Scenario::Corpus {
+                // Every client may run at once: latency under load, not
+                // queueing.
+                server::Config { max_concurrency: clients, max_in_flight: clients.max(64), ..server::Config::default() }
+            } else {
+                server::Config::default()
             };
+            limits = format!(
+                "max_concurrency {}, max_queue {}, queue_timeout {} ms",
+                config.max_concurrency,
+                config.max_queue,
+                config.queue_timeout.as_millis()
+            );
             let (addr, stop, thread) = start_server(config)?;
             in_process = Some((stop, thread));
             addr
         }
     };
     let path = format!("/v1/layout-assignment?target={}", args.target);
-
-    eprintln!(
-        "loadtest: {} clients, {} requests, {} modules ({:.1} MiB), server {}{}",
-        args.clients,
-        args.requests,
+    println!(
+        "scenario:     {} ({clients} clients, {requests} requests, {} modules of {:.1} MiB, server {addr}{}, {limits})",
+        if scenario == Scenario::Corpus { "corpus" } else { "queue" },
         modules.len(),
         modules.iter().map(|(_, t)| t.len()).sum::<usize>() as f64 / (1 << 20) as f64,
-        addr,
-        if in_process.is_some() { " (in process)" } else { "" },
+        if in_process.is_some() { " in process" } else { "" },
     );
-    let next = Arc::new(AtomicUsize::new(0));
-    let deadline = Instant::now() + Duration::from_secs(args.time_limit);
-    let started = Instant::now();
-    let threads: Vec<_> = (0..args.clients)
-        .map(|_| {
-            let (next, modules, path) = (next.clone(), modules.clone(), path.clone());
-            let total = args.requests;
-            std::thread::spawn(move || {
-                let mut client = server::client::Client::new(addr, Duration::from_secs(120));
-                let mut samples = Vec::new();
-                loop {
-                    let i = next.fetch_add(1, Ordering::Relaxed);
-                    if i >= total || Instant::now() >= deadline {
-                        break;
-                    }
-                    let m = i % modules.len();
-                    let t = Instant::now();
-                    let r = client.request("POST", &path, &[("content-type", "text/plain")], modules[m].1.as_bytes());
-                    let latency = t.elapsed();
-                    let ok = match &r {
-                        Ok(resp) => resp.status == 200 && resp.body.starts_with(b"{\"module\":"),
-                        Err(_) => false,
-                    };
-                    if !ok {
-                        let why = match r {
-                            Ok(resp) => format!("{} {}", resp.status, resp.text().chars().take(300).collect::<String>()),
-                            Err(e) => e.to_string(),
-                        };
-                        eprintln!("loadtest: {} failed: {why}", modules[m].0);
-                    }
-                    samples.push(Sample { module: m, latency, ok });
-                }
-                samples
-            })
-        })
-        .collect();
-    let mut samples = Vec::new();
-    for t in threads {
-        samples.extend(t.join().map_err(|_| anyhow::anyhow!("a client thread panicked"))?);
-    }
-    let wall = started.elapsed();
+    let (samples, wall) = post_round_robin(addr, &modules, &path, clients, requests, Duration::from_secs(args.time_limit));
 
     let server_hwm = match (in_process.is_some(), args.server_pid) {
         (true, _) => vm_hwm("/proc/self/status"),
@@ -151,15 +195,31 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     }
 
     let done = samples.len();
-    let errors = samples.iter().filter(|s| !s.ok).count() + args.requests.saturating_sub(done);
+    let errors = samples.iter().filter(|s| !s.ok).count() + requests.saturating_sub(done);
+    let shed = samples.iter().filter(|s| s.status == 503).count();
     let mut all: Vec<Duration> = samples.iter().map(|s| s.latency).collect();
     all.sort();
     let bytes: usize = samples.iter().map(|s| modules[s.module].1.len()).sum();
+    let (p50, p99) = (percentile(&all, 50.0), percentile(&all, 99.0));
     println!("profile:      {}", if cfg!(debug_assertions) { "debug" } else { "release" });
-    println!("requests:     {done} of {} in {:.2} s ({} clients)", args.requests, wall.as_secs_f64(), args.clients);
-    println!("throughput:   {:.1} requests/s, {:.2} MiB/s of HLO in", done as f64 / wall.as_secs_f64(), bytes as f64 / (1 << 20) as f64 / wall.as_secs_f64());
-    println!("latency:      p50 {}  p99 {}  max {}", ms(percentile(&all, 50.0)), ms(percentile(&all, 99.0)), ms(all.last().copied()));
-    println!("errors:       {errors}");
+    println!("requests:     {done} of {requests} in {:.2} s", wall.as_secs_f64());
+    println!(
+        "throughput:   {:.1} requests/s, {:.2} MiB/s of HLO in",
+        done as f64 / wall.as_secs_f64(),
+        bytes as f64 / (1 << 20) as f64 / wall.as_secs_f64()
+    );
+    println!("latency:      p50 {}  p99 {}  max {}", ms(p50), ms(p99), ms(all.last().copied()));
+    println!("errors:       {errors} ({shed} answered 503)");
+    let mut ok = errors == 0;
+    if scenario == Scenario::Queue {
+        let ratio = match (p50, p99) {
+            (Some(a), Some(b)) if !a.is_zero() => b.as_secs_f64() / a.as_secs_f64(),
+            _ => f64::INFINITY,
+        };
+        let met = ratio <= 10.0;
+        println!("p99 / p50:    {ratio:.1} (goal: at most 10; {})", if met { "met" } else { "MISSED" });
+        ok &= met;
+    }
     match server_hwm {
         Some(kib) => println!(
             "peak RSS:     {:.1} MiB (VmHWM of the {})",
@@ -177,7 +237,250 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         l.sort();
         println!("  {name:<28} {:>5} {:>10} {:>10}", l.len(), ms(percentile(&l, 50.0)), ms(l.last().copied()));
     }
-    Ok(if errors == 0 { ExitCode::SUCCESS } else { ExitCode::from(1) })
+    Ok(ok)
+}
+
+/// `clients` threads post `modules` round robin until `total` requests
+/// were sent or `limit` passed.
+fn post_round_robin(
+    addr: SocketAddr,
+    modules: &Arc<Vec<(String, String)>>,
+    path: &str,
+    clients: usize,
+    total: usize,
+    limit: Duration,
+) -> (Vec<Sample>, Duration) {
+    let next = Arc::new(AtomicUsize::new(0));
+    let started = Instant::now();
+    let deadline = started + limit;
+    let threads: Vec<_> = (0..clients)
+        .map(|_| {
+            let (next, modules, path) = (next.clone(), modules.clone(), path.to_string());
+            std::thread::spawn(move || {
+                let mut client = server::client::Client::new(addr, Duration::from_secs(120));
+                let mut samples = Vec::new();
+                loop {
+                    let i = next.fetch_add(1, Ordering::Relaxed);
+                    if i >= total || Instant::now() >= deadline {
+                        break;
+                    }
+                    samples.push(post_one(&mut client, &path, &modules, i % modules.len()));
+                }
+                samples
+            })
+        })
+        .collect();
+    let mut samples = Vec::new();
+    for t in threads {
+        match t.join() {
+            Ok(s) => samples.extend(s),
+            Err(_) => eprintln!("loadtest: a client thread panicked"),
+        }
+    }
+    (samples, started.elapsed())
+}
+
+/// Posts module `m` and checks the answer is a JSON result.
+fn post_one(client: &mut server::client::Client, path: &str, modules: &[(String, String)], m: usize) -> Sample {
+    let t = Instant::now();
+    let r = client.request("POST", path, &[("content-type", "text/plain")], modules[m].1.as_bytes());
+    let latency = t.elapsed();
+    let (ok, status) = match &r {
+        Ok(resp) => (resp.status == 200 && resp.body.starts_with(b"{\"module\":"), resp.status),
+        Err(_) => (false, 0),
+    };
+    if !ok {
+        let why = match r {
+            Ok(resp) => format!("{} {}", resp.status, resp.text().chars().take(300).collect::<String>()),
+            Err(e) => e.to_string(),
+        };
+        eprintln!("loadtest: {} failed: {why}", modules[m].0);
+    }
+    Sample { module: m, latency, status, ok }
+}
+
+/// What the slow clients of the `slow-clients` scenario are.
+const SLOW_UPLOADS: usize = 64;
+const HALF_HEADS: usize = 64;
+const IDLE: usize = 256;
+
+/// The `slow-clients` scenario. True if every attacker got what the
+/// limits promise and no healthy request failed.
+fn slow_clients(args: &Args) -> anyhow::Result<bool> {
+    let clients = args.clients.unwrap_or(8);
+    let modules = modules_for(args, Scenario::SlowClients)?;
+    let run_for = Duration::from_secs(args.duration);
+    // Short timeouts, so that every attacker meets its limit within the
+    // run; the defaults are longer (docs/http-api.md).
+    let config = server::Config {
+        header_read_timeout: Duration::from_secs(2),
+        idle_timeout: Duration::from_secs(4),
+        body_grace: Duration::from_secs(2),
+        ..server::Config::default()
+    };
+    println!(
+        "scenario:     slow clients ({SLOW_UPLOADS} uploads of a byte every 100 ms, {HALF_HEADS} half-sent heads, {IDLE} idle connections) \
+         among {clients} healthy clients, for {} s; header_read_timeout {} ms, idle_timeout {} ms, min_body_rate {} bytes/s after {} ms",
+        run_for.as_secs(),
+        config.header_read_timeout.as_millis(),
+        config.idle_timeout.as_millis(),
+        config.min_body_rate,
+        config.body_grace.as_millis()
+    );
+    let (addr, stop, server) = start_server(config)?;
+    let started = Instant::now();
+    let end = started + run_for;
+
+    let uploads: Vec<_> = (0..SLOW_UPLOADS).map(|_| std::thread::spawn(move || slow_upload(addr, end))).collect();
+    let heads: Vec<_> = (0..HALF_HEADS).map(|_| std::thread::spawn(move || half_head(addr, end))).collect();
+    let idle = std::thread::spawn(move || idle_connections(addr, end));
+    // The healthy clients, for as long as the attack lasts.
+    let path = format!("/v1/layout-assignment?target={}", args.target);
+    let healthy: Vec<_> = (0..clients)
+        .map(|c| {
+            let (modules, path) = (modules.clone(), path.clone());
+            std::thread::spawn(move || {
+                let mut client = server::client::Client::new(addr, Duration::from_secs(120));
+                let mut samples = Vec::new();
+                let mut i = c;
+                while Instant::now() < end {
+                    samples.push(post_one(&mut client, &path, &modules, i % modules.len()));
+                    i += clients;
+                }
+                samples
+            })
+        })
+        .collect();
+    let join = |h: std::thread::JoinHandle<Outcome>| h.join().unwrap_or(Outcome { status: None, after: None });
+    let uploads: Vec<Outcome> = uploads.into_iter().map(join).collect();
+    let heads: Vec<Outcome> = heads.into_iter().map(join).collect();
+    let idle = idle.join().unwrap_or_default();
+    let mut samples = Vec::new();
+    for h in healthy {
+        samples.extend(h.join().unwrap_or_default());
+    }
+    let _ = stop.send(());
+    let _ = server.join();
+
+    let mut latencies: Vec<Duration> = samples.iter().map(|s| s.latency).collect();
+    latencies.sort();
+    let errors = samples.iter().filter(|s| !s.ok).count();
+    println!(
+        "healthy:      {} requests, {errors} errors, p50 {}  p99 {}  max {}",
+        samples.len(),
+        ms(percentile(&latencies, 50.0)),
+        ms(percentile(&latencies, 99.0)),
+        ms(latencies.last().copied())
+    );
+    let answered_408 = uploads.iter().filter(|o| o.status == Some(408)).count();
+    println!("slow uploads: {answered_408} of {SLOW_UPLOADS} answered 408, after {}", when(&uploads));
+    let heads_closed = heads.iter().filter(|o| o.after.is_some()).count();
+    println!("half heads:   {heads_closed} of {HALF_HEADS} closed by the server, after {}", when(&heads));
+    let idle_closed = idle.iter().filter(|o| o.after.is_some()).count();
+    println!("idle:         {idle_closed} of {IDLE} closed by the server, after {}", when(&idle));
+    Ok(errors == 0 && !samples.is_empty() && answered_408 == SLOW_UPLOADS && heads_closed == HALF_HEADS && idle_closed == IDLE)
+}
+
+/// What happened to one slow client: the status it was answered with, and
+/// when its connection was answered or closed, from the start of its
+/// attack.
+#[derive(Clone, Default)]
+struct Outcome {
+    status: Option<u16>,
+    after: Option<Duration>,
+}
+
+/// "p50 X  max Y" of the outcomes that ended.
+fn when(outcomes: &[Outcome]) -> String {
+    let mut t: Vec<Duration> = outcomes.iter().filter_map(|o| o.after).collect();
+    t.sort();
+    format!("p50 {}  max {}", ms(percentile(&t, 50.0)), ms(t.last().copied()))
+}
+
+/// Uploads a 100 kB body a byte every 100 ms until answered or `end`.
+fn slow_upload(addr: SocketAddr, end: Instant) -> Outcome {
+    let Ok(mut s) = TcpStream::connect(addr) else { return Outcome::default() };
+    let head = "POST /v1/layout-assignment HTTP/1.1\r\nHost: loadtest\r\nContent-Type: text/plain\r\nContent-Length: 100000\r\n\r\n";
+    if s.write_all(head.as_bytes()).is_err() || s.set_read_timeout(Some(Duration::from_millis(100))).is_err() {
+        return Outcome::default();
+    }
+    let started = Instant::now();
+    let mut answer = Vec::new();
+    let mut buf = [0u8; 4096];
+    while Instant::now() < end {
+        // The answer is read between the bytes: a server that answered
+        // and closed would reset the connection on the next byte.
+        match s.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => {
+                answer.extend_from_slice(&buf[..n]);
+                continue;
+            }
+            Err(e) if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut) => {}
+            Err(_) => break,
+        }
+        if !answer.is_empty() || s.write_all(b"x").is_err() {
+            break;
+        }
+    }
+    let after = started.elapsed();
+    let status = server::client::read_response(&mut std::io::BufReader::new(&answer[..])).ok().map(|r| r.status);
+    Outcome { status, after: status.map(|_| after) }
+}
+
+/// Sends half a request head, then waits for the server to close.
+fn half_head(addr: SocketAddr, end: Instant) -> Outcome {
+    let Ok(mut s) = TcpStream::connect(addr) else { return Outcome::default() };
+    if s.write_all(b"POST /v1/layout-assignment HTTP/1.1\r\nHost: loadtest\r\nContent-Le").is_err() {
+        return Outcome::default();
+    }
+    let started = Instant::now();
+    wait_closed(&mut s, end).map_or_else(Outcome::default, |_| Outcome { status: None, after: Some(started.elapsed()) })
+}
+
+/// Opens connections that send nothing, then waits for each to be closed.
+fn idle_connections(addr: SocketAddr, end: Instant) -> Vec<Outcome> {
+    let started = Instant::now();
+    let mut open: Vec<Option<TcpStream>> =
+        (0..IDLE).map(|_| TcpStream::connect(addr).ok().filter(|s| s.set_nonblocking(true).is_ok())).collect();
+    let mut out = vec![Outcome::default(); IDLE];
+    while Instant::now() < end && open.iter().any(Option::is_some) {
+        for (i, slot) in open.iter_mut().enumerate() {
+            let Some(s) = slot else { continue };
+            let closed = match s.read(&mut [0u8; 64]) {
+                Ok(0) => true,
+                Ok(_) => false,
+                Err(e) => e.kind() != std::io::ErrorKind::WouldBlock,
+            };
+            if closed {
+                out[i].after = Some(started.elapsed());
+                *slot = None;
+            }
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    out
+}
+
+/// Blocks until the server closes `s` (then the time), or `end`.
+fn wait_closed(s: &mut TcpStream, end: Instant) -> Option<Instant> {
+    let mut buf = [0u8; 256];
+    loop {
+        let left = end.checked_duration_since(Instant::now())?;
+        if s.set_read_timeout(Some(left.max(Duration::from_millis(1)))).is_err() {
+            return None;
+        }
+        match s.read(&mut buf) {
+            Ok(0) => return Some(Instant::now()),
+            Ok(_) => {}
+            Err(e) if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut) => {
+                if Instant::now() >= end {
+                    return None;
+                }
+            }
+            Err(_) => return Some(Instant::now()),
+        }
+    }
 }
 
 /// Resolves `--addr` and refuses it unless every address it names is

@@ -13,9 +13,13 @@ use clap::{Parser, Subcommand};
 static ALLOCATOR: allocator::Allocator = allocator::Allocator;
 
 mod bench;
+mod browser_test;
+mod check_corpus;
+mod client_test;
 mod corpus;
 mod golden;
 mod loadtest;
+mod openapi;
 mod run_pass;
 
 #[derive(Parser)]
@@ -33,10 +37,18 @@ enum Command {
     Golden(golden::Args),
     /// Compare with XLA on the corpus and write docs/performance.md tables.
     Corpus(corpus::Args),
+    /// Open the explorer in headless Chromium and check what it shows.
+    BrowserTest(browser_test::Args),
+    /// Run the Python client example of docs/clients.md against tessera serve.
+    ClientTest(client_test::Args),
+    /// Prove every bundled and corpus module equivalent after run-pass on cpu, gpu and tpu.
+    CheckCorpus(check_corpus::Args),
     /// Run the benchmarks and record them in docs/performance.md.
     Bench(bench::Args),
-    /// Load the HTTP service with concurrent clients posting the corpus.
+    /// Load the HTTP service: queueing under concurrent clients, and slow clients.
     Loadtest(loadtest::Args),
+    /// Validate the service's OpenAPI document with openapi-spec-validator.
+    Openapi(openapi::Args),
 }
 
 fn main() -> ExitCode {
@@ -47,7 +59,11 @@ fn main() -> ExitCode {
         Command::Golden(args) => golden::run(args),
         Command::Corpus(args) => corpus::run(args),
         Command::Bench(args) => bench::run(args),
+        Command::CheckCorpus(args) => check_corpus::run(args),
+        Command::BrowserTest(args) => browser_test::run(args),
+        Command::ClientTest(args) => client_test::run(args),
         Command::Loadtest(args) => loadtest::run(args),
+        Command::Openapi(args) => openapi::run(args),
     };
     match result {
         Ok(code) => code,

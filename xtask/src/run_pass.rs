@@ -120,7 +120,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
 }
 
 /// True when the file's first RUN line runs a command that must fail.
-fn expects_failure(path: &Path) -> bool {
+pub(crate) fn expects_failure(path: &Path) -> bool {
     let Ok(text) = std::fs::read_to_string(path) else { return false };
     filecheck::lit::run_lines(&text).first().is_some_and(|l| l.trim_start().starts_with("not "))
 }

@@ -43,6 +43,16 @@ pub struct Args {
     /// The computation --dot and --svg draw (default: the entry).
     #[arg(long, value_name = "NAME")]
     draw_computation: Option<String>,
+    /// The solver: `heuristic` (the local search) or `exact` (an integer
+    /// program over the same cost model: the proven optimum, or a lower
+    /// bound and the best assignment found within the time limit).
+    #[arg(long, default_value = "heuristic", value_parser = ["heuristic", "exact"])]
+    solver: String,
+    /// The exact solver's time per computation, in seconds. It sets a
+    /// deterministic budget of search nodes, and is also a wall-clock
+    /// backstop (a part the clock stops keeps the heuristic's layouts).
+    #[arg(long, value_name = "SECS", default_value_t = 10.0)]
+    solver_time_limit: f64,
 }
 
 /// Runs the command.
@@ -58,6 +68,11 @@ pub fn run(args: Args) -> ExitCode {
     let mut opts = Options::new(target);
     opts.verify = !args.no_verify;
     opts.expand_relayouts = args.expand_relayouts;
+    opts.solver.kind = driver::SolverKind::from_name(&args.solver).unwrap_or_default();
+    match std::time::Duration::try_from_secs_f64(args.solver_time_limit) {
+        Ok(limit) if limit > std::time::Duration::ZERO => opts.solver.time_limit = limit,
+        _ => return fail(format!("--solver-time-limit must be a positive number of seconds, not {}", args.solver_time_limit)),
+    }
     if let Some(passes) = &args.passes {
         let mut chosen = Vec::new();
         for p in passes {

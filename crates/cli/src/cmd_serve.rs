@@ -31,6 +31,12 @@ pub fn run(args: Args) -> ExitCode {
         },
         None => server::Config::default(),
     };
+    // Every connection is a file: raise the soft limit where the system
+    // allows, so that max_connections is not lowered to a small default.
+    match server::raise_file_limit() {
+        Ok(limit) => tracing::debug!(limit, "open file limit"),
+        Err(e) => tracing::warn!(error = %e, "cannot raise the open file limit"),
+    }
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(r) => r,
         Err(e) => return fail(format!("cannot start the async runtime: {e}")),

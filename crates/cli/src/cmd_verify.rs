@@ -40,13 +40,15 @@ fn run_with(args: &Args, err: &mut dyn Write) -> u8 {
     };
     let mut failed = false;
     for file in &args.files {
-        let Some((label, module, _)) = load(file, err) else {
+        let Some((label, module, bytes)) = load(file, err) else {
             failed = true;
             continue;
         };
-        let mut errors: Vec<String> = hlo::verify_module(&module).iter().map(ToString::to_string).collect();
+        let text = String::from_utf8_lossy(&bytes);
+        let mut errors: Vec<String> = hlo::verify_module(&module).iter().map(|e| e.located(&text, &label)).collect();
         if args.layouts && errors.is_empty() {
-            errors.extend(layout_assignment::check_layouts(&module, target.as_deref()).iter().map(ToString::to_string));
+            let problems = layout_assignment::check_layouts(&module, target.as_deref());
+            errors.extend(problems.iter().map(|e| e.located(&text, &label)));
         }
         if errors.is_empty() {
             let _ = writeln!(
@@ -57,7 +59,7 @@ fn run_with(args: &Args, err: &mut dyn Write) -> u8 {
             );
         } else {
             for e in &errors {
-                let _ = writeln!(err, "{label}: error: {e}");
+                let _ = writeln!(err, "{e}");
             }
             let n = errors.len();
             let _ = writeln!(err, "{label}: {n} problem{}", if n == 1 { "" } else { "s" });
@@ -98,8 +100,8 @@ mod tests {
         assert_eq!(
             err,
             format!(
-                "{n}: error: computation %main, instruction %a: the operand is f32[2] but the result is f32[3]: the dimensions differ\n\
-                 {n}: error: computation %main, instruction %t: the operand must be a tuple, not f32[2]\n\
+                "{n}:4:3: error: computation %main, instruction %a: the operand is f32[2] but the result is f32[3]: the dimensions differ\n\
+                 {n}:5:8: error: computation %main, instruction %t: the operand must be a tuple, not f32[2]\n\
                  {n}: 2 problems\n"
             )
         );

@@ -13,6 +13,7 @@ static ALLOCATOR: allocator::Allocator = allocator::Allocator;
 
 use clap::{Parser, Subcommand};
 
+mod cmd_check;
 mod cmd_filecheck;
 mod cmd_fmt;
 mod cmd_layout;
@@ -40,6 +41,9 @@ enum Command {
     Verify(cmd_verify::Args),
     /// Run the pipeline (layout assignment and relayouts) on a module.
     RunPass(cmd_run_pass::Args),
+    /// Prove that two modules compute the same values (exit 0), or show
+    /// where they differ (exit 1); 2 when they cannot be compared.
+    Check(cmd_check::Args),
     /// Explore the layout algebra: index, explain, bitcast, plan, draw.
     Layout(cmd_layout::Args),
     /// Serve the pipeline over HTTP (see docs/http-api.md).
@@ -56,12 +60,13 @@ enum Command {
 /// The exit status of a command line clap refused: 0 for `--help` and
 /// `--version` (clap reports them as errors that print to stdout), 2 for
 /// `tessera filecheck`, whose usage errors follow LLVM FileCheck's
-/// convention, and 1 otherwise, as for any other bad input.
+/// convention, and for `tessera check`, whose 1 means "the modules
+/// differ", and 1 otherwise, as for any other bad input.
 fn usage_exit_status(error: &clap::Error, args: &[std::ffi::OsString]) -> u8 {
     if !error.use_stderr() {
         return 0;
     }
-    if subcommand_name(args) == Some("filecheck") { 2 } else { 1 }
+    if matches!(subcommand_name(args), Some("filecheck" | "check")) { 2 } else { 1 }
 }
 
 /// The first word of the command line that is neither an option nor the
@@ -99,6 +104,7 @@ fn main() -> ExitCode {
         Command::Verify(args) => cmd_verify::run(args),
         Command::RunPass(args) => cmd_run_pass::run(args),
         Command::Layout(args) => cmd_layout::run(args),
+        Command::Check(args) => cmd_check::run(args),
         Command::Serve(args) => cmd_serve::run(args),
         Command::Filecheck { args } => cmd_filecheck::run(&args),
     }

@@ -56,3 +56,49 @@ fn filecheck_usage_errors_keep_llvm_status_two() {
     // A usage error clap itself reports for the filecheck subcommand.
     expect(&["--log-format", "nonsense", "filecheck", "x.txt"], 2, "invalid value 'nonsense'");
 }
+
+/// `tessera check`: 0 equivalent, 1 different, 2 usage error or no
+/// verdict.
+#[test]
+fn check_exit_statuses() {
+    let t = |f: &str| format!("{}/../../testdata/check/{f}", env!("CARGO_MANIFEST_DIR"));
+    let before = t("transpose.hlo");
+    let run = |after: &str, extra: &[&str]| {
+        let mut args = vec!["check", before.as_str(), after];
+        args.extend_from_slice(extra);
+        tessera(&args)
+    };
+    let out = run(&t("transpose_bitcast.hlo"), &[]);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    assert!(String::from_utf8_lossy(&out.stdout).starts_with("equivalent on 3 seed(s)"));
+    for (after, named) in [
+        (
+            "wrong_bitcast.hlo",
+            "first difference: %t = f32[8,4]{1,0} bitcast",
+        ),
+        ("wrong_copy.hlo", "it reads %c = f32[8,4]{0,1} copy"),
+    ] {
+        let out = run(&t(after), &["--seeds", "1"]);
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(out.status.code(), Some(1), "{after}: {stdout}");
+        assert!(stdout.contains(named), "{after}: {stdout}");
+    }
+    // Usage errors, and checks that cannot be done.
+    expect(
+        &["check", &before],
+        2,
+        "required arguments were not provided",
+    );
+    expect(&["check", &before, &before, "--seeds", "0"], 2, "--seeds");
+    expect(&["check", &before, &before, "--atol=-1"], 2, "non-negative");
+    expect(
+        &["check", &before, "/no/such/file.hlo"],
+        2,
+        "cannot read the file",
+    );
+    expect(
+        &["check", &before, &before, "--max-elements", "10"],
+        2,
+        "too large to check",
+    );
+}

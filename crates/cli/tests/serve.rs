@@ -1,5 +1,6 @@
 //! `tessera serve` as a real process on a loopback port: graceful shutdown
-//! on a real SIGTERM, and JSON logs that carry request ids.
+//! on a real SIGTERM, JSON logs that carry request ids, and idle
+//! connections beyond the process's file limit.
 //!
 //! The server is the `tessera` binary that cargo built for these tests. It
 //! listens on `127.0.0.1:0` and announces the port it got on stdout. Every
@@ -7,80 +8,16 @@
 //! killed when its guard drops, so a broken build fails these tests rather
 //! than hanging them.
 
-use std::io::{BufRead, BufReader, Write};
+mod served;
+
+use std::io::{BufReader, Write};
 use std::net::{SocketAddr, TcpStream};
-use std::process::{Child, ChildStdout, Command, ExitStatus, Stdio};
+use std::process::{Child, Command, ExitStatus};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
+use served::*;
 use server::client::{Client, read_response};
-
-/// How long any one step may take before the test fails. The large module
-/// takes seconds in a debug build on a busy machine, so this is generous.
-const STEP: Duration = Duration::from_secs(120);
-
-/// A running `tessera serve`, killed on drop unless it already exited.
-struct Served {
-    child: Child,
-    addr: SocketAddr,
-    stderr: mpsc::Receiver<String>,
-    // Kept open, so that the server never writes to a closed pipe.
-    _stdout: Option<std::thread::JoinHandle<ChildStdout>>,
-}
-
-impl Drop for Served {
-    fn drop(&mut self) {
-        // Only this test's own child, by its handle.
-        if matches!(self.child.try_wait(), Ok(None)) {
-            let _ = self.child.kill();
-        }
-        let _ = self.child.wait();
-    }
-}
-
-/// Starts `tessera ARGS serve --addr 127.0.0.1:0` and waits for the line
-/// that announces the bound address.
-fn serve(args: &[&str]) -> Served {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_tessera"))
-        .args(args)
-        .args(["serve", "--addr", "127.0.0.1:0"])
-        // The default filter (info for the service) is what is under test.
-        .env_remove("RUST_LOG")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("tessera starts");
-    let stdout = child.stdout.take().expect("a stdout pipe");
-    let stderr = child.stderr.take().expect("a stderr pipe");
-    let (line_tx, line_rx) = mpsc::channel();
-    let stdout_reader = std::thread::spawn(move || {
-        let mut r = BufReader::new(stdout);
-        let mut line = String::new();
-        let _ = r.read_line(&mut line);
-        let _ = line_tx.send(line);
-        r.into_inner()
-    });
-    let (err_tx, err_rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stderr).lines() {
-            let Ok(line) = line else { break };
-            if err_tx.send(line).is_err() {
-                break;
-            }
-        }
-    });
-    let mut served = Served { child, addr: SocketAddr::from(([127, 0, 0, 1], 0)), stderr: err_rx, _stdout: Some(stdout_reader) };
-    let line = line_rx.recv_timeout(STEP).expect("the server announces its address on stdout");
-    let addr = line
-        .trim_end()
-        .strip_prefix("listening on http://")
-        .and_then(|a| a.parse::<SocketAddr>().ok())
-        .unwrap_or_else(|| panic!("the first line of stdout is `listening on http://ADDR`: {line:?}"));
-    assert!(addr.ip().is_loopback() && addr.port() != 0, "{addr}");
-    served.addr = addr;
-    served
-}
 
 /// Sends SIGTERM through the `kill` command, without libc.
 fn sigterm(child: &Child) {
@@ -124,12 +61,6 @@ fn in_flight(addr: SocketAddr) -> u64 {
         .find_map(|l| l.strip_prefix("tessera_http_requests_in_flight "))
         .and_then(|n| n.trim().parse().ok())
         .unwrap_or_else(|| panic!("an in-flight gauge: {}", m.text()))
-}
-
-/// A corpus module's text.
-fn corpus(name: &str) -> String {
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata/xla-cpu").join(name).join("before_layout.hlo");
-    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
 
 /// The output of a stateless run in this process, which the service must
@@ -260,4 +191,35 @@ fn json_logs_are_json_lines_that_carry_the_request_id() {
         "the error line carries the request id {bad_id}: {lines:#?}"
     );
     assert!(!events.iter().any(|v| of_request(v, &id) && of_request(v, &bad_id)), "no line mixes two requests");
+}
+
+#[test]
+fn idle_connections_beyond_the_file_limit_do_not_stop_the_service() {
+    // A file limit the service cannot raise: its connection cap is lowered
+    // below it, and idle connections beyond it make room for new ones
+    // instead of leaving nothing to accept with (before, 1,100 idle
+    // connections against 1,024 files made /healthz time out).
+    let files = 256;
+    let served = serve_with_file_limit(files);
+    let addr = served.addr;
+    let idle: Vec<TcpStream> = (0..files + 100)
+        .map(|i| TcpStream::connect_timeout(&addr, Duration::from_secs(10)).unwrap_or_else(|e| panic!("connection {i}: {e}")))
+        .collect();
+    let mut c = Client::new(addr, Duration::from_secs(30));
+    let a = c.request("GET", "/healthz", &[], b"").expect("the health check is answered");
+    assert_eq!(a.status, 200);
+    let text = corpus("mlp_fwd");
+    let (want, _) = stateless(&text);
+    let a = c.request("POST", "/v1/layout-assignment", &[("content-type", "text/plain")], text.as_bytes()).expect("answered");
+    assert_eq!(a.status, 200, "{}", a.text());
+    let v: serde_json::Value = serde_json::from_slice(&a.body).expect("JSON");
+    assert_eq!(v["module"].as_str(), Some(want.as_str()));
+    let m = c.request("GET", "/metrics", &[], b"").expect("answered").text();
+    let gauge = |name: &str| {
+        m.lines().find_map(|l| l.strip_prefix(name).and_then(|r| r.trim().parse::<u64>().ok())).unwrap_or_else(|| panic!("{name}: {m}"))
+    };
+    let open = gauge("tessera_connections_open ");
+    assert!(open < files, "{open} connections open under a limit of {files} files");
+    assert!(gauge("tessera_connections_closed_total{reason=\"evicted\"} ") >= 100, "{m}");
+    drop(idle);
 }

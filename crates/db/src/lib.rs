@@ -13,11 +13,12 @@
 //! changed; its assignment re-runs only when the constraints differ (or its
 //! own text or the target changed).
 //!
-//! There is no options input: no pipeline option changes a computation's
-//! assignment. The pass list, `verify` and relayout's `expand_relayouts`
-//! act on the assembled module after the database, and the tiling options
-//! (`keep_untiled_entry`, `combine_dimensions`) are fields of the target,
-//! which is an input.
+//! The one pipeline option that changes a computation's assignment is the
+//! solver (heuristic or exact, with its time limit): a field of the module
+//! input, so changing it re-runs every assignment. The pass list, `verify`
+//! and relayout's `expand_relayouts` act on the assembled module after the
+//! database, and the tiling options (`keep_untiled_entry`,
+//! `combine_dimensions`) are fields of the target, which is an input.
 //!
 //! Architecture invariant: salsa values never hold a petgraph graph directly.
 //! A parsed computation sits behind an `Arc` and compares by a fingerprint
@@ -29,6 +30,7 @@ use std::sync::{Arc, Mutex};
 use hlo::{CompId, Computation, ComputationLayout, IoAlias, Module, ParseError};
 use layout_assignment::{
     BoundSite, CallGraph, CallQueries, CallRole, ComputationAssignment, Context, ModuleFacts, Moved, PassError, Phase, Signature,
+    SolverOptions, WEIGH_LEVELS,
 };
 use rustc_hash::{FxHashMap, FxHasher};
 use salsa::Setter;
@@ -70,6 +72,9 @@ pub struct SourceModule {
     /// The target.
     #[returns(ref)]
     pub target: Arc<TargetSpec>,
+    /// The solver.
+    #[returns(copy)]
+    pub solver: SolverOptions,
 }
 
 /// One computation's text.
@@ -115,20 +120,36 @@ pub fn names(db: &dyn salsa::Database, m: SourceModule) -> Vec<String> {
     m.computations(db).iter().map(|c| c.name(db).clone()).collect()
 }
 
+/// Each computation's id by name, built once per module (a parse looks
+/// the names it calls up here; building it per computation would make
+/// loading a module of many computations quadratic).
+#[salsa::tracked(returns(ref))]
+pub fn name_index(db: &dyn salsa::Database, m: SourceModule) -> FxHashMap<String, CompId> {
+    names(db, m).iter().enumerate().map(|(i, n)| (n.clone(), CompId(i as u32))).collect()
+}
+
 /// Parses one computation.
 #[salsa::tracked(returns(ref))]
 pub fn parsed(db: &dyn salsa::Database, c: SourceComputation) -> Parsed {
     let m = c.module(db);
-    let all = names(db, m);
+    let index = name_index(db, m);
     let text = c.text(db);
+    // The result depends on the text and on the ids of the computations
+    // it names, nothing else: those are what the fingerprint hashes.
+    let looked_up = Mutex::new(Vec::new());
+    let resolve = |name: &str| {
+        let id = index.get(name).copied();
+        if let Ok(mut l) = looked_up.lock() {
+            l.push((name.to_string(), id));
+        }
+        id
+    };
+    let span = hlo::Span { start: 0, end: text.len(), line: 1, col: 1 };
+    let result = hlo::parse_computation(text, &span, &resolve, "").map(Arc::new);
     let mut h = FxHasher::default();
     text.hash(&mut h);
-    all.hash(&mut h);
-    let fingerprint = h.finish();
-    let index: FxHashMap<&str, CompId> = all.iter().enumerate().map(|(i, n)| (n.as_str(), CompId(i as u32))).collect();
-    let span = hlo::Span { start: 0, end: text.len(), line: 1, col: 1 };
-    let result = hlo::parse_computation(text, &span, &|name| index.get(name).copied(), "").map(Arc::new);
-    Parsed { result, fingerprint }
+    looked_up.into_inner().unwrap_or_default().hash(&mut h);
+    Parsed { result, fingerprint: h.finish() }
 }
 
 /// The calls a computation makes.
@@ -206,6 +227,10 @@ pub struct BoundaryKey {
     /// Its parameters and result (leaves without a layout are free).
     #[returns(ref)]
     pub boundary: Signature,
+    /// How many levels of its own callees it weighs (`WEIGH_LEVELS` for a
+    /// final assignment, fewer for one its caller prices).
+    #[returns(copy)]
+    pub levels: u8,
 }
 
 /// The outcome of building one computation's constraints.
@@ -280,23 +305,24 @@ impl layout_assignment::CallQueries for Queries<'_> {
         result.clone().map_err(|e| pass_error(&e))
     }
 
-    fn cost(&mut self, c: CompId, boundary: Option<Signature>) -> Result<Moved, PassError> {
+    fn cost(&mut self, c: CompId, boundary: Option<Signature>, levels: u8) -> Result<Moved, PassError> {
         let c = self.comp(c)?;
         let result = match boundary {
             None => alone_cost(self.db, c),
-            Some(b) => bounded_cost(self.db, BoundaryKey::new(self.db, c, b)),
+            Some(b) => bounded_cost(self.db, BoundaryKey::new(self.db, c, b, levels)),
         };
         result.clone().map_err(|e| pass_error(&e))
     }
 
-    fn signature_under(&mut self, c: CompId, boundary: Signature) -> Result<Signature, PassError> {
+    fn signature_under(&mut self, c: CompId, boundary: Signature, levels: u8) -> Result<Signature, PassError> {
         let c = self.comp(c)?;
-        bounded_signature(self.db, BoundaryKey::new(self.db, c, boundary)).clone().map_err(|e| pass_error(&e))
+        bounded_signature(self.db, BoundaryKey::new(self.db, c, boundary, levels)).clone().map_err(|e| pass_error(&e))
     }
 }
 
-/// Assigns `c` under `ctx`, with the call-boundary rule for its callees.
-fn assign(db: &dyn salsa::Database, c: SourceComputation, ctx: &ConstraintsResult) -> AssignmentResult {
+/// Assigns `c` under `ctx`, with the call-boundary rule for its callees to
+/// `levels` levels.
+fn assign(db: &dyn salsa::Database, c: SourceComputation, ctx: &ConstraintsResult, levels: u8) -> AssignmentResult {
     let m = c.module(db);
     let comp = parsed(db, c).result.clone().map_err(|e| AssignError::Parse(Box::new(e)))?;
     let ctx = ctx.clone()?;
@@ -305,7 +331,7 @@ fn assign(db: &dyn salsa::Database, c: SourceComputation, ctx: &ConstraintsResul
     let graph = call_graph(db, m);
     let entry = CompId(m.entry(db));
     let mut q = Queries { db, m };
-    layout_assignment::decide(&comp, &name_of, graph, entry, CompId(c.index(db)), &ctx, m.target(db), &mut q)
+    layout_assignment::decide(&comp, &name_of, graph, entry, CompId(c.index(db)), &ctx, m.target(db), levels, &m.solver(db), &mut q)
         .map(Arc::new)
         .map_err(AssignError::Pass)
 }
@@ -314,16 +340,16 @@ fn assign(db: &dyn salsa::Database, c: SourceComputation, ctx: &ConstraintsResul
 /// any other computation, its final assignment).
 #[salsa::tracked(returns(ref))]
 pub fn alone_assignment(db: &dyn salsa::Database, c: SourceComputation) -> AssignmentResult {
-    assign(db, c, constraints(db, c))
+    assign(db, c, constraints(db, c), WEIGH_LEVELS)
 }
 
 /// The assignment of a computation whose only caller decides its boundary,
 /// with its parameters and result fixed to `boundary` (leaves without a
-/// layout are free).
+/// layout are free), weighing the key's levels of its own callees.
 #[salsa::tracked(returns(ref))]
 pub fn bounded_assignment(db: &dyn salsa::Database, key: BoundaryKey) -> AssignmentResult {
     let c = key.comp(db);
-    assign(db, c, &build_constraints(db, c, Phase::Final, Some(key.boundary(db))))
+    assign(db, c, &build_constraints(db, c, Phase::Final, Some(key.boundary(db))), key.levels(db))
 }
 
 /// The boundary the only caller of `c` chose for it in its final
@@ -357,7 +383,7 @@ pub fn chosen_boundary(db: &dyn salsa::Database, c: SourceComputation) -> Result
 #[salsa::tracked(returns(ref))]
 pub fn final_assignment(db: &dyn salsa::Database, c: SourceComputation) -> AssignmentResult {
     match chosen_boundary(db, c).clone()? {
-        Some(b) => bounded_assignment(db, BoundaryKey::new(db, c, b)).clone(),
+        Some(b) => bounded_assignment(db, BoundaryKey::new(db, c, b, WEIGH_LEVELS)).clone(),
         None => alone_assignment(db, c).clone(),
     }
 }
@@ -371,7 +397,7 @@ pub fn free_assignment(db: &dyn salsa::Database, c: SourceComputation) -> Assign
         .roles
         .get(c.index(db) as usize)
         .is_some_and(|roles| roles.iter().any(|r| matches!(r, CallRole::Branch { .. })));
-    if is_branch { assign(db, c, free_constraints(db, c)) } else { final_assignment(db, c).clone() }
+    if is_branch { assign(db, c, free_constraints(db, c), WEIGH_LEVELS) } else { final_assignment(db, c).clone() }
 }
 
 /// The final signature: what callers depend on.
@@ -404,7 +430,7 @@ pub fn bounded_signature(db: &dyn salsa::Database, key: BoundaryKey) -> Result<S
 #[salsa::tracked]
 pub fn alone_cost(db: &dyn salsa::Database, c: SourceComputation) -> Result<Moved, AssignError> {
     let a = alone_assignment(db, c).clone()?;
-    subtree(db, c, &a)
+    subtree(db, c, &a, WEIGH_LEVELS)
 }
 
 /// What a computation's bounded assignment moves, with the callees whose
@@ -412,13 +438,14 @@ pub fn alone_cost(db: &dyn salsa::Database, c: SourceComputation) -> Result<Move
 #[salsa::tracked]
 pub fn bounded_cost(db: &dyn salsa::Database, key: BoundaryKey) -> Result<Moved, AssignError> {
     let a = bounded_assignment(db, key).clone()?;
-    subtree(db, key.comp(db), &a)
+    subtree(db, key.comp(db), &a, key.levels(db))
 }
 
-fn subtree(db: &dyn salsa::Database, c: SourceComputation, a: &ComputationAssignment) -> Result<Moved, AssignError> {
+fn subtree(db: &dyn salsa::Database, c: SourceComputation, a: &ComputationAssignment, levels: u8) -> Result<Moved, AssignError> {
     let m = c.module(db);
     let mut q = Queries { db, m };
-    layout_assignment::subtree_cost(call_graph(db, m), CompId(m.entry(db)), CompId(c.index(db)), a, &mut q).map_err(AssignError::Pass)
+    let (graph, entry) = (call_graph(db, m), CompId(m.entry(db)));
+    layout_assignment::subtree_cost(graph, entry, CompId(c.index(db)), a, levels, &mut q).map_err(AssignError::Pass)
 }
 
 /// One query execution, as salsa's event hook reported it.
@@ -490,7 +517,7 @@ impl Database {
         let m = match self.module {
             Some(m) => m,
             None => {
-                let m = SourceModule::new(self, file_name.to_string(), header.clone(), Vec::new(), 0, target.clone());
+                let m = SourceModule::new(self, file_name.to_string(), header.clone(), Vec::new(), 0, target.clone(), SolverOptions::default());
                 self.module = Some(m);
                 m
             }
@@ -563,6 +590,15 @@ impl Database {
         Ok(())
     }
 
+    /// Sets the solver (the heuristic until set).
+    pub fn set_solver(&mut self, solver: SolverOptions) -> Result<(), LoadError> {
+        let m = self.module.ok_or(LoadError::NoModule)?;
+        if m.solver(self) != solver {
+            m.set_solver(self).to(solver);
+        }
+        Ok(())
+    }
+
     /// The loaded module.
     pub fn module(&self) -> Option<SourceModule> {
         self.module
@@ -611,11 +647,30 @@ impl Database {
         let ran: rustc_hash::FxHashSet<String> = self
             .executions()
             .into_iter()
-            .filter(|e| matches!(e.query.as_str(), "final_assignment" | "free_assignment" | "alone_assignment" | "bounded_assignment"))
+.filter(|e| matches!(e.query.as_str(), "final_assignment" | "free_assignment" | "alone_assignment" | "bounded_assignment"))
             .map(|e| e.key)
             .collect();
         let Some(m) = self.module else { return Vec::new() };
         m.computations(self).iter().map(|c| c.name(self).clone()).filter(|n| ran.contains(n)).collect()
+    }
+
+    /// A problem of the loaded module as a compiler prints it:
+    /// `FILE:LINE:COL: error: ...`, the position found by name in its
+    /// computation's text and rebased to the file (see
+    /// [`hlo::VerifyError::located`]).
+    pub fn located(&self, problem: &hlo::VerifyError) -> String {
+        let Some(m) = self.module else { return problem.to_string() };
+        let file = m.file_name(self);
+        let comp = m.computations(self).iter().copied().find(|c| *c.name(self) == problem.computation);
+        let at = comp.and_then(|c| {
+            let (line, col, _) = c.origin(self);
+            let (l, k) = hlo::find_definition(c.text(self), &problem.computation, problem.instruction.as_deref())?;
+            Some((l + line as usize - 1, if l == 1 { k + col as usize - 1 } else { k }))
+        });
+        match at {
+            Some((line, col)) => format!("{file}:{line}:{col}: error: {problem}"),
+            None => format!("{file}: error: {problem}"),
+        }
     }
 
     /// Parses and assigns every computation, and returns the module with
@@ -624,6 +679,7 @@ impl Database {
         let m = self.module.ok_or_else(|| AssignError::Pass(PassError::Module("no module is loaded".into())))?;
         let mut computations = Vec::new();
         let mut assignments = std::collections::BTreeMap::new();
+        self.warm(m);
         for &c in m.computations(self) {
             let comp = match &parsed(self, c).result {
                 Ok(comp) => comp,
@@ -651,6 +707,45 @@ impl Database {
             }
         }
         Ok(self.module_of(m, computations))
+    }
+
+    /// Runs the assignment queries in the pass's schedule
+    /// ([`CallGraph::schedule`]): alone (or free) assignments callees
+    /// first, then final ones callers first. Each query then finds the
+    /// queries it reads already computed, or already checked in this
+    /// revision, so that neither computing nor re-checking them recurses
+    /// as deep as the call graph. Failures stay memoised, to be reported
+    /// in computation order.
+    fn warm(&self, m: SourceModule) {
+        let graph = call_graph(self, m);
+        let entry = CompId(m.entry(self));
+        let comps = m.computations(self);
+        let schedule = graph.schedule();
+        for &id in &schedule.bottom_up {
+            let Some(&c) = comps.get(id.index()) else { continue };
+            if graph.is_branch(id) {
+                let _ = free_assignment(self, c);
+            }
+            if graph.is_condition(id) || graph.is_branch(id) {
+                continue;
+            }
+            for &callee in &graph.callees[id.index()] {
+                if graph.is_branch(callee)
+                    && let Some(&b) = comps.get(callee.index())
+                {
+                    let _ = alone_assignment(self, b);
+                }
+            }
+            let _ = alone_assignment(self, c);
+            if layout_assignment::bound_site(graph, entry, id).is_some() {
+                let _ = alone_cost(self, c);
+            }
+        }
+        for &id in &schedule.top_down {
+            if let Some(&c) = comps.get(id.index()) {
+                let _ = final_assignment(self, c);
+            }
+        }
     }
 
     fn module_of(&self, m: SourceModule, computations: Vec<Computation>) -> Module {

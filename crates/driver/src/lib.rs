@@ -14,6 +14,7 @@ use hlo::{Module, Opcode, ParseError};
 use target::TargetSpec;
 
 pub use layout_assignment::Report as AssignmentReport;
+pub use layout_assignment::{SolverKind, SolverOptions};
 pub use relayout::{Report as RelayoutReport, RewriteKind as RelayoutKind};
 
 /// Which passes run.
@@ -62,12 +63,14 @@ pub struct Options {
     /// Relayout: expand every copy between two tilings into explicit pad,
     /// bitcast, transpose and slice instructions.
     pub expand_relayouts: bool,
+    /// The solver that chooses layouts (the heuristic by default).
+    pub solver: SolverOptions,
 }
 
 impl Options {
     /// Every pass, verified, for `target`.
     pub fn new(target: Arc<TargetSpec>) -> Options {
-        Options { target, passes: PassName::all().to_vec(), verify: true, expand_relayouts: false }
+        Options { target, passes: PassName::all().to_vec(), verify: true, expand_relayouts: false, solver: SolverOptions::default() }
     }
 }
 
@@ -141,8 +144,9 @@ pub enum PipelineError {
     /// The text does not parse.
     #[error("{0}")]
     Parse(Box<ParseError>),
-    /// The module parses but is not well formed (the verifier's problems),
-    /// so no pass runs on it.
+    /// The module parses but is not well formed (the verifier's problems,
+    /// each `FILE:LINE:COL: error: ...` where its text shows where), so no
+    /// pass runs on it.
     #[error("the input module is invalid:\n{}", .0.join("\n"))]
     InvalidInput(Vec<String>),
     /// The module parses but cannot be assigned.
@@ -197,11 +201,11 @@ fn run_here(text: &str, file_name: &str, opts: &Options) -> Result<Output, Pipel
     // The input is always checked, `verify` or not: the passes assume a
     // well-formed module, and the process must never panic on user input.
     let t = Instant::now();
-    verify_input(&module)?;
+    verify_input(&module, &|p| p.located(text, file_name))?;
     timings.push(Timing { step: "verify-input", duration: t.elapsed() });
     let assignment = if opts.passes.contains(&PassName::LayoutAssignment) {
         let t = Instant::now();
-        let report = layout_assignment::run(&mut module, &opts.target).map_err(|e| PipelineError::Assign(e.to_string()))?;
+        let report = layout_assignment::run_with(&mut module, &opts.target, &opts.solver).map_err(|e| PipelineError::Assign(e.to_string()))?;
         timings.push(Timing { step: "layout-assignment", duration: t.elapsed() });
         Some(report)
     } else {
@@ -224,6 +228,7 @@ fn run_in_here(db: &mut Database, text: &str, file_name: &str, opts: &Options) -
         return Err(PipelineError::Parse(e));
     }
     loaded.map_err(|e| PipelineError::Assign(e.to_string()))?;
+    db.set_solver(opts.solver).map_err(|e| PipelineError::Assign(e.to_string()))?;
     finish(db, opts, start, &mut timings)
 }
 
@@ -238,13 +243,14 @@ pub fn run_loaded(db: &Database, opts: &Options) -> Result<Output, PipelineError
 }
 
 /// Refuses a module the structural verifier rejects: passes assume well
-/// formed input, and an output problem must mean a bug in Tessera.
-fn verify_input(module: &Module) -> Result<(), PipelineError> {
+/// formed input, and an output problem must mean a bug in Tessera. Each
+/// problem is reported as `located` writes it, with its place in the text.
+fn verify_input(module: &Module, located: &dyn Fn(&hlo::VerifyError) -> String) -> Result<(), PipelineError> {
     let problems = hlo::verify_module(module);
     if problems.is_empty() {
         Ok(())
     } else {
-        Err(PipelineError::InvalidInput(problems.iter().map(ToString::to_string).collect()))
+        Err(PipelineError::InvalidInput(problems.iter().map(located).collect()))
     }
 }
 
@@ -257,7 +263,7 @@ fn finish(db: &Database, opts: &Options, start: Instant, timings: &mut Vec<Timin
             db::AssignError::Parse(p) => PipelineError::Parse(p),
             other => PipelineError::Assign(other.to_string()),
         })?;
-        verify_input(&module)?;
+        verify_input(&module, &|p| db.located(p))?;
         timings.push(Timing { step: "verify-input", duration: t.elapsed() });
     }
     let assign = opts.passes.contains(&PassName::LayoutAssignment);

@@ -153,3 +153,58 @@ mod tests {
         assert_eq!(e.to_string(), "f.hlo:2:6: error: expected x\n\tfoo bar\n\t    ^");
     }
 }
+
+/// The 1-based line and column where `computation`'s header (with
+/// `instruction` `None`) or the definition of `instruction` in it starts in
+/// module `text`, found by name: a header is a line starting with
+/// `%name` or `ENTRY %name`; a definition is a line of its body starting
+/// (after indentation and `ROOT`) with `%name` and then ` ` or `=`. The
+/// column counts characters.
+pub fn find_definition(text: &str, computation: &str, instruction: Option<&str>) -> Option<(usize, usize)> {
+    let names = |line: &str, name: &str| -> bool {
+        let rest = line.strip_prefix('%').unwrap_or(line);
+        rest.strip_prefix(name).is_some_and(|after| after.is_empty() || after.starts_with([' ', '=', '(', '{', '\t']))
+    };
+    let column = |line: &str, at: &str| line[..line.len() - at.len()].chars().count() + 1;
+    let mut inside = false;
+    for (i, line) in text.lines().enumerate() {
+        if !inside {
+            let header = line.strip_prefix("ENTRY ").unwrap_or(line);
+            if line.starts_with(['%', 'E']) && names(header, computation) {
+                match instruction {
+                    None => return Some((i + 1, column(line, header))),
+                    Some(_) => inside = true,
+                }
+            }
+            continue;
+        }
+        let body = line.trim_start();
+        if body.starts_with('}') {
+            return None;
+        }
+        let def = body.strip_prefix("ROOT ").map_or(body, str::trim_start);
+        if instruction.is_some_and(|inst| names(def, inst)) {
+            return Some((i + 1, column(line, def)));
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod locate_tests {
+    use super::find_definition;
+
+    const TEXT: &str = "HloModule m\n\n%add (a: f32[], b: f32[]) -> f32[] {\n  %a = f32[] parameter(0)\n  %b = f32[] parameter(1)\n  ROOT %s = f32[] add(%a, %b)\n}\n\nENTRY %main (p: f32[4]) -> f32[4] {\n  %p = f32[4]{0} parameter(0)\n  ROOT %a2 = f32[4]{0} negate(%p)\n}\n";
+
+    #[test]
+    fn finds_definitions_and_headers_by_name() {
+        assert_eq!(find_definition(TEXT, "add", Some("b")), Some((5, 3)));
+        assert_eq!(find_definition(TEXT, "add", Some("s")), Some((6, 8)));
+        assert_eq!(find_definition(TEXT, "main", Some("a2")), Some((11, 8)));
+        assert_eq!(find_definition(TEXT, "main", None), Some((9, 7)));
+        assert_eq!(find_definition(TEXT, "add", None), Some((3, 1)));
+        // A name that is only a prefix of another, or in another computation.
+        assert_eq!(find_definition(TEXT, "main", Some("a")), None);
+        assert_eq!(find_definition(TEXT, "nope", Some("a")), None);
+    }
+}

@@ -26,7 +26,7 @@ pub use attrs::{
     Attr, AttrKey, AttrValue, Attrs, ConvDimLabels, KnownAttr, OperandAlias, PadDim, SliceDim,
 };
 pub use compare::diff_modules;
-pub use diag::{Diagnostic, ParseError};
+pub use diag::{Diagnostic, ParseError, find_definition};
 pub use ir::{
     AliasKind, CompId, Computation, ComputationLayout, DebugTables, Edge, EditError, FileLocation,
     HeaderAttr, InstId, Instruction, IoAlias, Module, Payload, StackFrame,

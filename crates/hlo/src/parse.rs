@@ -503,18 +503,12 @@ pub fn parse_computation(
 
 /// Parses one shape at the cursor: the common plain array form
 /// (`f32[2,3]{1,0}`) on a fast path, everything else with the `shape`
-/// crate after checking its nesting depth. Element counts that overflow
-/// 64 bits are rejected.
+/// crate after checking its nesting depth. Element counts and buffer sizes
+/// that overflow 64 bits are rejected (see [`size_problem`]).
 pub(crate) fn parse_shape(c: &mut Cursor<'_>) -> Result<Shape, RawError> {
     if let Some((shape, end)) = plain_array_shape(c.bytes, c.pos) {
-        if !element_counts_fit(&shape) {
-            return Err(RawError::new(
-                c.pos,
-                format!(
-                    "shape {} has more elements than fit in a 64-bit integer",
-                    c.slice(c.pos, end)
-                ),
-            ));
+        if let Some(problem) = size_problem(&shape) {
+            return Err(RawError::new(c.pos, format!("shape {} {problem}", c.slice(c.pos, end))));
         }
         c.pos = end;
         return Ok(shape);
@@ -524,14 +518,8 @@ pub(crate) fn parse_shape(c: &mut Cursor<'_>) -> Result<Shape, RawError> {
     match shape::parse_shape_at(c.bytes, c.pos) {
         Ok((shape, end)) => {
             c.pos = end;
-            if !element_counts_fit(&shape) {
-                return Err(RawError::new(
-                    start,
-                    format!(
-                        "shape {} has more elements than fit in a 64-bit integer",
-                        c.slice(start, end)
-                    ),
-                ));
+            if let Some(problem) = size_problem(&shape) {
+                return Err(RawError::new(start, format!("shape {} {problem}", c.slice(start, end))));
             }
             Ok(shape)
         }
@@ -646,17 +634,38 @@ fn small_uint(bytes: &[u8], mut i: usize) -> Option<(i64, usize)> {
     (i > start).then_some((v, i))
 }
 
-fn element_counts_fit(shape: &Shape) -> bool {
+/// Why a shape cannot be stored, if it cannot: an element count over
+/// `i64::MAX`, or a buffer (padding and tiles included) whose size in
+/// bytes overflows 64 bits. Every size Tessera computes from a shape the
+/// parser accepted then fits. Nesting is bounded by the parser's depth
+/// limit.
+fn size_problem(shape: &Shape) -> Option<String> {
     match shape {
-        Shape::Array(a) => a
-            .dims
-            .iter()
-            .filter(|&&d| d >= 0)
-            .try_fold(1i64, |acc, &d| acc.checked_mul(d))
-            .is_some(),
-        Shape::Tuple(elements) => elements.iter().all(element_counts_fit),
-        Shape::Buffer(inner) => element_counts_fit(inner),
-        Shape::Token | Shape::Opaque => true,
+        Shape::Array(a) => array_size_problem(a),
+        Shape::Tuple(elements) => elements.iter().find_map(size_problem),
+        Shape::Buffer(inner) => size_problem(inner),
+        Shape::Token | Shape::Opaque => None,
+    }
+}
+
+/// [`size_problem`] for one array, also what the verifier asks of every
+/// array a module holds.
+pub(crate) fn array_size_problem(a: &shape::ArrayShape) -> Option<String> {
+    let elements = a.dims.iter().filter(|&&d| d >= 0).try_fold(1i64, |acc, &d| acc.checked_mul(d));
+    let Some(elements) = elements else {
+        return Some("has more elements than fit in a 64-bit integer".to_string());
+    };
+    // A plain layout of fewer than 2^56 elements of at most 64 bits fits:
+    // only large or tiled (padded) shapes need the algebra.
+    let plain = a.layout.as_ref().is_none_or(|l| l.tiles.is_empty() && l.padded_dimensions.is_none());
+    if plain && elements < 1 << 56 {
+        return None;
+    }
+    match shape::storage_size(a) {
+        Err(shape::AlgebraError::Overflow { what }) => {
+            Some(format!("needs more storage than a 64-bit size can count: {what} overflows 64 bits"))
+        }
+        _ => None,
     }
 }
 

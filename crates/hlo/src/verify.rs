@@ -26,6 +26,32 @@ pub struct VerifyError {
     pub message: String,
 }
 
+impl VerifyError {
+    /// Where the problem is in `text`, the module text it was parsed from:
+    /// the 1-based line and column of the instruction's name (or of the
+    /// computation's header, for a problem of a computation), found by
+    /// name. `None` when the text does not hold it (a module built in
+    /// code, or a problem of the module header). The verifier itself
+    /// works on the graph; positions are looked up only when a problem is
+    /// reported, so the happy path never counts lines.
+    pub fn locate(&self, text: &str) -> Option<(usize, usize)> {
+        if self.computation.is_empty() {
+            return None;
+        }
+        crate::diag::find_definition(text, &self.computation, self.instruction.as_deref())
+    }
+
+    /// The problem as a compiler prints it: `FILE:LINE:COL: error: ...`
+    /// when [`VerifyError::locate`] finds it in `text`, else
+    /// `FILE: error: ...`.
+    pub fn located(&self, text: &str, file: &str) -> String {
+        match self.locate(text) {
+            Some((line, col)) => format!("{file}:{line}:{col}: error: {self}"),
+            None => format!("{file}: error: {self}"),
+        }
+    }
+}
+
 impl fmt::Display for VerifyError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match (&self.computation, &self.instruction) {
@@ -348,6 +374,8 @@ impl<'m> Verifier<'m> {
         inst.shape.for_each_array(&mut |_, a| {
             if let Err(e) = a.validate() {
                 bad.push(format!("the layout of {a} is invalid: {e}"));
+            } else if let Some(problem) = crate::parse::array_size_problem(a) {
+                bad.push(format!("shape {a} {problem}"));
             }
         });
         for message in bad {
@@ -699,6 +727,20 @@ impl<'m> Verifier<'m> {
         });
         let need_array_result = |problems: &mut Vec<String>| problems.extend(not_array.clone());
         match op {
+            // A bitcast reinterprets its operand's buffer: both sides must
+            // be buffers of one size (padding and tiles included), or
+            // bytes would be read that do not exist.
+            Bitcast => {
+                if let (Some(o), Some(r)) = (a0, res)
+                    && let (Ok(from), Ok(to)) = (shape::storage_size(o), shape::storage_size(r))
+                    && from.bytes != to.bytes
+                {
+                    problems.push(format!(
+                        "bitcast from {o} ({} bytes) to {r} ({} bytes) changes the buffer size; a bitcast keeps every byte",
+                        from.bytes, to.bytes
+                    ));
+                }
+            }
             Copy => {
                 if let Some(o) = ops.first()
                     && !o.same_logical_shape(result)

@@ -41,7 +41,7 @@ impl SplitMix64 {
 /// [-4, 4) (about two million distinct values, exact in f32), signed
 /// integers lie in [-32, 96), unsigned ones in [0, 128), both cut to the
 /// type's range; preds are fair coins.
-fn random_element(rng: &mut SplitMix64, cls: Class) -> u64 {
+pub(crate) fn random_element(rng: &mut SplitMix64, cls: Class) -> u64 {
     let float =
         |rng: &mut SplitMix64| (rng.below(1 << 21) as f64 - (1 << 20) as f64) / (1 << 18) as f64;
     match cls {
@@ -155,23 +155,49 @@ impl fmt::Display for Mismatch {
 
 impl std::error::Error for Mismatch {}
 
-/// True when two canonical elements are the same value: identical bits,
-/// or NaN on both sides (any payload, component-wise for complex).
-fn same_element(cls: Class, a: u64, b: u64) -> bool {
+/// How far apart two floating-point elements may be and still count as
+/// equal: `|a - b| <= abs + rel * max(|a|, |b|)`, per component for
+/// complex numbers. The default is exact (both zero): a pass that only
+/// changes layouts must not change a single bit. Integers and preds always
+/// compare exactly; NaN equals NaN, an infinity only itself.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Tolerance {
+    /// The absolute part.
+    pub abs: f64,
+    /// The relative part.
+    pub rel: f64,
+}
+
+impl Tolerance {
+    /// Exact comparison.
+    pub const EXACT: Tolerance = Tolerance { abs: 0.0, rel: 0.0 };
+
+    fn close(self, x: f64, y: f64) -> bool {
+        if x.to_bits() == y.to_bits() || (x.is_nan() && y.is_nan()) {
+            return true;
+        }
+        if self == Tolerance::EXACT || !x.is_finite() || !y.is_finite() {
+            return false;
+        }
+        (x - y).abs() <= self.abs + self.rel * x.abs().max(y.abs())
+    }
+}
+
+/// True when two canonical elements are the same value within `tol`:
+/// identical bits, NaN on both sides (any payload, component-wise for
+/// complex), or floats within the tolerance.
+fn same_element(cls: Class, a: u64, b: u64, tol: Tolerance) -> bool {
     if a == b {
         return true;
     }
     match (element::decode(cls, a), element::decode(cls, b)) {
-        (Num::F(x), Num::F(y)) => x.is_nan() && y.is_nan(),
-        (Num::C(ar, ai), Num::C(br, bi)) => {
-            let same = |x: f64, y: f64| x.to_bits() == y.to_bits() || (x.is_nan() && y.is_nan());
-            same(ar, br) && same(ai, bi)
-        }
+        (Num::F(x), Num::F(y)) => tol.close(x, y),
+        (Num::C(ar, ai), Num::C(br, bi)) => tol.close(ar, br) && tol.close(ai, bi),
         _ => false,
     }
 }
 
-fn eq_at(a: &Value, b: &Value, path: &mut Vec<usize>) -> Result<(), Mismatch> {
+fn eq_at(a: &Value, b: &Value, path: &mut Vec<usize>, tol: Tolerance) -> Result<(), Mismatch> {
     let fail = |path: &[usize], index: Option<Vec<i64>>, message: String| Mismatch {
         path: path.to_vec(),
         index,
@@ -182,7 +208,7 @@ fn eq_at(a: &Value, b: &Value, path: &mut Vec<usize>) -> Result<(), Mismatch> {
         (Value::Tuple(x), Value::Tuple(y)) if x.len() == y.len() => {
             for (i, (p, q)) in x.iter().zip(y).enumerate() {
                 path.push(i);
-                eq_at(p, q, path)?;
+                eq_at(p, q, path, tol)?;
                 path.pop();
             }
             Ok(())
@@ -203,7 +229,7 @@ fn eq_at(a: &Value, b: &Value, path: &mut Vec<usize>) -> Result<(), Mismatch> {
             let mut first = None;
             let mut count = 0u64;
             for (i, (&p, &q)) in dx.iter().zip(dy.iter()).enumerate() {
-                if !same_element(cls, p, q) {
+                if !same_element(cls, p, q, tol) {
                     count += 1;
                     first.get_or_insert((i, p, q));
                 }
@@ -239,7 +265,12 @@ fn eq_at(a: &Value, b: &Value, path: &mut Vec<usize>) -> Result<(), Mismatch> {
 /// element types and dimensions, and bit-identical elements, except that
 /// any NaN equals any NaN. Reports the first differing index.
 pub fn logical_eq(a: &Value, b: &Value) -> Result<(), Mismatch> {
-    eq_at(a, b, &mut Vec::new())
+    eq_at(a, b, &mut Vec::new(), Tolerance::EXACT)
+}
+
+/// [`logical_eq`] with floats compared within a tolerance.
+pub fn logical_close(a: &Value, b: &Value, tol: Tolerance) -> Result<(), Mismatch> {
+    eq_at(a, b, &mut Vec::new(), tol)
 }
 
 /// What an equivalence check did.
@@ -257,6 +288,11 @@ pub struct Report {
     pub time_before: Duration,
     /// Time spent evaluating `after`, over all seeds.
     pub time_after: Duration,
+    /// Custom-call targets the evaluator does not know, evaluated in
+    /// either module as opaque pure functions of their operands' logical
+    /// values (sorted): the check shows these calls got the same values
+    /// and their results were read consistently, not what they compute.
+    pub opaque_custom_calls: Vec<String>,
 }
 
 /// Why two modules were not shown equivalent.
@@ -279,12 +315,27 @@ pub enum EquivalenceError {
         /// Why.
         error: EvalError,
     },
+    /// A module is larger than the check may evaluate.
+    TooLarge {
+        /// Which module: `before` or `after`.
+        module: &'static str,
+        /// The elements its instructions produce (each instruction once).
+        elements: u64,
+        /// The bound ([`CheckOptions::max_elements`]).
+        max: u64,
+    },
     /// The results differ.
     Mismatch {
         /// The seed whose arguments show the difference.
         seed: u64,
         /// Where.
         mismatch: Mismatch,
+        /// The first instruction of `after`, in evaluation order, whose
+        /// value differs from the value of the instruction of the same name
+        /// in `before` (evaluated once more, recording values, to find it):
+        /// usually the wrong bitcast or copy itself, or the first reader of
+        /// a wrong one. `None` when no named value differs.
+        first_difference: Option<Box<FirstDifference>>,
         /// Places where `after` read a buffer at a computation boundary
         /// (entry parameter or result, called computation, tuple element)
         /// under a layout other than the one it was written in: the usual
@@ -297,6 +348,14 @@ impl fmt::Display for EquivalenceError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             EquivalenceError::Setup(m) => write!(f, "cannot compare the modules: {m}"),
+            EquivalenceError::TooLarge {
+                module,
+                elements,
+                max,
+            } => write!(
+                f,
+                "`{module}` is too large to check: its instructions produce {elements} elements, more than max_elements = {max}"
+            ),
             EquivalenceError::Before { seed, error } => {
                 write!(f, "seed {seed}: evaluating `before` failed: {error}")
             }
@@ -306,9 +365,13 @@ impl fmt::Display for EquivalenceError {
             EquivalenceError::Mismatch {
                 seed,
                 mismatch,
+                first_difference,
                 notes,
             } => {
                 write!(f, "seed {seed}: results differ {mismatch}")?;
+                if let Some(d) = first_difference {
+                    write!(f, "\n  first difference: {d}")?;
+                }
                 for n in notes {
                     write!(f, "\n  note: in `after`, {n}")?;
                 }
@@ -320,11 +383,129 @@ impl fmt::Display for EquivalenceError {
 
 impl std::error::Error for EquivalenceError {}
 
+impl EquivalenceError {
+    /// True when the error shows that the modules differ: the results
+    /// differ, the entry signatures differ, or `after` alone fails to
+    /// evaluate because of what it does (reads padding, bitcasts between
+    /// sizes, is malformed). False when the check could not be done: a
+    /// module is too large, `before` fails, or `after` needs something the
+    /// evaluator lacks or exceeds a limit.
+    pub fn shows_difference(&self) -> bool {
+        match self {
+            EquivalenceError::Mismatch { .. } | EquivalenceError::Setup(_) => true,
+            EquivalenceError::After { error, .. } => matches!(
+                error,
+                EvalError::Poison { .. }
+                    | EvalError::BitcastSize { .. }
+                    | EvalError::Invalid { .. }
+            ),
+            EquivalenceError::TooLarge { .. } | EquivalenceError::Before { .. } => false,
+        }
+    }
+}
+
+/// The first instruction whose value differs between the two modules.
+#[derive(Clone, Debug, PartialEq)]
+pub struct FirstDifference {
+    /// The instruction's name, with `%`.
+    pub instruction: String,
+    /// Its opcode in `after` (`bitcast`, `copy`, ...).
+    pub opcode: String,
+    /// Its shape in `after`, layout included.
+    pub shape: String,
+    /// Its opcode in `before`, when different.
+    pub before_opcode: Option<String>,
+    /// Its operands that `before` has no instruction of the same name for
+    /// (copies and bitcasts a pass inserted), as `%c = f32[8,4]{0,1} copy`:
+    /// when the instruction reads one of them physically, the usual
+    /// culprit.
+    pub inserted_operands: Vec<String>,
+    /// Where its values differ.
+    pub mismatch: Mismatch,
+}
+
+impl fmt::Display for FirstDifference {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} = {} {}", self.instruction, self.shape, self.opcode)?;
+        if let Some(b) = &self.before_opcode {
+            write!(f, " (a {b} in `before`)")?;
+        }
+        let m = &self.mismatch;
+        if let Some(i) = &m.index {
+            write!(f, " differs at index {}", fmt_index(i))?;
+        } else {
+            f.write_str(" differs")?;
+        }
+        write!(f, ": {}", m.message)?;
+        for o in &self.inserted_operands {
+            write!(f, "; it reads {o}, which `before` does not have")?;
+        }
+        Ok(())
+    }
+}
+
+/// The default of [`CheckOptions::max_elements`] for `tessera check`:
+/// 2^28 elements. Every corpus module but XLA's optimized
+/// `large_transformer_24_f32` (about 10^9) is smaller.
+pub const DEFAULT_MAX_ELEMENTS: u64 = 1 << 28;
+
+/// What [`check_equivalent_with`] does.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CheckOptions {
+    /// The seeds of the random arguments, one evaluation of each module
+    /// per seed.
+    pub seeds: Vec<u64>,
+    /// Bounds on each evaluation.
+    pub limits: Limits,
+    /// How close floating-point results must be (exact by default).
+    pub tolerance: Tolerance,
+    /// The most elements the instructions of either module may produce,
+    /// each instruction counted once ([`module_elements`]); larger modules
+    /// are not evaluated (`EquivalenceError::TooLarge`).
+    pub max_elements: Option<u64>,
+}
+
+impl Default for CheckOptions {
+    fn default() -> CheckOptions {
+        CheckOptions {
+            seeds: vec![1],
+            limits: Limits::default(),
+            tolerance: Tolerance::EXACT,
+            max_elements: None,
+        }
+    }
+}
+
+/// The elements a module's instructions produce, every instruction of
+/// every computation counted once (a loop body once, not per iteration):
+/// the size of the module for [`CheckOptions::max_elements`].
+pub fn module_elements(module: &Module) -> u64 {
+    fn count(s: &Shape) -> u64 {
+        match s {
+            Shape::Array(a) => a
+                .dims
+                .iter()
+                .fold(1u64, |n, &d| n.saturating_mul(d.max(0) as u64)),
+            Shape::Tuple(es) => es.iter().map(count).fold(0, u64::saturating_add),
+            _ => 0,
+        }
+    }
+    let mut total = 0u64;
+    for comp in &module.computations {
+        for &id in comp.schedule() {
+            total = total.saturating_add(count(&comp.inst(id).shape));
+        }
+    }
+    total
+}
+
 /// What one evaluation produced besides its value.
 pub(crate) struct Run {
     pub value: Value,
     pub work: u64,
     pub notes: Vec<String>,
+    pub opaque: std::collections::BTreeSet<String>,
+    pub recorded: Option<crate::eval::Recorded>,
 }
 
 /// Evaluates `module`.
@@ -334,13 +515,98 @@ pub(crate) fn run(
     limits: &Limits,
     mode: Boundary,
 ) -> Result<Run, EvalError> {
+    run_recording(module, args, limits, mode, false)
+}
+
+/// [`run`], recording the first value of every named instruction when
+/// `record` is set (up to [`crate::eval::MAX_RECORDED`] elements).
+fn run_recording(
+    module: &Module,
+    args: &[Value],
+    limits: &Limits,
+    mode: Boundary,
+    record: bool,
+) -> Result<Run, EvalError> {
     let mut interp = Interp::new(module, limits, mode);
+    if record {
+        interp.recorded = Some(Default::default());
+    }
     let value = interp.run_entry(args)?;
     Ok(Run {
         value,
         work: interp.work,
         notes: interp.notes,
+        opaque: interp.opaque_targets,
+        recorded: interp.recorded,
     })
+}
+
+/// Evaluates both modules once more, recording every named value, and
+/// finds the first instruction of `after` (in evaluation order) whose value
+/// differs from the same-named one of `before`.
+fn first_difference(
+    before: &Module,
+    after: &Module,
+    args: &[Value],
+    limits: &Limits,
+    tol: Tolerance,
+) -> Option<FirstDifference> {
+    let b = run_recording(before, args, limits, Boundary::Logical, true)
+        .ok()?
+        .recorded?;
+    // `after` may fail past the difference (reading padding, say): what it
+    // recorded until then still counts.
+    let a = {
+        let mut interp = Interp::new(after, limits, Boundary::Physical);
+        interp.recorded = Some(Default::default());
+        let _ = interp.run_entry(args);
+        interp.recorded?
+    };
+    for (name, value) in &a.order {
+        let Some(theirs) = b.values.get(name) else {
+            continue;
+        };
+        if let Err(mismatch) = logical_close(theirs, value, tol) {
+            if mismatch.message.starts_with("shapes differ")
+                || mismatch.message.starts_with("structures differ")
+            {
+                continue;
+            }
+            let (opcode, shape) = a.info.get(name).cloned().unwrap_or_default();
+            let before_opcode = b
+                .info
+                .get(name)
+                .map(|(o, _)| o.clone())
+                .filter(|o| *o != opcode);
+            let inserted_operands = after
+                .computations
+                .iter()
+                .find_map(|c| {
+                    c.schedule()
+                        .iter()
+                        .find(|&&id| c.inst(id).name == *name)
+                        .map(|&id| (c, id))
+                })
+                .map(|(c, id)| {
+                    c.operands(id)
+                        .iter()
+                        .map(|&o| c.inst(o))
+                        .filter(|o| !b.info.contains_key(&o.name))
+                        .map(|o| format!("%{} = {} {}", o.name, o.shape, o.opcode_name()))
+                        .collect()
+                })
+                .unwrap_or_default();
+            return Some(FirstDifference {
+                instruction: format!("%{name}"),
+                opcode,
+                shape,
+                before_opcode,
+                inserted_operands,
+                mismatch,
+            });
+        }
+    }
+    None
 }
 
 fn parameter_shapes(m: &Module) -> Result<(Vec<Shape>, Shape), EquivalenceError> {
@@ -374,6 +640,38 @@ pub fn check_equivalent(
     seeds: &[u64],
     limits: &Limits,
 ) -> Result<Report, EquivalenceError> {
+    check_equivalent_with(
+        before,
+        after,
+        &CheckOptions {
+            seeds: seeds.to_vec(),
+            limits: limits.clone(),
+            ..CheckOptions::default()
+        },
+    )
+}
+
+/// [`check_equivalent`] with every option: a tolerance for floats and a
+/// bound on the size of the modules. On a mismatch it also names the first
+/// instruction whose value differs ([`FirstDifference`]).
+pub fn check_equivalent_with(
+    before: &Module,
+    after: &Module,
+    options: &CheckOptions,
+) -> Result<Report, EquivalenceError> {
+    let (seeds, limits, tol) = (&options.seeds[..], &options.limits, options.tolerance);
+    if let Some(max) = options.max_elements {
+        for (module, m) in [("before", before), ("after", after)] {
+            let elements = module_elements(m);
+            if elements > max {
+                return Err(EquivalenceError::TooLarge {
+                    module,
+                    elements,
+                    max,
+                });
+            }
+        }
+    }
     if seeds.is_empty() {
         return Err(EquivalenceError::Setup("no seeds given".into()));
     }
@@ -403,10 +701,11 @@ pub fn check_equivalent(
         let a = run(after, &args, limits, Boundary::Physical)
             .map_err(|error| EquivalenceError::After { seed, error })?;
         report.time_after += t.elapsed();
-        if let Err(mismatch) = logical_eq(&b.value, &a.value) {
+        if let Err(mismatch) = logical_close(&b.value, &a.value, tol) {
             return Err(EquivalenceError::Mismatch {
                 seed,
                 mismatch,
+                first_difference: first_difference(before, after, &args, limits, tol).map(Box::new),
                 notes: a.notes,
             });
         }
@@ -414,6 +713,11 @@ pub fn check_equivalent(
         report.elements_compared += b.value.element_count();
         report.work_before += b.work;
         report.work_after += a.work;
+        for t in b.opaque.into_iter().chain(a.opaque) {
+            if let Err(at) = report.opaque_custom_calls.binary_search(&t) {
+                report.opaque_custom_calls.insert(at, t);
+            }
+        }
     }
     Ok(report)
 }

@@ -69,9 +69,46 @@ pub(crate) struct Interp<'m> {
     /// Where a physical boundary read a buffer under a layout it was not
     /// written in (at most [`MAX_NOTES`]), to explain mismatches.
     pub(crate) notes: Vec<String>,
+    /// The custom-call targets evaluated as opaque functions.
+    pub(crate) opaque_targets: std::collections::BTreeSet<String>,
+    /// When tracing, the kinds of instruction evaluated (see
+    /// [`instruction_kind`]).
+    pub(crate) kinds: Option<std::collections::BTreeSet<String>>,
+    /// When finding the first difference, the first value of every named
+    /// instruction.
+    pub(crate) recorded: Option<Recorded>,
     orders: HashMap<CompId, Rc<Vec<InstId>>>,
     programs: HashMap<CompId, Option<Rc<ScalarProgram>>>,
     regs: Vec<u64>,
+}
+
+/// The first value of each named instruction, in evaluation order, with its
+/// opcode and shape text.
+#[derive(Default)]
+pub(crate) struct Recorded {
+    pub(crate) order: Vec<(String, Value)>,
+    pub(crate) values: HashMap<String, Value>,
+    pub(crate) info: HashMap<String, (String, String)>,
+    elements: u64,
+}
+
+/// The most elements [`Recorded`] keeps alive (buffers are shared, so this
+/// bounds the memory recording adds).
+pub(crate) const MAX_RECORDED: u64 = 1 << 26;
+
+impl Recorded {
+    fn record(&mut self, inst: &Instruction, v: &Value) {
+        if self.elements > MAX_RECORDED || self.info.contains_key(&inst.name) {
+            return;
+        }
+        self.elements += v.element_count();
+        self.info.insert(
+            inst.name.clone(),
+            (inst.opcode_name().to_string(), inst.shape.to_string()),
+        );
+        self.values.insert(inst.name.clone(), v.clone());
+        self.order.push((inst.name.clone(), v.clone()));
+    }
 }
 
 /// The most boundary reinterpretations remembered.
@@ -158,6 +195,9 @@ impl<'m> Interp<'m> {
             work: 0,
             depth: 0,
             notes: Vec::new(),
+            opaque_targets: Default::default(),
+            kinds: None,
+            recorded: None,
             orders: HashMap::new(),
             programs: HashMap::new(),
             regs: Vec::new(),
@@ -326,6 +366,9 @@ impl<'m> Interp<'m> {
                     .and_then(|v| self.adopt(&v, &inst.shape, false, &inst.name))
                     .map_err(|e| e.within(&inst.name))?
             };
+            if let Some(r) = self.recorded.as_mut() {
+                r.record(inst, &result);
+            }
             for o in op_ids {
                 let r = &mut remaining[o.index()];
                 *r -= 1;
@@ -463,6 +506,11 @@ impl<'m> Interp<'m> {
             let order = self.order(comp_id)?;
             let p = scalar::compile(self.module, comp_id, &order).map(Rc::new);
             self.programs.insert(comp_id, p.clone());
+            if let (Some(k), Some(_)) = (self.kinds.as_mut(), &p) {
+                // A compiled program evaluates every instruction it holds.
+                let comp = &self.module.computations[comp_id.index()];
+                k.extend(order.iter().map(|&id| instruction_kind(comp.inst(id))));
+            }
             if let Some(p) = p {
                 return Ok(Callee::Program(p));
             }
@@ -578,6 +626,9 @@ impl<'m> Interp<'m> {
         args: &[Value],
     ) -> Result<Value, EvalError> {
         use Opcode as O;
+        if let Some(k) = self.kinds.as_mut() {
+            k.insert(instruction_kind(inst));
+        }
         match inst.opcode {
             O::Parameter => {
                 let n = inst
@@ -711,21 +762,9 @@ impl<'m> Interp<'m> {
                 };
                 self.call(branches[k], vec![ops[k + 1].clone()])
             }
-            O::CustomCall => {
-                let target = inst.attrs.string(KnownAttr::CustomCallTarget).unwrap_or("");
-                if target == "LayoutConstraint" {
-                    arity(ops, 1)?;
-                    let b = array(ops, 0)?;
-                    let (shape, _) = self.out_array(inst)?;
-                    if !same_logical(b.shape(), shape) {
-                        return Err(EvalError::msg("LayoutConstraint changes the logical shape"));
-                    }
-                    return self.finish(shape, b.logical_bits()?.into_owned());
-                }
-                Err(EvalError::unsupported(format!(
-                    "custom-call target \"{target}\""
-                )))
-            }
+            O::CustomCall => self.custom_call(inst, ops),
+            O::TopK => self.topk_op(inst, ops),
+            O::Fft => self.fft(inst, ops),
             O::Map => self.map(inst, ops),
             O::Reduce => self.reduce(inst, ops),
             O::ReduceWindow => self.reduce_window(inst, ops),
@@ -764,6 +803,23 @@ impl<'m> Interp<'m> {
                 }
             }
         }
+    }
+}
+
+/// What an instruction is, for coverage: its opcode name, with the target
+/// of a `custom-call` (`custom-call:TopK`) and the type of an `fft`
+/// (`fft:IRFFT`).
+pub fn instruction_kind(inst: &Instruction) -> String {
+    match inst.opcode {
+        Opcode::CustomCall => format!(
+            "custom-call:{}",
+            inst.attrs.string(KnownAttr::CustomCallTarget).unwrap_or("")
+        ),
+        Opcode::Fft => format!(
+            "fft:{}",
+            inst.attrs.string(KnownAttr::FftType).unwrap_or("")
+        ),
+        _ => inst.opcode_name().to_string(),
     }
 }
 

@@ -20,9 +20,11 @@
 //! See `docs/interp.md` for what this proves and what it does not.
 
 mod check;
+mod custom;
 mod element;
 mod error;
 mod eval;
+mod fft;
 mod gather;
 mod linalg;
 mod literal;
@@ -33,10 +35,12 @@ mod value;
 mod window;
 
 pub use check::{
-    EquivalenceError, Mismatch, Report, SplitMix64, check_equivalent, logical_eq, random_arguments,
+    CheckOptions, DEFAULT_MAX_ELEMENTS, EquivalenceError, FirstDifference, Mismatch, Report,
+    SplitMix64, Tolerance, check_equivalent, check_equivalent_with, logical_close, logical_eq,
+    module_elements, random_arguments,
 };
 pub use error::EvalError;
-pub use eval::Limits;
+pub use eval::{Limits, instruction_kind};
 pub use value::{Buffer, Scalar, Value};
 
 use eval::Boundary;
@@ -66,4 +70,19 @@ pub fn evaluate_logical(
     limits: &Limits,
 ) -> Result<Value, EvalError> {
     check::run(module, args, limits, Boundary::Logical).map(|r| r.value)
+}
+
+/// Evaluates a module like [`evaluate_logical`] and returns, besides its
+/// value, the kinds of instruction it evaluated ([`instruction_kind`]),
+/// counting those of per-element computations compiled to programs. Tests
+/// use it to show that every kind in the bundled modules is evaluable.
+pub fn evaluate_traced(
+    module: &hlo::Module,
+    args: &[Value],
+    limits: &Limits,
+) -> Result<(Value, std::collections::BTreeSet<String>), EvalError> {
+    let mut interp = eval::Interp::new(module, limits, Boundary::Logical);
+    interp.kinds = Some(Default::default());
+    let value = interp.run_entry(args)?;
+    Ok((value, interp.kinds.take().unwrap_or_default()))
 }

@@ -123,7 +123,7 @@ fn inline_reducer(callee: &Callee, k: usize) -> Option<(Binary, Class)> {
 }
 
 /// Stable bottom-up merge sort of `0..n` with a fallible "less" predicate.
-fn merge_sort(
+pub(crate) fn merge_sort(
     n: usize,
     less: &mut dyn FnMut(usize, usize) -> Result<bool, EvalError>,
 ) -> Result<Vec<usize>, EvalError> {

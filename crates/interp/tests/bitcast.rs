@@ -48,6 +48,7 @@ fn a_bitcast_whose_layouts_do_not_line_up_is_a_mismatch() {
         seed,
         mismatch,
         notes,
+        ..
     } = &err
     else {
         panic!("expected a mismatch, got {err}")
@@ -293,4 +294,95 @@ ENTRY %main (p: f32[2,3]) -> f32[2,3] {
         equivalent(&good, &bad),
         Err(EquivalenceError::Mismatch { .. })
     ));
+}
+
+#[test]
+fn a_mismatch_names_the_first_differing_instruction() {
+    let err = equivalent(TRANSPOSE, WRONG_BITCAST).unwrap_err();
+    let EquivalenceError::Mismatch {
+        first_difference: Some(d),
+        ..
+    } = &err
+    else {
+        panic!("expected a mismatch with its first difference, got {err}")
+    };
+    assert_eq!(
+        (d.instruction.as_str(), d.opcode.as_str()),
+        ("%t", "bitcast")
+    );
+    assert_eq!(d.before_opcode.as_deref(), Some("transpose"));
+    let text = err.to_string();
+    assert!(
+        text.contains("first difference: %t = f32[3,2]{1,0} bitcast (a transpose in `before`) differs at index (0,1)"),
+        "{text}"
+    );
+    // Inside a chain, the bitcast is named, not the instructions after it.
+    let chain = |t: &str| {
+        format!(
+            "HloModule t\nENTRY %main (p: f32[2,3]) -> f32[3,2] {{\n  %p = f32[2,3]{{1,0}} parameter(0)\n  {t}\n  %n = f32[3,2]{{1,0}} negate(%t)\n  ROOT %e = f32[3,2]{{1,0}} exponential(%n)\n}}\n"
+        )
+    };
+    let before = chain("%t = f32[3,2]{1,0} transpose(%p), dimensions={1,0}");
+    let after = chain("%t = f32[3,2]{1,0} bitcast(%p)");
+    let err = equivalent(&before, &after).unwrap_err();
+    let EquivalenceError::Mismatch {
+        first_difference: Some(d),
+        ..
+    } = &err
+    else {
+        panic!("{err}")
+    };
+    assert_eq!(d.instruction, "%t", "{err}");
+}
+
+#[test]
+fn floats_compare_exactly_unless_a_tolerance_is_given() {
+    // (x + y) * z against x * z + y * z: equal up to rounding.
+    let m = |root: &str| {
+        format!(
+            "HloModule t\nENTRY %main (x: f32[64], y: f32[64], z: f32[64]) -> f32[64] {{\n  %x = f32[64]{{0}} parameter(0)\n  %y = f32[64]{{0}} parameter(1)\n  %z = f32[64]{{0}} parameter(2)\n  {root}\n}}\n"
+        )
+    };
+    let before = module(&m(
+        "%s = f32[64]{0} add(%x, %y)\n  ROOT %r = f32[64]{0} multiply(%s, %z)",
+    ));
+    let after = module(&m(
+        "%a = f32[64]{0} multiply(%x, %z)\n  %b = f32[64]{0} multiply(%y, %z)\n  ROOT %r = f32[64]{0} add(%a, %b)",
+    ));
+    let mut options = interp::CheckOptions {
+        seeds: vec![1, 2, 3],
+        ..Default::default()
+    };
+    assert!(matches!(
+        interp::check_equivalent_with(&before, &after, &options),
+        Err(EquivalenceError::Mismatch { .. })
+    ));
+    options.tolerance = interp::Tolerance {
+        abs: 1e-5,
+        rel: 1e-5,
+    };
+    interp::check_equivalent_with(&before, &after, &options).unwrap();
+}
+
+#[test]
+fn modules_above_the_element_bound_are_not_evaluated() {
+    let options = interp::CheckOptions {
+        max_elements: Some(11),
+        ..Default::default()
+    };
+    let err = interp::check_equivalent_with(&module(TRANSPOSE), &module(TRUE_BITCAST), &options)
+        .unwrap_err();
+    assert_eq!(
+        err,
+        EquivalenceError::TooLarge {
+            module: "before",
+            elements: 12,
+            max: 11
+        }
+    );
+    let options = interp::CheckOptions {
+        max_elements: Some(12),
+        ..Default::default()
+    };
+    interp::check_equivalent_with(&module(TRANSPOSE), &module(TRUE_BITCAST), &options).unwrap();
 }

@@ -4,7 +4,7 @@
 
 use std::time::Instant;
 
-use interp::{EquivalenceError, EvalError, Limits, check_equivalent};
+use interp::{EquivalenceError, Limits, check_equivalent};
 
 fn load(name: &str, file: &str) -> hlo::Module {
     let path = format!(
@@ -111,19 +111,16 @@ fn mlp_fwd() {
 }
 
 #[test]
-fn lapack_custom_calls_are_reported_unsupported() {
-    let before = load("linalg_custom_calls", "before_layout.hlo");
-    let after = load("linalg_custom_calls", "after_layout.hlo");
-    let err = check_equivalent(&before, &after, &[1], &Limits::default()).unwrap_err();
-    let EquivalenceError::Before {
-        error: EvalError::Unsupported { inst, what },
-        ..
-    } = &err
-    else {
-        panic!("expected an unsupported custom call, got {err}");
-    };
-    assert_eq!(inst, "%cholesky.0");
-    assert_eq!(what, "custom-call target \"lapack_spotrf_ffi\"");
+fn linalg_custom_calls() {
+    // JAX's LAPACK calls: Cholesky, LU, triangular solves, eigh.
+    both_steps("linalg_custom_calls", &[1]);
+}
+
+#[test]
+fn jax_fft_ops_and_topk() {
+    for name in ["fft_ops", "topk"] {
+        both_steps(&format!("../jax/{name}"), &[1, 2]);
+    }
 }
 
 /// Mutations of XLA's optimized module that a wrong relayout would make:

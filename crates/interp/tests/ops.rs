@@ -606,18 +606,19 @@ ENTRY %main (p: pred[], k: s32[], x: f32[2]) -> (f32[2], f32[2], f32[2], f32[2],
 }
 
 #[test]
-fn custom_calls_are_unsupported_except_layout_constraint() {
+fn known_custom_calls_check_their_shapes_and_layout_constraint_is_the_identity() {
     let text = r#"HloModule t
 ENTRY %main (p: f32[2,2]) -> f32[2,2] {
   %p = f32[2,2]{1,0} parameter(0)
   ROOT %c = f32[2,2]{1,0} custom-call(%p), custom_call_target="lapack_spotrf_ffi"
 }
 "#;
+    // potrf gives (factor, info): a lone array is a malformed call.
     let e = run(text, &[floats("f32[2,2]", &[1., 2., 3., 4.])]).unwrap_err();
-    assert!(matches!(e, EvalError::Unsupported { .. }), "{e:?}");
+    assert!(matches!(e, EvalError::Invalid { .. }), "{e:?}");
     assert_eq!(
         e.to_string(),
-        "%c: unsupported: custom-call target \"lapack_spotrf_ffi\""
+        "%c: Potrf produces 2 results, the shape has 1"
     );
     let lc = text
         .replace("lapack_spotrf_ffi", "LayoutConstraint")

@@ -224,7 +224,7 @@ fn errors_inside_loops_name_the_path() {
 }
 %loop_body (s: f32[2]) -> f32[2] {
   %s = f32[2]{0} parameter(0)
-  ROOT %bad = f32[2]{0} custom-call(%s), custom_call_target="mystery"
+  ROOT %bad = f32[2]{0} rng(%s, %s), distribution=rng_uniform
 }
 ENTRY %main (p: f32[2]) -> f32[2] {
   %p = f32[2]{0} parameter(0)
@@ -235,6 +235,6 @@ ENTRY %main (p: f32[2]) -> f32[2] {
     assert_eq!(e.instruction(), Some("%w > %loop_body > %bad"));
     assert_eq!(
         e.to_string(),
-        "%w > %loop_body > %bad: unsupported: custom-call target \"mystery\""
+        "%w > %loop_body > %bad: unsupported: opcode rng"
     );
 }

@@ -1,6 +1,7 @@
 //! A minimal blocking HTTP/1.1 client over `TcpStream`, for the loopback
 //! tests and `cargo xtask loadtest`: keep-alive, `Content-Length` and
-//! chunked bodies, nothing else. Not for production use.
+//! chunked bodies, nothing else; and [`SessionClient`], which restores a
+//! session the server lost (a restart, an eviction) by itself.
 
 use std::io::{self, BufRead, BufReader, Write};
 use std::net::{SocketAddr, TcpStream};
@@ -149,4 +150,127 @@ pub fn read_response(r: &mut impl BufRead) -> io::Result<ClientResponse> {
         r.read_to_end(&mut body)?;
     }
     Ok(ClientResponse { status, headers, body })
+}
+
+/// A session kept by a client that restores it when the server lost it.
+///
+/// Sessions live in the server's memory: a restart, a rolling deploy or an
+/// eviction loses them, and the next request on one gets 404
+/// `session_not_found`. A client that keeps what it sent can always put it
+/// back: this one keeps the module it loaded and every computation it
+/// patched since, and on that 404 loads the module again, re-applies the
+/// patches and repeats the request, once. The run after a restore
+/// recomputes every computation (its `recomputed_computations` lists them
+/// all); its output is the same as it would have been.
+pub struct SessionClient {
+    client: Client,
+    id: String,
+    module: String,
+    target: Option<String>,
+    /// Computations replaced since the load, by name, latest text.
+    patches: std::collections::BTreeMap<String, String>,
+    restores: usize,
+}
+
+impl SessionClient {
+    /// A session named `id` holding `module`, for `target` (a built-in
+    /// name; the server's default when `None`). Nothing is sent until
+    /// [`SessionClient::load`] or the first request.
+    pub fn new(client: Client, id: &str, module: &str, target: Option<&str>) -> SessionClient {
+        SessionClient {
+            client,
+            id: id.to_string(),
+            module: module.to_string(),
+            target: target.map(str::to_string),
+            patches: std::collections::BTreeMap::new(),
+            restores: 0,
+        }
+    }
+
+    /// How many times the session was restored after the server lost it.
+    pub fn restores(&self) -> usize {
+        self.restores
+    }
+
+    /// Loads the module (`PUT /v1/modules/{id}`) and forgets the patches.
+    pub fn load(&mut self) -> io::Result<ClientResponse> {
+        let r = self.put()?;
+        if r.status == 200 || r.status == 201 {
+            self.patches.clear();
+        }
+        Ok(r)
+    }
+
+    fn put(&mut self) -> io::Result<ClientResponse> {
+        let path = match &self.target {
+            Some(t) => format!("/v1/modules/{}?target={t}", self.id),
+            None => format!("/v1/modules/{}", self.id),
+        };
+        self.client.request("PUT", &path, &[("content-type", "text/plain")], self.module.as_bytes())
+    }
+
+    fn send_patch(&mut self, computations: &std::collections::BTreeMap<String, String>) -> io::Result<ClientResponse> {
+        let body = serde_json::json!({ "computations": computations }).to_string();
+        let path = format!("/v1/modules/{}", self.id);
+        self.client.request("PATCH", &path, &[("content-type", "application/json")], body.as_bytes())
+    }
+
+    /// Loads the module again and re-applies the patches.
+    fn restore(&mut self) -> io::Result<()> {
+        self.restores += 1;
+        let r = self.put()?;
+        if r.status != 200 && r.status != 201 {
+            return Err(io::Error::other(format!("restoring session {}: PUT answered {}: {}", self.id, r.status, r.text())));
+        }
+        if !self.patches.is_empty() {
+            let patches = self.patches.clone();
+            let r = self.send_patch(&patches)?;
+            if r.status != 200 {
+                return Err(io::Error::other(format!("restoring session {}: PATCH answered {}: {}", self.id, r.status, r.text())));
+            }
+        }
+        Ok(())
+    }
+
+    /// Sends a request on the session; on 404 `session_not_found`, restores
+    /// the session and sends it again.
+    fn with_restore(&mut self, send: impl Fn(&mut Self) -> io::Result<ClientResponse>) -> io::Result<ClientResponse> {
+        let r = send(self)?;
+        if !is_session_not_found(&r) {
+            return Ok(r);
+        }
+        self.restore()?;
+        send(self)
+    }
+
+    /// Replaces whole computations (`PATCH /v1/modules/{id}`), each given as
+    /// (name, whole new text).
+    pub fn patch(&mut self, computations: &[(&str, &str)]) -> io::Result<ClientResponse> {
+        let patch: std::collections::BTreeMap<String, String> =
+            computations.iter().map(|(n, t)| (n.trim_start_matches('%').to_string(), t.to_string())).collect();
+        let r = self.with_restore(|s| s.send_patch(&patch))?;
+        if r.status == 200 {
+            self.patches.extend(patch);
+        }
+        Ok(r)
+    }
+
+    /// Runs the pipeline on the session (`POST
+    /// /v1/modules/{id}/layout-assignment`), with `query` (such as
+    /// `expand_relayouts=true`, or empty).
+    pub fn run(&mut self, query: &str) -> io::Result<ClientResponse> {
+        let path = if query.is_empty() {
+            format!("/v1/modules/{}/layout-assignment", self.id)
+        } else {
+            format!("/v1/modules/{}/layout-assignment?{query}", self.id)
+        };
+        self.with_restore(|s| s.client.request("POST", &path, &[], b""))
+    }
+}
+
+/// Whether an answer is 404 `session_not_found`.
+fn is_session_not_found(r: &ClientResponse) -> bool {
+    r.status == 404
+        && serde_json::from_slice::<serde_json::Value>(&r.body)
+            .is_ok_and(|v| v["error"]["kind"] == "session_not_found")
 }

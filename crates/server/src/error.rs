@@ -21,12 +21,20 @@ pub struct ApiError {
     pub message: String,
     /// Further fields of the `error` object (`line`, `col`, ...).
     pub extra: Map<String, Value>,
+    /// Seconds for the `Retry-After` header of a 503.
+    pub retry_after: Option<u32>,
 }
 
 impl ApiError {
     /// An error without extra fields.
     pub fn new(status: StatusCode, kind: &'static str, message: impl Into<String>) -> ApiError {
-        ApiError { status, kind, message: message.into(), extra: Map::new() }
+        ApiError { status, kind, message: message.into(), extra: Map::new(), retry_after: None }
+    }
+
+    /// 503 `overloaded`, with `Retry-After: 1`: the service is busy now,
+    /// not broken, and a second later is a fair time to try again.
+    pub fn overloaded(message: impl Into<String>) -> ApiError {
+        ApiError { retry_after: Some(1), ..ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "overloaded", message) }
     }
 
     /// Adds a field to the `error` object.
@@ -68,7 +76,11 @@ impl ApiError {
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        json_error_response(self.status, self.kind, self.body())
+        let mut response = json_error_response(self.status, self.kind, self.body());
+        if let Some(seconds) = self.retry_after {
+            response.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from(seconds));
+        }
+        response
     }
 }
 
@@ -92,6 +104,8 @@ pub fn kind_for_status(status: StatusCode) -> (&'static str, &'static str) {
         StatusCode::REQUEST_TIMEOUT => ("timeout", "the request took longer than its time limit"),
         StatusCode::UNSUPPORTED_MEDIA_TYPE => ("unsupported_media_type", "this content type is not accepted"),
         StatusCode::SERVICE_UNAVAILABLE => ("overloaded", "the service is saturated; retry later"),
+        StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE => ("headers_too_large", "the request head is too large"),
+        StatusCode::URI_TOO_LONG => ("uri_too_long", "the request target is too long"),
         StatusCode::INTERNAL_SERVER_ERROR => ("internal", "internal error"),
         s if s.is_client_error() => ("invalid_request", "the request is invalid"),
         _ => ("internal", "internal error"),

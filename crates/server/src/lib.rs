@@ -11,14 +11,20 @@
 //! `wire`); the core crates never see them.
 //!
 //! Robustness: no request can make the process panic or grow without
-//! bound. Bodies are capped (413), every request has a time limit (408),
-//! pipeline runs go to the blocking pool through a bounded number of
-//! worker slots and requests in flight are bounded (503 when saturated),
-//! sessions are capped in number and bytes with LRU eviction, and a panic
-//! anywhere is caught and answered with 500.
+//! bound. Connections are capped below the file limit and timed out while
+//! idle or slow to send a head (`conn`); bodies are capped in size, in
+//! memory over all requests and in upload rate (413, 503, 408); a JSON or
+//! YAML body is checked for depth, values and alias expansion before it
+//! is decoded (`scan`); every request has a time limit (408); CPU work
+//! (decoding, pipeline runs) goes to the blocking pool through a bounded
+//! number of worker slots behind a bounded queue with a wait deadline
+//! (`queue`: 503 with `Retry-After` only when the queue is full or the
+//! wait expires); sessions are capped in number and in estimated memory
+//! with LRU eviction; and a panic anywhere is caught and answered with
+//! 500.
 
 use std::collections::BTreeMap;
-use std::future::{Future, IntoFuture};
+use std::future::Future;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -31,17 +37,25 @@ use tower_http::request_id::{MakeRequestId, PropagateRequestIdLayer, RequestId, 
 
 pub mod client;
 pub mod config;
+mod conn;
 pub mod error;
 pub mod metrics;
+mod explore;
 mod middleware;
+mod queue;
 mod request;
 mod routes;
+mod scan;
+mod semantic;
 mod sessions;
 
 pub use config::{Config, ConfigError};
+pub use conn::{raise_file_limit, serve};
 pub use error::ApiError;
 pub use metrics::Metrics;
+pub use sessions::estimated_bytes as estimated_session_bytes;
 
+use queue::Workers;
 use sessions::Sessions;
 
 /// The OpenAPI 3 description served at `GET /openapi.json`.
@@ -58,8 +72,12 @@ struct Shared {
     config: Config,
     metrics: Metrics,
     sessions: Sessions,
-    workers: Arc<Semaphore>,
+    workers: Workers,
     in_flight: Arc<Semaphore>,
+    /// Bytes of request bodies held at once (`max_body_memory`).
+    body_budget: Arc<Semaphore>,
+    /// Request ids, shared with the connection layer's own answers.
+    request_ids: RequestIds,
     targets: BTreeMap<String, Arc<target::TargetSpec>>,
 }
 
@@ -78,8 +96,10 @@ impl AppState {
         let shared = Shared {
             metrics: Metrics::default(),
             sessions: Sessions::new(config.max_sessions, config.max_session_bytes),
-            workers: Arc::new(Semaphore::new(config.max_concurrency)),
+            workers: Workers::new(config.max_concurrency, config.max_queue, config.queue_timeout),
             in_flight: Arc::new(Semaphore::new(config.max_in_flight)),
+            body_budget: Arc::new(Semaphore::new(config.max_body_memory.min(Semaphore::MAX_PERMITS))),
+            request_ids: RequestIds::new(),
             targets,
             config,
         };
@@ -102,21 +122,28 @@ impl AppState {
     }
 
     /// Takes a worker slot as a pipeline run does, or `None` when every
-    /// slot is taken. Requests that need a slot while it is held get 503;
-    /// tests use this to saturate the service deterministically.
+    /// slot is taken. Requests that need a slot while it is held wait in
+    /// the queue; tests use this to saturate the service deterministically.
     pub fn try_acquire_worker(&self) -> Option<OwnedSemaphorePermit> {
-        self.shared.workers.clone().try_acquire_owned().ok()
+        self.shared.workers.try_acquire()
+    }
+
+    /// Requests waiting in the queue for a worker slot.
+    pub fn queue_len(&self) -> usize {
+        self.shared.workers.waiting()
     }
 
     /// The Prometheus text of `GET /metrics`.
     pub fn render_metrics(&self) -> String {
         let (sessions, session_bytes) = self.shared.sessions.usage();
-        let max = self.shared.config.max_concurrency;
+        let config = &self.shared.config;
         let gauges = metrics::Gauges {
             sessions,
             session_bytes,
-            workers_busy: max.saturating_sub(self.shared.workers.available_permits()),
-            workers_max: max,
+            workers_busy: self.shared.workers.busy(),
+            workers_max: config.max_concurrency,
+            queue_waiting: self.shared.workers.waiting(),
+            body_bytes: config.max_body_memory.saturating_sub(self.shared.body_budget.available_permits()),
         };
         self.shared.metrics.render(&gauges)
     }
@@ -124,13 +151,13 @@ impl AppState {
 
 /// Makes request ids: a per-process prefix and a counter.
 #[derive(Clone)]
-struct RequestIds {
+pub(crate) struct RequestIds {
     prefix: u32,
     next: Arc<AtomicU64>,
 }
 
 impl RequestIds {
-    fn new() -> RequestIds {
+    pub(crate) fn new() -> RequestIds {
         let nanos = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.subsec_nanos() ^ (d.as_secs() as u32));
@@ -138,10 +165,17 @@ impl RequestIds {
     }
 }
 
+impl RequestIds {
+    /// The next id.
+    pub(crate) fn next_id(&self) -> String {
+        let n = self.next.fetch_add(1, Ordering::Relaxed);
+        format!("{:08x}-{n:06}", self.prefix)
+    }
+}
+
 impl MakeRequestId for RequestIds {
     fn make_request_id<B>(&mut self, _request: &Request<B>) -> Option<RequestId> {
-        let n = self.next.fetch_add(1, Ordering::Relaxed);
-        HeaderValue::from_str(&format!("{:08x}-{n:06}", self.prefix)).ok().map(RequestId::new)
+        HeaderValue::from_str(&self.next_id()).ok().map(RequestId::new)
     }
 }
 
@@ -159,7 +193,7 @@ pub fn router(state: AppState) -> Router {
 fn layered(routes: Router<AppState>, state: AppState) -> Router {
     let config = state.config().clone();
     let layers = ServiceBuilder::new()
-        .layer(SetRequestIdLayer::x_request_id(RequestIds::new()))
+        .layer(SetRequestIdLayer::x_request_id(state.shared.request_ids.clone()))
         .layer(middleware::trace_layer())
         .layer(PropagateRequestIdLayer::x_request_id())
         .layer(axum::middleware::from_fn_with_state(state.clone(), middleware::track))
@@ -167,41 +201,6 @@ fn layered(routes: Router<AppState>, state: AppState) -> Router {
         .layer(tower_http::timeout::TimeoutLayer::with_status_code(StatusCode::REQUEST_TIMEOUT, config.request_timeout))
         .layer(tower_http::limit::RequestBodyLimitLayer::new(config.max_body_bytes));
     routes.layer(layers).with_state(state)
-}
-
-/// Serves on `listener` until `shutdown` completes, then stops accepting
-/// connections and drains the requests in flight, waiting at most the
-/// configured shutdown grace.
-pub async fn serve(
-    listener: tokio::net::TcpListener,
-    state: AppState,
-    shutdown: impl Future<Output = ()> + Send + 'static,
-) -> std::io::Result<()> {
-    let grace = state.config().shutdown_grace;
-    let (tx, mut rx) = tokio::sync::watch::channel(false);
-    let signal = async move {
-        shutdown.await;
-        tracing::info!("shutting down: draining requests in flight");
-        let _ = tx.send(true);
-    };
-    let app = router(state);
-    let server = axum::serve(listener, app).with_graceful_shutdown(signal).into_future();
-    let deadline = async move {
-        if rx.wait_for(|&stop| stop).await.is_err() {
-            std::future::pending::<()>().await;
-        }
-        tokio::time::sleep(grace).await;
-    };
-    tokio::select! {
-        result = server => {
-            tracing::info!("stopped");
-            result
-        }
-        () = deadline => {
-            tracing::warn!(grace_ms = grace.as_millis() as u64, "requests still in flight after the shutdown grace; exiting anyway");
-            Ok(())
-        }
-    }
 }
 
 /// A future that completes on ctrl-c (SIGINT) or SIGTERM.

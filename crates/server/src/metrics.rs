@@ -37,6 +37,7 @@ struct Tables {
     requests: BTreeMap<(String, String, u16), u64>,
     latency: BTreeMap<String, Histogram>,
     errors: BTreeMap<&'static str, u64>,
+    closed: BTreeMap<&'static str, u64>,
 }
 
 /// The service's counters.
@@ -47,6 +48,7 @@ pub struct Metrics {
     modules: AtomicU64,
     evictions: AtomicU64,
     in_flight: AtomicU64,
+    connections: AtomicU64,
 }
 
 /// Gauges owned elsewhere, read when rendering.
@@ -59,6 +61,10 @@ pub struct Gauges {
     pub workers_busy: usize,
     /// Worker slots in all.
     pub workers_max: usize,
+    /// Requests waiting for a worker slot.
+    pub queue_waiting: usize,
+    /// Bytes of request bodies held.
+    pub body_bytes: usize,
 }
 
 impl Metrics {
@@ -97,6 +103,30 @@ impl Metrics {
     /// A request finished being handled.
     pub fn request_finished(&self) {
         self.in_flight.fetch_sub(1, Ordering::Relaxed);
+    }
+
+    /// A connection was accepted.
+    pub fn connection_opened(&self) {
+        self.connections.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// A connection ended; `reason` is set when the service closed it.
+    pub fn connection_closed(&self, reason: Option<&'static str>) {
+        self.connections.fetch_sub(1, Ordering::Relaxed);
+        if let Some(reason) = reason {
+            *self.tables().closed.entry(reason).or_default() += 1;
+        }
+    }
+
+    /// Connections open now.
+    pub fn connections(&self) -> u64 {
+        self.connections.load(Ordering::Relaxed)
+    }
+
+    /// Connections the service closed for `reason` (`idle_timeout`,
+    /// `header_timeout`, `evicted`, `shutdown`).
+    pub fn connections_closed(&self, reason: &str) -> u64 {
+        self.tables().closed.get(reason).copied().unwrap_or(0)
     }
 
     /// Requests being handled now.
@@ -141,15 +171,23 @@ impl Metrics {
         for (kind, n) in &t.errors {
             let _ = writeln!(w, "tessera_errors_total{{kind=\"{kind}\"}} {n}");
         }
-        let gauges_and_counters: [(&str, &str, &str, u64); 8] = [
+        let _ = writeln!(w, "# HELP tessera_connections_closed_total Connections the service closed, by reason.");
+        let _ = writeln!(w, "# TYPE tessera_connections_closed_total counter");
+        for (reason, n) in &t.closed {
+            let _ = writeln!(w, "tessera_connections_closed_total{{reason=\"{reason}\"}} {n}");
+        }
+        let gauges_and_counters: [(&str, &str, &str, u64); 11] = [
             ("tessera_instructions_processed_total", "counter", "Instructions in the modules the pipeline produced.", self.instructions.load(Ordering::Relaxed)),
             ("tessera_modules_processed_total", "counter", "Modules the pipeline produced.", self.modules.load(Ordering::Relaxed)),
             ("tessera_sessions_active", "gauge", "Sessions alive.", gauges.sessions as u64),
-            ("tessera_session_bytes", "gauge", "Module text held by sessions, in bytes.", gauges.session_bytes as u64),
+            ("tessera_session_bytes", "gauge", "Memory held by sessions, as estimated, in bytes.", gauges.session_bytes as u64),
             ("tessera_sessions_evicted_total", "counter", "Sessions evicted to respect the session limits.", self.evictions.load(Ordering::Relaxed)),
             ("tessera_http_requests_in_flight", "gauge", "Requests being handled (health and metrics excluded).", self.in_flight()),
             ("tessera_workers_busy", "gauge", "Worker slots running the pipeline.", gauges.workers_busy as u64),
             ("tessera_workers_max", "gauge", "Worker slots in all (max_concurrency).", gauges.workers_max as u64),
+            ("tessera_queue_waiting", "gauge", "Requests waiting for a worker slot.", gauges.queue_waiting as u64),
+            ("tessera_request_body_bytes", "gauge", "Bytes of request bodies held (max_body_memory).", gauges.body_bytes as u64),
+            ("tessera_connections_open", "gauge", "Connections open.", self.connections()),
         ];
         for (name, kind, help, value) in gauges_and_counters {
             let _ = writeln!(w, "# HELP {name} {help}");
@@ -174,7 +212,7 @@ mod tests {
         let m = Metrics::default();
         m.record_request("/healthz", "GET", 200, Duration::from_millis(3));
         m.record_request("/healthz", "GET", 200, Duration::from_millis(300));
-        let g = Gauges { sessions: 0, session_bytes: 0, workers_busy: 0, workers_max: 2 };
+        let g = Gauges { sessions: 0, session_bytes: 0, workers_busy: 0, workers_max: 2, queue_waiting: 0, body_bytes: 0 };
         let text = m.render(&g);
         assert!(text.contains("tessera_http_requests_total{route=\"/healthz\",method=\"GET\",status=\"200\"} 2"), "{text}");
         assert!(text.contains("tessera_http_request_duration_seconds_bucket{route=\"/healthz\",le=\"0.001\"} 0"), "{text}");

@@ -1,5 +1,5 @@
-//! Request accounting, load shedding, JSON error answers, tracing and
-//! panic handling.
+//! Request accounting, the bound on requests in flight, the request
+//! deadline, JSON error answers, tracing and panic handling.
 
 use std::any::Any;
 use std::time::Instant;
@@ -29,8 +29,9 @@ impl Drop for InFlight<'_> {
     }
 }
 
-/// Accounting and load shedding around every route: bounds requests in
-/// flight (503 `overloaded` above `max_in_flight`), turns every error
+/// Accounting around every route: bounds requests in flight (503
+/// `overloaded` above `max_in_flight`), sets the request's deadline for
+/// the queue and its jobs (`queue::with_deadline`), turns every error
 /// answer into JSON, and records requests, latency and errors by kind.
 pub async fn track(State(state): State<AppState>, req: Request, next: Next) -> Response {
     let started = Instant::now();
@@ -54,18 +55,15 @@ pub async fn track(State(state): State<AppState>, req: Request, next: Next) -> R
             Ok(permit) => {
                 state.metrics().request_started();
                 let _counted = InFlight(&state);
-                let response = next.run(req).await;
+                let deadline = tokio::time::Instant::now() + state.config().request_timeout;
+                let response = crate::queue::with_deadline(deadline, next.run(req)).await;
                 drop(permit);
                 response
             }
-            Err(_) => crate::error_response(ApiError::new(
-                StatusCode::SERVICE_UNAVAILABLE,
-                "overloaded",
-                format!(
-                    "{} requests are already in flight (max_in_flight); retry later",
-                    state.config().max_in_flight
-                ),
-            )),
+            Err(_) => crate::error_response(ApiError::overloaded(format!(
+                "{} requests are already in flight (max_in_flight); retry later",
+                state.config().max_in_flight
+            ))),
         }
     };
     let response = json_errors(response, &state).await;

@@ -2,16 +2,22 @@
 //! options, and their conversion to pipeline options.
 
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use axum::body::{Body, Bytes};
 use axum::extract::Query;
 use axum::http::{HeaderMap, StatusCode, Uri, header};
 use serde::Deserialize;
+use http_body_util::BodyExt;
 use serde::de::DeserializeOwned;
 use target::TargetSpec;
+use tokio::sync::OwnedSemaphorePermit;
 
 use crate::AppState;
 use crate::error::ApiError;
+use crate::queue::job_error;
+use crate::scan::{self, Excess, Limits};
+use crate::semantic::Verify;
 
 /// How a request body is written.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -69,23 +75,138 @@ pub fn wants_text(headers: &HeaderMap) -> bool {
     types.iter().any(|t| t == "text/plain") && !types.iter().any(|t| t == "application/json")
 }
 
-/// Reads the whole body, at most `limit` bytes (413 beyond).
-pub async fn read_body(body: Body, limit: usize) -> Result<Bytes, ApiError> {
-    axum::body::to_bytes(body, limit).await.map_err(|e| {
-        let mut source: Option<&(dyn std::error::Error + 'static)> = Some(&e);
-        while let Some(s) = source {
-            if s.is::<http_body_util::LengthLimitError>() {
-                return ApiError::new(
-                    StatusCode::PAYLOAD_TOO_LARGE,
-                    "payload_too_large",
-                    format!("the request body is larger than the limit of {limit} bytes"),
-                )
-                .with("limit", limit);
-            }
-            source = s.source();
+/// A request body read whole. It holds its share of `max_body_memory`
+/// until it is dropped, so a handler keeps it for as long as it keeps the
+/// bytes (or what it decoded from them).
+pub struct Received {
+    bytes: Bytes,
+    _budget: Option<OwnedSemaphorePermit>,
+}
+
+impl std::ops::Deref for Received {
+    type Target = Bytes;
+    fn deref(&self) -> &Bytes {
+        &self.bytes
+    }
+}
+
+fn too_large(limit: usize) -> ApiError {
+    ApiError::new(
+        StatusCode::PAYLOAD_TOO_LARGE,
+        "payload_too_large",
+        format!("the request body is larger than the limit of {limit} bytes"),
+    )
+    .with("limit", limit)
+}
+
+impl AppState {
+    /// Takes `n` more bytes of `max_body_memory` for a body, or 503.
+    fn reserve_body(&self, n: usize, held: &mut Option<OwnedSemaphorePermit>) -> Result<(), ApiError> {
+        if n == 0 {
+            return Ok(());
         }
-        ApiError::invalid_request(format!("the request body could not be read: {e}"))
-    })
+        let budget = &self.shared.body_budget;
+        let permit = u32::try_from(n).ok().and_then(|n| budget.clone().try_acquire_many_owned(n).ok()).ok_or_else(|| {
+            ApiError::overloaded(format!(
+                "request bodies already fill the {} bytes they may hold in memory at once (max_body_memory); retry later",
+                self.config().max_body_memory
+            ))
+        })?;
+        match held {
+            Some(h) => h.merge(permit),
+            None => *held = Some(permit),
+        }
+        Ok(())
+    }
+
+    /// Reads the whole body: at most `max_body_bytes` (413 beyond), within
+    /// `max_body_memory` over all requests (503 beyond), and no slower
+    /// than `min_body_rate` on average once `body_grace` has passed (408
+    /// otherwise), so that a client trickling its body a byte at a time
+    /// holds nothing for long.
+    pub(crate) async fn read_body(&self, body: Body) -> Result<Received, ApiError> {
+        let config = self.config();
+        let limit = config.max_body_bytes;
+        let started = Instant::now();
+        let mut body = body;
+        let mut held = None;
+        // A declared length is reserved whole at once, so a body that
+        // cannot fit is refused before any of it is read.
+        let declared = axum::body::HttpBody::size_hint(&body).exact().and_then(|n| usize::try_from(n).ok());
+        if let Some(n) = declared {
+            if n > limit {
+                return Err(too_large(limit));
+            }
+            self.reserve_body(n, &mut held)?;
+        }
+        let mut reserved = declared.unwrap_or(0);
+        // One buffer of the declared size, so that a large body is held
+        // once rather than as chunks and then their concatenation.
+        let mut chunks: Vec<Bytes> = Vec::new();
+        let mut whole: Vec<u8> = Vec::with_capacity(declared.unwrap_or(0));
+        let mut received = 0usize;
+        loop {
+            let next = body.frame();
+            let frame = if config.min_body_rate == 0 {
+                next.await
+            } else {
+                // The time by which `received` bytes were due.
+                let due = started + config.body_grace + Duration::from_secs_f64(received as f64 / config.min_body_rate as f64);
+                match tokio::time::timeout_at(due.into(), next).await {
+                    Ok(frame) => frame,
+                    Err(_) => return Err(too_slow(received, started.elapsed(), config)),
+                }
+            };
+            let Some(frame) = frame else { break };
+            let frame = frame.map_err(|e| body_error(&e, limit))?;
+            let Ok(data) = frame.into_data() else { continue };
+            received += data.len();
+            if received > limit {
+                return Err(too_large(limit));
+            }
+            if received > reserved {
+                self.reserve_body(received - reserved, &mut held)?;
+                reserved = received;
+            }
+            if whole.capacity() > 0 {
+                whole.extend_from_slice(&data);
+            } else {
+                chunks.push(data);
+            }
+        }
+        let bytes = match chunks.len() {
+            _ if whole.capacity() > 0 => Bytes::from(whole),
+            0 => Bytes::new(),
+            1 => chunks.pop().unwrap_or_default(),
+            _ => Bytes::from(chunks.concat()),
+        };
+        Ok(Received { bytes, _budget: held })
+    }
+}
+
+fn too_slow(received: usize, elapsed: Duration, config: &crate::Config) -> ApiError {
+    ApiError::new(
+        StatusCode::REQUEST_TIMEOUT,
+        "timeout",
+        format!(
+            "the body arrived too slowly: {received} bytes in {} ms, below {} bytes/s after the first {} ms (min_body_rate, body_grace_ms)",
+            elapsed.as_millis(),
+            config.min_body_rate,
+            config.body_grace.as_millis()
+        ),
+    )
+}
+
+/// The answer to a body that failed to arrive.
+fn body_error(e: &axum::Error, limit: usize) -> ApiError {
+    let mut source: Option<&(dyn std::error::Error + 'static)> = Some(e);
+    while let Some(s) = source {
+        if s.is::<http_body_util::LengthLimitError>() {
+            return too_large(limit);
+        }
+        source = s.source();
+    }
+    ApiError::invalid_request(format!("the request body could not be read: {e}"))
 }
 
 /// A target: a built-in name or an inline spec.
@@ -106,8 +227,12 @@ pub struct OptionsWire {
     pub expand_relayouts: Option<bool>,
     /// The passes to run, in pipeline order.
     pub passes: Option<Vec<String>>,
-    /// Verify the output.
-    pub verify: Option<bool>,
+    /// Verify the output (`true`, `false` or `"semantic"`).
+    pub verify: Option<Verify>,
+    /// The solver: `heuristic` (default) or `exact`.
+    pub solver: Option<String>,
+    /// The exact solver's time per computation, in seconds.
+    pub solver_time_limit: Option<f64>,
 }
 
 /// `POST /v1/layout-assignment` with a JSON or YAML body.
@@ -163,8 +288,12 @@ pub struct QueryWire {
     pub expand_relayouts: Option<bool>,
     /// Comma-separated pass names.
     pub passes: Option<String>,
-    /// Verify the output.
-    pub verify: Option<bool>,
+    /// Verify the output (`true`, `false` or `semantic`).
+    pub verify: Option<Verify>,
+    /// The solver: `heuristic` or `exact`.
+    pub solver: Option<String>,
+    /// The exact solver's time per computation, in seconds.
+    pub solver_time_limit: Option<f64>,
 }
 
 /// Options as the pipeline needs them, from wherever they came.
@@ -183,11 +312,16 @@ pub fn query(uri: &Uri) -> Result<RunOptions, ApiError> {
     let passes = q.passes.map(|p| p.split(',').map(|s| s.trim().to_string()).filter(|s| !s.is_empty()).collect());
     Ok(RunOptions {
         target: q.target.map(TargetWire::Name),
-        options: OptionsWire { expand_relayouts: q.expand_relayouts, passes, verify: q.verify },
+        options: OptionsWire { expand_relayouts: q.expand_relayouts, passes, verify: q.verify, solver: q.solver, solver_time_limit: q.solver_time_limit },
     })
 }
 
 impl RunOptions {
+    /// True when the answer must carry the semantic check.
+    pub fn semantic(&self) -> bool {
+        self.options.verify == Some(Verify::Semantic)
+    }
+
     /// Fields given in `over` replace those here.
     pub fn overridden_by(mut self, target: Option<TargetWire>, over: OptionsWire) -> RunOptions {
         if target.is_some() {
@@ -202,20 +336,32 @@ impl RunOptions {
         if over.verify.is_some() {
             self.options.verify = over.verify;
         }
+        if over.solver.is_some() {
+            self.options.solver = over.solver;
+        }
+        if over.solver_time_limit.is_some() {
+            self.options.solver_time_limit = over.solver_time_limit;
+        }
         self
     }
 }
 
-/// Deserializes a JSON or YAML body; errors are 400 `invalid_request`
-/// with the line and column.
-pub fn decode<T: DeserializeOwned>(format: BodyFormat, bytes: &[u8]) -> Result<T, ApiError> {
+/// Checks a JSON or YAML body's structure within `limits` (see
+/// [`crate::scan`]), then deserializes it. Errors are 400
+/// `invalid_request` with the line and column, or 413 for a body that
+/// holds or expands to too much.
+pub fn decode<T: DeserializeOwned>(format: BodyFormat, bytes: &[u8], limits: Limits) -> Result<T, ApiError> {
     match format {
-        BodyFormat::Json => serde_json::from_slice(bytes).map_err(|e| {
-            ApiError::invalid_request(format!("the JSON body is invalid: {e}")).with("line", e.line()).with("col", e.column())
-        }),
+        BodyFormat::Json => {
+            scan::check_json(bytes, limits).map_err(|e| excess(e, "JSON", limits))?;
+            serde_json::from_slice(bytes).map_err(|e| {
+                ApiError::invalid_request(format!("the JSON body is invalid: {e}")).with("line", e.line()).with("col", e.column())
+            })
+        }
         BodyFormat::Yaml => {
             let text = std::str::from_utf8(bytes)
                 .map_err(|e| ApiError::invalid_request(format!("the YAML body is not UTF-8: {e}")))?;
+            scan::check_yaml(text, limits).map_err(|e| excess(e, "YAML", limits))?;
             serde_yaml::from_str(text).map_err(|e| {
                 let mut err = ApiError::invalid_request(format!("the YAML body is invalid: {e}"));
                 if let Some(l) = e.location() {
@@ -225,6 +371,52 @@ pub fn decode<T: DeserializeOwned>(format: BodyFormat, bytes: &[u8]) -> Result<T
             })
         }
         BodyFormat::Text => Err(ApiError::invalid_request("expected a JSON or YAML body")),
+    }
+}
+
+/// The answer to a body refused by its structure.
+fn excess(e: Excess, what: &str, limits: Limits) -> ApiError {
+    match e {
+        Excess::TooDeep => ApiError::invalid_request(format!(
+            "the {what} body nests deeper than {} levels (max_body_nesting)",
+            limits.max_nesting
+        ))
+        .with("limit", limits.max_nesting),
+        Excess::TooManyNodes => ApiError::new(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "payload_too_large",
+            format!("the {what} body holds more than {} values, aliases expanded (max_body_nodes)", limits.max_nodes),
+        )
+        .with("limit", limits.max_nodes),
+        Excess::TooManyBytes => ApiError::new(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "payload_too_large",
+            format!(
+                "the {what} body expands to more than {} bytes of strings through its aliases (max_body_bytes)",
+                limits.max_expanded_bytes
+            ),
+        )
+        .with("limit", limits.max_expanded_bytes),
+        Excess::RecursiveAlias => ApiError::invalid_request(format!("the {what} body has an alias inside the node it names")),
+        Excess::Invalid { message, line, col } => {
+            ApiError::invalid_request(format!("the {what} body is invalid: {message}")).with("line", line).with("col", col)
+        }
+    }
+}
+
+impl AppState {
+    /// What a JSON or YAML body may hold.
+    pub(crate) fn body_limits(&self) -> Limits {
+        let c = self.config();
+        Limits { max_nesting: c.max_body_nesting, max_nodes: c.max_body_nodes, max_expanded_bytes: c.max_body_bytes }
+    }
+
+    /// [`decode`] on the blocking pool, through the worker queue: a large
+    /// body takes CPU time, which the async runtime must not spend.
+    pub(crate) async fn decode_body<T: DeserializeOwned + Send + 'static>(&self, format: BodyFormat, body: &Received) -> Result<T, ApiError> {
+        let bytes = body.bytes.clone();
+        let limits = self.body_limits();
+        self.run_blocking(move || decode(format, &bytes, limits)).await?.map_err(job_error)?
     }
 }
 
@@ -242,8 +434,16 @@ pub fn hlo_text(bytes: &Bytes, file_name: &str) -> Result<String, ApiError> {
 impl AppState {
     /// Resolves a target: a built-in name or an inline spec. Names of
     /// files are not accepted: a client must not make the service read
-    /// its disk.
-    pub fn resolve_target(&self, t: &TargetWire) -> Result<Arc<TargetSpec>, ApiError> {
+    /// its disk. An inline spec is loaded on the blocking pool.
+    pub async fn resolve_target(&self, t: &TargetWire) -> Result<Arc<TargetSpec>, ApiError> {
+        if let TargetWire::Inline(value) = t {
+            let value = value.clone();
+            return self.run_blocking(move || load_inline(&value)).await?.map_err(job_error)?;
+        }
+        self.resolve_named(t)
+    }
+
+    fn resolve_named(&self, t: &TargetWire) -> Result<Arc<TargetSpec>, ApiError> {
         match t {
             TargetWire::Name(name) => self.shared.targets.get(name).cloned().ok_or_else(|| {
                 let known: Vec<&str> = self.shared.targets.keys().map(String::as_str).collect();
@@ -257,39 +457,21 @@ impl AppState {
                 )
                 .with("known", known)
             }),
-            TargetWire::Inline(value) => {
-                if !value.is_object() {
-                    return Err(ApiError::new(
-                        StatusCode::BAD_REQUEST,
-                        "invalid_target",
-                        "a target is a built-in name or an object in the form of a target YAML file",
-                    ));
-                }
-                // JSON is YAML: the target loader reads the object as it
-                // would read a file.
-                let text = serde_json::to_string_pretty(value).map_err(|e| ApiError::internal(e.to_string()))?;
-                target::load_str(&text, "<inline target>").map(Arc::new).map_err(|e| {
-                    let message = match &e {
-                        target::LoadError::Yaml { message, .. } => message.clone(),
-                        other => other.to_string(),
-                    };
-                    ApiError::new(StatusCode::BAD_REQUEST, "invalid_target", format!("the inline target is invalid: {message}"))
-                })
-            }
+            TargetWire::Inline(value) => load_inline(value),
         }
     }
 
     /// The pipeline options for a request; `fallback` is the target when
     /// the request names none.
-    pub fn driver_options(&self, o: &RunOptions, fallback: Option<Arc<TargetSpec>>) -> Result<driver::Options, ApiError> {
+    pub async fn driver_options(&self, o: &RunOptions, fallback: Option<Arc<TargetSpec>>) -> Result<driver::Options, ApiError> {
         let target = match (&o.target, fallback) {
-            (Some(t), _) => self.resolve_target(t)?,
+            (Some(t), _) => self.resolve_target(t).await?,
             (None, Some(t)) => t,
-            (None, None) => self.resolve_target(&TargetWire::Name("cpu".into()))?,
+            (None, None) => self.resolve_named(&TargetWire::Name("cpu".into()))?,
         };
         let mut opts = driver::Options::new(target);
         if let Some(v) = o.options.verify {
-            opts.verify = v;
+            opts.verify = v != Verify::Off;
         }
         if let Some(names) = &o.options.passes {
             let mut passes = Vec::with_capacity(names.len());
@@ -310,6 +492,51 @@ impl AppState {
             opts.passes = passes;
         }
         opts.expand_relayouts = o.options.expand_relayouts.unwrap_or(false);
+        if let Some(name) = &o.options.solver {
+            opts.solver.kind = driver::SolverKind::from_name(name).ok_or_else(|| {
+                ApiError::new(StatusCode::BAD_REQUEST, "unknown_solver", format!("unknown solver '{name}'; the solvers are heuristic, exact"))
+                    .with("known", ["heuristic", "exact"])
+            })?;
+        }
+        if let Some(secs) = o.options.solver_time_limit {
+            // The exact solver's time is per computation; a limit beyond the
+            // request's own timeout would let one request hold a core for
+            // longer than any client waits.
+            let most = self.config().request_timeout;
+            match std::time::Duration::try_from_secs_f64(secs) {
+                Ok(limit) if limit > std::time::Duration::ZERO && limit <= most => opts.solver.time_limit = limit,
+                _ => {
+                    return Err(ApiError::invalid_request(format!(
+                        "solver_time_limit must be a positive number of seconds, at most the request timeout ({} s), not {secs}",
+                        most.as_secs_f64()
+                    )));
+                }
+            }
+        } else {
+            opts.solver.time_limit = opts.solver.time_limit.min(self.config().request_timeout);
+        }
         Ok(opts)
     }
+}
+
+/// Loads an inline target object as the target loader reads a file.
+fn load_inline(value: &serde_json::Value) -> Result<Arc<TargetSpec>, ApiError> {
+    if !value.is_object() {
+        return Err(ApiError::new(
+            StatusCode::BAD_REQUEST,
+            "invalid_target",
+            "a target is a built-in name or an object in the form of a target YAML file",
+        ));
+    }
+    // JSON is YAML: the target loader reads the object as it would read a
+    // file. The object passed the body's structural limits, so its text is
+    // within a small multiple of them.
+    let text = serde_json::to_string_pretty(value).map_err(|e| ApiError::internal(e.to_string()))?;
+    target::load_str(&text, "<inline target>").map(Arc::new).map_err(|e| {
+        let message = match &e {
+            target::LoadError::Yaml { message, .. } => message.clone(),
+            other => other.to_string(),
+        };
+        ApiError::new(StatusCode::BAD_REQUEST, "invalid_target", format!("the inline target is invalid: {message}"))
+    })
 }

@@ -13,12 +13,11 @@ use serde_json::{Map, Value, json};
 
 use crate::AppState;
 use crate::error::ApiError;
-use crate::middleware::panic_message;
+use crate::queue::{JobError, job_error};
 use crate::request::{
-    BodyFormat, ModuleWire, PatchWire, RunWire, SessionRunWire, TargetWire, body_format, decode, hlo_text, query,
-    read_body, wants_text,
+    BodyFormat, ModuleWire, PatchWire, RunWire, SessionRunWire, TargetWire, body_format, hlo_text, query, wants_text,
 };
-use crate::sessions::{CompInfo, Session, SessionHandle, valid_id};
+use crate::sessions::{CompInfo, Session, SessionHandle, estimated_bytes, valid_id};
 
 /// Every route.
 pub fn routes() -> Router<AppState> {
@@ -30,52 +29,8 @@ pub fn routes() -> Router<AppState> {
         .route("/healthz", get(healthz))
         .route("/metrics", get(metrics))
         .route("/openapi.json", get(openapi))
+        .merge(crate::explore::routes())
         .fallback(not_found)
-}
-
-/// Why a blocking job did not return.
-enum JobError {
-    /// It panicked (the message).
-    Panic(String),
-    /// The runtime is shutting down.
-    Cancelled,
-}
-
-impl AppState {
-    /// Runs CPU-bound work on the blocking pool in one of the worker
-    /// slots; 503 at once when every slot is taken. The slot is held until
-    /// the work ends, even if the request gave up (timed out) before.
-    async fn run_blocking<T: Send + 'static>(
-        &self,
-        work: impl FnOnce() -> T + Send + 'static,
-    ) -> Result<Result<T, JobError>, ApiError> {
-        let permit = self.shared.workers.clone().try_acquire_owned().map_err(|_| {
-            ApiError::new(
-                StatusCode::SERVICE_UNAVAILABLE,
-                "overloaded",
-                format!("all {} workers are busy (max_concurrency); retry later", self.config().max_concurrency),
-            )
-        })?;
-        let job = tokio::task::spawn_blocking(move || {
-            let out = work();
-            drop(permit);
-            out
-        });
-        Ok(job.await.map_err(|e| match e.try_into_panic() {
-            Ok(payload) => JobError::Panic(panic_message(payload.as_ref())),
-            Err(_) => JobError::Cancelled,
-        }))
-    }
-}
-
-fn job_error(e: JobError) -> ApiError {
-    match e {
-        JobError::Panic(m) => {
-            tracing::error!(panic = %m, "the pipeline panicked");
-            ApiError::internal(format!("internal error (the pipeline panicked: {m})"))
-        }
-        JobError::Cancelled => ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "shutting_down", "the service is shutting down"),
-    }
 }
 
 /// The answer to a pipeline error.
@@ -100,7 +55,14 @@ fn pipeline_error(e: driver::PipelineError) -> ApiError {
 }
 
 /// A successful run's answer: JSON, or the HLO text alone.
-fn run_answer(state: &AppState, out: driver::Output, text_only: bool, started: Instant, recomputed: Option<Vec<String>>) -> Response {
+fn run_answer(
+    state: &AppState,
+    out: driver::Output,
+    text_only: bool,
+    started: Instant,
+    recomputed: Option<Vec<String>>,
+    semantic: Option<Value>,
+) -> Response {
     state.metrics().record_module(out.report.stats.instructions);
     if text_only {
         return ([(header::CONTENT_TYPE, HeaderValue::from_static("text/plain; charset=utf-8"))], out.text).into_response();
@@ -117,6 +79,9 @@ fn run_answer(state: &AppState, out: driver::Output, text_only: bool, started: I
     if let Some(r) = recomputed {
         body.insert("recomputed_computations".into(), json!(r));
     }
+    if let Some(s) = semantic {
+        body.insert("semantic_check".into(), s);
+    }
     axum::Json(Value::Object(body)).into_response()
 }
 
@@ -125,22 +90,32 @@ async fn stateless_run(State(state): State<AppState>, headers: HeaderMap, uri: U
     let started = Instant::now();
     let format = body_format(&headers, &[BodyFormat::Text, BodyFormat::Json, BodyFormat::Yaml])?;
     let from_query = query(&uri)?;
-    let bytes = read_body(body, state.config().max_body_bytes).await?;
+    let bytes = state.read_body(body).await?;
     let file_name = "request.hlo";
     let (text, options) = match format {
         BodyFormat::Text => (hlo_text(&bytes, file_name)?, from_query),
         _ => {
-            let w: RunWire = decode(format, &bytes)?;
+            let w: RunWire = state.decode_body(format, &bytes).await?;
             (w.module, from_query.overridden_by(w.target, w.options))
         }
     };
-    let opts = state.driver_options(&options, None)?;
-    let out = state
-        .run_blocking(move || driver::run(&text, file_name, &opts))
+    let opts = state.driver_options(&options, None).await?;
+    let semantic = options.semantic().then_some(state.config().semantic_max_elements);
+    let (out, check) = state
+        .run_blocking(move || {
+            let out = driver::run(&text, file_name, &opts)?;
+            // The input parsed once already; it parses again here only
+            // when the check is asked for.
+            let check = semantic.and_then(|max| {
+                let before = hlo::parse_module(&text, file_name).ok()?;
+                Some(crate::semantic::check_json(&before, &out.module, max))
+            });
+            Ok((out, check))
+        })
         .await?
         .map_err(job_error)?
         .map_err(pipeline_error)?;
-    Ok(run_answer(&state, out, wants_text(&headers), started, None))
+    Ok(run_answer(&state, out, wants_text(&headers), started, None, check))
 }
 
 fn check_id(id: &str) -> Result<(), ApiError> {
@@ -157,11 +132,14 @@ fn session_not_found(id: &str) -> ApiError {
     ApiError::new(StatusCode::NOT_FOUND, "session_not_found", format!("no session is named '{id}'")).with("id", id)
 }
 
-fn session_too_large(bytes: usize, max: usize) -> ApiError {
+fn session_too_large(text_bytes: usize, max: usize) -> ApiError {
     ApiError::new(
         StatusCode::PAYLOAD_TOO_LARGE,
         "session_too_large",
-        format!("the module ({bytes} bytes) would not fit in the session memory limit of {max} bytes (max_session_bytes)"),
+        format!(
+            "a session of this module ({text_bytes} bytes of text, an estimated {} bytes once run) would not fit in the session memory limit of {max} bytes (max_session_bytes)",
+            estimated_bytes(text_bytes, true)
+        ),
     )
     .with("limit", max)
 }
@@ -174,6 +152,7 @@ fn session_json(id: &str, s: &Session) -> Value {
         "target": s.target.name,
         "computations": s.computations.iter().map(|c| c.name.as_str()).collect::<Vec<_>>(),
         "bytes": s.bytes,
+        "memory_bytes": s.held_bytes(),
     })
 }
 
@@ -198,23 +177,24 @@ async fn put_module(
     check_id(&id)?;
     let format = body_format(&headers, &[BodyFormat::Text, BodyFormat::Json, BodyFormat::Yaml])?;
     let q = query(&uri)?;
-    if q.options.expand_relayouts.is_some() || q.options.passes.is_some() || q.options.verify.is_some() {
+    let o = &q.options;
+    if o.expand_relayouts.is_some() || o.passes.is_some() || o.verify.is_some() || o.solver.is_some() || o.solver_time_limit.is_some() {
         return Err(ApiError::invalid_request(
             "PUT takes only the 'target' query parameter; give run options to POST /v1/modules/{id}/layout-assignment",
         ));
     }
-    let bytes = read_body(body, state.config().max_body_bytes).await?;
+    let bytes = state.read_body(body).await?;
     let file_name = format!("modules/{id}");
     let (text, target) = match format {
         BodyFormat::Text => (hlo_text(&bytes, &file_name)?, q.target),
         _ => {
-            let w: ModuleWire = decode(format, &bytes)?;
+            let w: ModuleWire = state.decode_body(format, &bytes).await?;
             (w.module, w.target.or(q.target))
         }
     };
-    let target = state.resolve_target(&target.unwrap_or_else(|| TargetWire::Name("cpu".into())))?;
+    let target = state.resolve_target(&target.unwrap_or_else(|| TargetWire::Name("cpu".into()))).await?;
     let max = state.shared.sessions.max_bytes();
-    if text.len() > max {
+    if estimated_bytes(text.len(), true) > max {
         return Err(session_too_large(text.len(), max));
     }
     let existing = state.shared.sessions.get(&id);
@@ -238,7 +218,7 @@ async fn put_module(
                     s.file_name = file_name;
                     s.refresh(text.len());
                     let answer = session_json(&job_id, &s);
-                    let bytes = s.bytes;
+                    let bytes = s.held_bytes();
                     *guard = Some(s);
                     Ok((answer, bytes))
                 }
@@ -284,8 +264,8 @@ async fn patch_module(
 ) -> Result<Response, ApiError> {
     check_id(&id)?;
     let format = body_format(&headers, &[BodyFormat::Json, BodyFormat::Yaml])?;
-    let bytes = read_body(body, state.config().max_body_bytes).await?;
-    let patch: PatchWire = decode(format, &bytes)?;
+    let bytes = state.read_body(body).await?;
+    let patch: PatchWire = state.decode_body(format, &bytes).await?;
     if patch.computations.is_empty() {
         return Err(ApiError::invalid_request("'computations' names no computation"));
     }
@@ -323,7 +303,7 @@ async fn patch_module(
                 bytes = bytes.saturating_sub(info.bytes) + text.len();
                 replacements.push((name, text));
             }
-            if bytes > max {
+            if estimated_bytes(bytes, true) > max {
                 return Err(session_too_large(bytes, max));
             }
             s.db.replace_computations(&replacements).map_err(|e| ApiError::invalid_request(e.to_string()))?;
@@ -337,7 +317,7 @@ async fn patch_module(
             if let Value::Object(m) = &mut answer {
                 m.insert("replaced".into(), json!(replacements.iter().map(|(n, _)| n.as_str()).collect::<Vec<_>>()));
             }
-            Ok((answer, bytes))
+            Ok((answer, s.held_bytes()))
         })
         .await?;
     let (answer, bytes) = match job {
@@ -362,7 +342,7 @@ async fn session_run(
     check_id(&id)?;
     let format = body_format(&headers, &[BodyFormat::Text, BodyFormat::Json, BodyFormat::Yaml])?;
     let mut options = query(&uri)?;
-    let bytes = read_body(body, state.config().max_body_bytes).await?;
+    let bytes = state.read_body(body).await?;
     if !bytes.iter().all(u8::is_ascii_whitespace) {
         if format == BodyFormat::Text {
             return Err(ApiError::new(
@@ -371,13 +351,14 @@ async fn session_run(
                 "the module is the session's: send run options as JSON or YAML (or as query parameters), not text",
             ));
         }
-        let w: SessionRunWire = decode(format, &bytes)?;
+        let w: SessionRunWire = state.decode_body(format, &bytes).await?;
         options = options.overridden_by(w.target, w.options);
     }
     let handle = state.shared.sessions.get(&id).ok_or_else(|| session_not_found(&id))?;
     let mut guard = handle.clone().lock_owned().await;
     let Some(current) = guard.as_ref().map(|s| s.target.clone()) else { return Err(session_not_found(&id)) };
-    let opts = state.driver_options(&options, Some(current))?;
+    let opts = state.driver_options(&options, Some(current)).await?;
+    let semantic = options.semantic().then_some(state.config().semantic_max_elements);
     let job_id = id.clone();
     let job = state
         .run_blocking(move || {
@@ -386,18 +367,30 @@ async fn session_run(
                 s.db.set_target(opts.target.clone()).map_err(|e| ApiError::internal(e.to_string()))?;
                 s.target = opts.target.clone();
             }
+            s.db.set_solver(opts.solver).map_err(|e| ApiError::internal(e.to_string()))?;
             s.db.clear_executions();
             let out = driver::run_loaded(&s.db, &opts);
             let recomputed = s.db.recomputed_computations();
-            Ok((out, recomputed))
+            s.ran = true;
+            let check = match (&out, semantic) {
+                (Ok(o), Some(max)) => {
+                    let before = s.db.parsed_module().map_err(|e| ApiError::internal(e.to_string()))?;
+                    Some(crate::semantic::check_json(&before, &o.module, max))
+                }
+                _ => None,
+            };
+            Ok((out, recomputed, s.held_bytes(), check))
         })
         .await?;
-    let (out, recomputed) = match job {
+    let (out, recomputed, held, check) = match job {
         Ok(r) => r?,
         Err(e) => return Err(discard_after_panic(&state, &id, &handle, e)),
     };
+    // The run filled the database: charge the session what it holds now.
+    let evicted = state.shared.sessions.recharge(&id, &handle, held);
+    state.metrics().record_evictions(evicted);
     let out = out.map_err(pipeline_error)?;
-    Ok(run_answer(&state, out, wants_text(&headers), started, Some(recomputed)))
+    Ok(run_answer(&state, out, wants_text(&headers), started, Some(recomputed), check))
 }
 
 /// `GET /v1/modules/{id}`.
@@ -457,6 +450,7 @@ impl Session {
             module_name: String::new(),
             computations: Vec::new(),
             bytes: 0,
+            ran: false,
         }
     }
 

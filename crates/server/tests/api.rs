@@ -82,7 +82,45 @@ async fn openapi_document_describes_every_route_that_exists() {
             probed += 1;
         }
     }
-    assert_eq!(probed, 10, "ten operations are documented");
+    assert_eq!(probed, 17, "seventeen operations are documented");
+}
+
+#[tokio::test]
+async fn every_status_a_probe_gets_is_documented_for_its_operation() {
+    let (router, _) = app(Config::default());
+    let doc: Value = serde_json::from_str(server::OPENAPI).expect("the document is JSON");
+    let paths = doc["paths"].as_object().expect("paths");
+    let bodies = [
+        (Some("application/json"), "{}"),
+        (Some("application/json"), "{\"module\": 1"),
+        (Some("application/yaml"), "module: [x"),
+        (Some("text/plain"), ""),
+        (Some("text/plain"), "HloModule m"),
+        (Some("image/png"), "x"),
+        (None, ""),
+    ];
+    let mut probed = 0;
+    for (path, item) in paths {
+        let ids: &[&str] = if path.contains("{id}") { &["probe", "not%20an%20id", "x.y_z-1"] } else { &[""] };
+        for method in ["get", "put", "post", "patch", "delete"] {
+            let Some(op) = item.get(method) else { continue };
+            let responses = op["responses"].as_object().expect("responses");
+            for id in ids {
+                let uri = path.replace("{id}", id);
+                for (content_type, body) in bodies {
+                    let a = call(&router, request(&method.to_uppercase(), &uri, content_type, body)).await;
+                    let status = a.status.as_str().to_string();
+                    assert!(
+                        responses.contains_key(&status),
+                        "{method} {uri} with {content_type:?} {body:?} answered {status}, which the document does not list: {}",
+                        String::from_utf8_lossy(&a.body)
+                    );
+                    probed += 1;
+                }
+            }
+        }
+    }
+    assert!(probed > 100, "{probed}");
 }
 
 #[tokio::test]
@@ -395,20 +433,48 @@ async fn a_large_module_over_its_time_limit_is_408_and_the_service_recovers() {
     }
 }
 
-#[tokio::test]
-async fn saturated_workers_answer_503() {
-    let config = Config { max_concurrency: 1, ..Config::default() };
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_busy_service_queues_and_answers_503_only_when_the_queue_is_full_or_the_wait_expires() {
+    let config = Config { max_concurrency: 1, max_queue: 1, queue_timeout: Duration::from_millis(300), ..Config::default() };
     let (router, state) = app(config);
     let text = corpus("mlp_fwd");
+    let want = expected(&text, "cpu").0;
     let slot = state.try_acquire_worker().expect("a free slot");
+    // With every slot taken, a request waits in the queue.
+    let queued = {
+        let (router, text) = (router.clone(), text.clone());
+        tokio::spawn(async move { call(&router, request("POST", "/v1/layout-assignment", Some("text/plain"), text)).await })
+    };
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while state.queue_len() < 1 {
+        assert!(std::time::Instant::now() < deadline, "the request waits in the queue");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    // The queue holds one: the next request is refused at once.
     let a = call(&router, request("POST", "/v1/layout-assignment", Some("text/plain"), text.clone())).await;
     let e = a.error(503, "overloaded");
-    assert!(e["message"].as_str().is_some_and(|m| m.contains("max_concurrency")), "{e}");
+    assert!(e["message"].as_str().is_some_and(|m| m.contains("max_queue")), "{e}");
+    assert_eq!(a.header("retry-after"), Some("1"));
     // Health and metrics still answer.
     assert_eq!(call(&router, get("/healthz")).await.status, 200);
+    assert!(call(&router, get("/metrics")).await.text().lines().any(|l| l == "tessera_queue_waiting 1"));
+    // A slot frees: the queued request gets its answer.
+    drop(slot);
+    let a = queued.await.expect("the queued request ends");
+    assert_eq!(a.status, 200, "{}", String::from_utf8_lossy(&a.body));
+    assert_eq!(a.json()["module"].as_str(), Some(want.as_str()));
+    // A request that waits longer than queue_timeout is refused.
+    let slot = state.try_acquire_worker().expect("a free slot");
+    let started = std::time::Instant::now();
+    let a = call(&router, request("POST", "/v1/layout-assignment", Some("text/plain"), text.clone())).await;
+    let e = a.error(503, "overloaded");
+    assert!(e["message"].as_str().is_some_and(|m| m.contains("queue_timeout")), "{e}");
+    assert_eq!(a.header("retry-after"), Some("1"));
+    assert!(started.elapsed() >= Duration::from_millis(300));
     drop(slot);
     let a = call(&router, request("POST", "/v1/layout-assignment", Some("text/plain"), text)).await;
     assert_eq!(a.status, 200);
+    assert_eq!(state.queue_len(), 0);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -550,4 +616,36 @@ async fn every_corpus_module_runs_through_the_service() {
         assert_eq!(a.status, 200, "{name}: {}", String::from_utf8_lossy(&a.body));
         assert_eq!(a.json()["module"].as_str(), Some(expected(&text, "cpu").0.as_str()), "{name}");
     }
+}
+
+#[tokio::test]
+async fn the_solver_is_an_option_and_its_optimality_is_reported() {
+    let (router, _) = app(Config::default());
+    let text = corpus("transpose_reshape_chain");
+    // The heuristic: a cost, no bound.
+    let a = call(&router, request("POST", "/v1/layout-assignment?target=tpu", Some("text/plain"), text.clone())).await;
+    assert_eq!(a.status, 200, "{}", String::from_utf8_lossy(&a.body));
+    let heuristic = a.json()["report"]["layout_assignment"]["optimality"].clone();
+    assert!(heuristic["cost"].as_u64().is_some() && heuristic["lower_bound"].is_null(), "{heuristic}");
+    // The exact solver, in a JSON body: a bound, proven, no dearer, and
+    // the output the library gives.
+    let body = json!({ "module": text, "target": "tpu", "options": { "solver": "exact", "solver_time_limit": 5 } });
+    let a = call(&router, request("POST", "/v1/layout-assignment", Some("application/json"), body.to_string())).await;
+    assert_eq!(a.status, 200, "{}", String::from_utf8_lossy(&a.body));
+    let v = a.json();
+    let exact = &v["report"]["layout_assignment"]["optimality"];
+    let (cost, lower) = (exact["cost"].as_u64().unwrap(), exact["lower_bound"].as_u64().unwrap());
+    assert!(lower <= cost && cost < heuristic["cost"].as_u64().unwrap(), "{exact} against {heuristic}");
+    assert_eq!(exact["proven_optimal_computations"], exact["computations"]);
+    let mut opts = driver::Options::new(std::sync::Arc::new(target::load_builtin("tpu").expect("tpu")));
+    opts.solver = driver::SolverOptions::exact();
+    let out = driver::run(&text, "request.hlo", &opts).expect("runs");
+    assert_eq!(v["module"].as_str(), Some(out.text.as_str()));
+    // Bad values are 400s.
+    let a = call(&router, request("POST", "/v1/layout-assignment?solver=ilp", Some("text/plain"), text.clone())).await;
+    a.error(400, "unknown_solver");
+    let a = call(&router, request("POST", "/v1/layout-assignment?solver=exact&solver_time_limit=3600", Some("text/plain"), text.clone())).await;
+    a.error(400, "invalid_request");
+    let a = call(&router, request("POST", "/v1/layout-assignment?solver=exact&solver_time_limit=0", Some("text/plain"), text)).await;
+    a.error(400, "invalid_request");
 }

@@ -283,20 +283,37 @@ async fn sessions_are_evicted_least_recently_used_first() {
 }
 
 #[tokio::test]
-async fn session_bytes_are_capped() {
+async fn sessions_are_charged_what_they_hold_and_capped() {
     let small = corpus("mlp_fwd");
     let big = corpus("mlp_fwd_bwd");
-    let cap = small.len() + big.len() - 1;
+    let loaded = |t: &str| server::estimated_session_bytes(t.len(), false);
+    let ran = |t: &str| server::estimated_session_bytes(t.len(), true);
+    assert!(ran(&small) > loaded(&small) && loaded(&small) > small.len(), "a session holds more than its text");
+    let cap = ran(&small) + ran(&big) - 1;
     let (router, state) = app(Config { max_session_bytes: cap, ..Config::default() });
     assert_eq!(call(&router, request("PUT", "/v1/modules/small", Some("text/plain"), small.clone())).await.status, 201);
-    // Both do not fit: the older one goes.
     assert_eq!(call(&router, request("PUT", "/v1/modules/big", Some("text/plain"), big.clone())).await.status, 201);
+    let a = call(&router, get("/v1/modules/small")).await;
+    assert_eq!(a.json()["memory_bytes"].as_u64(), Some(loaded(&small) as u64));
+    assert_eq!(a.json()["bytes"].as_u64(), Some(small.len() as u64));
+    let m = call(&router, get("/metrics")).await.text();
+    assert!(m.lines().any(|l| l == format!("tessera_session_bytes {}", loaded(&small) + loaded(&big))), "{m}");
+    // A run fills the database: the session is charged more.
+    assert_eq!(call(&router, request("POST", "/v1/modules/big/layout-assignment", None, "")).await.status, 200);
+    assert_eq!(call(&router, get("/v1/modules/big")).await.json()["memory_bytes"].as_u64(), Some(ran(&big) as u64));
+    assert_eq!(state.session_count(), 2);
+    // Running the other too would exceed the cap: the least recently used
+    // other session goes.
+    assert_eq!(call(&router, request("POST", "/v1/modules/small/layout-assignment", None, "")).await.status, 200);
     assert_eq!(state.session_count(), 1);
-    call(&router, request("GET", "/v1/modules/small", None, "")).await.error(404, "session_not_found");
-    // A module larger than the cap on its own is refused.
-    let (router, state) = app(Config { max_session_bytes: 1000, ..Config::default() });
+    call(&router, get("/v1/modules/big")).await.error(404, "session_not_found");
+    let m = call(&router, get("/metrics")).await.text();
+    assert!(m.lines().any(|l| l == "tessera_sessions_evicted_total 1"), "{m}");
+    assert!(m.lines().any(|l| l == format!("tessera_session_bytes {}", ran(&small))), "{m}");
+    // A module whose session would not fit on its own once run is refused.
+    let (router, state) = app(Config { max_session_bytes: ran(&small) - 1, ..Config::default() });
     let e = call(&router, request("PUT", "/v1/modules/huge", Some("text/plain"), small)).await.error(413, "session_too_large");
-    assert_eq!(e["limit"].as_u64(), Some(1000));
+    assert_eq!(e["limit"].as_u64(), Some(ran(&corpus("mlp_fwd")) as u64 - 1));
     assert_eq!(state.session_count(), 0);
 }
 

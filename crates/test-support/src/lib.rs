@@ -29,6 +29,54 @@ pub fn hlo_files() -> Vec<PathBuf> {
     files
 }
 
+/// How a generated deep module nests its computations.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Nesting {
+    /// Each computation `call`s the one below it.
+    Call,
+    /// Each computation runs a `while` whose body is the one below it.
+    While,
+    /// Each computation runs a `conditional` whose true branch is the one
+    /// below it (the false branch is the innermost computation).
+    Conditional,
+    /// Each computation is a `fusion` of the one below it.
+    Fusion,
+}
+
+/// A module of `depth` computations nested as `nesting` says, below an
+/// entry computation that calls the outermost one: `%c0` negates an
+/// `f32[4,8]`, and `%c(i)` reaches `%c(i-1)`. Deep modules like these
+/// must not take a stack frame per level anywhere in Tessera.
+pub fn deep_module(depth: usize, nesting: Nesting) -> String {
+    use std::fmt::Write as _;
+    const S: &str = "f32[4,8]";
+    let mut out = String::with_capacity(depth * 140 + 400);
+    let _ = writeln!(out, "HloModule deep_{nesting:?}\n");
+    if nesting == Nesting::While {
+        let _ = writeln!(out, "%cond (s: {S}) -> pred[] {{\n  %s = {S} parameter(0)\n  ROOT %f = pred[] constant(false)\n}}\n");
+    }
+    let _ = writeln!(out, "%c0 (x0: {S}) -> {S} {{\n  %x0 = {S} parameter(0)\n  ROOT %r0 = {S} negate(%x0)\n}}\n");
+    let reach = |out: &mut String, i: usize, operand: &str, callee: usize| {
+        let _ = match nesting {
+            Nesting::Call => writeln!(out, "  ROOT %r{i} = {S} call({operand}), to_apply=%c{callee}"),
+            Nesting::While => writeln!(out, "  ROOT %r{i} = {S} while({operand}), condition=%cond, body=%c{callee}"),
+            Nesting::Fusion => writeln!(out, "  ROOT %r{i} = {S} fusion({operand}), kind=kLoop, calls=%c{callee}"),
+            Nesting::Conditional => writeln!(
+                out,
+                "  %k{i} = pred[] constant(true)\n  ROOT %r{i} = {S} conditional(%k{i}, {operand}, {operand}), true_computation=%c{callee}, false_computation=%c0"
+            ),
+        };
+    };
+    for i in 1..=depth {
+        let _ = writeln!(out, "%c{i} (x{i}: {S}) -> {S} {{\n  %x{i} = {S} parameter(0)");
+        reach(&mut out, i, &format!("%x{i}"), i - 1);
+        let _ = writeln!(out, "}}\n");
+    }
+    let _ = writeln!(out, "ENTRY %main (p: {S}) -> {S} {{\n  %p = {S} parameter(0)");
+    let _ = writeln!(out, "  ROOT %r = {S} call(%p), to_apply=%c{depth}\n}}");
+    out
+}
+
 #[cfg(test)]
 mod tests {
     #[test]
@@ -38,5 +86,16 @@ mod tests {
         assert!(files.len() >= 44, "only {} .hlo files under testdata/", files.len());
         assert!(files.windows(2).all(|w| w[0] < w[1]), "not in path order");
         assert!(files.iter().any(|f| f.ends_with("xla-cpu/large_transformer_24_f32/before_layout.hlo")));
+    }
+
+    #[test]
+    fn deep_modules_nest_as_asked() {
+        use super::{Nesting, deep_module};
+        let text = deep_module(3, Nesting::While);
+        assert!(text.contains("ROOT %r3 = f32[4,8] while(%x3), condition=%cond, body=%c2"), "{text}");
+        assert!(text.contains("ROOT %r = f32[4,8] call(%p), to_apply=%c3"), "{text}");
+        let text = deep_module(2, Nesting::Conditional);
+        assert!(text.contains("true_computation=%c1, false_computation=%c0"), "{text}");
+        assert_eq!(deep_module(5, Nesting::Call).matches("to_apply=").count(), 6);
     }
 }

@@ -5,6 +5,8 @@
 //! CLI's `--report` file and the HTTP service's `report` field are the same
 //! value, built here.
 
+pub mod layout;
+
 use std::path::Path;
 use std::sync::Arc;
 
@@ -101,9 +103,20 @@ pub fn timings_json(timings: &[driver::Timing]) -> Value {
     Value::Object(map)
 }
 
+/// The cost of an assignment against the best possible (bytes).
+pub fn optimality_json(o: &layout_assignment::Optimality) -> Value {
+    json!({
+        "cost": o.cost,
+        "lower_bound": o.lower_bound,
+        "proven_optimal_computations": o.proven_optimal_computations,
+        "computations": o.computations,
+    })
+}
+
 /// The layout-assignment report.
 pub fn assignment_json(r: &layout_assignment::Report) -> Value {
     json!({
+        "optimality": optimality_json(&r.optimality()),
         "copies": r.copies.iter().map(|c| json!({
             "computation": c.computation,
             "name": c.name,
@@ -159,6 +172,9 @@ pub fn assignment_json(r: &layout_assignment::Report) -> Value {
             "sweeps": c.sweeps,
             "moves": c.moves,
             "padding_saved": c.padding_saved,
+            "cost": c.cost,
+            "lower_bound": c.lower_bound,
+            "proven_optimal": c.proven_optimal,
         })).collect::<Vec<_>>(),
     })
 }

@@ -20,13 +20,20 @@
 //!    signature either way.
 //! 3. The callee is assigned again, *bounded*: parameters and result fixed
 //!    to what the second assignment chose (a loop condition takes the
-//!    state as parameters).
+//!    state as parameters), weighing its own bound callees in turn, one
+//!    level fewer.
 //! 4. The caller keeps the second assignment only when the bytes moved by
-//!    it and its bounded callees (each with its own callees, recursively)
-//!    are at most those of today's choice, and so are the copies, one of
-//!    the two strictly fewer. Ties keep today's choice.
+//!    it and its bounded callees (each with its own callees, to
+//!    [`WEIGH_LEVELS`] levels) are at most those of today's choice, and so
+//!    are the copies, one of the two strictly fewer. Ties keep today's
+//!    choice.
 //! 5. The callee's final assignment is the bounded one when its caller's
 //!    final assignment kept the second choice, else the one made alone.
+//!
+//! A weighing looks at most [`WEIGH_LEVELS`] levels of bound callees deep:
+//! below that, a callee keeps what it chose alone. So neither the depth of
+//! the queries nor their number follows the depth of the call graph once
+//! the computations are assigned in [`CallGraph::schedule`]'s order.
 //!
 //! The dependencies stay acyclic: a caller's choice reads its callees'
 //! alone signatures and the costs of their alone and bounded assignments;
@@ -39,7 +46,7 @@ use target::TargetSpec;
 use crate::context::{BoundaryReason, Context, Signature};
 use crate::materialize::ComputationAssignment;
 use crate::problem::Site;
-use crate::{CallGraph, CallRole, PassError, Phase, assign_computation};
+use crate::{CallGraph, CallRole, PassError, Phase, SolverOptions, assign_computation};
 
 /// Bytes and copies an assignment moves.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
@@ -110,12 +117,13 @@ pub fn condition_boundary(body: &Signature) -> Signature {
 pub trait CallQueries {
     /// Another computation's signature (see `context_for`).
     fn signature(&mut self, c: CompId, phase: Phase) -> Result<Signature, PassError>;
-    /// What `c`'s alone (`None`) or bounded assignment moves, with its
-    /// callees' (see [`subtree_cost`]).
-    fn cost(&mut self, c: CompId, boundary: Option<Signature>) -> Result<Moved, PassError>;
-    /// The signature of `c`'s bounded assignment (leaves of `boundary`
-    /// without a layout are free).
-    fn signature_under(&mut self, c: CompId, boundary: Signature) -> Result<Signature, PassError>;
+    /// What `c`'s alone assignment (`None`) or its bounded one, weighing
+    /// `levels` levels of its own callees, moves, with its callees' (see
+    /// [`subtree_cost`]).
+    fn cost(&mut self, c: CompId, boundary: Option<Signature>, levels: u8) -> Result<Moved, PassError>;
+    /// The signature of `c`'s bounded assignment, weighing `levels` levels
+    /// of its own callees (leaves of `boundary` without a layout are free).
+    fn signature_under(&mut self, c: CompId, boundary: Signature, levels: u8) -> Result<Signature, PassError>;
 }
 
 /// The instructions of `comp` (computation `id`) that call a computation
@@ -142,28 +150,30 @@ fn bound_calls(comp: &Computation, graph: &CallGraph, entry: CompId, id: CompId)
     out
 }
 
-/// What `a` (an assignment of computation `id`) moves, with what the
-/// callees whose boundary it decides move in the assignment its choice
-/// gives them.
+/// What `a` (an assignment of computation `id` that weighed `levels`
+/// levels) moves, with what the callees whose boundary it decides move in
+/// the assignment its choice gives them.
 pub fn subtree_cost(
     graph: &CallGraph,
     entry: CompId,
     id: CompId,
     a: &ComputationAssignment,
+    levels: u8,
     q: &mut dyn CallQueries,
 ) -> Result<Moved, PassError> {
+    let below = levels.saturating_sub(1);
     let mut total = a.moved();
     for &callee in graph.callees.get(id.index()).map_or(&[][..], Vec::as_slice) {
         let chosen = a.boundary_for(callee).cloned();
         match bound_site(graph, entry, callee) {
-            Some(BoundSite::Called { caller }) if caller == id => total += q.cost(callee, chosen)?,
+            Some(BoundSite::Called { caller }) if caller == id => total += q.cost(callee, chosen, below)?,
             Some(BoundSite::WhileBody { caller, condition }) if caller == id => {
                 let state = match &chosen {
                     Some(b) => b.clone(),
                     None => q.signature(callee, Phase::Alone)?,
                 };
-                total += q.cost(callee, chosen)?;
-                total += q.cost(condition, Some(condition_boundary(&state)))?;
+                total += q.cost(callee, chosen, below)?;
+                total += q.cost(condition, Some(condition_boundary(&state)), below)?;
             }
             _ => {}
         }
@@ -171,8 +181,15 @@ pub fn subtree_cost(
     Ok(total)
 }
 
+/// How many levels of bound callees an alone, free or final assignment
+/// weighs: its callees', their callees' and theirs. Below that a callee
+/// keeps what it chose alone, so that the work and the depth of the
+/// weighing do not follow the depth of the call graph.
+pub const WEIGH_LEVELS: u8 = 3;
+
 /// Assigns computation `id` under `ctx`, applying the call-boundary rule
-/// to the computations whose boundary it decides (see the module docs).
+/// to the computations whose boundary it decides (see the module docs),
+/// their callees' to `levels` levels (none at 0).
 #[allow(clippy::too_many_arguments)]
 pub fn decide(
     comp: &Computation,
@@ -182,9 +199,14 @@ pub fn decide(
     id: CompId,
     ctx: &Context,
     target: &TargetSpec,
+    levels: u8,
+    solver: &SolverOptions,
     q: &mut dyn CallQueries,
 ) -> Result<ComputationAssignment, PassError> {
-    let today = assign_computation(comp, comp_names, ctx, target)?;
+    let today = assign_computation(comp, comp_names, ctx, target, solver)?;
+    if levels == 0 {
+        return Ok(today);
+    }
     let calls = bound_calls(comp, graph, entry, id);
     let touched = calls.iter().any(|&(inst, _)| {
         today.copies.iter().any(|c| c.def == inst || c.sites.iter().any(|s| matches!(*s, Site::Operand { user, .. } if user == inst)))
@@ -194,7 +216,7 @@ pub fn decide(
     }
     // Any failure on the way (a boundary a callee cannot take) keeps
     // today's choice.
-    match preferred(comp, comp_names, graph, entry, ctx, target, q, &today, &calls) {
+    match preferred(comp, comp_names, graph, entry, ctx, target, levels - 1, solver, q, &today, &calls) {
         Ok(Some(a)) => Ok(a),
         Ok(None) | Err(_) => Ok(today),
     }
@@ -215,6 +237,8 @@ fn preferred(
     entry: CompId,
     ctx: &Context,
     target: &TargetSpec,
+    below: u8,
+    solver: &SolverOptions,
     q: &mut dyn CallQueries,
     today: &ComputationAssignment,
     calls: &[(InstId, CompId)],
@@ -235,7 +259,7 @@ fn preferred(
     for &c in &callees {
         alone.push(q.signature(c, Phase::Alone)?);
     }
-    let Some((before, loops_alone)) = total(graph, entry, q, today.moved(), &callees, &alone, &[], &[])? else { return Ok(None) };
+    let Some((before, loops_alone)) = total(graph, entry, q, below, today.moved(), &callees, &alone, &[], &[])? else { return Ok(None) };
 
     let mut best: Option<(Moved, ComputationAssignment)> = None;
     let mut prefs = alone.clone();
@@ -243,7 +267,7 @@ fn preferred(
         for (&c, pref) in callees.iter().zip(&prefs) {
             pctx.callees.insert(c, pref.clone());
         }
-        let mut a = assign_computation(comp, comp_names, &pctx, target)?;
+        let mut a = assign_computation(comp, comp_names, &pctx, target, solver)?;
         if a.signature != today.signature {
             break;
         }
@@ -254,7 +278,7 @@ fn preferred(
             .zip(&chosen)
             .filter_map(|((&c, al), b)| b.as_ref().filter(|b| *b != al).map(|b| (c, b.clone())))
             .collect();
-        if let Some((m, _)) = total(graph, entry, q, a.moved(), &callees, &alone, &bounds, &loops_alone)?
+        if let Some((m, _)) = total(graph, entry, q, below, a.moved(), &callees, &alone, &bounds, &loops_alone)?
             && best.as_ref().is_none_or(|(b, _)| (m.bytes, m.copies) < (b.bytes, b.copies))
         {
             a.callee_boundaries = bounds;
@@ -273,8 +297,8 @@ fn preferred(
             }
             let mut given_params = b.clone();
             given_params.result.for_each_array_mut(&mut |a| a.layout = None);
-            let params = q.signature_under(c, given_result)?.params;
-            let result = q.signature_under(c, given_params)?.result;
+            let params = q.signature_under(c, given_result, below)?.params;
+            let result = q.signature_under(c, given_params, below)?.result;
             next[i] = Signature { params, result };
         }
         if next == prefs {
@@ -300,6 +324,7 @@ fn total(
     graph: &CallGraph,
     entry: CompId,
     q: &mut dyn CallQueries,
+    below: u8,
     own: Moved,
     callees: &[CompId],
     alone: &[Signature],
@@ -310,10 +335,10 @@ fn total(
     let mut loops = Vec::new();
     for (&c, a) in callees.iter().zip(alone) {
         let chosen = bounds.iter().find(|(b, _)| *b == c).map(|(_, s)| s.clone());
-        let cost = q.cost(c, chosen.clone())?;
+        let cost = q.cost(c, chosen.clone(), below)?;
         if let Some(BoundSite::WhileBody { condition, .. }) = bound_site(graph, entry, c) {
             let mut looped = cost;
-            looped += q.cost(condition, Some(condition_boundary(chosen.as_ref().unwrap_or(a))))?;
+            looped += q.cost(condition, Some(condition_boundary(chosen.as_ref().unwrap_or(a))), below)?;
             if let Some(was) = loops_alone.get(loops.len())
                 && (looped.bytes > was.bytes || looped.copies > was.copies)
             {

@@ -23,25 +23,9 @@ use crate::policy::{self, Need};
 use crate::problem::array_leaves;
 use crate::algebra;
 
-/// One layout problem.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct LayoutProblem {
-    /// The computation.
-    pub computation: String,
-    /// The instruction, when the problem is one's.
-    pub instruction: Option<String>,
-    /// What is wrong.
-    pub message: String,
-}
-
-impl std::fmt::Display for LayoutProblem {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match &self.instruction {
-            Some(i) => write!(f, "computation %{}, instruction %{i}: {}", self.computation, self.message),
-            None => write!(f, "computation %{}: {}", self.computation, self.message),
-        }
-    }
-}
+/// A layout problem: where (computation, instruction) and what, in the
+/// structural verifier's form, so that both are reported alike.
+pub type LayoutProblem = hlo::VerifyError;
 
 /// Checks every layout of `module`; with a target, its rules too.
 pub fn check_layouts(module: &Module, target: Option<&TargetSpec>) -> Vec<LayoutProblem> {
@@ -160,7 +144,7 @@ impl<'a> Checker<'a> {
                     // Another element width keeps the order, with its own tiles.
                     let want = match self.target {
                         Some(t) => crate::tiling::same_layout_for(t, lo, out, a),
-                        None if a.element_storage_bits() != out.element_storage_bits() => {
+                        None if !crate::tiling::tiled_alike(None, a, out) => {
                             let mut want = lo.clone();
                             want.tiles = la.tiles.clone();
                             want.element_size_in_bits = la.element_size_in_bits;
@@ -171,7 +155,7 @@ impl<'a> Checker<'a> {
                     // The operand's own tiling of the order, or exactly the
                     // result's layout (which a given layout may be even
                     // where the target would not choose it).
-                    let exact = a.element_storage_bits() == out.element_storage_bits() && same_layout(a, &with(a, lo));
+                    let exact = crate::tiling::tiled_alike(self.target, a, out) && same_layout(a, &with(a, lo));
                     if !exact && (!same_order(a, Some(la), &want) || !same_layout(a, &with(a, &want))) {
                         self.report(Some(id), format!("{op} keeps its layout, but operand {i} is {} and the result is {}", show(a), show(out)));
                     }

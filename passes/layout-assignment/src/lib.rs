@@ -16,6 +16,7 @@ mod algebra;
 mod calls;
 mod check;
 mod context;
+mod exact;
 mod materialize;
 mod policy;
 mod problem;
@@ -32,14 +33,15 @@ use rustc_hash::FxHashMap;
 use shape::Shape;
 use target::TargetSpec;
 
-pub use calls::{BoundSite, CallQueries, Moved, bound_site, condition_boundary, decide, subtree_cost};
+pub use calls::{BoundSite, CallQueries, Moved, WEIGH_LEVELS, bound_site, condition_boundary, decide, subtree_cost};
 pub use check::{LayoutProblem, check_layouts, prove_bitcast};
 pub use context::{BoundaryReason, Context, Signature};
 pub use materialize::{ComputationAssignment, PlannedCopy, PlannedOrientation, apply, refresh_forwarded_shapes};
 pub use policy::{MatrixNeed, MinorNeed, Need, NeedSource, default_layout, first_array, inst_needs};
 pub use problem::{ProblemError, Site, topological_order};
 pub use report::{
-    ComputationStats, CopyCause, CopyRecord, FilledLayout, MovementRecord, OrientationRecord, Report, RetileRecord, TiledEntryLayout,
+    ComputationStats, CopyCause, CopyRecord, FilledLayout, MovementRecord, Optimality, OrientationRecord, Report, RetileRecord,
+    TiledEntryLayout,
 };
 pub use tiling::{TileUse, allows as tiling_allows, layout_for, layout_for_use, same_layout_for};
 
@@ -52,6 +54,65 @@ pub enum PassError {
     RecursiveCall(String),
     #[error("{0}")]
     Module(String),
+}
+
+/// Which solver chooses each computation's layouts.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum SolverKind {
+    /// The local search (`solve.rs`): fast, no proof.
+    #[default]
+    Heuristic,
+    /// The local search, then an integer program over the same cost model
+    /// (`exact.rs`) from its answer: the optimum over every value's
+    /// candidate layouts, or a lower bound and the best labelling found
+    /// within the time limit.
+    Exact,
+}
+
+impl SolverKind {
+    /// The solver's name on command lines and in requests.
+    pub fn name(self) -> &'static str {
+        match self {
+            SolverKind::Heuristic => "heuristic",
+            SolverKind::Exact => "exact",
+        }
+    }
+
+    /// Parses a solver name.
+    pub fn from_name(name: &str) -> Option<SolverKind> {
+        match name {
+            "heuristic" => Some(SolverKind::Heuristic),
+            "exact" => Some(SolverKind::Exact),
+            _ => None,
+        }
+    }
+}
+
+/// The solver and its limits.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct SolverOptions {
+    /// Which solver.
+    pub kind: SolverKind,
+    /// The exact solver's time per computation (see `exact::Limits`): it
+    /// sets a deterministic budget of branch-and-bound nodes, and is a
+    /// wall-clock backstop.
+    pub time_limit: std::time::Duration,
+}
+
+impl SolverOptions {
+    /// The default time limit of the exact solver, per computation.
+    pub const DEFAULT_TIME_LIMIT: std::time::Duration = std::time::Duration::from_secs(10);
+
+    /// The exact solver with the default time limit.
+    pub fn exact() -> SolverOptions {
+        SolverOptions { kind: SolverKind::Exact, time_limit: Self::DEFAULT_TIME_LIMIT }
+    }
+}
+
+impl Default for SolverOptions {
+    fn default() -> Self {
+        SolverOptions { kind: SolverKind::Heuristic, time_limit: Self::DEFAULT_TIME_LIMIT }
+    }
 }
 
 /// How a computation is used by the instructions that call it.
@@ -109,6 +170,74 @@ impl CallGraph {
             }
         }
         g
+    }
+}
+
+/// The order in which a module's assignments are computed so that every
+/// computation finds what it reads already computed: no chain of queries
+/// then follows the depth of the call graph (see `calls.rs`).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Schedule {
+    /// Callees before callers: alone assignments (and free ones, for
+    /// branches) read only their callees' signatures.
+    pub bottom_up: Vec<CompId>,
+    /// Callers before callees, and a loop body before its condition: a
+    /// final assignment reads its only caller's choice, and a loop
+    /// condition its body's final parameters.
+    pub top_down: Vec<CompId>,
+}
+
+impl CallGraph {
+    /// Whether `id` is a conditional branch.
+    pub fn is_branch(&self, id: CompId) -> bool {
+        self.roles.get(id.index()).is_some_and(|r| r.iter().any(|r| matches!(r, CallRole::Branch { .. })))
+    }
+
+    /// Whether `id` is a loop condition.
+    pub fn is_condition(&self, id: CompId) -> bool {
+        self.roles.get(id.index()).is_some_and(|r| r.iter().any(|r| matches!(r, CallRole::WhileCondition { .. })))
+    }
+
+    /// The schedule of the whole module: Kahn's algorithm over the call
+    /// edges and the body-before-condition edges, lowest index first among
+    /// the ready ones. Computations on a cycle of calls (which the input
+    /// check refuses) come last, in index order.
+    pub fn schedule(&self) -> Schedule {
+        let n = self.callees.len();
+        let mut after: Vec<Vec<CompId>> = self.callees.clone();
+        for (id, roles) in self.roles.iter().enumerate() {
+            for r in roles {
+                if let CallRole::WhileCondition { body } = r
+                    && body.index() < n
+                    && !after[body.index()].contains(&CompId(id as u32))
+                {
+                    after[body.index()].push(CompId(id as u32));
+                }
+            }
+        }
+        let mut waiting = vec![0usize; n];
+        for list in &after {
+            for c in list {
+                waiting[c.index()] += 1;
+            }
+        }
+        let mut ready: std::collections::BinaryHeap<std::cmp::Reverse<u32>> =
+            (0..n).filter(|&i| waiting[i] == 0).map(|i| std::cmp::Reverse(i as u32)).collect();
+        let mut top_down = Vec::with_capacity(n);
+        let mut placed = vec![false; n];
+        while let Some(std::cmp::Reverse(i)) = ready.pop() {
+            top_down.push(CompId(i));
+            placed[i as usize] = true;
+            for c in &after[i as usize] {
+                waiting[c.index()] -= 1;
+                if waiting[c.index()] == 0 {
+                    ready.push(std::cmp::Reverse(c.0));
+                }
+            }
+        }
+        top_down.extend((0..n).filter(|&i| !placed[i]).map(|i| CompId(i as u32)));
+        let bottom_up = top_down.iter().rev().copied().collect();
+        Schedule { bottom_up, top_down }
     }
 }
 
@@ -303,14 +432,24 @@ pub fn assign_computation(
     comp_names: &dyn Fn(CompId) -> String,
     ctx: &Context,
     target: &TargetSpec,
+    solver: &SolverOptions,
 ) -> Result<ComputationAssignment, PassError> {
     let _span = tracing::debug_span!("assign", computation = %comp.name).entered();
     let t = std::time::Instant::now();
     let mut p = problem::Problem::build(comp, ctx, target)?;
     let built = t.elapsed();
-    let solution = solve::solve(&mut p, target);
+    let (solution, bound) = match solver.kind {
+        SolverKind::Heuristic => (solve::solve(&mut p, target), None),
+        SolverKind::Exact => {
+            let (solution, bound) = solve::solve_exact(&mut p, target, &exact::Limits { time: solver.time_limit });
+            (solution, Some(bound))
+        }
+    };
     let solved = t.elapsed();
-    let plan = materialize::plan(&p, &solution, target, comp_names);
+    let mut plan = materialize::plan(&p, &solution, target, comp_names);
+    let weights = &target.cost;
+    let whole = [weights.copy_byte, weights.transpose_byte, weights.padding_byte].iter().all(|w| w.fract() == 0.0);
+    plan.stats.set_optimality(bound.as_ref(), whole);
     tracing::debug!(
         values = p.values.len(),
         relations = p.relations.len(),
@@ -334,9 +473,14 @@ pub fn assign_computation(
     Ok(plan)
 }
 
-/// Assigns layouts in every computation of `module`, edits it in place, and
-/// reports what it did.
+/// Assigns layouts in every computation of `module` with the default
+/// solver, edits it in place, and reports what it did.
 pub fn run(module: &mut Module, target: &TargetSpec) -> Result<Report, PassError> {
+    run_with(module, target, &SolverOptions::default())
+}
+
+/// [`run`] with a choice of solver.
+pub fn run_with(module: &mut Module, target: &TargetSpec, solver: &SolverOptions) -> Result<Report, PassError> {
     use rayon::prelude::*;
     let graph = CallGraph::new(module);
     let ids: Vec<CompId> = module.computation_ids().collect();
@@ -354,10 +498,12 @@ pub fn run(module: &mut Module, target: &TargetSpec) -> Result<Report, PassError
                 module: shared,
                 graph: &graph,
                 target,
+                solver,
                 memo: FxHashMap::default(),
                 costs: FxHashMap::default(),
                 active: Vec::new(),
             };
+            driver.warm(&graph.schedule(), &|id| !is_independent_leaf(&graph, shared.entry, id));
             let mut finals = Vec::with_capacity(others.len());
             for &id in &others {
                 let result = driver.assignment(id, View::Final);
@@ -380,7 +526,7 @@ pub fn run(module: &mut Module, target: &TargetSpec) -> Result<Report, PassError
                 })
                 .collect::<Vec<_>>()
         },
-        || leaves.par_iter().map(|&id| (id, assign_leaf(shared, &graph, id, target))).collect::<Vec<_>>(),
+        || leaves.par_iter().map(|&id| (id, assign_leaf(shared, &graph, id, target, solver))).collect::<Vec<_>>(),
     );
     // The first failure in computation order is the one a sequential run
     // meets first: leaves are never reached through another computation.
@@ -410,13 +556,19 @@ fn is_independent_leaf(graph: &CallGraph, entry: CompId, id: CompId) -> bool {
 /// [`is_independent_leaf`]): what the driver computes for it, without the
 /// driver. Its context asks no other computation for anything, and with no
 /// calls `decide` keeps the plain assignment.
-fn assign_leaf(module: &Module, graph: &CallGraph, id: CompId, target: &TargetSpec) -> Result<ComputationAssignment, PassError> {
+fn assign_leaf(
+    module: &Module,
+    graph: &CallGraph,
+    id: CompId,
+    target: &TargetSpec,
+    solver: &SolverOptions,
+) -> Result<ComputationAssignment, PassError> {
     let mut no_signatures = |c: CompId, _: Phase| -> Result<Signature, PassError> {
         Err(PassError::Module(format!("computation #{} calls nothing, but asked for #{}'s signature", id.0, c.0)))
     };
     let ctx = context_for(module, graph, id, Phase::Final, None, &mut no_signatures)?;
     let names = |c: CompId| module.computations.get(c.index()).map_or_else(String::new, |c| c.name.clone());
-    assign_computation(module.computation(id), &names, &ctx, target)
+    assign_computation(module.computation(id), &names, &ctx, target, solver)
 }
 
 /// Applies per-computation assignments to a module and builds the report.
@@ -543,73 +695,120 @@ enum View {
     /// Without its only caller's choice (`Phase::Alone`); for a computation
     /// whose boundary no caller decides, its final assignment.
     Alone,
-    /// With its parameters and result fixed to what its only caller chose.
-    Bounded(Box<Signature>),
+    /// With its parameters and result fixed to what its only caller chose
+    /// or proposes, weighing this many levels of its own callees'
+    /// boundaries (`WEIGH_LEVELS` for a final assignment, fewer for one
+    /// a caller prices).
+    Bounded(Box<Signature>, u8),
     /// What the module gets: one of the above.
     Final,
 }
 
-/// Memoised recursion over the call graph, callees first, except that a
-/// computation whose boundary its only caller decides asks that caller's
-/// final assignment for it (see `calls.rs`). The database crate runs the
-/// same recursion as queries.
+/// How many assignments may wait on each other at once. The schedule
+/// computes every computation after what it reads, so a wait is at most a
+/// few levels deep; a deeper one would mean a bug, and is reported as an
+/// error rather than risking the stack.
+const MAX_WAITING: usize = 64;
+
+/// Memoised assignments over the call graph. [`Driver::warm`] computes them
+/// in [`CallGraph::schedule`]'s order, so that each finds what it reads in
+/// the memo; a computation whose boundary its only caller decides asks
+/// that caller's final assignment for it (see `calls.rs`). The database
+/// crate runs the same queries in the same order. Failures are memoised
+/// too, so a failure deep in a call chain is met once.
 struct Driver<'m> {
     module: &'m Module,
     graph: &'m CallGraph,
     target: &'m TargetSpec,
-    memo: FxHashMap<(CompId, View), Arc<ComputationAssignment>>,
-    costs: FxHashMap<(CompId, Option<Signature>), Moved>,
+    solver: &'m SolverOptions,
+    memo: FxHashMap<(CompId, View), Result<Arc<ComputationAssignment>, PassError>>,
+    costs: FxHashMap<(CompId, Option<Signature>, u8), Result<Moved, PassError>>,
     active: Vec<(CompId, View)>,
 }
 
 impl Driver<'_> {
+    /// Computes the assignments of the computations `wanted` selects in
+    /// the schedule's order: alone (or free, for a branch) callees first,
+    /// then final ones callers first. Failures stay in the memo, to be
+    /// reported in computation order.
+    fn warm(&mut self, schedule: &Schedule, wanted: &dyn Fn(CompId) -> bool) {
+        let entry = self.module.entry;
+        for &id in schedule.bottom_up.iter().filter(|&&id| wanted(id)) {
+            if self.graph.is_branch(id) {
+                let _ = self.assignment(id, View::Free);
+            }
+            if self.graph.is_condition(id) || self.graph.is_branch(id) {
+                continue;
+            }
+            // A conditional's branches, once all their free assignments are
+            // known, before the computation that holds it.
+            for &c in &self.graph.callees[id.index()] {
+                if self.graph.is_branch(c) && wanted(c) {
+                    let _ = self.assignment(c, View::Alone);
+                }
+            }
+            let _ = self.assignment(id, View::Alone);
+            if bound_site(self.graph, entry, id).is_some() {
+                let _ = self.cost(id, None, WEIGH_LEVELS);
+            }
+        }
+        for &id in schedule.top_down.iter().filter(|&&id| wanted(id)) {
+            let _ = self.assignment(id, View::Final);
+        }
+    }
+
     fn assignment(&mut self, id: CompId, view: View) -> Result<Arc<ComputationAssignment>, PassError> {
         if id.index() >= self.module.computations.len() {
             return Err(PassError::Module(format!("computation #{} does not exist", id.0)));
         }
         if let Some(a) = self.memo.get(&(id, view.clone())) {
-            return Ok(a.clone());
+            return a.clone();
         }
         if self.active.contains(&(id, view.clone())) {
             return Err(PassError::RecursiveCall(self.module.computation(id).name.clone()));
         }
+        if self.active.len() >= MAX_WAITING {
+            return Err(PassError::Module(format!(
+                "computation {}: more than {MAX_WAITING} assignments wait on each other",
+                self.module.computation(id).name
+            )));
+        }
         self.active.push((id, view.clone()));
         let a = self.compute(id, &view);
         self.active.pop();
-        let a = a?;
         self.memo.insert((id, view), a.clone());
-        Ok(a)
+        a
     }
 
     fn compute(&mut self, id: CompId, view: &View) -> Result<Arc<ComputationAssignment>, PassError> {
         let module = self.module;
         let graph = self.graph;
-        let is_branch = graph.roles[id.index()].iter().any(|r| matches!(r, CallRole::Branch { .. }));
-        let (phase, boundary) = match view {
+        let is_branch = graph.is_branch(id);
+        let (phase, boundary, levels) = match view {
             View::Final => {
                 return match bound_site(graph, module.entry, id) {
                     Some(BoundSite::Called { caller } | BoundSite::WhileBody { caller, .. }) => {
                         let chosen = self.assignment(caller, View::Final)?.boundary_for(id).cloned();
                         match chosen {
-                            Some(b) => self.assignment(id, View::Bounded(Box::new(b))),
+                            Some(b) => self.assignment(id, View::Bounded(Box::new(b), WEIGH_LEVELS)),
                             None => self.assignment(id, View::Alone),
                         }
                     }
                     Some(BoundSite::WhileCondition { body, .. }) => {
                         let sig = self.assignment(body, View::Final)?.signature.clone();
-                        self.assignment(id, View::Bounded(Box::new(calls::condition_boundary(&sig))))
+                        self.assignment(id, View::Bounded(Box::new(calls::condition_boundary(&sig)), WEIGH_LEVELS))
                     }
                     None => self.assignment(id, View::Alone),
                 };
             }
             View::Free if !is_branch => return self.assignment(id, View::Final),
-            View::Free => (Phase::Free, None),
-            View::Alone => (Phase::Final, None),
-            View::Bounded(b) => (Phase::Final, Some(&**b)),
+            View::Free => (Phase::Free, None, WEIGH_LEVELS),
+            View::Alone => (Phase::Final, None, WEIGH_LEVELS),
+            View::Bounded(b, levels) => (Phase::Final, Some(&**b), *levels),
         };
         let ctx = context_for(module, graph, id, phase, boundary, &mut |c, p| self.signature(c, p))?;
         let names = |c: CompId| module.computations.get(c.index()).map_or_else(String::new, |c| c.name.clone());
-        let a = decide(module.computation(id), &names, graph, module.entry, id, &ctx, self.target, self)?;
+        let a = decide(module.computation(id), &names, graph, module.entry, id, &ctx, self.target, levels, self.solver, self)?;
         Ok(Arc::new(a))
     }
 }
@@ -624,19 +823,21 @@ impl CallQueries for Driver<'_> {
         Ok(self.assignment(c, view)?.signature.clone())
     }
 
-    fn cost(&mut self, c: CompId, boundary: Option<Signature>) -> Result<Moved, PassError> {
-        if let Some(&m) = self.costs.get(&(c, boundary.clone())) {
-            return Ok(m);
+    fn cost(&mut self, c: CompId, boundary: Option<Signature>, levels: u8) -> Result<Moved, PassError> {
+        // An alone assignment always weighs every level.
+        let levels = if boundary.is_none() { WEIGH_LEVELS } else { levels };
+        let key = (c, boundary, levels);
+        if let Some(m) = self.costs.get(&key) {
+            return m.clone();
         }
-        let view = boundary.clone().map_or(View::Alone, |b| View::Bounded(Box::new(b)));
-        let a = self.assignment(c, view)?;
-        let m = subtree_cost(self.graph, self.module.entry, c, &a, self)?;
-        self.costs.insert((c, boundary), m);
-        Ok(m)
+        let view = key.1.clone().map_or(View::Alone, |b| View::Bounded(Box::new(b), levels));
+        let m = self.assignment(c, view).and_then(|a| subtree_cost(self.graph, self.module.entry, c, &a, levels, self));
+        self.costs.insert(key, m.clone());
+        m
     }
 
-    fn signature_under(&mut self, c: CompId, boundary: Signature) -> Result<Signature, PassError> {
-        Ok(self.assignment(c, View::Bounded(Box::new(boundary)))?.signature.clone())
+    fn signature_under(&mut self, c: CompId, boundary: Signature, levels: u8) -> Result<Signature, PassError> {
+        Ok(self.assignment(c, View::Bounded(Box::new(boundary), levels))?.signature.clone())
     }
 }
 

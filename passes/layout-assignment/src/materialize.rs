@@ -129,6 +129,8 @@ pub fn plan(
 
     // One copy per (value, needed layout), shared by every site needing it.
     let mut copies: Vec<PlannedCopy> = Vec::new();
+    // Their cost in the cost model's units (`Value::copy_cost`).
+    let mut copy_cost = 0.0;
     let mut index: FxHashMap<(ValueId, LayoutId), usize> = FxHashMap::default();
     for r in 0..p.relations.len() {
         let Some(needed) = solution.needs[r] else { continue };
@@ -138,6 +140,7 @@ pub fn plan(
         let value = &p.values[v as usize];
         let slot = *index.entry(key).or_insert_with(|| {
             let (cause, why) = explain(p, r, labels, target, comp_names);
+            copy_cost += value.copy_cost(needed, &target.cost);
             copies.push(PlannedCopy {
                 def: value.def,
                 leaf: value.leaf,
@@ -279,6 +282,12 @@ pub fn plan(
         }
     }
 
+    // The cost in the cost model's units, from what is materialised.
+    let weights = &target.cost;
+    let padding: f64 = p.values.iter().zip(labels).map(|(v, &l)| v.padding_cost(l, weights)).sum();
+    let moved_bytes: u64 = movements.iter().map(|m| m.1).sum::<u64>() + retilings.iter().map(|r| r.1).sum::<u64>();
+    let cost = copy_cost + moved_bytes as f64 * weights.transpose_byte + padding;
+
     ComputationAssignment {
         layouts,
         leaf_layouts,
@@ -295,6 +304,9 @@ pub fn plan(
             sweeps: solution.sweeps,
             moves: solution.moves,
             padding_saved: solution.padding_saved,
+            cost: cost.round() as u64,
+            lower_bound: None,
+            proven_optimal: false,
         },
         callee_boundaries,
     }

@@ -170,24 +170,34 @@ impl Value {
         self.layouts[id as usize]
     }
 
-    /// Bytes of the value's elements without padding: what its buffer
-    /// would hold in a layout that stores nothing else.
-    pub fn logical_bytes(&self) -> Option<u64> {
-        self.shape.element_count()?.checked_mul(self.shape.element_storage_bits()).map(|bits| bits.div_ceil(8))
+    /// The bytes of tile padding this value stores in layout entry `id`:
+    /// its buffer's bytes beyond its elements'.
+    pub fn padding_bytes(&self, id: LayoutId) -> u64 {
+        let stored = self.bytes[id as usize];
+        let logical = self
+            .shape
+            .element_count()
+            .and_then(|n| n.checked_mul(self.shape.element_storage_bits()))
+            .map_or(stored, |bits| bits.div_ceil(8));
+        stored.saturating_sub(logical)
     }
 
-    /// The weighed cost of the padding stored with this value in its
-    /// layout entry `id`: the bytes beyond its elements (tile padding)
-    /// times `weights.padding_byte`. The one place the cost model prices
-    /// padding: the solver charges it for each value's own buffer and for
-    /// each copy's, so that padding and relayouts are weighed together.
+    /// The weighed cost of the padding this value stores in layout entry
+    /// `id`. With [`Value::copy_cost`], the one place the cost model prices
+    /// buffers: the search, the exact solver and the report all charge
+    /// padding for each value's own buffer and for each copy's, so that
+    /// padding and relayouts are weighed together.
     pub fn padding_cost(&self, id: LayoutId, weights: &target::CostWeights) -> f64 {
         if weights.padding_byte == 0.0 {
             return 0.0;
         }
-        let stored = self.bytes[id as usize];
-        let logical = self.logical_bytes().unwrap_or(stored);
-        stored.saturating_sub(logical) as f64 * weights.padding_byte
+        self.padding_bytes(id) as f64 * weights.padding_byte
+    }
+
+    /// The weighed cost of one copy of this value into layout entry `id`:
+    /// the bytes it writes, and the padding its buffer stores.
+    pub fn copy_cost(&self, id: LayoutId, weights: &target::CostWeights) -> f64 {
+        self.bytes[id as usize] as f64 * weights.copy_byte + self.padding_cost(id, weights)
     }
 }
 
@@ -466,12 +476,13 @@ impl<'c> Problem<'c> {
         let retilings = std::mem::take(&mut p.retilings);
         if p.values.len() >= LARGE_PROBLEM_VALUES {
             let locks: Vec<ValueId> = p.values.iter().map(|v| v.lock).collect();
+            let fixed: Vec<bool> = p.values.iter().map(|v| v.fixed.is_some()).collect();
             let ((), structure) = rayon::join(
                 || {
                     p.seed_candidates(&relations, &retilings, target);
                     p.propagate_candidates(&relations, target, offers);
                 },
-                || crate::solve::Structure::build(&relations, &locks, &retilings),
+                || crate::solve::Structure::build(&relations, &locks, &fixed, &retilings),
             );
             p.structure = Some(structure);
         } else {
@@ -1596,9 +1607,9 @@ fn share_candidates(
     }
     candidate_keys_into(&values[from], scratch);
     let rank = values[to].shape.rank();
-    // Another element width, or (tiled) other dimensions, may need the
-    // order with the value's own tiling.
-    let retile = target.tiling.is_some() || values[from].shape.element_storage_bits() != values[to].shape.element_storage_bits();
+    // Another element type, or on a tiled target other dimensions, may
+    // need the order with the value's own tiling.
+    let retile = target.tiling.is_some() || !crate::tiling::tiled_alike(Some(target), &values[from].shape, &values[to].shape);
     let mut changed = false;
     for k in scratch.drain(..) {
         if table.get(k).minor_to_major.len() != rank {

@@ -180,6 +180,55 @@ pub struct ComputationStats {
     pub moves: usize,
     /// Tile padding bytes that dimension combining saved.
     pub padding_saved: u64,
+    /// What the assignment costs in the cost model's units (bytes, under
+    /// the target's weights): copies, data movement, weighed padding.
+    pub cost: u64,
+    /// A lower bound on the cost of every assignment over the values'
+    /// candidate layouts (the exact solver's; none from the heuristic).
+    pub lower_bound: Option<u64>,
+    /// The cost is proven the least over the candidate layouts: by the
+    /// exact solver, or because it is zero.
+    pub proven_optimal: bool,
+}
+
+impl ComputationStats {
+    /// Records what the exact solver proved (`None`: the heuristic ran).
+    /// The bound is rounded up to whole bytes only where the weights make
+    /// every cost whole (a relative tolerance absorbs the solver's round
+    /// off), and never exceeds the cost.
+    pub(crate) fn set_optimality(&mut self, bound: Option<&crate::exact::Bound>, whole: bool) {
+        match bound {
+            None => {
+                self.lower_bound = None;
+                self.proven_optimal = self.cost == 0;
+            }
+            Some(b) if b.proven => {
+                self.lower_bound = Some(self.cost);
+                self.proven_optimal = true;
+            }
+            Some(b) => {
+                let slack = 1e-6 * b.lower.abs().max(1.0);
+                let lower = if whole { (b.lower - slack).ceil() } else { (b.lower - slack).floor() };
+                self.lower_bound = Some((lower.max(0.0) as u64).min(self.cost));
+                self.proven_optimal = self.lower_bound == Some(self.cost);
+            }
+        }
+    }
+}
+
+/// The cost of an assignment against the best possible, summed over a
+/// module's computations.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Optimality {
+    /// The cost of the assignment (bytes, under the target's weights).
+    pub cost: u64,
+    /// The sum of the computations' lower bounds, when every computation
+    /// has one.
+    pub lower_bound: Option<u64>,
+    /// Computations whose assignment is proven optimal.
+    pub proven_optimal_computations: usize,
+    /// Computations assigned.
+    pub computations: usize,
 }
 
 impl Report {
@@ -196,6 +245,17 @@ impl Report {
     /// Total bytes that re-tiling ops move.
     pub fn retile_bytes(&self) -> u64 {
         self.retilings.iter().map(|r| r.bytes).sum()
+    }
+
+    /// The cost of the assignment against the best possible.
+    pub fn optimality(&self) -> Optimality {
+        let lower_bound = self.computations.iter().map(|c| c.lower_bound).sum::<Option<u64>>();
+        Optimality {
+            cost: self.computations.iter().map(|c| c.cost).sum(),
+            lower_bound,
+            proven_optimal_computations: self.computations.iter().filter(|c| c.proven_optimal).count(),
+            computations: self.computations.len(),
+        }
     }
 
     /// Total tile padding saved by dimension combining.

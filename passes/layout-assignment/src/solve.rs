@@ -80,11 +80,11 @@ pub struct Orientation {
     pub movements: Vec<u32>,
 }
 
-struct Solver<'a, 'c> {
-    p: &'a mut Problem<'c>,
-    target: &'a target::TargetSpec,
-    weights: CostWeights,
-    labels: Vec<LayoutId>,
+pub(crate) struct Solver<'a, 'c> {
+    pub(crate) p: &'a mut Problem<'c>,
+    pub(crate) target: &'a target::TargetSpec,
+    pub(crate) weights: CostWeights,
+    pub(crate) labels: Vec<LayoutId>,
     /// Relations whose `out` is each value (their readers' needs depend on it).
     outs: Adjacency,
     /// Matrix needs on each value (they depend on the value's own layout).
@@ -114,7 +114,46 @@ struct Solver<'a, 'c> {
 
 /// Solves the problem under `target`'s cost weights.
 pub fn solve(p: &mut Problem<'_>, target: &target::TargetSpec) -> Solution {
-    solve_with(p, target, Looks::SkipStill)
+    solve_with(p, target, Looks::SkipStill, None).0
+}
+
+/// Solves the problem with the default search, then with the exact solver
+/// (`crate::exact`) from the search's answer, within `limits`: the
+/// labelling is the search's unless the exact solver found a cheaper one.
+/// Also returns what the exact solver proved.
+pub(crate) fn solve_exact(p: &mut Problem<'_>, target: &target::TargetSpec, limits: &crate::exact::Limits) -> (Solution, crate::exact::Bound) {
+    let (solution, bound) = solve_with(p, target, Looks::SkipStill, Some(limits));
+    (solution, bound.unwrap_or_default())
+}
+
+/// The solution with these labels: the needs they leave, as the solver
+/// would report them (tests price arbitrary labellings with it).
+#[cfg(test)]
+pub(crate) fn solution_for(p: &mut Problem<'_>, target: &target::TargetSpec, labels: &[LayoutId]) -> Solution {
+    let locks: Vec<ValueId> = p.values.iter().map(|v| v.lock).collect();
+    let fixed: Vec<bool> = p.values.iter().map(|v| v.fixed.is_some()).collect();
+    let structure = Structure::build(&p.relations, &locks, &fixed, &p.retilings);
+    let relation_count = p.relations.len();
+    let mut s = Solver {
+        p,
+        target,
+        weights: target.cost.clone(),
+        labels: labels.to_vec(),
+        outs: structure.outs,
+        matrix_reads: structure.matrix_reads,
+        raw: structure.raw,
+        counts: structure.counts,
+        moves: structure.moves,
+        need_cache: structure.need_cache,
+        move_cache: structure.move_cache,
+        retiles: structure.retiles,
+        retile_cache: structure.retile_cache,
+    };
+    for r in 0..relation_count as u32 {
+        s.refresh(r);
+    }
+    let needs = (0..relation_count as u32).map(|r| s.needed(r)).collect();
+    Solution { labels: s.labels, sweeps: 0, moves: 0, needs, padding_saved: 0, orientations: Vec::new() }
 }
 
 /// Which groups a sweep looks at.
@@ -128,15 +167,21 @@ enum Looks {
     SkipStill,
 }
 
-fn solve_with(p: &mut Problem<'_>, target: &target::TargetSpec, looks: Looks) -> Solution {
+fn solve_with(
+    p: &mut Problem<'_>,
+    target: &target::TargetSpec,
+    looks: Looks,
+    exact: Option<&crate::exact::Limits>,
+) -> (Solution, Option<crate::exact::Bound>) {
     let structure = match p.structure.take() {
         Some(structure) => structure,
         None => {
             let locks: Vec<ValueId> = p.values.iter().map(|v| v.lock).collect();
-            Structure::build(&p.relations, &locks, &p.retilings)
+            let fixed: Vec<bool> = p.values.iter().map(|v| v.fixed.is_some()).collect();
+            Structure::build(&p.relations, &locks, &fixed, &p.retilings)
         }
     };
-    let Structure { outs, matrix_reads, moves, retiles, atoms, components, raw, counts, need_cache, move_cache, retile_cache } =
+    let Structure { outs, matrix_reads, moves, retiles, atoms, components, split, raw, counts, need_cache, move_cache, retile_cache } =
         structure;
     let labels = p.values.iter().map(|v| v.candidates.first().copied().unwrap_or(0)).collect();
     let relation_count = p.relations.len();
@@ -160,15 +205,22 @@ fn solve_with(p: &mut Problem<'_>, target: &target::TargetSpec, looks: Looks) ->
     }
     let (sweeps, mut moves) = s.search(&atoms, &components, looks);
     moves += s.broadcast_moves(&components);
-    let padding_saved = if target.tiling.as_ref().is_some_and(|t| t.combine_dimensions) {
+    if !split.is_empty() {
+        // Parts of components split at fixed values, from the answer so
+        // far: strictly improving moves only, so nothing gets dearer.
+        moves += s.search(&[], &split, looks).1;
+    }
+    let combines = target.tiling.as_ref().is_some_and(|t| t.combine_dimensions);
+    if combines {
         s.combine(&components);
-        s.combining_savings()
-    } else {
-        0
-    };
+    }
+    let bound = exact.map(|limits| crate::exact::improve(&mut s, &components, limits).0);
+    // What combined layouts save, read off the final labels (the search's,
+    // combining's or the exact solver's).
+    let padding_saved = if combines { s.combining_savings() } else { 0 };
     let orientations = if target.tiling.is_some() { s.orientations(&components) } else { Vec::new() };
     let needs = (0..relation_count as u32).map(|r| s.needed(r)).collect();
-    Solution { labels: s.labels, sweeps, moves, needs, padding_saved, orientations }
+    (Solution { labels: s.labels, sweeps, moves, needs, padding_saved, orientations }, bound)
 }
 
 /// What the solver derives from a problem's relations, locks and
@@ -186,6 +238,8 @@ pub(crate) struct Structure {
     /// `Same` relations (both from a union-find; see `groups`).
     atoms: Vec<Vec<ValueId>>,
     components: Vec<Vec<ValueId>>,
+    /// Parts of components split at their fixed values (see `groups`).
+    split: Vec<Vec<ValueId>>,
     raw: Vec<Option<LayoutId>>,
     counts: Vec<SmallVec<[(LayoutId, u32); 2]>>,
     need_cache: Vec<SmallVec<[(LayoutId, LayoutId); 2]>>,
@@ -196,7 +250,7 @@ pub(crate) struct Structure {
 impl Structure {
     /// The structure of a problem with these relations, per-value locks
     /// (`Value::lock`, one per value) and re-tilings.
-    pub(crate) fn build(relations: &[Relation], locks: &[ValueId], retilings: &[Retiling]) -> Structure {
+    pub(crate) fn build(relations: &[Relation], locks: &[ValueId], fixed: &[bool], retilings: &[Retiling]) -> Structure {
         let n = locks.len();
         let outs = Adjacency::build(n, |emit| {
             for (r, rel) in relations.iter().enumerate() {
@@ -236,7 +290,7 @@ impl Structure {
                 }
             }
         });
-        let (atoms, components) = groups(relations, locks);
+        let Groups { atoms, components, split } = groups(relations, locks, fixed);
         let relation_count = relations.len();
         Structure {
             outs,
@@ -245,6 +299,7 @@ impl Structure {
             retiles,
             atoms,
             components,
+            split,
             raw: vec![None; relation_count],
             counts: vec![SmallVec::new(); n],
             need_cache: vec![SmallVec::new(); relation_count],
@@ -254,22 +309,61 @@ impl Structure {
     }
 }
 
-/// Groups of values: those locked together (atoms), and those that share
-/// a layout through `Same` relations as well (components). Groups depend
-/// on the relations only, not on labels: found once.
-fn groups(relations: &[Relation], locks: &[ValueId]) -> (Vec<Vec<ValueId>>, Vec<Vec<ValueId>>) {
+/// Groups of values: those locked together (atoms), those that share a
+/// layout through `Same` relations as well (components), and the parts of
+/// components that hold a fixed value when that value is taken out
+/// (`split`, only where the component falls into several movable parts).
+/// Groups depend on the relations only, not on labels: found once.
+///
+/// A fixed value cannot move, so it ties nothing together: joined through
+/// one (an entry parameter read by several softmax chains), the chains can
+/// only move all at once, and a chain that would gain alone never does
+/// (softmax_axes on tpu: 174325760 bytes with the join, against an optimum
+/// of 123469824). The search keeps the joined components, which its
+/// answers on every other module were tuned with, and then tries the parts
+/// (see `polish`).
+fn groups(relations: &[Relation], locks: &[ValueId], fixed: &[bool]) -> Groups {
     let mut uf = UnionFind::new(locks.len());
     for (i, &lock) in locks.iter().enumerate() {
         uf.union(i, lock as usize);
     }
     let atoms = uf.groups();
+    let mut apart = UnionFind::new(locks.len());
+    for (i, &lock) in locks.iter().enumerate() {
+        apart.union(i, lock as usize);
+    }
     for rel in relations {
         if let RelationKind::Same { out } = rel.kind {
             uf.union(rel.v as usize, out as usize);
+            if !fixed[rel.v as usize] && !fixed[out as usize] {
+                apart.union(rel.v as usize, out as usize);
+            }
         }
     }
     let components = uf.groups();
-    (atoms, components)
+    // A part is worth a look when its component holds a fixed value and
+    // more than one part of it can move.
+    let mut parts_of: Vec<u32> = vec![0; locks.len()];
+    let mut parts = apart.groups();
+    parts.retain(|g| g.len() > 1 || !fixed[g[0] as usize]);
+    for g in &parts {
+        parts_of[uf.find(g[0] as usize)] += 1;
+    }
+    let split = parts
+        .into_iter()
+        .filter(|g| {
+            let root = uf.find(g[0] as usize);
+            parts_of[root] > 1 && g.iter().all(|&v| !fixed[v as usize])
+        })
+        .collect();
+    Groups { atoms, components, split }
+}
+
+/// The groups of `groups`.
+struct Groups {
+    atoms: Vec<Vec<ValueId>>,
+    components: Vec<Vec<ValueId>>,
+    split: Vec<Vec<ValueId>>,
 }
 
 impl Solver<'_, '_> {
@@ -303,7 +397,7 @@ impl Solver<'_, '_> {
     }
 
     /// Gives value `m` layout `id`, and refreshes the needs that depend on it.
-    fn relabel(&mut self, m: ValueId, id: LayoutId) {
+    pub(crate) fn relabel(&mut self, m: ValueId, id: LayoutId) {
         if self.labels[m as usize] == id {
             return;
         }
@@ -318,14 +412,13 @@ impl Solver<'_, '_> {
         }
     }
 
-    /// The layout id a broadcast relation reads its operand in under the
-    /// current label of its result.
-    fn broadcast_read(&mut self, r: u32) -> LayoutId {
+    /// The layout id a broadcast relation reads its operand in when its
+    /// result has label `out_label`.
+    fn broadcast_read_under(&mut self, r: u32, out_label: LayoutId) -> LayoutId {
         let p = &mut *self.p;
         let rel = &p.relations[r as usize];
         let RelationKind::Broadcast { out, dims, .. } = &rel.kind else { return 0 };
         let (v, out) = (rel.v as usize, *out as usize);
-        let out_label = self.labels[out];
         if let Some(&(_, id)) = self.need_cache[r as usize].iter().find(|(l, _)| *l == out_label) {
             return id;
         }
@@ -340,6 +433,19 @@ impl Solver<'_, '_> {
     /// The layout id relation `r` needs its value in (whatever the value's
     /// own), or `None`: no need, or a matrix need the value already meets.
     fn raw_need(&mut self, r: u32) -> Option<LayoutId> {
+        let rel = &self.p.relations[r as usize];
+        let lv = self.labels[rel.v as usize];
+        let lo = match rel.kind {
+            RelationKind::Same { out } | RelationKind::Broadcast { out, .. } => self.labels[out as usize],
+            _ => 0,
+        };
+        self.need_under(r, lv, lo)
+    }
+
+    /// The layout id relation `r` needs its value in when the value has
+    /// label `lv` and the relation's `out` (a `Same` or `Broadcast`
+    /// relation's result) has label `lo`; `None` as in `raw_need`.
+    pub(crate) fn need_under(&mut self, r: u32, lv: LayoutId, lo: LayoutId) -> Option<LayoutId> {
         let p = &mut *self.p;
         let rel = &p.relations[r as usize];
         let v = rel.v as usize;
@@ -347,7 +453,7 @@ impl Solver<'_, '_> {
             RelationKind::Broadcast { pin: Some(_), .. } => return None,
             RelationKind::Same { out } | RelationKind::Broadcast { out, .. } => {
                 let out = *out as usize;
-                let out_label = self.labels[out];
+                let out_label = lo;
                 if let Some(&(_, id)) = self.need_cache[r as usize].iter().find(|(l, _)| *l == out_label) {
                     id
                 } else {
@@ -357,11 +463,11 @@ impl Solver<'_, '_> {
                             let restricted = restrict_layout(self.target, &p.values[v].shape, p.table.get(out_key), dims);
                             p.table.key(&restricted)
                         }
-                        // Another element width, or on a tiled target
+                        // Another element type, or on a tiled target
                         // other dimensions, may need the value's own
                         // tiling of the order.
                         _ if self.target.tiling.is_some()
-                            || p.values[out].shape.element_storage_bits() != p.values[v].shape.element_storage_bits() =>
+                            || !crate::tiling::tiled_alike(Some(self.target), &p.values[out].shape, &p.values[v].shape) =>
                         {
                             let layout = crate::tiling::same_layout_for(self.target, p.table.get(out_key), &p.values[out].shape, &p.values[v].shape);
                             p.table.key(&layout)
@@ -375,7 +481,7 @@ impl Solver<'_, '_> {
             }
             RelationKind::Need { need_id, matrix } => {
                 if let Some(m) = matrix {
-                    let current = p.table.get(p.values[v].key(self.labels[v]));
+                    let current = p.table.get(p.values[v].key(lv));
                     if p.matrix_needs[*m as usize].accepts_order(current) {
                         return None;
                     }
@@ -396,27 +502,47 @@ impl Solver<'_, '_> {
         self.counts[v as usize]
             .iter()
             .filter(|&&(id, c)| c > 0 && id != own)
-            .map(|&(id, _)| value.bytes[id as usize] as f64 * self.weights.copy_byte + value.padding_cost(id, &self.weights))
+            .map(|&(id, _)| value.copy_cost(id, &self.weights))
             .sum()
     }
 
     /// The cost of the tile padding stored with value `v` in its layout,
     /// when the target weighs padding.
     fn padding_cost(&self, v: ValueId) -> f64 {
-        self.p.values[v as usize].padding_cost(self.labels[v as usize], &self.weights)
+        self.padding_cost_of(v, self.labels[v as usize])
+    }
+
+    /// The cost of the tile padding stored with value `v` in layout `l`
+    /// (`Value::padding_cost`).
+    pub(crate) fn padding_cost_of(&self, v: ValueId, l: LayoutId) -> f64 {
+        self.p.values[v as usize].padding_cost(l, &self.weights)
     }
 
     /// The cost of movement relation `r`: zero when it is a bitcast.
     fn move_cost(&mut self, r: u32) -> f64 {
         let rel = &self.p.relations[r as usize];
-        if let RelationKind::Broadcast { pin: Some(pin), .. } = rel.kind {
-            // A pinned broadcast whose result order disagrees with the pin
-            // cannot be served by any copy: rule such labellings out.
-            return if self.broadcast_read(r) == pin { 0.0 } else { INFEASIBLE };
+        let (v, out) = match rel.kind {
+            RelationKind::Broadcast { out, .. } | RelationKind::Movement { out, .. } => (rel.v, out),
+            _ => return 0.0,
+        };
+        let (lv, lo) = (self.labels[v as usize], self.labels[out as usize]);
+        match self.move_cost_under(r, lv, lo) {
+            Some(cost) => cost,
+            None => INFEASIBLE,
         }
-        let RelationKind::Movement { out, transpose } = &rel.kind else { return 0.0 };
+    }
+
+    /// The cost of movement relation `r` when its value has label `lv` and
+    /// its result label `lo`: zero when it is a bitcast; `None` for a
+    /// pinned broadcast whose result order disagrees with the pin (no copy
+    /// can serve it).
+    pub(crate) fn move_cost_under(&mut self, r: u32, lv: LayoutId, lo: LayoutId) -> Option<f64> {
+        let rel = &self.p.relations[r as usize];
+        if let RelationKind::Broadcast { pin: Some(pin), .. } = rel.kind {
+            return (self.broadcast_read_under(r, lo) == pin).then_some(0.0);
+        }
+        let RelationKind::Movement { out, transpose } = &rel.kind else { return Some(0.0) };
         let (v, out) = (rel.v as usize, *out as usize);
-        let (lv, lo) = (self.labels[v], self.labels[out]);
         let cached = self.move_cache[r as usize].iter().find(|&&(a, b, _)| a == lv && b == lo).map(|&(_, _, x)| x);
         let bitcast = match cached {
             Some(b) => b,
@@ -432,7 +558,7 @@ impl Solver<'_, '_> {
                 bitcast
             }
         };
-        if bitcast { 0.0 } else { self.p.values[out].bytes[lo as usize] as f64 * self.weights.transpose_byte }
+        Some(if bitcast { 0.0 } else { self.p.values[out].bytes[lo as usize] as f64 * self.weights.transpose_byte })
     }
 
     /// The cost of re-tiling op `i` (an index into `Problem::retilings`)
@@ -443,10 +569,17 @@ impl Solver<'_, '_> {
     /// the operand (any other layout is a copy, counted on its own), so
     /// only a reduce depends on its input's label.
     fn retile_cost(&mut self, i: u32) -> f64 {
+        let t = &self.p.retilings[i as usize];
+        let (lv, lo) = (self.labels[t.operand as usize], self.labels[t.out as usize]);
+        self.retile_cost_under(i, lv, lo)
+    }
+
+    /// The cost of re-tiling op `i` when its operand has label `lv` and its
+    /// result label `lo` (see `retile_cost`).
+    pub(crate) fn retile_cost_under(&mut self, i: u32, lv: LayoutId, lo: LayoutId) -> f64 {
         use crate::retile::RetileOp;
         let t = &self.p.retilings[i as usize];
         let (v, out) = (t.operand as usize, t.out as usize);
-        let (lv, lo) = (self.labels[v], self.labels[out]);
         if let Some(&(_, _, c)) = self.retile_cache[i as usize].iter().find(|&&(a, b, _)| a == lv && b == lo) {
             return c;
         }
@@ -507,6 +640,22 @@ impl Solver<'_, '_> {
         (copies, movements, padding)
     }
 
+    /// The label member `m` of a group takes when the group moves to
+    /// `key`, a layout of member `origin`: `key` itself, or for another
+    /// element type (on a tiled target, other dimensions or residence) the
+    /// same order with `m`'s own tiling (`tiling::member_layout`).
+    pub(crate) fn member_label(&mut self, m: ValueId, key: LayoutKey, origin: ValueId) -> LayoutId {
+        let p = &mut *self.p;
+        let (value, origin) = (&p.values[m as usize], &p.values[origin as usize]);
+        let member_key = if self.target.tiling.is_none() && crate::tiling::tiled_alike(Some(self.target), &value.shape, &origin.shape) {
+            key
+        } else {
+            let layout = crate::tiling::member_layout(self.target, p.table.get(key), &origin.shape, &value.shape, value.tile_use);
+            p.table.key(&layout)
+        };
+        p.values[m as usize].intern(&p.table, member_key)
+    }
+
     /// Tries relabelling the free values among `members` to `key` (with
     /// their own tiling where their element width differs from `origin`'s);
     /// keeps the change only when it lowers the cost. `before` is the
@@ -530,27 +679,9 @@ impl Solver<'_, '_> {
             return (before, false);
         }
         let free = std::mem::take(&mut scratch.free);
-        let p = &mut *self.p;
-        let origin_bits = p.values[origin as usize].shape.element_storage_bits();
         scratch.ids.clear();
         for &m in &free {
-            // Members of another element width (or on a tiled target,
-            // other dimensions or residence) take the same order with
-            // their own tiling.
-            let member_key = if self.target.tiling.is_none() && p.values[m as usize].shape.element_storage_bits() == origin_bits {
-                key
-            } else {
-                let member = &p.values[m as usize];
-                let layout = crate::tiling::member_layout(
-                    self.target,
-                    p.table.get(key),
-                    &p.values[origin as usize].shape,
-                    &member.shape,
-                    member.tile_use,
-                );
-                p.table.key(&layout)
-            };
-            scratch.ids.push(p.values[m as usize].intern(&p.table, member_key));
+            scratch.ids.push(self.member_label(m, key, origin));
         }
         let new_ids = std::mem::take(&mut scratch.ids);
         let unchanged = free.iter().zip(&new_ids).all(|(&m, &id)| self.labels[m as usize] == id);
@@ -587,7 +718,7 @@ impl Solver<'_, '_> {
     /// each with the member it came from, one per dimension order (members
     /// of another element width derive their own tiling from it), at most
     /// `MAX_GROUP_CANDIDATES`.
-    fn group_candidates(&self, members: &[ValueId]) -> Vec<(LayoutKey, ValueId)> {
+    pub(crate) fn group_candidates(&self, members: &[ValueId]) -> Vec<(LayoutKey, ValueId)> {
         let mut out: Vec<(LayoutKey, ValueId)> = Vec::new();
         let mut orders: Vec<&shape::DimVec> = Vec::new();
         // On a tiled target members of other dimensions may tile one order
@@ -647,13 +778,13 @@ impl Solver<'_, '_> {
                     v.fixed.is_none() && v.shape.rank() == base.minor_to_major.len()
                 })
                 .collect();
-            // One combined tile serves only values of one element width,
-            // and only values computed on (an HBM-resident parameter keeps
-            // its storage tiling).
-            let bits = self.p.values[first as usize].shape.element_storage_bits();
+            // One combined tile serves only values tiled alike, and only
+            // values computed on (an HBM-resident parameter keeps its
+            // storage tiling).
+            let first_shape = &self.p.values[first as usize].shape;
             if free.iter().any(|&m| {
                 let v = &self.p.values[m as usize];
-                v.shape.element_storage_bits() != bits || v.tile_use != crate::tiling::TileUse::Compute
+                !crate::tiling::tiled_alike(Some(self.target), &v.shape, first_shape) || v.tile_use != crate::tiling::TileUse::Compute
             }) {
                 continue;
             }
@@ -770,17 +901,7 @@ impl Solver<'_, '_> {
             let (c0, m0, p0) = self.local_cost_parts(&free, &mut scratch);
             let old: Vec<LayoutId> = free.iter().map(|&m| self.labels[m as usize]).collect();
             for &m in &free {
-                let p = &mut *self.p;
-                let member = &p.values[m as usize];
-                let layout = crate::tiling::member_layout(
-                    self.target,
-                    p.table.get(key),
-                    &p.values[origin as usize].shape,
-                    &member.shape,
-                    member.tile_use,
-                );
-                let k = p.table.key(&layout);
-                let id = p.values[m as usize].intern(&p.table, k);
+                let id = self.member_label(m, key, origin);
                 self.relabel(m, id);
             }
             let (c1, m1, p1) = self.local_cost_parts(&free, &mut scratch);
@@ -892,26 +1013,12 @@ impl Solver<'_, '_> {
         let mut moves: Vec<(ValueId, LayoutId)> = Vec::new();
         for &(members, key, origin) in parts {
             let rank = self.p.table.get(key).minor_to_major.len();
-            let p = &mut *self.p;
-            let origin_bits = p.values[origin as usize].shape.element_storage_bits();
             for &m in members {
-                let value = &p.values[m as usize];
+                let value = &self.p.values[m as usize];
                 if value.fixed.is_some() || value.shape.rank() != rank {
                     continue;
                 }
-                let member_key = if self.target.tiling.is_none() && value.shape.element_storage_bits() == origin_bits {
-                    key
-                } else {
-                    let layout = crate::tiling::member_layout(
-                        self.target,
-                        p.table.get(key),
-                        &p.values[origin as usize].shape,
-                        &value.shape,
-                        value.tile_use,
-                    );
-                    p.table.key(&layout)
-                };
-                let id = p.values[m as usize].intern(&p.table, member_key);
+                let id = self.member_label(m, key, origin);
                 moves.push((m, id));
             }
         }
@@ -1156,16 +1263,16 @@ impl Scratch {
 }
 
 /// A plain union-find over value indices.
-struct UnionFind {
+pub(crate) struct UnionFind {
     parent: Vec<usize>,
 }
 
 impl UnionFind {
-    fn new(n: usize) -> Self {
+    pub(crate) fn new(n: usize) -> Self {
         UnionFind { parent: (0..n).collect() }
     }
 
-    fn find(&mut self, mut x: usize) -> usize {
+    pub(crate) fn find(&mut self, mut x: usize) -> usize {
         while self.parent[x] != x {
             self.parent[x] = self.parent[self.parent[x]];
             x = self.parent[x];
@@ -1173,7 +1280,7 @@ impl UnionFind {
         x
     }
 
-    fn union(&mut self, a: usize, b: usize) {
+    pub(crate) fn union(&mut self, a: usize, b: usize) {
         let (ra, rb) = (self.find(a), self.find(b));
         if ra != rb {
             // The smaller index is the root, so groups are ordered by their
@@ -1184,7 +1291,7 @@ impl UnionFind {
     }
 
     /// The groups, each sorted, ordered by first member.
-    fn groups(&mut self) -> Vec<Vec<ValueId>> {
+    pub(crate) fn groups(&mut self) -> Vec<Vec<ValueId>> {
         let n = self.parent.len();
         // A group's root is its smallest member (see `union`), so a walk in
         // index order meets the root first: it opens the group, and later
@@ -1243,8 +1350,8 @@ mod tests {
                         let keys = |v: &crate::problem::Value| -> Vec<LayoutKey> { v.candidates.iter().map(|&c| v.key(c)).collect() };
                         assert_eq!(keys(x), keys(y), "candidates of a value of {at}");
                     }
-                    let all = solve_with(&mut a, &target, Looks::All);
-                    let skipping = solve_with(&mut b, &target, Looks::SkipStill);
+                    let all = solve_with(&mut a, &target, Looks::All, None).0;
+                    let skipping = solve_with(&mut b, &target, Looks::SkipStill, None).0;
                     assert_eq!(all.labels, skipping.labels, "{at}");
                     assert_eq!(all.needs, skipping.needs, "{at}");
                     assert_eq!((all.sweeps, all.moves, all.padding_saved), (skipping.sweeps, skipping.moves, skipping.padding_saved), "{at}");

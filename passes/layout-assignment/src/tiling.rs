@@ -196,7 +196,7 @@ pub fn combined_variants(target: &TargetSpec, a: &ArrayShape, base: &Layout) -> 
 /// result has `(4,128)` tiles keeps `(8,128)`).
 pub fn same_layout_for(target: &TargetSpec, out_layout: &Layout, out: &ArrayShape, operand: &ArrayShape) -> Layout {
     let untiled = out_layout.tiles.is_empty() && out_layout.element_size_in_bits == 0;
-    if untiled || (out.element_storage_bits() == operand.element_storage_bits() && allows(target, operand, out_layout, TileUse::Compute)) {
+    if untiled || (tiled_alike(Some(target), out, operand) && allows(target, operand, out_layout, TileUse::Compute)) {
         return out_layout.clone();
     }
     layout_for(target, operand, &out_layout.minor_to_major)
@@ -218,6 +218,31 @@ pub fn member_layout(target: &TargetSpec, layout: &Layout, origin: &ArrayShape, 
 /// parameter of this shape lives in HBM in one of them where legal.
 pub fn has_storage_tiles(target: &TargetSpec, a: &ArrayShape) -> bool {
     target.tiling.as_ref().and_then(|policy| rule_for(policy, a)).is_some_and(|r| r.candidates.iter().any(|c| c.storage_only))
+}
+
+/// Whether a layout made for `a` serves `b` as it is: both have the same
+/// element type and storage width, or types of one width that the target
+/// tiles by the same rule. Otherwise a layout of one carries properties
+/// that belong to the other's type (an `s8` value must never take an
+/// `s4` value's `(8,1)` packing and `E(4)` slots, although both are
+/// stored a byte wide by default), and only its order carries over.
+pub fn tiled_alike(target: Option<&TargetSpec>, a: &ArrayShape, b: &ArrayShape) -> bool {
+    if a.element_storage_bits() != b.element_storage_bits() {
+        return false;
+    }
+    if a.element_type == b.element_type {
+        return true;
+    }
+    if a.element_type.bit_width() != b.element_type.bit_width() {
+        return false;
+    }
+    match target.and_then(|t| t.tiling.as_ref()) {
+        Some(policy) => match (rule_for(policy, a), rule_for(policy, b)) {
+            (Some(x), Some(y)) => std::ptr::eq(x, y),
+            (x, y) => x.is_none() && y.is_none(),
+        },
+        None => true,
+    }
 }
 
 /// The layout a buffer crossing a boundary the pass does not control (an

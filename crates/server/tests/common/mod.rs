@@ -134,3 +134,32 @@ pub fn healthy_modules() -> std::sync::Arc<Vec<(String, String)>> {
         .collect();
     std::sync::Arc::new(healthy)
 }
+
+/// A service on a loopback port, in this process.
+pub struct Running {
+    pub addr: std::net::SocketAddr,
+    pub state: AppState,
+    pub stop: Option<tokio::sync::oneshot::Sender<()>>,
+    pub task: tokio::task::JoinHandle<std::io::Result<()>>,
+}
+
+/// Starts the service with `config` on a loopback port.
+pub async fn start(config: Config) -> Running {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("a loopback port");
+    let addr = listener.local_addr().expect("an address");
+    let state = AppState::new(config);
+    let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+    let task = tokio::spawn(server::serve(listener, state.clone(), async move {
+        let _ = rx.await;
+    }));
+    Running { addr, state, stop: Some(tx), task }
+}
+
+impl Running {
+    /// Begins the shutdown.
+    pub fn shut_down(&mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+    }
+}
