@@ -38,7 +38,7 @@ use std::fmt;
 use smallvec::SmallVec;
 
 use crate::physical::{AlgebraError, Expansion, checked_layout, write_index};
-use crate::{ArrayShape, Dims, Layout, PrimitiveType, Tile};
+use crate::{ArrayShape, DimVec, Dims, Layout, PrimitiveType, Tile};
 
 /// The most point evaluations the fallback for exotic layouts may spend.
 pub const FALLBACK_BUDGET: u64 = 1 << 20;
@@ -1283,6 +1283,27 @@ fn decide(
     perm: &[usize],
     periods_only: bool,
 ) -> Result<BitcastVerdict, AlgebraError> {
+    // A first tile longer than the rank (a tiled scalar) tiles the array
+    // seen with unit major dimensions: decide on those views, which hold
+    // every element at the same place.
+    let (nf, nt) = (from.unit_major_dims(), to.unit_major_dims());
+    if nf > 0 || nt > 0 {
+        let (from, to) = match kind {
+            BitcastKind::Transpose => {
+                let n = nf.max(nt);
+                let perm: DimVec = (0..n).chain(perm.iter().map(|&d| d + n)).collect();
+                let (from, to) = (from.with_unit_major_dims(n), to.with_unit_major_dims(n));
+                return decide(&from, &to, kind, &perm, periods_only);
+            }
+            _ => (from.with_unit_major_dims(nf), to.with_unit_major_dims(nt)),
+        };
+        // Unequal unit dimensions make a layout change a reshape of the
+        // views; the verdict still names the relation asked about.
+        let asked = kind;
+        let kind = if kind == BitcastKind::LayoutChange && from.dims != to.dims { BitcastKind::Reshape } else { kind };
+        let verdict = decide(&from, &to, kind, perm, periods_only)?;
+        return Ok(BitcastVerdict { kind: asked, ..verdict });
+    }
     let lf = checked_layout(from)?;
     let lt = checked_layout(to)?;
     match kind {

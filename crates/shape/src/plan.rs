@@ -424,6 +424,23 @@ pub fn relayout_plan(from: &ArrayShape, to: &ArrayShape) -> Result<Plan, Algebra
     let lt = checked_layout(to)?.into_owned();
     let from = from.in_layout(lf.clone());
     let to = to.in_layout(lt.clone());
+    // A first tile longer than the rank (a tiled scalar) tiles the array
+    // seen with unit major dimensions: plan between those views, which
+    // hold every element where the shapes do, and keep the real ends.
+    let n = from.unit_major_dims().max(to.unit_major_dims());
+    if n > 0 && from != to {
+        let mut plan = relayout_plan(&from.with_unit_major_dims(n), &to.with_unit_major_dims(n))?;
+        // The first step reads the view, a bitcast of the real operand.
+        if plan.steps.first().is_none_or(|s| s.op != StepOp::Bitcast) {
+            plan.steps.insert(0, Step { op: StepOp::Bitcast, shape: plan.from.clone() });
+        }
+        plan.from = from;
+        match plan.steps.last_mut() {
+            Some(last) if last.op == StepOp::Bitcast => last.shape = to,
+            _ => plan.steps.push(Step { op: StepOp::Bitcast, shape: to }),
+        }
+        return Ok(plan);
+    }
     if from == to {
         return Ok(Plan { from, steps: Vec::new() });
     }

@@ -22,6 +22,8 @@ fn check_indexing(s: &ArrayShape) -> Result<(), TestCaseError> {
     let (at, len) = slots(s);
     prop_assert_eq!(e.storage_slots, len as u64, "storage slots of {}", s);
     prop_assert_eq!(e.storage_bytes, bytes(s, len), "storage bytes of {}", s);
+    let z = shape::storage_size(s).map_err(|e| TestCaseError::fail(format!("{s}: {e}")))?;
+    prop_assert_eq!((z.slots, z.bytes), (len as u64, bytes(s, len)), "storage size of {}", s);
     for (l, idx) in indices(&s.dims).iter().enumerate() {
         let li = e.linear_index(idx).map_err(|e| TestCaseError::fail(e.to_string()))?;
         prop_assert_eq!(li, at[l], "linear index of {:?} in {}", idx, s);

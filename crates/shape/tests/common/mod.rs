@@ -122,6 +122,13 @@ pub fn stages(shape: &ArrayShape, values: &Nd) -> Vec<Nd> {
     a = a.transpose(&order);
     let mut out = vec![a.clone()];
     for tile in &layout.tiles {
+        // A tile longer than what it tiles sees unit dimensions added on
+        // the major side (a tiled scalar).
+        if tile.dims.len() > a.dims.len() {
+            let mut dims = vec![1; tile.dims.len() - a.dims.len()];
+            dims.extend_from_slice(&a.dims);
+            a = a.reshape(&dims);
+        }
         let n = a.dims.len();
         let start = n - tile.dims.len();
         let mut combined: Vec<i64> = a.dims[..start].to_vec();
@@ -311,9 +318,10 @@ pub fn permutation(n: usize) -> impl Strategy<Value = Vec<usize>> {
 }
 
 /// Random tiles for a shape of the given rank: up to three levels, each of
-/// length 1..=rank of what it tiles, sizes 1..=4, sometimes `*`. Later
-/// levels over the tile of the level before are how repeated (packed)
-/// tiles such as `T(8,128)(2,1)` or `T(256)(128)(2,1)` look in small.
+/// length 1..=rank of what it tiles (a scalar's first up to 2 long), sizes
+/// 1..=4, sometimes `*`. Later levels over the tile of the level before are
+/// how repeated (packed) tiles such as `T(8,128)(2,1)` or `T(256)(128)(2,1)`
+/// look in small.
 pub fn tiles(rank: usize) -> impl Strategy<Value = Vec<Tile>> {
     let level = |avail: usize| {
         (1..=avail.max(1)).prop_flat_map(|len| {
@@ -329,21 +337,25 @@ pub fn tiles(rank: usize) -> impl Strategy<Value = Vec<Tile>> {
             )
         })
     };
+    let produced = move |t: &Tile| rank.max(t.dims.len()) - t.dims.len() + 2 * t.sized_entries();
     if rank == 0 {
-        return Just(Vec::new()).boxed();
+        // A scalar's tiles see it as unit dimensions (`f32[]{:T(128)}`).
+        return prop_oneof![
+            2 => Just(Vec::new()),
+            2 => level(2).prop_map(|t| vec![t]),
+            1 => level(1).prop_flat_map(move |t| level(produced(&t)).prop_map(move |u| vec![t.clone(), u])),
+        ]
+        .boxed();
     }
     prop_oneof![
         2 => Just(Vec::new()),
         3 => level(rank).prop_map(|t| vec![t]),
-        2 => level(rank).prop_flat_map(move |t| {
-            let produced = rank - t.dims.len() + 2 * t.sized_entries();
-            level(produced).prop_map(move |u| vec![t.clone(), u])
-        }),
+        2 => level(rank).prop_flat_map(move |t| level(produced(&t)).prop_map(move |u| vec![t.clone(), u])),
         1 => level(rank).prop_flat_map(move |t| {
-            let produced = rank - t.dims.len() + 2 * t.sized_entries();
-            level(produced).prop_flat_map(move |u| {
+            let after = produced(&t);
+            level(after).prop_flat_map(move |u| {
                 let t = t.clone();
-                let again = produced - u.dims.len() + 2 * u.sized_entries();
+                let again = after - u.dims.len() + 2 * u.sized_entries();
                 level(again.min(3)).prop_map(move |v| vec![t.clone(), u.clone(), v])
             })
         }),
