@@ -236,6 +236,24 @@ pub fn run_loaded(db: &Database, opts: &Options) -> Result<Output, PipelineError
     finish(db, opts, Instant::now(), &mut timings)
 }
 
+/// The input check of [`run`] on text already parsed: the problems of a
+/// module the structural verifier rejects, located in `text`. A session
+/// checks the module it is given with this before holding it.
+pub fn check_input(module: &Module, text: &str, file_name: &str) -> Result<(), PipelineError> {
+    verify_input(module, &|p| p.located(text, file_name))
+}
+
+/// The input check of [`run_loaded`]: parses what changed in `db` and
+/// refuses a module the structural verifier rejects. A session checks an
+/// edit with this before keeping it.
+pub fn check_loaded_input(db: &Database) -> Result<(), PipelineError> {
+    let module = db.parsed_module().map_err(|e| match e {
+        db::AssignError::Parse(p) => PipelineError::Parse(p),
+        other => PipelineError::Assign(other.to_string()),
+    })?;
+    verify_input(&module, &|p| db.located(p))
+}
+
 /// Refuses a module the structural verifier rejects: passes assume well
 /// formed input, and an output problem must mean a bug in Tessera. Each
 /// problem is reported as `located` writes it, with its place in the text.
@@ -253,11 +271,7 @@ fn finish(db: &Database, opts: &Options, start: Instant, timings: &mut Vec<Timin
     // it costs no parse.
     {
         let t = Instant::now();
-        let module = db.parsed_module().map_err(|e| match e {
-            db::AssignError::Parse(p) => PipelineError::Parse(p),
-            other => PipelineError::Assign(other.to_string()),
-        })?;
-        verify_input(&module, &|p| db.located(p))?;
+        check_loaded_input(db)?;
         timings.push(Timing { step: "verify-input", duration: t.elapsed() });
     }
     let assign = opts.passes.contains(&PassName::LayoutAssignment);
