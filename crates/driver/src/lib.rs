@@ -254,11 +254,47 @@ pub fn check_loaded_input(db: &Database) -> Result<(), PipelineError> {
     verify_input(&module, &|p| db.located(p))
 }
 
+/// The input's bitcasts that move bytes. The passes keep an input bitcast
+/// in the layouts it was written with (a side written without a layout
+/// means the plain descending one, as everywhere in an input), and the
+/// output verifier proves every bitcast keeps each element where it is; a
+/// bitcast that does not, under its own layouts, is the user's error.
+fn input_bitcast_problems(module: &Module) -> Vec<hlo::VerifyError> {
+    let plain = |a: &shape::ArrayShape| {
+        let mut a = a.clone();
+        if a.layout.is_none() {
+            a.layout = Some(shape::Layout::descending(a.rank()));
+        }
+        a
+    };
+    let mut problems = Vec::new();
+    for comp in &module.computations {
+        for (id, inst) in comp.instructions() {
+            if inst.opcode != hlo::Opcode::Bitcast {
+                continue;
+            }
+            let (Some(&o), Some(to)) = (comp.operands(id).first(), inst.shape.as_array()) else { continue };
+            let Some(from) = comp.inst(o).shape.as_array() else { continue };
+            if let Err(why) = layout_assignment::prove_bitcast(&plain(from), &plain(to)) {
+                problems.push(hlo::VerifyError {
+                    computation: comp.name.clone(),
+                    instruction: Some(inst.name.clone()),
+                    message: format!("{why}; an input bitcast must keep every element where it is"),
+                });
+            }
+        }
+    }
+    problems
+}
+
 /// Refuses a module the structural verifier rejects: passes assume well
 /// formed input, and an output problem must mean a bug in Tessera. Each
 /// problem is reported as `located` writes it, with its place in the text.
 fn verify_input(module: &Module, located: &dyn Fn(&hlo::VerifyError) -> String) -> Result<(), PipelineError> {
-    let problems = hlo::verify_module(module);
+    let mut problems = hlo::verify_module(module);
+    if problems.is_empty() {
+        problems = input_bitcast_problems(module);
+    }
     if problems.is_empty() {
         Ok(())
     } else {
