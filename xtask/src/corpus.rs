@@ -121,6 +121,9 @@ struct Row {
     our_verified_run_pass_us: f64,
     tpu_padding: u64,
     tpu_padding_uncombined: u64,
+    /// Per tiled built-in target (see `tiled_targets`): the bytes of every
+    /// buffer of the output, padding included, and of their elements.
+    tiled_storage: Vec<(u64, u64)>,
     gpu: Side,
     /// With `--exact`: cpu, gpu and tpu.
     gaps: Option<[Gap; 3]>,
@@ -231,6 +234,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     if let Some(t) = &mut tpu_flat.tiling {
         t.combine_dimensions = false;
     }
+    let tiled = tiled_targets()?;
     let mut rows = Vec::new();
     for dir in &dirs {
         let name = dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
@@ -280,6 +284,11 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         let gpu_out = run(&gpu)?;
         let tpu_out = run(&tpu)?;
         let tpu_flat_out = run(&tpu_flat)?;
+        let mut tiled_storage = Vec::with_capacity(tiled.len());
+        for t in &tiled {
+            let stats = if t.name == tpu.name { tpu_out.report.stats.clone() } else { run(t)?.report.stats };
+            tiled_storage.push((stats.storage_bytes, stats.logical_bytes));
+        }
         let bitcasts = bitcasts::compare(&parsed, &after, &ours_out.module);
         let optimality = |o: &driver::Output| o.report.assignment.as_ref().map(|a| a.optimality()).unwrap_or_default();
         let gaps = if args.exact {
@@ -304,6 +313,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             our_verified_run_pass_us: median(verified_run_times),
             tpu_padding: tpu_out.report.stats.padding_bytes,
             tpu_padding_uncombined: tpu_flat_out.report.stats.padding_bytes,
+            tiled_storage,
             gpu: Side {
                 copy_bytes: gpu_out.report.stats.copy_bytes,
                 movement_bytes: gpu_out.report.stats.movement_bytes,
@@ -313,7 +323,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         });
     }
     let trips = round_trips(&dirs, &corpus)?;
-    let mut tables = tables(&rows);
+    let names: Vec<&str> = tiled.iter().map(|t| t.name.as_str()).collect();
+    let mut tables = tables(&rows, &names);
     if rows.iter().all(|r| r.gaps.is_some()) {
         tables.push_str(&gap_table(&rows));
     }
@@ -331,6 +342,19 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         eprintln!("wrote docs/performance.md");
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The built-in targets that tile arrays, in name order.
+fn tiled_targets() -> anyhow::Result<Vec<target::TargetSpec>> {
+    let mut out = Vec::new();
+    for name in target::builtin_names() {
+        let t = target::load_builtin(name).map_err(|e| anyhow::anyhow!("{e}"))?;
+        if t.tiling.is_some() {
+            out.push(t);
+        }
+    }
+    out.sort_by(|a, b| a.name.cmp(&b.name));
+    Ok(out)
 }
 
 /// The default solver against the exact solver's optimum or bound, per
@@ -382,7 +406,7 @@ fn round_trip_table(trips: &[RoundTrip]) -> String {
     s
 }
 
-fn tables(rows: &[Row]) -> String {
+fn tables(rows: &[Row], tiled: &[&str]) -> String {
     let mut s = String::new();
     let sum = |f: &dyn Fn(&Row) -> u64| rows.iter().map(f).sum::<u64>();
     s.push_str("### Copies and bytes moved, CPU target, against XLA CPU\n\n");
@@ -450,6 +474,27 @@ fn tables(rows: &[Row]) -> String {
     }
     let (a, b) = (sum(&|r| r.tpu_padding_uncombined), sum(&|r| r.tpu_padding));
     s.push_str(&format!("| **total** | {a} | {b} | {} |\n\n", a as i64 - b as i64));
+    s.push_str("### Tiled targets: storage over logical bytes\n\nThe bytes of every buffer of the output (padding included, each buffer once) over the bytes of their elements, per tiled built-in target (`stats.storage_bytes` / `stats.logical_bytes` in the report).\n\n| module |");
+    for t in tiled {
+        s.push_str(&format!(" {t} |"));
+    }
+    s.push_str("\n|---|");
+    s.push_str(&"---:|".repeat(tiled.len()));
+    s.push('\n');
+    let ratio = |(storage, logical): (u64, u64)| if logical == 0 { "n/a".to_string() } else { format!("{:.3}", storage as f64 / logical as f64) };
+    for r in rows {
+        s.push_str(&format!("| {} |", r.name));
+        for &x in &r.tiled_storage {
+            s.push_str(&format!(" {} |", ratio(x)));
+        }
+        s.push('\n');
+    }
+    s.push_str("| **total** |");
+    for i in 0..tiled.len() {
+        let total = rows.iter().filter_map(|r| r.tiled_storage.get(i)).fold((0, 0), |(a, b), &(x, y)| (a + x, b + y));
+        s.push_str(&format!(" {} |", ratio(total)));
+    }
+    s.push_str("\n\n");
     s.push_str("### GPU target\n\n| module | copies | copy bytes | data-moving transpose/reshape bytes | bitcasts |\n|---|---:|---:|---:|---:|\n");
     for r in rows {
         s.push_str(&format!("| {} | {} | {} | {} | {} |\n", r.name, r.gpu.copies, r.gpu.copy_bytes, r.gpu.movement_bytes, r.gpu.bitcasts));

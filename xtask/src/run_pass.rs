@@ -31,6 +31,9 @@ struct Row {
     bitcasts: usize,
     bytes_moved: u64,
     padding: u64,
+    /// Bytes of every buffer, padding included, and of their elements.
+    storage: u64,
+    logical: u64,
     millis: f64,
 }
 
@@ -94,6 +97,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                     bitcasts: s.bitcasts,
                     bytes_moved: s.copy_bytes + s.movement_bytes,
                     padding: s.padding_bytes,
+                    storage: s.storage_bytes,
+                    logical: s.logical_bytes,
                     millis,
                 });
             }
@@ -123,26 +128,29 @@ pub(crate) fn expects_failure(path: &Path) -> bool {
 fn print_table(rows: &[Row], target: &str) {
     let width = rows.iter().map(|r| r.module.len()).max().unwrap_or(6).max(6);
     let build = if cfg!(debug_assertions) { "debug build: run `cargo xtask bench` for real timings" } else { "release build" };
+    // Storage over logical bytes: how much of the buffers is padding.
+    let ratio = |storage: u64, logical: u64| if logical == 0 { 1.0 } else { storage as f64 / logical as f64 };
     println!("target: {target} ({build})");
     println!(
-        "{:<width$}  {:>8}  {:>6}  {:>8}  {:>12}  {:>10}  {:>9}",
-        "module", "instrs", "copies", "bitcasts", "bytes moved", "padding", "time ms"
+        "{:<width$}  {:>8}  {:>6}  {:>8}  {:>12}  {:>10}  {:>13}  {:>9}",
+        "module", "instrs", "copies", "bitcasts", "bytes moved", "padding", "storage/logic", "time ms"
     );
     for r in rows {
         println!(
-            "{:<width$}  {:>8}  {:>6}  {:>8}  {:>12}  {:>10}  {:>9.2}",
-            r.module, r.instructions, r.copies, r.bitcasts, r.bytes_moved, r.padding, r.millis
+            "{:<width$}  {:>8}  {:>6}  {:>8}  {:>12}  {:>10}  {:>13.3}  {:>9.2}",
+            r.module, r.instructions, r.copies, r.bitcasts, r.bytes_moved, r.padding, ratio(r.storage, r.logical), r.millis
         );
     }
     let total = |f: fn(&Row) -> u64| rows.iter().map(f).sum::<u64>();
     println!(
-        "{:<width$}  {:>8}  {:>6}  {:>8}  {:>12}  {:>10}  {:>9.2}",
+        "{:<width$}  {:>8}  {:>6}  {:>8}  {:>12}  {:>10}  {:>13.3}  {:>9.2}",
         format!("total ({} modules)", rows.len()),
         total(|r| r.instructions as u64),
         total(|r| r.copies as u64),
         total(|r| r.bitcasts as u64),
         total(|r| r.bytes_moved),
         total(|r| r.padding),
+        ratio(total(|r| r.storage), total(|r| r.logical)),
         rows.iter().map(|r| r.millis).sum::<f64>()
     );
 }

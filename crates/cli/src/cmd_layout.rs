@@ -3,7 +3,7 @@
 //! ```text
 //! tessera layout index SHAPE IDX... [--reverse LINEAR...]
 //! tessera layout explain SHAPE [--json]
-//! tessera layout bitcast FROM TO [--transpose D,D,...]
+//! tessera layout bitcast FROM TO [--transpose D,D,... | --view]
 //! tessera layout plan FROM TO
 //! tessera layout draw SHAPE -o FILE.svg
 //! ```
@@ -55,8 +55,12 @@ enum Command {
         /// The result shape.
         to: String,
         /// Treat it as a transpose with these HLO dimensions (D,D,...).
-        #[arg(long)]
+        #[arg(long, conflicts_with = "view")]
         transpose: Option<String>,
+        /// Treat it as a physical view: one side is the other's buffer as
+        /// the row-major array of its physical dimensions.
+        #[arg(long)]
+        view: bool,
     },
     /// Print the relayout plan from FROM to TO as HLO instructions.
     Plan {
@@ -80,7 +84,7 @@ pub fn run(args: Args) -> ExitCode {
     let result = match args.command {
         Command::Index { shape, indices, reverse } => index(&shape, &indices, &reverse),
         Command::Explain { shape, json } => explain(&shape, json),
-        Command::Bitcast { from, to, transpose } => bitcast(&from, &to, transpose.as_deref()),
+        Command::Bitcast { from, to, transpose, view } => bitcast(&from, &to, transpose.as_deref(), view),
         Command::Plan { from, to } => plan(&from, &to),
         Command::Draw { shape, output } => draw(&shape, &output),
     };
@@ -175,7 +179,7 @@ fn explain(text: &str, json: bool) -> Result<String, String> {
     Ok(o)
 }
 
-fn bitcast(from: &str, to: &str, transpose: Option<&str>) -> Result<String, String> {
+fn bitcast(from: &str, to: &str, transpose: Option<&str>, view: bool) -> Result<String, String> {
     let (f, _) = parse(from, "FROM")?;
     let (t, _) = parse(to, "TO")?;
     let verdict = match transpose {
@@ -183,6 +187,7 @@ fn bitcast(from: &str, to: &str, transpose: Option<&str>) -> Result<String, Stri
             let dims: Vec<usize> = parse_list(d, "--transpose")?;
             shape::transpose_is_bitcast(&f, &t, &dims)
         }
+        None if view => shape::physical_view_is_bitcast(&f, &t),
         None => shape::is_bitcast(&f, &t),
     }
     .map_err(|e| e.to_string())?;

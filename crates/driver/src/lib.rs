@@ -100,6 +100,12 @@ pub struct ModuleStats {
     pub movement_bytes: u64,
     /// Tile padding in the buffers of every array value, in bytes.
     pub padding_bytes: u64,
+    /// Bytes of the buffers of every array value, padding included
+    /// (counted once per buffer, as `padding_bytes`).
+    pub storage_bytes: u64,
+    /// Bytes of the elements of those buffers: `storage_bytes` without
+    /// the padding.
+    pub logical_bytes: u64,
 }
 
 /// What a run produced besides the text.
@@ -421,8 +427,13 @@ pub fn stats(module: &Module, _assignment: Option<&AssignmentReport>) -> ModuleS
                 continue;
             }
             inst.shape.for_each_array(&mut |_, a| {
-                if a.layout.is_some() {
-                    s.padding_bytes += shape::storage_size(a).map_or(0, |z| (z.slots - z.elements) * z.element_bits / 8);
+                if a.layout.is_some()
+                    && let Ok(z) = shape::storage_size(a)
+                {
+                    let logical = (u128::from(z.elements) * u128::from(z.element_bits)).div_ceil(8) as u64;
+                    s.padding_bytes += (z.slots - z.elements) * z.element_bits / 8;
+                    s.storage_bytes += z.bytes;
+                    s.logical_bytes += logical;
                 }
             });
         }
@@ -559,7 +570,7 @@ ENTRY %main (x: f32[2,3,4], y: f32[4,6]) -> (f32[6,4], f32[4,6]) {
         o.expand_relayouts = true;
         let out = run(text, "t.hlo", &o).expect("run");
         assert_eq!(out.report.stats.copies, 0);
-        assert!(out.text.contains("pad(%p, %zero.f32), padding=0_5x0_56"), "{}", out.text);
+        assert!(out.text.contains("pad(%p, %x.zero), padding=0_5x0_56"), "{}", out.text);
     }
 
     #[test]

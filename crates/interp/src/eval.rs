@@ -297,6 +297,17 @@ impl<'m> Interp<'m> {
         )?))
     }
 
+    /// [`Self::finish`] for a data movement, which carries poison elements
+    /// (a physical view's padding) along.
+    pub(crate) fn finish_poison(
+        &self,
+        shape: &ArrayShape,
+        data: Vec<u64>,
+        poison: Option<Vec<bool>>,
+    ) -> Result<Value, EvalError> {
+        Ok(Value::Array(Buffer::from_logical_bits_poison(shape.clone(), data, poison)?))
+    }
+
     /// The topological order (operands first) of the instructions the
     /// root depends on.
     fn order(&mut self, comp_id: CompId) -> Result<Rc<Vec<InstId>>, EvalError> {
@@ -906,7 +917,8 @@ impl<'m> Interp<'m> {
                                 b.shape()
                             )));
                         }
-                        self.finish(shape, b.logical_bits()?.into_owned())
+                        let (data, poison) = b.logical_bits_poison()?;
+                        self.finish_poison(shape, data.into_owned(), poison)
                     }
                     // A tuple copy copies the tuple, not the buffers.
                     other => Ok(other.clone()),

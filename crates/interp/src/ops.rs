@@ -377,7 +377,8 @@ impl Interp<'_> {
                 a.shape()
             )));
         }
-        self.finish(shape, a.logical_bits()?.into_owned())
+        let (data, poison) = a.logical_bits_poison()?;
+        self.finish_poison(shape, data.into_owned(), poison)
     }
 
     pub(crate) fn transpose(
@@ -409,8 +410,9 @@ impl Interp<'_> {
             )));
         }
         let strides = row_major_strides(&a.shape().dims);
-        let data = a.logical_bits()?;
+        let (data, poison) = a.logical_bits_poison()?;
         let mut out = Vec::with_capacity(n);
+        let mut out_poison = poison.as_ref().map(|_| Vec::with_capacity(n));
         for_each_index(&shape.dims, |idx| {
             let off: i64 = perm
                 .iter()
@@ -418,8 +420,9 @@ impl Interp<'_> {
                 .map(|(i, &p)| idx[i] * strides[p])
                 .sum();
             out.push(data[off as usize]);
+            carry(&poison, &mut out_poison, off as usize);
         });
-        self.finish(shape, out)
+        self.finish_poison(shape, out, out_poison)
     }
 
     pub(crate) fn slice(&mut self, inst: &Instruction, ops: &[&Value]) -> Result<Value, EvalError> {
@@ -451,8 +454,9 @@ impl Interp<'_> {
             )));
         }
         let strides = row_major_strides(ad);
-        let data = a.logical_bits()?;
+        let (data, poison) = a.logical_bits_poison()?;
         let mut out = Vec::with_capacity(n);
+        let mut out_poison = poison.as_ref().map(|_| Vec::with_capacity(n));
         for_each_index(&shape.dims, |idx| {
             let off: i64 = idx
                 .iter()
@@ -461,8 +465,9 @@ impl Interp<'_> {
                 .map(|((&i, s), st)| (s.start + i * s.stride) * st)
                 .sum();
             out.push(data[off as usize]);
+            carry(&poison, &mut out_poison, off as usize);
         });
-        self.finish(shape, out)
+        self.finish_poison(shape, out, out_poison)
     }
 
     pub(crate) fn dynamic_slice(
@@ -581,7 +586,8 @@ impl Interp<'_> {
         let fill = pv.logical_bits()?[0];
         let mut out = vec![fill; n];
         let ostrides = row_major_strides(&shape.dims);
-        let data = a.logical_bits()?;
+        let (data, poison) = a.logical_bits_poison()?;
+        let mut out_poison = poison.as_ref().map(|_| vec![false; n]);
         let mut k = 0;
         for_each_index(ad, |idx| {
             let mut off = 0i64;
@@ -598,10 +604,13 @@ impl Interp<'_> {
             }
             if inside {
                 out[off as usize] = data[k];
+                if let (Some(from), Some(to)) = (&poison, out_poison.as_mut()) {
+                    to[off as usize] = from[k];
+                }
             }
             k += 1;
         });
-        self.finish(shape, out)
+        self.finish_poison(shape, out, out_poison)
     }
 
     pub(crate) fn concatenate(
@@ -714,5 +723,12 @@ fn same_type_pred(shape: &ArrayShape) -> Result<(), EvalError> {
         Ok(())
     } else {
         Err(EvalError::msg("compare must produce pred"))
+    }
+}
+
+/// Appends the poison flag of source element `off` when the source has any.
+fn carry(from: &Option<Vec<bool>>, to: &mut Option<Vec<bool>>, off: usize) {
+    if let (Some(from), Some(to)) = (from, to.as_mut()) {
+        to.push(from[off]);
     }
 }

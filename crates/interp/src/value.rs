@@ -115,6 +115,11 @@ pub(crate) enum SlotMap {
     Identity,
     /// A permutation with strides (no tiles, no padding).
     Strided(Dims),
+    /// Tiles without `*`: every tile level splits each dimension on its
+    /// own, so an element's slot is a sum of one term per dimension
+    /// (`offsets[d][i]` for index `i` of dimension `d`), read off the
+    /// expansion once per dimension entry instead of once per element.
+    Separable(Vec<Vec<u64>>),
     /// Anything else: the full expansion.
     Tiled(Box<Expansion>),
 }
@@ -202,9 +207,37 @@ impl SlotMap {
             }
             return Ok(SlotMap::Strided(strides));
         }
-        Ok(SlotMap::Tiled(Box::new(
-            Expansion::new(shape).map_err(EvalError::layout)?,
-        )))
+        let expansion = Expansion::new(shape).map_err(EvalError::layout)?;
+        if layout.tiles.iter().all(|t| !t.dims.contains(&shape::Tile::COMBINE)) {
+            // Each output dimension of every level is a function of one
+            // logical dimension, so the slot is the sum of each
+            // dimension's own term (all zero at index 0).
+            let mut unit = Dims::from_elem(0, shape.rank());
+            let offsets = (0..shape.rank())
+                .map(|d| {
+                    (0..shape.dims[d].max(0))
+                        .map(|i| {
+                            unit[d] = i;
+                            let slot = expansion.linear_index_unchecked(&unit);
+                            unit[d] = 0;
+                            slot
+                        })
+                        .collect()
+                })
+                .collect();
+            return Ok(SlotMap::Separable(offsets));
+        }
+        Ok(SlotMap::Tiled(Box::new(expansion)))
+    }
+
+    /// The slot of the element at `index` (in range).
+    fn slot_of(&self, dims: &[i64], index: &[i64]) -> u64 {
+        match self {
+            SlotMap::Identity => row_major_strides(dims).iter().zip(index).map(|(s, i)| s * i).sum::<i64>() as u64,
+            SlotMap::Strided(st) => st.iter().zip(index).map(|(s, i)| s * i).sum::<i64>() as u64,
+            SlotMap::Separable(offsets) => offsets.iter().zip(index).map(|(o, &i)| o[i as usize]).sum(),
+            SlotMap::Tiled(e) => e.linear_index_unchecked(index),
+        }
     }
 
     /// The slot of every logical element, in logical row-major order.
@@ -217,6 +250,19 @@ impl SlotMap {
                 let s: i64 = idx.iter().zip(strides).map(|(i, s)| i * s).sum();
                 out.push(s as u64);
             }),
+            SlotMap::Separable(offsets) => {
+                // Row-major: the most minor dimension's terms added to the
+                // sum of the others, which changes once per row.
+                let Some((last, major)) = offsets.split_last() else {
+                    out.push(0);
+                    return out;
+                };
+                let rows: Vec<i64> = dims[..dims.len() - 1].to_vec();
+                for_each_index(&rows, |idx| {
+                    let base: u64 = major.iter().zip(idx).map(|(o, &i)| o[i as usize]).sum();
+                    out.extend(last.iter().map(|&o| base + o));
+                });
+            }
             SlotMap::Tiled(e) => {
                 for_each_index(dims, |idx| out.push(e.linear_index_unchecked(idx)))
             }
@@ -255,6 +301,10 @@ pub(crate) fn with_default_layout(mut shape: ArrayShape) -> ArrayShape {
     }
     shape
 }
+
+/// Element bits in logical row-major order, with a poison flag per element
+/// when any is poison.
+pub(crate) type LogicalBits<'a> = (std::borrow::Cow<'a, [u64]>, Option<Vec<bool>>);
 
 impl Buffer {
     /// Builds a buffer from canonical logical row-major element bits.
@@ -306,6 +356,53 @@ impl Buffer {
         })
     }
 
+    /// Builds a buffer from logical row-major element bits, some of them
+    /// poison (`poison[i]` for element `i`): what a data movement makes of
+    /// a physical view's padding.
+    pub(crate) fn from_logical_bits_poison(
+        shape: ArrayShape,
+        data: Vec<u64>,
+        poison: Option<Vec<bool>>,
+    ) -> Result<Buffer, EvalError> {
+        let mut out = Buffer::from_logical_bits(shape, data)?;
+        let Some(poison) = poison.filter(|p| p.contains(&true)) else { return Ok(out) };
+        let table = SlotMap::new(&out.shape)?.table(&out.shape.dims);
+        let mut mask = match out.poison.take() {
+            Some(m) => Arc::unwrap_or_clone(m),
+            None => vec![false; out.slots.len()],
+        };
+        for (&s, &p) in table.iter().zip(&poison) {
+            if p {
+                mask[s as usize] = true;
+            }
+        }
+        out.poison = Some(Arc::new(mask));
+        Ok(out)
+    }
+
+    /// The canonical element bits in logical row-major order, and which of
+    /// them are poison (`None` when none is): for data movements, which
+    /// carry a physical view's padding along instead of reading it.
+    pub(crate) fn logical_bits_poison(&self) -> Result<LogicalBits<'_>, EvalError> {
+        let Some(mask) = &self.poison else { return Ok((self.logical_bits()?, None)) };
+        let table = SlotMap::new(&self.shape)?.table(&self.shape.dims);
+        let mut bits = Vec::with_capacity(table.len());
+        let mut poison = Vec::with_capacity(table.len());
+        for (i, &s) in table.iter().enumerate() {
+            let s = s as usize;
+            if s >= self.slots.len() {
+                return Err(EvalError::msg(format!(
+                    "element {} maps to slot {s} past the end of a {}-slot buffer",
+                    fmt_index(&unflatten(i as u64, &self.shape.dims)),
+                    self.slots.len()
+                )));
+            }
+            bits.push(self.slots[s]);
+            poison.push(mask[s]);
+        }
+        Ok((std::borrow::Cow::Owned(bits), Some(poison)))
+    }
+
     /// The canonical element bits in logical row-major order. Fails if a
     /// logical element maps to a poison slot.
     pub(crate) fn logical_bits(&self) -> Result<std::borrow::Cow<'_, [u64]>, EvalError> {
@@ -342,7 +439,10 @@ impl Buffer {
     /// The same slots read under another shape (a bitcast). The slot count
     /// of `shape`'s layout must equal this buffer's, and the element types
     /// must have the same width; every logical element of the result must
-    /// land on a non-poison slot.
+    /// land on a non-poison slot, unless the result is a plain row-major
+    /// array (every slot an element): such a bitcast views a buffer as its
+    /// physical array, padding included, and the padding stays poison,
+    /// which data movements carry and everything else refuses to read.
     pub fn reinterpret(&self, shape: ArrayShape) -> Result<Buffer, EvalError> {
         let shape = with_default_layout(shape);
         let want = storage_slots(&shape)?;
@@ -379,7 +479,7 @@ impl Buffer {
             slots,
             poison: self.poison.clone(),
         };
-        if out.poison.is_some() {
+        if out.poison.is_some() && !matches!(SlotMap::new(&out.shape)?, SlotMap::Identity) {
             // Every element must be readable.
             out.logical_bits()?;
         }
@@ -461,15 +561,7 @@ impl Buffer {
                 self.shape
             )));
         }
-        let slot = match SlotMap::new(&self.shape)? {
-            SlotMap::Identity => row_major_strides(&self.shape.dims)
-                .iter()
-                .zip(index)
-                .map(|(s, i)| s * i)
-                .sum::<i64>() as u64,
-            SlotMap::Strided(st) => st.iter().zip(index).map(|(s, i)| s * i).sum::<i64>() as u64,
-            SlotMap::Tiled(e) => e.linear_index_unchecked(index),
-        };
+        let slot = SlotMap::new(&self.shape)?.slot_of(&self.shape.dims, index);
         self.slot(slot as usize).ok_or_else(|| EvalError::Poison {
             inst: String::new(),
             slot,
@@ -507,4 +599,47 @@ pub(crate) fn unflatten(mut i: u64, dims: &[i64]) -> Dims {
 /// The element class of a buffer.
 pub(crate) fn class_of(ty: PrimitiveType) -> Result<Class, EvalError> {
     element::class(ty).map_err(EvalError::msg)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The per-dimension sums of `SlotMap::Separable` must give every
+    /// element the slot the expansion gives it: random small shapes under
+    /// TPU-like and random tiles (repeated levels, tiled scalars, legacy and
+    /// tail padding, sub-byte elements), in every order.
+    #[test]
+    fn separable_slots_match_the_expansion() {
+        let mut state = 0x9E37_79B9u64;
+        let mut next = |n: u64| {
+            state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            (state >> 33) % n
+        };
+        let mut separable = 0;
+        for case in 0..3000 {
+            let rank = next(4) as usize;
+            let dims: Vec<i64> = (0..rank).map(|_| 1 + next(9) as i64).collect();
+            let mut m2m: Vec<usize> = (0..rank).collect();
+            for i in (1..rank).rev() {
+                m2m.swap(i, next(i as u64 + 1) as usize);
+            }
+            let tiles: &[&str] = &["", "T(2,4)", "T(8,128)", "T(4,128)(2,1)", "T(3)", "T(256)(128)(2,1)", "T(2)(2,1)", "T(2,2)(1,2)"];
+            let order: Vec<String> = m2m.iter().map(ToString::to_string).collect();
+            let text = format!("s8[{}]{{{}:{}}}", dims.iter().map(ToString::to_string).collect::<Vec<_>>().join(","), order.join(","), tiles[next(tiles.len() as u64) as usize]);
+            let text = text.replace(":}", "}").replace("[]{}", "[]");
+            let Ok(shape::Shape::Array(a)) = shape::parse_shape(&text) else { panic!("{text}") };
+            let Ok(map) = SlotMap::new(&a) else { continue };
+            let Ok(e) = Expansion::new(&a) else { continue };
+            let table = map.table(&a.dims);
+            let mut i = 0;
+            for_each_index(&a.dims, |idx| {
+                assert_eq!(table[i], e.linear_index_unchecked(idx), "case {case}: {text} at {idx:?}");
+                assert_eq!(map.slot_of(&a.dims, idx), table[i], "case {case}: {text} at {idx:?}");
+                i += 1;
+            });
+            separable += usize::from(matches!(map, SlotMap::Separable(_)));
+        }
+        assert!(separable > 1000, "only {separable} separable cases");
+    }
 }

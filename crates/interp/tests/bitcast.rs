@@ -119,12 +119,15 @@ ENTRY %main (p: f32[4,4]) -> f32[2,2,2,2] {
 
 #[test]
 fn reading_tile_padding_as_data_is_an_error() {
-    // f32[3,5] with 2x2 tiles occupies 24 slots, 9 of them padding.
+    // f32[3,5] with 2x2 tiles occupies 24 slots, 9 of them padding. A
+    // bitcast onto a plain array views them all (the padding as poison);
+    // computing with a poison element is the error.
     let text = r#"HloModule t
 ENTRY %main (p: f32[3,5]) -> f32[4,6] {
   %p = f32[3,5]{1,0} parameter(0)
   %c = f32[3,5]{1,0:T(2,2)} copy(%p)
-  ROOT %b = f32[4,6]{1,0} bitcast(%c)
+  %b = f32[4,6]{1,0} bitcast(%c)
+  ROOT %n = f32[4,6]{1,0} negate(%b)
 }
 "#;
     let args = vec![floats(
@@ -135,8 +138,51 @@ ENTRY %main (p: f32[3,5]) -> f32[4,6] {
     let EvalError::Poison { inst, .. } = &e else {
         panic!("expected a poison read, got {e}")
     };
-    assert_eq!(inst, "%b");
-    assert!(e.to_string().starts_with("%b: reads padding slot"), "{e}");
+    assert_eq!(inst, "%n");
+    assert!(e.to_string().starts_with("%n: reads padding slot"), "{e}");
+    // A bitcast onto a tiled (not plain) shape must land every element on
+    // data, and says so at the bitcast.
+    let text = r#"HloModule t
+ENTRY %main (p: f32[3,5]) -> f32[5,3] {
+  %p = f32[3,5]{1,0} parameter(0)
+  %c = f32[3,5]{1,0:T(2,2)} copy(%p)
+  ROOT %b = f32[5,3]{1,0:T(2,2)} bitcast(%c)
+}
+"#;
+    let e = run(text, &args).unwrap_err();
+    assert!(matches!(&e, EvalError::Poison { inst, .. } if inst == "%b"), "{e}");
+}
+
+#[test]
+fn data_movements_carry_a_physical_views_padding() {
+    // The expansion of a tiled-to-untiled copy: view the tiles, transpose
+    // them back into rows, slice the padding away. The padding travels as
+    // poison and never reaches the result.
+    let expanded = r#"HloModule t
+ENTRY %main (p: f32[3,5]) -> f32[3,5] {
+  %p = f32[3,5]{1,0} parameter(0)
+  %c = f32[3,5]{1,0:T(2,2)} copy(%p)
+  %v = f32[2,3,2,2]{3,2,1,0} bitcast(%c)
+  %t = f32[2,2,3,2]{3,2,1,0} transpose(%v), dimensions={0,2,1,3}
+  %m = f32[4,6]{1,0} bitcast(%t)
+  %s = f32[3,5]{1,0} slice(%m), slice={[0:3], [0:5]}
+  ROOT %n = f32[3,5]{1,0} negate(%s)
+}
+"#;
+    let plain = r#"HloModule t
+ENTRY %main (p: f32[3,5]) -> f32[3,5] {
+  %p = f32[3,5]{1,0} parameter(0)
+  ROOT %n = f32[3,5]{1,0} negate(%p)
+}
+"#;
+    equivalent(plain, expanded).unwrap();
+    // Without the slice the padding reaches the negate: an error.
+    let unsliced = expanded
+        .replace("  %s = f32[3,5]{1,0} slice(%m), slice={[0:3], [0:5]}\n", "")
+        .replace("ROOT %n = f32[3,5]{1,0} negate(%s)", "ROOT %n = f32[4,6]{1,0} negate(%m)")
+        .replace("-> f32[3,5] {", "-> f32[4,6] {");
+    let e = run(&unsliced, &[floats("f32[3,5]", &(0..15).map(f64::from).collect::<Vec<_>>())]).unwrap_err();
+    assert!(matches!(&e, EvalError::Poison { inst, .. } if inst == "%n"), "{e}");
 }
 
 #[test]

@@ -38,7 +38,7 @@ use std::fmt;
 use smallvec::SmallVec;
 
 use crate::physical::{AlgebraError, Expansion, checked_layout, write_index};
-use crate::{ArrayShape, Dims, Layout, PrimitiveType, Tile};
+use crate::{ArrayShape, DimVec, Dims, Layout, PrimitiveType, Tile};
 
 /// The most point evaluations the fallback for exotic layouts may spend.
 pub const FALLBACK_BUDGET: u64 = 1 << 20;
@@ -52,6 +52,11 @@ pub enum BitcastKind {
     Reshape,
     /// A transpose: output dimension `k` is input dimension `dims[k]`.
     Transpose,
+    /// One side is the other's physical array: its elements, in row-major
+    /// order, are the other side's buffer slots, padding included, and its
+    /// dimensions merge or split the other side's physical dimensions (see
+    /// [`physical_view_is_bitcast`]).
+    PhysicalView,
 }
 
 impl fmt::Display for BitcastKind {
@@ -60,6 +65,7 @@ impl fmt::Display for BitcastKind {
             BitcastKind::LayoutChange => "layout change",
             BitcastKind::Reshape => "reshape",
             BitcastKind::Transpose => "transpose",
+            BitcastKind::PhysicalView => "physical view",
         })
     }
 }
@@ -114,6 +120,39 @@ pub enum Reason {
         /// Bits per element (the same on both sides).
         element_bits: u64,
     },
+    /// One side is the other's physical array: its elements in row-major
+    /// order are the other side's buffer slots, padding included.
+    PhysicalView {
+        /// True when TO is the view (of FROM's buffer), false when FROM is.
+        to_is_view: bool,
+        /// Slots of the buffer (elements of the view).
+        slots: u64,
+        /// Buffer size in bytes.
+        bytes: u64,
+    },
+    /// Neither side is a plain row-major array (its elements in row-major
+    /// order with no padding), so neither is the other's physical view.
+    NoPlainSide,
+    /// The side that is not plain has no tiles and no padding: its
+    /// physical array is a transpose of it, so a bitcast must be read as a
+    /// layout change, reshape or transpose.
+    Untiled,
+    /// The plain side has a different number of elements than the other
+    /// side's buffer has slots.
+    ViewSlots {
+        /// Elements of the plain side.
+        view: u64,
+        /// Slots of the other side's buffer.
+        slots: u64,
+    },
+    /// The plain side's dimensions neither merge nor split the other
+    /// side's physical dimensions.
+    NotPhysicalDims {
+        /// The plain side's dimensions.
+        view: Dims,
+        /// The other side's physical dimensions.
+        physical: Dims,
+    },
 }
 
 /// The answer of the bitcast test.
@@ -146,6 +185,17 @@ fn write_offset(f: &mut fmt::Formatter<'_>, bit: u128, element_bits: u64) -> fmt
     } else {
         write!(f, "bit {bit} (byte {}, element size {element_bits} bits)", bit / 8)
     }
+}
+
+fn write_dims(f: &mut fmt::Formatter<'_>, dims: &[i64]) -> fmt::Result {
+    f.write_str("[")?;
+    for (i, d) in dims.iter().enumerate() {
+        if i > 0 {
+            f.write_str(",")?;
+        }
+        write!(f, "{d}")?;
+    }
+    f.write_str("]")
 }
 
 impl fmt::Display for Reason {
@@ -185,6 +235,31 @@ impl fmt::Display for Reason {
                 }
                 write_offset(f, *to_bit, *element_bits)?;
                 f.write_str(" in TO")
+            }
+            Reason::PhysicalView { to_is_view, slots, bytes } => {
+                let (view, other) = if *to_is_view { ("TO", "FROM") } else { ("FROM", "TO") };
+                write!(
+                    f,
+                    "{view} is {other}'s physical array: its {slots} elements in row-major order are the {slots} slots \
+                     of {other}'s buffer ({bytes} bytes), padding included"
+                )
+            }
+            Reason::NoPlainSide => f.write_str(
+                "neither side is a plain row-major array (every element at its row-major position, no padding), \
+                 so neither is the other's physical view",
+            ),
+            Reason::Untiled => f.write_str(
+                "the other side has no tiles and no padding: its physical array is a transpose of it, \
+                 so the bitcast must be a layout change, reshape or transpose",
+            ),
+            Reason::ViewSlots { view, slots } => {
+                write!(f, "the plain side has {view} elements but the other side's buffer has {slots} slots")
+            }
+            Reason::NotPhysicalDims { view, physical } => {
+                f.write_str("the plain side's dimensions ")?;
+                write_dims(f, view)?;
+                f.write_str(" neither merge nor split the other side's physical dimensions ")?;
+                write_dims(f, physical)
             }
         }
     }
@@ -980,6 +1055,164 @@ pub fn is_bitcast(from: &ArrayShape, to: &ArrayShape) -> Result<BitcastVerdict, 
     decide(from, to, kind, &[], false)
 }
 
+// ---------------------------------------------------------------------------
+// Physical views.
+
+/// Tests whether one side is the other's *physical array*: a bitcast that
+/// reinterprets a buffer as the row-major array of its physical dimensions
+/// (the split of a tiled array into tile counts and tile sizes, padding
+/// included), or back. The relayout plans begin and end with such
+/// bitcasts, and their element counts differ whenever the tiles pad.
+///
+/// It holds when both sides store elements of the same width and
+/// - one side, the *view*, is plain: every element sits at its row-major
+///   position and the buffer has no padding (decided by the exact
+///   layout-change test against the descending layout);
+/// - the other side has tiles or padding (legacy or tail): an untiled
+///   layout's physical array is a transpose of it, and a bitcast that
+///   flattens it is read as the reshape it looks like (`f32[8,4]{0,1}` to
+///   `f32[32]` moves elements);
+/// - the view has exactly as many elements as the other side's buffer has
+///   slots (tail padding included), so that view element `L` is slot `L`;
+/// - the view's dimensions merge or split the other side's physical
+///   dimensions, or those of a stage of its expansion whose later tile
+///   levels move nothing: every view dimension either lies within one
+///   physical dimension or is a run of whole ones (in row-major
+///   boundaries, the suffix products of the dimensions: the two lists
+///   refine one chain under divisibility, and a view dimension that spans a
+///   physical boundary starts and ends on one). This is what makes the
+///   view *the* physical array, not an arbitrary reshape of it:
+///   `f32[3,5]{1,0:T(2,2)}` (physical `[2,3,2,2]`) viewed as `f32[24]` or
+///   `f32[6,2,2]` is one, viewed as `f32[4,6]` is not, and
+///   `bf16[8,128]{1,0:T(8,128)(2,1)}` (physical `[4,128,2,1]`) viewed as
+///   `bf16[8,128]` is not either.
+///
+/// TO is tried as the view first, then FROM.
+pub fn physical_view_is_bitcast(from: &ArrayShape, to: &ArrayShape) -> Result<BitcastVerdict, AlgebraError> {
+    let kind = BitcastKind::PhysicalView;
+    let verdict = |bitcast, reason, decided_by| Ok(BitcastVerdict { bitcast, kind, reason, decided_by });
+    checked_layout(from)?;
+    checked_layout(to)?;
+    let (bf, bt) = (from.element_storage_bits(), to.element_storage_bits());
+    if bf != bt {
+        return verdict(false, Reason::ElementBits { from: bf, to: bt }, Method::Sizes);
+    }
+    let plain_to = plain(to)?;
+    let plain_from = plain(from)?;
+    let mut first: Option<(Reason, Method)> = None;
+    for (view, other, how, to_is_view) in [(to, from, plain_to, true), (from, to, plain_from, false)] {
+        let Some(how) = how else { continue };
+        let (reason, method) = match view_of(view, other)? {
+            Ok(bytes) => {
+                let reason = match view.element_count() {
+                    Some(0) => Reason::NoElements { bytes },
+                    n => Reason::PhysicalView { to_is_view, slots: n.unwrap_or(0), bytes },
+                };
+                return verdict(true, reason, how);
+            }
+            Err(reason) => (reason, Method::Sizes),
+        };
+        first.get_or_insert((reason, method));
+    }
+    let (reason, method) = first.unwrap_or((Reason::NoPlainSide, Method::Canonical));
+    verdict(false, reason, method)
+}
+
+/// How `s` was shown to be plain (its buffer is its elements in row-major
+/// order, nothing else), or `None` when it is not.
+fn plain(s: &ArrayShape) -> Result<Option<Method>, AlgebraError> {
+    let layout = checked_layout(s)?;
+    let mut descending = Layout::descending(s.rank());
+    descending.element_size_in_bits = layout.element_size_in_bits;
+    // The common case, decided without the general test: no tiles, no
+    // padding, and the dimensions larger than 1 in descending order.
+    let big = |l: &Layout| l.minor_to_major.iter().copied().filter(|&d| s.dims[d] != 1).collect::<SmallVec<[usize; 8]>>();
+    let no_tail = match s.element_count() {
+        Some(n) => n.is_multiple_of(layout.tail_padding_alignment_in_elements as u64),
+        None => false,
+    };
+    if layout.tiles.is_empty() && layout.padded_dimensions.is_none() && no_tail && big(&layout) == big(&descending) {
+        return Ok(Some(Method::Canonical));
+    }
+    // Equal bytes are not enough: sub-byte elements may leave a padding
+    // slot in the last byte.
+    if Some(crate::storage_size(s)?.slots) != s.element_count() {
+        return Ok(None);
+    }
+    let v = layout_change_is_bitcast(s, &s.in_layout(descending))?;
+    Ok(v.bitcast.then_some(v.decided_by))
+}
+
+/// Whether the plain `view` is `other`'s physical array: `Ok(bytes)` if so,
+/// the reason if not.
+fn view_of(view: &ArrayShape, other: &ArrayShape) -> Result<Result<u64, Reason>, AlgebraError> {
+    let layout = checked_layout(other)?;
+    if layout.tiles.is_empty() && layout.padded_dimensions.is_none() && layout.tail_padding_alignment_in_elements <= 1 {
+        return Ok(Err(Reason::Untiled));
+    }
+    let e = Expansion::new(other)?;
+    let n = view.element_count().ok_or(AlgebraError::Overflow { what: "the element count" })?;
+    if n != e.storage_slots {
+        return Ok(Err(Reason::ViewSlots { view: n, slots: e.storage_slots }));
+    }
+    if n == 0 {
+        return Ok(Ok(e.storage_bytes));
+    }
+    // Row-major boundaries (suffix products) below the slot count.
+    let slots = e.storage_slots;
+    let boundaries = |dims: &[i64]| -> SmallVec<[u64; 16]> {
+        let mut out = SmallVec::new();
+        let mut w = 1u64;
+        for &d in dims.iter().rev() {
+            w *= d as u64;
+            if w < slots {
+                out.push(w);
+            }
+        }
+        out
+    };
+    let bv = boundaries(&view.dims);
+    let fits = |u: u64, v: u64| u.is_multiple_of(v) || v.is_multiple_of(u);
+    // The view's dimensions merge or split the physical ones: their
+    // boundaries refine one chain, and a view dimension that spans a
+    // physical boundary starts and ends on physical boundaries (it merges
+    // whole dimensions; otherwise it lies inside one, a split).
+    let merges_or_splits = |dims: &[i64]| {
+        let bp = boundaries(dims);
+        if !bv.iter().all(|&v| bp.iter().all(|&p| fits(v, p))) {
+            return false;
+        }
+        let on = |b: u64| b == 1 || b >= slots || bp.contains(&b);
+        let mut lo = 1u64;
+        view.dims.iter().rev().all(|&d| {
+            let hi = lo * d as u64;
+            let whole = !bp.iter().any(|&p| lo < p && p < hi) || (on(lo) && on(hi));
+            lo = hi;
+            whole
+        })
+    };
+    if merges_or_splits(&e.physical_dims) {
+        return Ok(Ok(e.storage_bytes));
+    }
+    // A stage of the expansion whose later tile levels move nothing (they
+    // pad nothing and only reshape) holds the same buffer in row-major
+    // order, so its dimensions are the physical array's as well: a view
+    // may stop there. Whether the later levels move nothing is the exact
+    // test of a plain layout: the stage with those levels as its tiles.
+    for (k, level) in e.levels.iter().enumerate() {
+        if !merges_or_splits(&level.input_dims) {
+            continue;
+        }
+        let mut rest = Layout::descending(level.input_dims.len()).with_tiles(&layout.tiles[k..]);
+        rest.element_size_in_bits = layout.element_size_in_bits;
+        let stage = ArrayShape::with_layout(other.element_type, &level.input_dims, rest);
+        if plain(&stage)?.is_some() {
+            return Ok(Ok(e.storage_bytes));
+        }
+    }
+    Ok(Err(Reason::NotPhysicalDims { view: view.dims.clone(), physical: e.physical_dims.clone() }))
+}
+
 /// Test hook: the same test, decided by the period argument alone (skipping
 /// the canonical forms), so that both halves can be checked against a
 /// brute-force oracle. `dims` empty means a layout change or reshape.
@@ -1050,6 +1283,27 @@ fn decide(
     perm: &[usize],
     periods_only: bool,
 ) -> Result<BitcastVerdict, AlgebraError> {
+    // A first tile longer than the rank (a tiled scalar) tiles the array
+    // seen with unit major dimensions: decide on those views, which hold
+    // every element at the same place.
+    let (nf, nt) = (from.unit_major_dims(), to.unit_major_dims());
+    if nf > 0 || nt > 0 {
+        let (from, to) = match kind {
+            BitcastKind::Transpose => {
+                let n = nf.max(nt);
+                let perm: DimVec = (0..n).chain(perm.iter().map(|&d| d + n)).collect();
+                let (from, to) = (from.with_unit_major_dims(n), to.with_unit_major_dims(n));
+                return decide(&from, &to, kind, &perm, periods_only);
+            }
+            _ => (from.with_unit_major_dims(nf), to.with_unit_major_dims(nt)),
+        };
+        // Unequal unit dimensions make a layout change a reshape of the
+        // views; the verdict still names the relation asked about.
+        let asked = kind;
+        let kind = if kind == BitcastKind::LayoutChange && from.dims != to.dims { BitcastKind::Reshape } else { kind };
+        let verdict = decide(&from, &to, kind, perm, periods_only)?;
+        return Ok(BitcastVerdict { kind: asked, ..verdict });
+    }
     let lf = checked_layout(from)?;
     let lt = checked_layout(to)?;
     match kind {
@@ -1091,7 +1345,7 @@ fn decide(
     let moved = |l: u64, a: u128, b: u128| {
         let from_index = unflatten(l, &from.dims);
         let to_index = match kind {
-            BitcastKind::LayoutChange => from_index.clone(),
+            BitcastKind::LayoutChange | BitcastKind::PhysicalView => from_index.clone(),
             BitcastKind::Reshape => unflatten(l, &to.dims),
             BitcastKind::Transpose => perm.iter().map(|&d| from_index[d]).collect(),
         };

@@ -349,7 +349,10 @@ impl Layout {
         if self.tiles.len() > MAX_TILE_LEVELS {
             return Err(LayoutError::TooManyTileLevels { levels: self.tiles.len() });
         }
-        let mut level_rank = rank;
+        // A scalar's tile sees the scalar with unit dimensions added (XLA's
+        // TPU layouts tile scalars: `f32[]{:T(128)}`); see
+        // `ArrayShape::unit_major_dims`.
+        let mut level_rank = if rank == 0 { self.tiles.first().map_or(0, |t| t.dims.len()) } else { rank };
         for (level, tile) in self.tiles.iter().enumerate() {
             if tile.dims.is_empty() {
                 return Err(LayoutError::EmptyTile { level });

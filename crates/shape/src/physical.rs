@@ -154,8 +154,12 @@ pub struct Expansion {
     pub padded_dims: Dims,
     /// Logical dimension numbers from most major to most minor.
     pub physical_order: DimVec,
-    /// `padded_dims` in physical (major-to-minor) order: the untiled
-    /// physical shape the first tile level receives.
+    /// Unit dimensions added on the major side because the first tile is
+    /// longer than the rank (`f32[]{:T(128)}`); they lead `untiled_dims`.
+    pub unit_major_dims: usize,
+    /// `padded_dims` in physical (major-to-minor) order, after
+    /// `unit_major_dims` dimensions of size 1: the untiled physical shape
+    /// the first tile level receives.
     pub untiled_dims: Dims,
     /// The tile levels, in order.
     pub levels: SmallVec<[TileLevel; 2]>,
@@ -220,7 +224,9 @@ impl Expansion {
             None => logical_dims.clone(),
         };
         let physical_order = layout.major_to_minor();
-        let untiled_dims: Dims = physical_order.iter().map(|&d| padded_dims[d]).collect();
+        let unit_major_dims = shape.unit_major_dims();
+        let mut untiled_dims: Dims = Dims::from_elem(1, unit_major_dims);
+        untiled_dims.extend(physical_order.iter().map(|&d| padded_dims[d]));
         // Every intermediate shape is at most as large as the final one
         // (padding only grows), but check each level on its own anyway.
         product(&untiled_dims, "the padded element count")?;
@@ -246,6 +252,7 @@ impl Expansion {
             logical_dims,
             padded_dims,
             physical_order,
+            unit_major_dims,
             untiled_dims,
             levels,
             physical_dims: current,
@@ -303,7 +310,8 @@ impl Expansion {
     }
 
     fn run_levels(&self, index: &[i64], levels: usize) -> SmallVec<[i64; 12]> {
-        let mut cur: SmallVec<[i64; 12]> = self.physical_order.iter().map(|&d| index[d]).collect();
+        let mut cur: SmallVec<[i64; 12]> = SmallVec::from_elem(0, self.unit_major_dims);
+        cur.extend(self.physical_order.iter().map(|&d| index[d]));
         let mut next: SmallVec<[i64; 12]> = SmallVec::new();
         for level in &self.levels[..levels] {
             next.clear();
@@ -377,7 +385,7 @@ impl Expansion {
             }
         }
         let mut index: Dims = SmallVec::from_elem(0, self.rank());
-        for (&q, &d) in cur.iter().zip(&self.physical_order) {
+        for (&q, &d) in cur[self.unit_major_dims..].iter().zip(&self.physical_order) {
             if q >= self.logical_dims[d] {
                 return Ok(Slot::Padding);
             }
@@ -463,17 +471,39 @@ pub fn storage_size(shape: &ArrayShape) -> Result<StorageSize, AlgebraError> {
     // arithmetic is the same as in `Expansion::new`, and a test compares
     // both paths.
     let layout = checked_layout(shape)?;
+    let elements = product(&shape.dims, "the element count")?;
     if layout.tiles.is_empty() && layout.padded_dimensions.is_none() {
-        let elements = product(&shape.dims, "the element count")?;
         return untiled_storage(elements, layout.tail_padding_alignment_in_elements, shape.element_storage_bits());
     }
-    let e = Expansion::new(shape)?;
-    Ok(StorageSize {
-        elements: e.element_count,
-        slots: e.storage_slots,
-        element_bits: e.element_bits,
-        bytes: e.storage_bytes,
-    })
+    // Tiled: the sizes of each level's output, without the index maps.
+    let padded: &[i64] = layout.padded_dimensions.as_deref().unwrap_or(&shape.dims);
+    let mut cur: SmallVec<[i64; 12]> = SmallVec::from_elem(1, shape.unit_major_dims());
+    cur.extend(layout.minor_to_major.iter().rev().map(|&d| padded[d]));
+    let mut next: SmallVec<[i64; 12]> = SmallVec::new();
+    let mut sizes: SmallVec<[(i64, i64); 6]> = SmallVec::new();
+    for tile in &layout.tiles {
+        let start = cur.len() - tile.dims.len();
+        next.clear();
+        next.extend_from_slice(&cur[..start]);
+        sizes.clear();
+        let mut size = 1i64;
+        for (j, &t) in tile.dims.iter().enumerate() {
+            size = size.checked_mul(cur[start + j]).ok_or_else(|| overflow("a combined dimension"))?;
+            if t != Tile::COMBINE {
+                sizes.push((size, t));
+                size = 1;
+            }
+        }
+        for &(size, t) in &sizes {
+            next.push(round_up(size, t)? / t);
+        }
+        next.extend(sizes.iter().map(|&(_, t)| t));
+        std::mem::swap(&mut cur, &mut next);
+    }
+    let slots = product(&cur, "the tiled element count")?;
+    let mut z = untiled_storage(slots, layout.tail_padding_alignment_in_elements, shape.element_storage_bits())?;
+    z.elements = elements;
+    Ok(z)
 }
 
 /// The storage of `elements` elements of `element_bits` bits each, the
@@ -506,8 +536,22 @@ mod tests {
     }
 
     #[test]
-    fn untiled_storage_sizes_agree_with_the_expansion() {
-        for text in ["f32[3,5]{0,1}", "s4[7,3]{1,0:E(4)}", "pred[9]{0:L(16)E(1)}", "bf16[2,3,5]{2,0,1:L(4)}", "u8[]", "f64[0,4]"] {
+    fn storage_sizes_agree_with_the_expansion() {
+        for text in [
+            "f32[3,5]{0,1}",
+            "s4[7,3]{1,0:E(4)}",
+            "pred[9]{0:L(16)E(1)}",
+            "bf16[2,3,5]{2,0,1:L(4)}",
+            "u8[]",
+            "f64[0,4]",
+            "f32[3,5]{1,0:T(2,2)}",
+            "bf16[3,300]{0,1:T(8,128)(2,1)}",
+            "f32[2,7,8,11,10]{4,3,2,1,0:T(*,*,2,*,3)}",
+            "s4[5,70]{1,0:T(8,128)(8,1)L(3)E(4)}",
+            "f32[]{:T(128)}",
+            "pred[]{:T(2,4)(2,1)}",
+            "f32[3,5]{1,0:T(2,4)(2,1,1,1)PAD(4,9)}",
+        ] {
             let a = array(text);
             let e = Expansion::new(&a).unwrap();
             let z = storage_size(&a).unwrap();
@@ -528,6 +572,34 @@ mod tests {
         assert_eq!(e.storage_slots, 24);
         assert_eq!(e.linear_index(&[2, 3]).unwrap(), 17);
         assert_eq!(e.multi_index(17).unwrap(), Slot::Element(SmallVec::from_slice(&[2, 3])));
+    }
+
+    #[test]
+    fn a_tiled_scalar_is_one_element_in_a_tile() {
+        // XLA's TPU layouts tile scalars: one element, then padding.
+        for (text, slots, bytes) in [("f32[]{:T(128)}", 128, 512), ("bf16[]{:T(256)}", 256, 512), ("pred[]{:T(512)}", 512, 512)] {
+            let e = Expansion::new(&array(text)).unwrap();
+            assert_eq!((e.unit_major_dims, e.storage_slots, e.storage_bytes), (1, slots, bytes), "{text}");
+            assert_eq!(e.linear_index(&[]).unwrap(), 0);
+            assert_eq!(e.multi_index(0).unwrap(), Slot::Element(SmallVec::new()));
+            assert_eq!(e.multi_index(1).unwrap(), Slot::Padding);
+            assert_eq!(storage_size(&array(text)).unwrap().bytes, bytes);
+        }
+        // The same element sits where a one-element vector under the same
+        // tile holds it, in a buffer of the same size: a bitcast; untiled,
+        // the buffer is smaller.
+        let scalar = array("f32[]{:T(128)}");
+        assert!(crate::is_bitcast(&scalar, &array("f32[1]{0:T(128)}")).unwrap().bitcast);
+        assert!(crate::is_bitcast(&scalar, &array("f32[1,1]{1,0:T(1,128)}")).unwrap().bitcast);
+        assert!(!crate::is_bitcast(&scalar, &array("f32[]")).unwrap().bitcast);
+        assert!(!crate::is_bitcast(&scalar, &array("f32[1]{0:T(256)}")).unwrap().bitcast);
+        // A relayout from an untiled scalar pads it into the tile.
+        let plan = crate::relayout_plan(&array("f32[]"), &scalar).unwrap();
+        assert!(!plan.is_bitcast());
+        assert!(plan.from.layout.as_ref().is_some_and(|l| l.tiles.is_empty()));
+        assert_eq!(plan.steps.last().map(|s| &s.shape), Some(&scalar));
+        // Arrays of rank 1 or more may not have tiles longer than the rank.
+        assert!(Expansion::new(&array("f32[5]{0:T(8,128)}")).is_err());
     }
 
     #[test]

@@ -18,7 +18,7 @@ use smallvec::SmallVec;
 
 use crate::facts::inverse_permutation;
 use crate::physical::{AlgebraError, Expansion, checked_layout};
-use crate::{ArrayShape, DimVec, Dims, Layout, layout_change_is_bitcast};
+use crate::{ArrayShape, DimVec, Dims, Layout, is_bitcast, layout_change_is_bitcast, physical_view_is_bitcast};
 
 /// The operation of one step.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -39,6 +39,10 @@ pub enum StepOp {
         /// The permutation.
         dims: DimVec,
     },
+    /// Copy into the same dimensions with another element size: packing
+    /// or unpacking sub-byte elements of a plain view (see
+    /// [`relayout_plan_at`]).
+    Copy,
     /// Keep `[start, limit)` with `stride` of every dimension.
     Slice {
         /// First index kept.
@@ -113,6 +117,7 @@ impl fmt::Display for Plan {
                 StepOp::Bitcast => format!("%bitcast.{i}"),
                 StepOp::Transpose { .. } => format!("%transpose.{i}"),
                 StepOp::Slice { .. } => format!("%slice.{i}"),
+                StepOp::Copy => format!("%copy.{i}"),
             };
             write!(f, "{name} = {} ", s.shape)?;
             match &s.op {
@@ -129,6 +134,7 @@ impl fmt::Display for Plan {
                     }
                 }
                 StepOp::Bitcast => write!(f, "bitcast({prev})")?,
+                StepOp::Copy => write!(f, "copy({prev})")?,
                 StepOp::Transpose { dims } => {
                     write!(f, "transpose({prev}), dimensions={{")?;
                     write_list(f, dims)?;
@@ -384,6 +390,25 @@ fn view(like: &ArrayShape, dims: &[i64], e: i64) -> ArrayShape {
     ArrayShape::with_layout(like.element_type, dims, l)
 }
 
+/// The dimensions of a buffer's physical array: the expansion's physical
+/// dimensions, or one flat dimension when tail padding follows them.
+fn physical_view_dims(e: &Expansion) -> Dims {
+    if e.storage_slots == e.element_slots {
+        e.physical_dims.clone()
+    } else {
+        SmallVec::from_slice(&[e.storage_slots as i64])
+    }
+}
+
+/// True when the algebra proves a bitcast from `a` to `b`: a layout
+/// change, a reshape, a transpose by the permutation the two layouts imply
+/// (an untiled buffer viewed as its physical array), or a physical view.
+fn proven(a: &ArrayShape, b: &ArrayShape) -> bool {
+    is_bitcast(a, b).is_ok_and(|v| v.bitcast)
+        || crate::facts::deduce_transpose_dimensions_for_bitcast(a, b).is_some()
+        || physical_view_is_bitcast(a, b).is_ok_and(|v| v.bitcast)
+}
+
 /// The shortest plan Tessera finds that relayouts `from` into `to` (same
 /// element type and dimensions). A bitcast gives a one-step plan (or an
 /// empty one when the shapes are identical).
@@ -399,6 +424,23 @@ pub fn relayout_plan(from: &ArrayShape, to: &ArrayShape) -> Result<Plan, Algebra
     let lt = checked_layout(to)?.into_owned();
     let from = from.in_layout(lf.clone());
     let to = to.in_layout(lt.clone());
+    // A first tile longer than the rank (a tiled scalar) tiles the array
+    // seen with unit major dimensions: plan between those views, which
+    // hold every element where the shapes do, and keep the real ends.
+    let n = from.unit_major_dims().max(to.unit_major_dims());
+    if n > 0 && from != to {
+        let mut plan = relayout_plan(&from.with_unit_major_dims(n), &to.with_unit_major_dims(n))?;
+        // The first step reads the view, a bitcast of the real operand.
+        if plan.steps.first().is_none_or(|s| s.op != StepOp::Bitcast) {
+            plan.steps.insert(0, Step { op: StepOp::Bitcast, shape: plan.from.clone() });
+        }
+        plan.from = from;
+        match plan.steps.last_mut() {
+            Some(last) if last.op == StepOp::Bitcast => last.shape = to,
+            _ => plan.steps.push(Step { op: StepOp::Bitcast, shape: to }),
+        }
+        return Ok(plan);
+    }
     if from == to {
         return Ok(Plan { from, steps: Vec::new() });
     }
@@ -425,20 +467,29 @@ pub fn relayout_plan(from: &ArrayShape, to: &ArrayShape) -> Result<Plan, Algebra
     }
     // Attach shapes. The ops act on plain views, starting from FROM's
     // buffer seen flat, so the first step is a bitcast into a view. Views
-    // before the first data movement use FROM's element size, later ones
-    // TO's.
+    // before the first transpose use FROM's element size, later ones TO's:
+    // a pad or slice keeps its layout, element size included, so only a
+    // transpose may pack or unpack. Without one, a last identity transpose
+    // does it.
     if !matches!(ops.first(), Some(Op::View(_))) {
         ops.insert(0, Op::View(start.clone()));
     }
     let (ef_bits, et_bits) = (lf.element_size_in_bits, lt.element_size_in_bits);
+    let has_transpose = ops.iter().any(|o| matches!(o, Op::Transpose(_)));
+    if !has_transpose && from.element_storage_bits() != to.element_storage_bits() {
+        let end = ops.iter().fold(SmallVec::from_slice(&start), |d: Dims, op| apply(&d, op));
+        ops.push(Op::Transpose((0..end.len()).collect()));
+    }
     let mut steps: Vec<Step> = Vec::new();
     let mut dims: Dims = start;
     let mut moved = false;
+    let mut switched = false;
     for op in &ops {
         let prev = dims.clone();
         dims = apply(&dims, op);
         moved |= !matches!(op, Op::View(_));
-        let shape = view(&from, &dims, if moved { et_bits } else { ef_bits });
+        switched |= matches!(op, Op::Transpose(_));
+        let shape = view(&from, &dims, if switched { et_bits } else { ef_bits });
         let op = match op {
             Op::View(_) => StepOp::Bitcast,
             Op::Transpose(p) => StepOp::Transpose { dims: p.clone() },
@@ -456,13 +507,28 @@ pub fn relayout_plan(from: &ArrayShape, to: &ArrayShape) -> Result<Plan, Algebra
         steps.push(Step { op, shape });
     }
     if !moved {
-        // Only the element size differs: one copy is needed.
+        // Only the element size field differs: one copy is needed.
         let shape = view(&from, &dims, et_bits);
         steps.push(Step { op: StepOp::Transpose { dims: (0..dims.len()).collect() }, shape });
     }
     match steps.last_mut() {
         Some(last) if last.op == StepOp::Bitcast => last.shape = to.clone(),
         _ => steps.push(Step { op: StepOp::Bitcast, shape: to.clone() }),
+    }
+    // The first and last bitcasts view FROM's and TO's buffer. A view
+    // whose dimensions cut across the physical ones (a `*` fold regrouped
+    // by the other side's tiles), or of an untiled buffer in another order
+    // than its physical one, goes through the physical array itself, so
+    // that each bitcast is one the algebra proves: a physical view (for an
+    // untiled buffer, a transpose), then a reshape between plain views.
+    if let Some(first) = steps.first()
+        && !proven(&from, &first.shape)
+    {
+        steps.insert(0, Step { op: StepOp::Bitcast, shape: view(&from, &physical_view_dims(&ef), ef_bits) });
+    }
+    let n = steps.len();
+    if n >= 2 && !proven(&steps[n - 2].shape, &to) {
+        steps.insert(n - 1, Step { op: StepOp::Bitcast, shape: view(&from, &physical_view_dims(&et), et_bits) });
     }
     // Bitcasts to an identical shape are no steps.
     let mut prev = from.clone();
@@ -472,4 +538,87 @@ pub fn relayout_plan(from: &ArrayShape, to: &ArrayShape) -> Result<Plan, Algebra
         keep
     });
     Ok(Plan { from, steps })
+}
+
+/// A relayout plan whose pads, transposes and slices all read elements of
+/// `element_size_in_bits` (0: the type's default width), for a target that
+/// reads sub-byte elements only at that width (XLA CPU reads `s4`
+/// unpacked, one byte each). When FROM's storage width differs, FROM's
+/// buffer is first viewed as its physical array and copied into that width
+/// (unpacked). When TO's differs, the last transpose writes it; if the last
+/// data movement is a pad or slice (which keep their layout), TO's
+/// physical array is copied into it (packed) last. Each copy is between two
+/// plain views of the same dimensions. Otherwise this is
+/// [`relayout_plan`].
+pub fn relayout_plan_at(from: &ArrayShape, to: &ArrayShape, element_size_in_bits: i64) -> Result<Plan, AlgebraError> {
+    let lf = checked_layout(from)?.into_owned();
+    let lt = checked_layout(to)?.into_owned();
+    let at = |s: &ArrayShape, l: &Layout| {
+        let mut l = l.clone();
+        l.element_size_in_bits = element_size_in_bits;
+        s.in_layout(l)
+    };
+    let (from_w, to_w) = (at(from, &lf), at(to, &lt));
+    let unpack = from_w.element_storage_bits() != from.element_storage_bits();
+    let pack = to_w.element_storage_bits() != to.element_storage_bits();
+    if !unpack && !pack {
+        return relayout_plan(from, to);
+    }
+    let from = from.in_layout(lf.clone());
+    let to = to.in_layout(lt.clone());
+    let mut core = relayout_plan(if unpack { &from_w } else { &from }, if pack { &to_w } else { &to })?;
+    // Only reading is restricted: a last transpose may write TO's element
+    // size itself (a pad or slice keeps its layout, so it may not).
+    let last_move = core.steps.iter().rposition(|s| s.op != StepOp::Bitcast);
+    let mut pack = pack;
+    if pack && let Some(k) = last_move.filter(|&k| matches!(core.steps[k].op, StepOp::Transpose { .. })) {
+        for step in &mut core.steps[k..] {
+            if let Some(l) = &mut step.shape.layout {
+                l.element_size_in_bits = lt.element_size_in_bits;
+            }
+        }
+        if let Some(last) = core.steps.last_mut() {
+            last.shape = to.clone();
+        }
+        pack = false;
+    }
+    let mut steps: Vec<Step> = Vec::new();
+    if unpack {
+        let ef = Expansion::new(&from)?;
+        let dims = physical_view_dims(&ef);
+        steps.push(Step { op: StepOp::Bitcast, shape: view(&from, &dims, lf.element_size_in_bits) });
+        steps.push(Step { op: StepOp::Copy, shape: view(&from, &dims, element_size_in_bits) });
+        steps.push(Step { op: StepOp::Bitcast, shape: from_w.clone() });
+    }
+    steps.extend(core.steps);
+    if pack {
+        let et = Expansion::new(&to_w)?;
+        let dims = physical_view_dims(&et);
+        steps.push(Step { op: StepOp::Bitcast, shape: view(&to, &dims, element_size_in_bits) });
+        steps.push(Step { op: StepOp::Copy, shape: view(&to, &dims, lt.element_size_in_bits) });
+        steps.push(Step { op: StepOp::Bitcast, shape: to.clone() });
+    }
+    // Runs of bitcasts become one wherever the algebra proves the merged
+    // one, and bitcasts to an identical shape are no steps.
+    let mut out: Vec<Step> = Vec::with_capacity(steps.len());
+    for step in steps {
+        let n = out.len();
+        let operand = if n >= 1 { &out[n - 1].shape } else { &from };
+        if step.op == StepOp::Bitcast && step.shape == *operand {
+            continue;
+        }
+        if n >= 1 && out[n - 1].op == StepOp::Bitcast && step.op == StepOp::Bitcast {
+            let before = if n >= 2 { &out[n - 2].shape } else { &from };
+            if proven(before, &step.shape) {
+                if step.shape == *before {
+                    out.pop();
+                } else {
+                    out[n - 1].shape = step.shape;
+                }
+                continue;
+            }
+        }
+        out.push(step);
+    }
+    Ok(Plan { from, steps: out })
 }

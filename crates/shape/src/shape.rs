@@ -117,6 +117,43 @@ impl ArrayShape {
         }
     }
 
+    /// How many unit dimensions the first tile of a scalar's layout adds:
+    /// a tiled scalar is tiled as an array of that many dimensions of size
+    /// 1 (`f32[]{:T(128)}` is one element in a 128-element tile, as XLA's
+    /// TPU layouts print scalars). Zero for every array of rank 1 or more,
+    /// whose tiles may not be longer than the rank.
+    pub fn unit_major_dims(&self) -> usize {
+        if self.rank() > 0 {
+            return 0;
+        }
+        self.layout.as_ref().and_then(|l| l.tiles.first()).map_or(0, |t| t.dims.len())
+    }
+
+    /// The same array with `n` dimensions of size 1 added on the major
+    /// side: new dimensions `0..n`, most major in that order, and old
+    /// dimension `d` renumbered `d + n`. Every element keeps its place in
+    /// the buffer, so the layout algebra may answer questions about a
+    /// shape whose first tile is longer than its rank on this one.
+    pub fn with_unit_major_dims(&self, n: usize) -> ArrayShape {
+        if n == 0 {
+            return self.clone();
+        }
+        let mut dims = Dims::from_elem(1, n);
+        dims.extend_from_slice(&self.dims);
+        let layout = self.layout.as_ref().map(|l| {
+            let mut l = l.clone();
+            let mut m2m: crate::DimVec = l.minor_to_major.iter().map(|&d| d + n).collect();
+            m2m.extend((0..n).rev());
+            l.minor_to_major = m2m;
+            if let Some(p) = &l.padded_dimensions {
+                let q: Vec<i64> = std::iter::repeat_n(1, n).chain(p.iter().copied()).collect();
+                l.padded_dimensions = Some(q.into_boxed_slice());
+            }
+            l
+        });
+        ArrayShape { element_type: self.element_type, dims, dynamic: self.dynamic.checked_shl(n as u32).unwrap_or(0), layout }
+    }
+
     /// Bits one element occupies: `E(bits)` when the layout sets it,
     /// otherwise the type's default storage width.
     pub fn element_storage_bits(&self) -> u64 {

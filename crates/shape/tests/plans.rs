@@ -7,7 +7,7 @@ mod common;
 
 use common::*;
 use proptest::prelude::*;
-use shape::{ArrayShape, Plan, Shape, StepOp, parse_shape, relayout_plan, reshape_is_bitcast, storage_size};
+use shape::{ArrayShape, Plan, Shape, StepOp, is_bitcast, parse_shape, physical_view_is_bitcast, relayout_plan, storage_size};
 
 fn array(text: &str) -> ArrayShape {
     match parse_shape(text) {
@@ -34,21 +34,16 @@ fn execute(plan: &Plan) -> Result<Vec<Option<u64>>, String> {
                 if a.bytes != b.bytes || a.element_bits != b.element_bits {
                     return Err(format!("bitcast {cur} -> {out} changes the size"));
                 }
-                // Between two plain row-major views (the split and merge
-                // steps) the bitcast is a reshape and must pass the exact
-                // test; into and out of FROM/TO it reinterprets the buffer
-                // as its physical view, which only needs equal sizes.
-                let plain = |s: &ArrayShape| {
-                    let l = layout_of(s);
-                    l.tiles.is_empty()
-                        && l.padded_dimensions.is_none()
-                        && l.tail_padding_alignment_in_elements == 1
-                        && l.minor_to_major.iter().copied().eq((0..s.rank()).rev())
-                };
-                if a.elements == b.elements && plain(&cur) && plain(out) {
-                    let v = reshape_is_bitcast(&cur, out).map_err(|e| e.to_string())?;
-                    if !v.bitcast {
-                        return Err(format!("bitcast {cur} -> {out} fails the bitcast test: {}", v.reason));
+                // Every bitcast is proven by the exact algebra: a layout
+                // change or reshape (between two plain row-major views, the
+                // split and merge steps), a transpose (an untiled FROM or TO
+                // and its physical order), or a physical view (into and out
+                // of a tiled FROM and TO).
+                let v = is_bitcast(&cur, out).map_err(|e| e.to_string())?;
+                if !v.bitcast && shape::facts::deduce_transpose_dimensions_for_bitcast(&cur, out).is_none() {
+                    let w = physical_view_is_bitcast(&cur, out).map_err(|e| e.to_string())?;
+                    if !w.bitcast {
+                        return Err(format!("bitcast {cur} -> {out} is not proven: {}; {}", v.reason, w.reason));
                     }
                 }
                 // Equal bytes with sub-byte elements may still differ in
@@ -62,6 +57,12 @@ fn execute(plan: &Plan) -> Result<Vec<Option<u64>>, String> {
                 buf
             }
             StepOp::Transpose { dims } => materialize(out, &read(&cur, &buf).transpose(dims)),
+            StepOp::Copy => {
+                if cur.dims != out.dims || layout_of(&cur).tiles.len() + layout_of(out).tiles.len() > 0 {
+                    return Err(format!("copy {cur} -> {out} is not between two untiled views of one array"));
+                }
+                materialize(out, &read(&cur, &buf))
+            }
             StepOp::Slice { start, limit, stride } => {
                 if start.iter().any(|&s| s != 0) || stride.iter().any(|&s| s != 1) {
                     return Err("unexpected slice start or stride".into());
@@ -90,6 +91,28 @@ fn execute(plan: &Plan) -> Result<Vec<Option<u64>>, String> {
 /// lands where TO puts it.
 fn check_plan(from: &ArrayShape, to: &ArrayShape) -> Result<Plan, String> {
     let plan = relayout_plan(from, to).map_err(|e| e.to_string())?;
+    check_steps(from, to, plan)
+}
+
+/// The same for a plan that works on unpacked elements: besides, every
+/// pad, transpose and slice reads elements of the type's default width, and
+/// pads and slices (which keep their layout) write them too.
+fn check_plan_unpacked(from: &ArrayShape, to: &ArrayShape) -> Result<Plan, String> {
+    let plan = shape::relayout_plan_at(from, to, 0).map_err(|e| e.to_string())?;
+    let width = from.element_type.default_storage_bits().unwrap_or(8) as u64;
+    let mut cur = plan.from.clone();
+    for s in &plan.steps {
+        let reads = matches!(s.op, StepOp::Pad { .. } | StepOp::Transpose { .. } | StepOp::Slice { .. });
+        let keeps = matches!(s.op, StepOp::Pad { .. } | StepOp::Slice { .. });
+        if (reads && cur.element_storage_bits() != width) || (keeps && s.shape.element_storage_bits() != width) {
+            return Err(format!("{from} -> {to}: {cur} -> {} is not at {width} bits:\n{plan}", s.shape));
+        }
+        cur = s.shape.clone();
+    }
+    check_steps(from, to, plan)
+}
+
+fn check_steps(from: &ArrayShape, to: &ArrayShape, plan: Plan) -> Result<Plan, String> {
     let last = plan.steps.last().map(|s| &s.shape).unwrap_or(&plan.from);
     let to_full = ArrayShape { layout: Some(layout_of(to)), ..to.clone() };
     if *last != to_full {
@@ -117,6 +140,7 @@ fn ops(plan: &Plan) -> String {
             StepOp::Bitcast => "bitcast",
             StepOp::Transpose { .. } => "transpose",
             StepOp::Slice { .. } => "slice",
+            StepOp::Copy => "copy",
         })
         .collect::<Vec<_>>()
         .join(" ")
@@ -194,11 +218,44 @@ proptest! {
 
     #[test]
     fn random_plans_produce_the_target_buffer(
-        pair in shape(4).prop_flat_map(|s| (Just(s.clone()), relayout(&s)))
+        pair in shape(4).prop_flat_map(|s| (Just(s.clone()), relayout_any_size(&s)))
     ) {
         let (from, to) = pair;
         if let Err(e) = check_plan(&from, &to) {
             return Err(TestCaseError::fail(e));
         }
     }
+
+    #[test]
+    fn random_unpacked_plans_produce_the_target_buffer(
+        pair in shape(4).prop_flat_map(|s| (Just(s.clone()), relayout_any_size(&s)))
+    ) {
+        let (from, to) = pair;
+        if let Err(e) = check_plan_unpacked(&from, &to) {
+            return Err(TestCaseError::fail(e));
+        }
+    }
+}
+
+#[test]
+fn views_that_cut_across_the_physical_dimensions_go_through_them() {
+    // TO's `*` fold joins 6 and 5 into 30 and tiles it by 2: [15,2] cuts
+    // across FROM's physical [6,5,2,2], so FROM is first viewed as that.
+    let plan = check_plan(&array("u2[3,6,5]{0,2,1:T(2)E(2)}"), &array("u2[3,6,5]{0,2,1:T(4)(*,*,2,1)E(2)}")).unwrap();
+    assert_eq!(ops(&plan), "bitcast bitcast transpose bitcast", "{plan}");
+    assert_eq!(plan.steps[0].shape.to_string(), "u2[6,5,2,2]{3,2,1,0:E(2)}");
+}
+
+#[test]
+fn unpacked_plans_copy_to_unpack_and_transpose_to_pack() {
+    let plan = check_plan_unpacked(&array("s4[4,6]{1,0:T(2,2)E(4)}"), &array("s4[4,6]{1,0}")).unwrap();
+    assert_eq!(ops(&plan), "bitcast copy transpose bitcast", "{plan}");
+    let plan = check_plan_unpacked(&array("s4[4,6]{1,0}"), &array("s4[4,6]{1,0:T(2,2)E(4)}")).unwrap();
+    assert_eq!(ops(&plan), "bitcast transpose bitcast", "{plan}");
+    // Ending in a slice, the plan packs with a copy.
+    let plan = check_plan_unpacked(&array("s4[3,5]{1,0:T(2,2)}"), &array("s4[3,5]{1,0:E(4)}")).unwrap();
+    assert_eq!(ops(&plan), "bitcast transpose bitcast slice copy", "{plan}");
+    // Unpacked on both sides: the ordinary plan.
+    let (a, b) = (array("f32[3,5]{1,0}"), array("f32[3,5]{1,0:T(2,2)}"));
+    assert_eq!(shape::relayout_plan_at(&a, &b, 0).unwrap(), relayout_plan(&a, &b).unwrap());
 }

@@ -22,6 +22,8 @@ fn check_indexing(s: &ArrayShape) -> Result<(), TestCaseError> {
     let (at, len) = slots(s);
     prop_assert_eq!(e.storage_slots, len as u64, "storage slots of {}", s);
     prop_assert_eq!(e.storage_bytes, bytes(s, len), "storage bytes of {}", s);
+    let z = shape::storage_size(s).map_err(|e| TestCaseError::fail(format!("{s}: {e}")))?;
+    prop_assert_eq!((z.slots, z.bytes), (len as u64, bytes(s, len)), "storage size of {}", s);
     for (l, idx) in indices(&s.dims).iter().enumerate() {
         let li = e.linear_index(idx).map_err(|e| TestCaseError::fail(e.to_string()))?;
         prop_assert_eq!(li, at[l], "linear index of {:?} in {}", idx, s);
@@ -214,4 +216,112 @@ fn default_layout_is_used_when_missing() {
     let e = Expansion::new(&s).unwrap();
     assert_eq!(e.linear_index(&[1, 2]).unwrap(), 5);
     assert_eq!(Layout::descending(2).minor_to_major.as_slice(), &[1, 0]);
+}
+
+/// Dimensions that merge or split `phys` (a common refinement), chosen by
+/// `seeds`: every dimension is cut into prime factors, some adjacent
+/// digits are merged again, and size-1 dimensions are sprinkled in.
+fn regroup(phys: &[i64], seeds: &[u32]) -> Vec<i64> {
+    let mut digits: Vec<i64> = Vec::new();
+    for &d in phys {
+        let mut rest = d;
+        let mut p = 2;
+        let mut factors = Vec::new();
+        while rest > 1 {
+            if rest % p == 0 {
+                factors.push(p);
+                rest /= p;
+            } else {
+                p += 1;
+            }
+        }
+        digits.extend(if factors.is_empty() { vec![d] } else { factors });
+    }
+    let mut out: Vec<i64> = Vec::new();
+    for (i, &d) in digits.iter().enumerate() {
+        let s = seeds[i % seeds.len()].rotate_left(i as u32);
+        match (out.last_mut(), s % 3) {
+            (Some(last), 0) => *last *= d,
+            _ => out.push(d),
+        }
+        if s.is_multiple_of(7) {
+            out.push(1);
+        }
+    }
+    out
+}
+
+/// A view candidate for `other`: its physical dimensions regrouped (most
+/// often), or any factorization of its slot count, or of another count;
+/// plain most often, sometimes with a random layout; either direction.
+fn pair_view() -> impl Strategy<Value = (ArrayShape, ArrayShape)> {
+    shape(4)
+        .prop_flat_map(|s| {
+            let phys = physical(&s, &Nd::numbered(&s.dims));
+            let align = layout_of(&s).tail_padding_alignment_in_elements as usize;
+            let slots = (phys.data.len().div_ceil(align) * align) as i64;
+            (
+                Just((s, phys.dims, slots)),
+                prop::collection::vec(any::<u32>(), 4),
+                0..10u32,
+                factorization(slots.max(1)),
+                any::<bool>(),
+                any::<bool>(),
+            )
+        })
+        .prop_flat_map(|((s, phys, slots), seeds, mode, factored, plain, swap)| {
+            let mut dims = match mode {
+                0..=5 if phys.iter().product::<i64>() == slots => regroup(&phys, &seeds),
+                9 => regroup(&s.dims, &seeds),
+                _ => factored,
+            };
+            if slots == 0 {
+                dims = vec![0];
+            }
+            let e = layout_of(&s).element_size_in_bits;
+            let t = s.element_type;
+            let mut descending = Layout::descending(dims.len());
+            descending.element_size_in_bits = e;
+            // A random layout pads every dimension now and then, which
+            // would make a high-rank view huge; those get two entries of
+            // the descending order swapped instead.
+            let r = dims.len();
+            let view = if plain {
+                Just(descending).boxed()
+            } else if r <= 4 {
+                layout_for(dims.clone(), e).boxed()
+            } else {
+                let (i, j) = (seeds[0] as usize % r, seeds[1] as usize % r);
+                descending.minor_to_major.swap(i, j);
+                Just(descending).boxed()
+            };
+            (Just(s), view.prop_map(move |l| ArrayShape::with_layout(t, &dims, l)), Just(swap))
+        })
+        .prop_map(|(s, v, swap)| if swap { (v, s) } else { (s, v) })
+}
+
+#[test]
+fn physical_view_verdicts_match() {
+    let mut runner = proptest::test_runner::TestRunner::new(config());
+    let tally = std::cell::RefCell::new((0usize, 0usize, 0usize, 0usize));
+    let result = runner.run(&pair_view(), |(from, to)| {
+        let got = shape::physical_view_is_bitcast(&from, &to)
+            .map_err(|e| TestCaseError::fail(format!("{from} -> {to}: {e}")))?;
+        let want = oracle_view(&from, &to);
+        prop_assert_eq!(got.bitcast, want, "{} -> {}: {}", from, to, got.reason);
+        let mut t = tally.borrow_mut();
+        t.0 += 1;
+        t.1 += usize::from(want);
+        // Views of a padded buffer: the element counts differ.
+        t.2 += usize::from(want && from.element_count() != to.element_count());
+        // Plain, the right size, but not the physical dimensions.
+        t.3 += usize::from(matches!(got.reason, shape::Reason::NotPhysicalDims { .. }));
+        Ok(())
+    });
+    if let Err(e) = result {
+        panic!("{e}");
+    }
+    let (cases, views, padded, other_dims) = tally.into_inner();
+    eprintln!("{cases} cases, {views} physical views, {padded} of them over padding, {other_dims} refused for their dimensions");
+    assert!(views * 4 >= cases && padded * 10 >= cases && other_dims * 50 >= cases, "{cases} cases, {views} views, {padded} padded, {other_dims} other dims");
 }

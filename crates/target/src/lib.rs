@@ -89,6 +89,11 @@ pub enum Requirement {
     /// Convolution operands with the spatial dimensions most minor
     /// (NCHW-like).
     SpatialMinor,
+    /// Convolution operands and results with the feature dimension most
+    /// minor and the other dimensions in any order: the cost model picks
+    /// it (TPU convolutions put the feature dimension in the lanes and
+    /// order the rest to cut padding).
+    FeatureMostMinor,
     /// The dimension named by the instruction's integer attribute (such as
     /// `dimensions={1}` on an all-gather) moved to the most major place.
     DimMajor(String),
@@ -168,10 +173,13 @@ pub struct ReducePolicy {
     pub reduced_dims_minor: bool,
 }
 
-/// How a tiled target tiles arrays.
+/// How a tiled target tiles arrays: per element width and rank, the tile
+/// shapes the hardware supports and where each may be used. The pass
+/// picks among them; the data never names a choice.
 #[derive(Clone, Debug, PartialEq, Eq, Default)]
 pub struct TilingPolicy {
-    /// The tiling rules, first match wins.
+    /// The tiling rules; the first rule covering an array's element type
+    /// and rank gives its candidates.
     pub rules: Vec<TilingRule>,
     /// Whether `*` may combine a small second-minor dimension with more
     /// major ones to cut padding.
@@ -180,7 +188,7 @@ pub struct TilingPolicy {
     pub keep_untiled_entry: bool,
 }
 
-/// One tiling rule: which arrays it covers and their tiles.
+/// One tiling rule: which arrays it covers and their candidate tilings.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct TilingRule {
     /// Element bit widths covered (as `PrimitiveType::bit_width`).
@@ -191,16 +199,52 @@ pub struct TilingRule {
     pub min_rank: usize,
     /// Largest rank covered.
     pub max_rank: usize,
-    /// The tiles.
-    pub tiles: Vec<Tile>,
+    /// The tilings the hardware supports for these arrays, in the order
+    /// that breaks ties.
+    pub candidates: Vec<TileCandidate>,
     /// The element size `E(bits)` to set, when the storage differs from the
     /// type's default.
     pub element_size_in_bits: Option<i64>,
-    /// Taller second-minor tile sizes, tried in order before the first
-    /// tile's own when the second-minor dimension is a multiple of them
-    /// (Mosaic's large-tiling flags), e.g. `[16]` turns `(8,128)(2,1)`
-    /// into `(16,128)(2,1)`.
-    pub tall_second_minor: Vec<i64>,
+}
+
+impl TilingRule {
+    /// True when the rule covers arrays of this element type and rank.
+    pub fn covers(&self, element_type: PrimitiveType, rank: usize) -> bool {
+        let type_ok = if self.types.is_empty() {
+            element_type.bit_width().is_some_and(|b| self.bits.contains(&b))
+        } else {
+            self.types.contains(&element_type)
+        };
+        type_ok && (self.min_rank..=self.max_rank).contains(&rank)
+    }
+}
+
+/// One tiling the hardware supports, and where it may be used.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TileCandidate {
+    /// The tiles, as in `(8,128)(2,1)`.
+    pub tiles: Vec<Tile>,
+    /// Which arrays it may tile, by the size of the dimension its first
+    /// entry covers (the second most minor physical dimension for a 2-D
+    /// tile, the only one for a vector's 1-D tile).
+    pub fit: TileFit,
+    /// Whether it serves values computed on, or only buffers resident in
+    /// HBM (entry parameters).
+    pub storage_only: bool,
+}
+
+/// When a candidate tiling may tile an array.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TileFit {
+    /// Any size: the tile repeats along the dimension (`(8,128)`, a full
+    /// vector register).
+    Any,
+    /// Only when the dimension fits in one tile (`(2,128)` for a dimension
+    /// of 1 or 2): a short tile is never stacked.
+    Within,
+    /// Only when the dimension fills at least one tile (`(32,128)(4,1)`
+    /// storage tiles for 8-bit arrays in HBM).
+    Filled,
 }
 
 /// Weights of the bytes-moved cost model.
@@ -210,7 +254,9 @@ pub struct CostWeights {
     pub copy_byte: f64,
     /// Cost per byte written by a transpose or reshape that is not a bitcast.
     pub transpose_byte: f64,
-    /// Extra cost per byte of tile padding in a stored value.
+    /// Cost per byte of tile padding in a stored buffer (a value, or a
+    /// copy's result). A target file that tiles weighs padding like data,
+    /// 1.0, unless it says otherwise; untiled targets store none.
     pub padding_byte: f64,
 }
 

@@ -16,7 +16,7 @@ use shape::{PrimitiveType, Tile};
 
 use crate::{
     Condition, CostWeights, DimOrder, OperandRequirements, ReducePolicy, Requirement, Rule,
-    TargetSpec, TilingPolicy, TilingRule,
+    TargetSpec, TileCandidate, TileFit, TilingPolicy, TilingRule,
 };
 
 /// The targets shipped with Tessera, by name.
@@ -25,6 +25,7 @@ const BUILTIN: &[(&str, &str)] = &[
     ("gpu", include_str!("../../../targets/gpu.yaml")),
     ("tpu", include_str!("../../../targets/tpu.yaml")),
     ("tpu-v5e", include_str!("../../../targets/tpu-v5e.yaml")),
+    ("tpu-v3", include_str!("../../../targets/tpu-v3.yaml")),
 ];
 
 /// The names of the built-in targets.
@@ -247,11 +248,40 @@ struct TilingRuleFile {
     min_rank: usize,
     #[serde(default = "max_rank")]
     max_rank: usize,
-    tiles: TilesText,
+    /// Tilings for any size (one, or a list).
+    tiles: TilesList,
+    /// Tilings for a dimension that fits in one tile.
+    #[serde(default)]
+    short_tiles: TilesList,
+    /// Tilings for HBM-resident buffers whose dimension fills a tile.
+    #[serde(default)]
+    storage_tiles: TilesList,
     #[serde(default)]
     element_size_in_bits: Option<i64>,
-    #[serde(default)]
-    tall_second_minor: Vec<i64>,
+}
+
+/// Tilings written as in HLO, one (`"(8,128)"`) or a list of them.
+#[derive(Default)]
+struct TilesList(Vec<Vec<Tile>>);
+
+impl<'de> Deserialize<'de> for TilesList {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        // Read the value first and interpret it here, so that an error
+        // names the bad tiling rather than "no variant matched".
+        let value = serde_yaml::Value::deserialize(d)?;
+        let texts: Vec<String> = match value {
+            serde_yaml::Value::String(s) => vec![s],
+            serde_yaml::Value::Sequence(items) => items
+                .into_iter()
+                .map(|v| match v {
+                    serde_yaml::Value::String(s) => Ok(s),
+                    _ => Err(de::Error::custom("tiles are written as strings such as \"(8,128)\"")),
+                })
+                .collect::<Result<_, _>>()?,
+            _ => return Err(de::Error::custom("tiles must be a string such as \"(8,128)\" or a list of them")),
+        };
+        texts.iter().map(|t| parse_tiles(t).map_err(de::Error::custom)).collect::<Result<_, _>>().map(TilesList)
+    }
 }
 
 fn max_rank() -> usize {
@@ -265,13 +295,14 @@ struct CostFile {
     copy_byte: f64,
     #[serde(default = "one")]
     transpose_byte: f64,
+    /// Unset: 1.0 on a target that tiles, 0.0 otherwise.
     #[serde(default)]
-    padding_byte: f64,
+    padding_byte: Option<f64>,
 }
 
 impl Default for CostFile {
     fn default() -> Self {
-        CostFile { copy_byte: 1.0, transpose_byte: 1.0, padding_byte: 0.0 }
+        CostFile { copy_byte: 1.0, transpose_byte: 1.0, padding_byte: None }
     }
 }
 
@@ -311,28 +342,34 @@ impl TargetFile {
                 })
                 .collect(),
             reduce: ReducePolicy { reduced_dims_minor: self.reduce.reduced_dims_minor },
+            cost: CostWeights {
+                copy_byte: self.cost.copy_byte,
+                transpose_byte: self.cost.transpose_byte,
+                padding_byte: self.cost.padding_byte.unwrap_or(if self.tiling.is_some() { 1.0 } else { 0.0 }),
+            },
             tiling: self.tiling.map(|t| TilingPolicy {
                 rules: t
                     .rules
                     .into_iter()
-                    .map(|r| TilingRule {
-                        bits: r.bits,
-                        types: r.types.into_iter().map(|t| t.0).collect(),
-                        min_rank: r.min_rank,
-                        max_rank: r.max_rank,
-                        tiles: r.tiles.0,
-                        element_size_in_bits: r.element_size_in_bits,
-                        tall_second_minor: r.tall_second_minor,
+                    .map(|r| {
+                        let candidate = |tiles, fit, storage_only| TileCandidate { tiles, fit, storage_only };
+                        let mut candidates: Vec<TileCandidate> =
+                            r.tiles.0.into_iter().map(|t| candidate(t, TileFit::Any, false)).collect();
+                        candidates.extend(r.short_tiles.0.into_iter().map(|t| candidate(t, TileFit::Within, false)));
+                        candidates.extend(r.storage_tiles.0.into_iter().map(|t| candidate(t, TileFit::Filled, true)));
+                        TilingRule {
+                            bits: r.bits,
+                            types: r.types.into_iter().map(|t| t.0).collect(),
+                            min_rank: r.min_rank,
+                            max_rank: r.max_rank,
+                            candidates,
+                            element_size_in_bits: r.element_size_in_bits,
+                        }
                     })
                     .collect(),
                 combine_dimensions: t.combine_dimensions,
                 keep_untiled_entry: t.keep_untiled_entry,
             }),
-            cost: CostWeights {
-                copy_byte: self.cost.copy_byte,
-                transpose_byte: self.cost.transpose_byte,
-                padding_byte: self.cost.padding_byte,
-            },
         }
     }
 }
@@ -385,7 +422,7 @@ impl<'de> Deserialize<'de> for OrderName {
 }
 
 const REQUIREMENTS: &str = "row_major, col_major, default, matrix, contracting_minor, fortran, \
-     feature_minor, spatial_minor, dim_major(ATTRIBUTE) or m2m(D,...)";
+     feature_minor, feature_most_minor, spatial_minor, dim_major(ATTRIBUTE) or m2m(D,...)";
 
 fn parse_requirement(s: &str) -> Result<Requirement, String> {
     let unknown = || format!("unknown requirement '{s}'; expected one of {REQUIREMENTS}");
@@ -397,6 +434,7 @@ fn parse_requirement(s: &str) -> Result<Requirement, String> {
         "contracting_minor" => Requirement::ContractingMinor,
         "fortran" => Requirement::Fortran,
         "feature_minor" => Requirement::FeatureMinor,
+        "feature_most_minor" => Requirement::FeatureMostMinor,
         "spatial_minor" => Requirement::SpatialMinor,
         _ => {
             let (head, rest) = s.split_once('(').ok_or_else(unknown)?;
@@ -418,17 +456,13 @@ fn parse_requirement(s: &str) -> Result<Requirement, String> {
 }
 
 /// Tiles written as in HLO: `(8,128)(2,1)`.
-struct TilesText(Vec<Tile>);
-
-impl<'de> Deserialize<'de> for TilesText {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        from_text(d, |s| {
-            // Reuse the shape parser: the tiles are the `T` property of a layout.
-            let layout = shape::parse_layout(&format!("{{:T{s}}}"))
-                .map_err(|e| format!("bad tiles '{s}': {e}"))?;
-            Ok(TilesText(layout.tiles.into_vec()))
-        })
+fn parse_tiles(s: &str) -> Result<Vec<Tile>, String> {
+    // Reuse the shape parser: the tiles are the `T` property of a layout.
+    let layout = shape::parse_layout(&format!("{{:T{s}}}")).map_err(|e| format!("bad tiles '{s}': {e}"))?;
+    if layout.tiles.is_empty() {
+        return Err(format!("bad tiles '{s}': no tile"));
     }
+    Ok(layout.tiles.into_vec())
 }
 
 impl fmt::Display for Requirement {
@@ -441,6 +475,7 @@ impl fmt::Display for Requirement {
             Requirement::ContractingMinor => f.write_str("contracting_minor"),
             Requirement::Fortran => f.write_str("fortran"),
             Requirement::FeatureMinor => f.write_str("feature_minor"),
+            Requirement::FeatureMostMinor => f.write_str("feature_most_minor"),
             Requirement::SpatialMinor => f.write_str("spatial_minor"),
             Requirement::DimMajor(a) => write!(f, "dim_major({a})"),
             Requirement::Fixed(d) => {
@@ -488,6 +523,9 @@ mod tests {
         let e = error("name: x\nrules:\n  - name: r\n    ops: [dot]\n    operands: { 0: row_major, 1: upside_down }\n");
         assert!(e.starts_with("t.yaml:5:"), "{e}");
         assert!(e.contains("unknown requirement 'upside_down'"), "{e}");
+        let e = error("name: x\ntiling:\n  rules:\n    - { bits: [32], tiles: [\"(8,128)\", \"(8,x)\"] }\n");
+        assert!(e.starts_with("t.yaml:4:"), "{e}");
+        assert!(e.contains("bad tiles '(8,x)'"), "{e}");
         let e = error("name: [unclosed\n");
         assert!(e.starts_with("t.yaml:"), "{e}");
     }
@@ -497,7 +535,7 @@ mod tests {
         assert_eq!(parse_requirement("dim_major(dimensions)"), Ok(Requirement::DimMajor("dimensions".into())));
         assert_eq!(parse_requirement("m2m(0, 1)"), Ok(Requirement::Fixed([0, 1].into_iter().collect())));
         assert!(parse_requirement("m2m(a)").is_err());
-        for r in ["row_major", "col_major", "default", "matrix", "contracting_minor", "fortran", "feature_minor", "spatial_minor"] {
+        for r in ["row_major", "col_major", "default", "matrix", "contracting_minor", "fortran", "feature_minor", "feature_most_minor", "spatial_minor"] {
             assert_eq!(parse_requirement(r).unwrap().to_string(), r);
         }
     }

@@ -40,6 +40,8 @@ pub fn report_json(report: &driver::PipelineReport) -> Value {
             "movement_bytes": stats.movement_bytes,
             "bytes_moved": stats.copy_bytes + stats.movement_bytes,
             "padding_bytes": stats.padding_bytes,
+            "storage_bytes": stats.storage_bytes,
+            "logical_bytes": stats.logical_bytes,
         },
         "timings_us": timings_json(&report.timings),
     });
@@ -147,6 +149,15 @@ pub fn assignment_json(r: &layout_assignment::Report) -> Value {
             "why": t.why,
         })).collect::<Vec<_>>(),
         "retile_bytes": r.retile_bytes(),
+        "orientations": r.orientations.iter().map(|o| json!({
+            "computation": o.computation,
+            "value": o.value,
+            "layout": o.layout.to_string(),
+            "least_padding": o.least_padding.to_string(),
+            "extra_padding": o.extra_padding,
+            "group": o.group,
+            "why": o.why,
+        })).collect::<Vec<_>>(),
         "filled_entry_layouts": r.filled.iter().map(|f| json!({
             "position": f.position,
             "layout": f.layout.to_string(),

@@ -152,7 +152,11 @@ impl<'a> Checker<'a> {
                         }
                         None => lo.clone(),
                     };
-                    if !same_order(a, Some(la), &want) || !same_layout(a, &with(a, &want)) {
+                    // The operand's own tiling of the order, or exactly the
+                    // result's layout (which a given layout may be even
+                    // where the target would not choose it).
+                    let exact = crate::tiling::tiled_alike(self.target, a, out) && same_layout(a, &with(a, lo));
+                    if !exact && (!same_order(a, Some(la), &want) || !same_layout(a, &with(a, &want))) {
                         self.report(Some(id), format!("{op} keeps its layout, but operand {i} is {} and the result is {}", show(a), show(out)));
                     }
                 }
@@ -168,7 +172,7 @@ impl<'a> Checker<'a> {
                     let Some(a) = self.operand_array(id, i) else { continue };
                     let ok = match need {
                         Need::Exact(l) => same_layout(a, &with(a, l)),
-                        Need::Matrix(_) => a.layout.as_ref().is_some_and(|l| need.accepts_order(l)),
+                        Need::Matrix(_) | Need::Minor(_) => a.layout.as_ref().is_some_and(|l| need.accepts_order(l)),
                     };
                     if !ok {
                         self.report(Some(id), format!("operand {i} is {} but target {} needs {}", show(a), target.name, need.preferred()));
@@ -347,8 +351,10 @@ impl<'a> Checker<'a> {
 /// A bitcast reinterprets bytes and does not record which logical op it
 /// stands for, so it is proven when the exact algebra shows it moves no
 /// byte as one of them: a layout change (same dimensions), a reshape
-/// (row-major element order), or a transpose (the permutation deduced from
-/// the two layouts).
+/// (row-major element order), a transpose (the permutation deduced from
+/// the two layouts), or a physical view (one side is the other's buffer
+/// as the row-major array of its physical dimensions: the first and last
+/// steps of an expanded relayout).
 pub fn prove_bitcast(from: &ArrayShape, to: &ArrayShape) -> Result<(), String> {
     let as_reshape = shape::is_bitcast(from, to);
     if as_reshape.as_ref().is_ok_and(|v| v.bitcast) {
@@ -358,6 +364,10 @@ pub fn prove_bitcast(from: &ArrayShape, to: &ArrayShape) -> Result<(), String> {
         && shape::transpose_is_bitcast(from, to, &dims).is_ok_and(|v| v.bitcast) {
             return Ok(());
         }
+    let as_view = shape::physical_view_is_bitcast(from, to);
+    if as_view.as_ref().is_ok_and(|v| v.bitcast) {
+        return Ok(());
+    }
     // Tiles can make a transpose a bitcast whose dimension order differs
     // from the two layouts' orders (a tile that spans a whole dimension
     // hides where it sits). Try every permutation that matches the
@@ -372,8 +382,19 @@ pub fn prove_bitcast(from: &ArrayShape, to: &ArrayShape) -> Result<(), String> {
             return Ok(());
         }
     }
-    Err(match as_reshape {
-        Ok(v) => format!("bitcast from {} to {} is no layout change, reshape or transpose that keeps every byte: {}", show(from), show(to), v.reason),
+    // Equal element counts make a reshape the likely reading; different
+    // ones a physical view. Say why that one fails.
+    let likely = match (&as_reshape, &as_view) {
+        (Ok(v), Ok(w)) if matches!(v.reason, shape::Reason::ElementCounts { .. }) => Ok(&w.reason),
+        (Ok(v), _) => Ok(&v.reason),
+        (Err(e), _) => Err(e),
+    };
+    Err(match likely {
+        Ok(reason) => format!(
+            "bitcast from {} to {} is no layout change, reshape, transpose or physical view that keeps every byte: {reason}",
+            show(from),
+            show(to)
+        ),
         Err(e) => format!("cannot prove bitcast from {} to {}: {e}", show(from), show(to)),
     })
 }

@@ -324,7 +324,7 @@ impl Model {
         }
         for (v, list) in needed.into_iter().enumerate() {
             for (id, readers) in list {
-                let cost = s.p.values[v].bytes[id as usize] as f64 * s.weights.copy_byte;
+                let cost = s.p.values[v].copy_cost(id, &s.weights);
                 let own = m.domains[v].iter().position(|&d| d == id);
                 m.add_copy(Copy { v: v as ValueId, own, cost, readers });
             }

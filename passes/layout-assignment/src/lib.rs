@@ -36,11 +36,14 @@ use target::TargetSpec;
 pub use calls::{BoundSite, CallQueries, Moved, WEIGH_LEVELS, bound_site, condition_boundary, decide, subtree_cost};
 pub use check::{LayoutProblem, check_layouts, prove_bitcast};
 pub use context::{BoundaryReason, Context, Signature};
-pub use materialize::{ComputationAssignment, PlannedCopy, apply, refresh_forwarded_shapes};
-pub use policy::{MatrixNeed, Need, NeedSource, default_layout, first_array, inst_needs};
+pub use materialize::{ComputationAssignment, PlannedCopy, PlannedOrientation, apply, refresh_forwarded_shapes};
+pub use policy::{MatrixNeed, MinorNeed, Need, NeedSource, default_layout, first_array, inst_needs};
 pub use problem::{ProblemError, Site, topological_order};
-pub use report::{ComputationStats, CopyCause, CopyRecord, FilledLayout, MovementRecord, Optimality, Report, RetileRecord, TiledEntryLayout};
-pub use tiling::layout_for;
+pub use report::{
+    ComputationStats, CopyCause, CopyRecord, FilledLayout, MovementRecord, Optimality, OrientationRecord, Report, RetileRecord,
+    TiledEntryLayout,
+};
+pub use tiling::{TileUse, allows as tiling_allows, layout_for, layout_for_use, same_layout_for};
 
 /// Why the pass could not run.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -626,6 +629,19 @@ pub fn apply_module(module: &mut Module, assignments: &BTreeMap<CompId, Computat
                 report.input_copies.push(MovementRecord { computation: comp.name.clone(), name: inst.name.clone(), bytes });
             }
         }
+        for o in &a.orientations {
+            let value = comp.inst(o.def);
+            let name = if value.shape.is_tuple() { format!("%{} leaf {}", value.name, o.leaf) } else { format!("%{}", value.name) };
+            report.orientations.push(OrientationRecord {
+                computation: comp.name.clone(),
+                value: name,
+                layout: o.layout.clone(),
+                least_padding: o.least_padding.clone(),
+                extra_padding: o.extra_padding,
+                group: o.group,
+                why: o.why.clone(),
+            });
+        }
         for (inst, bytes, why) in &a.retilings {
             report.retilings.push(RetileRecord {
                 computation: comp.name.clone(),
@@ -668,6 +684,9 @@ fn fill_auto(given: &mut Shape, chosen: &Shape, position: impl Fn(usize) -> Stri
         let pick = chosen.get(i).cloned().flatten();
         match (&a.layout, pick) {
             (None, pick) if a.rank() > 0 => a.layout = pick,
+            // A scalar has one layout; on a target that tiles scalars the
+            // printed entry layout names its tile, as XLA's TPU dumps do.
+            (None, Some(c)) if !c.tiles.is_empty() => a.layout = Some(c),
             (Some(l), Some(c)) if l.tiles.is_empty() && !c.tiles.is_empty() && l.minor_to_major == c.minor_to_major => {
                 let mut layout = c;
                 layout.memory_space = l.memory_space;

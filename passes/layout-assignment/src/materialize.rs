@@ -33,6 +33,26 @@ pub struct PlannedCopy {
     pub why: String,
 }
 
+/// A value kept in an order that stores more padding than another would
+/// (tiled targets), with the cost model's reason.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct PlannedOrientation {
+    /// The instruction defining the value.
+    pub def: InstId,
+    /// The value's array-leaf index in `def`'s shape.
+    pub leaf: u32,
+    /// Its layout.
+    pub layout: Layout,
+    /// The layout that would store it with the least padding.
+    pub least_padding: Layout,
+    /// Bytes of padding its layout stores beyond that one's.
+    pub extra_padding: u64,
+    /// The values that share its layout and would move with it.
+    pub group: usize,
+    /// What moving would cost instead.
+    pub why: String,
+}
+
 /// The result of assigning one computation: plain data, comparable, so
 /// that an incremental database can tell when it did not change.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -48,6 +68,9 @@ pub struct ComputationAssignment {
     /// Ops that re-tile (tiled targets): the instruction, the bytes whose
     /// elements cross tile boundaries, and why.
     pub retilings: Vec<(InstId, u64, String)>,
+    /// Values in an order that stores more padding than another would, and
+    /// why (tiled targets).
+    pub orientations: Vec<PlannedOrientation>,
     /// The computation's parameter and result layouts afterwards.
     pub signature: Signature,
     /// AUTO entry layouts chosen.
@@ -106,6 +129,8 @@ pub fn plan(
 
     // One copy per (value, needed layout), shared by every site needing it.
     let mut copies: Vec<PlannedCopy> = Vec::new();
+    // Their cost in the cost model's units (`Value::copy_cost`).
+    let mut copy_cost = 0.0;
     let mut index: FxHashMap<(ValueId, LayoutId), usize> = FxHashMap::default();
     for r in 0..p.relations.len() {
         let Some(needed) = solution.needs[r] else { continue };
@@ -115,6 +140,7 @@ pub fn plan(
         let value = &p.values[v as usize];
         let slot = *index.entry(key).or_insert_with(|| {
             let (cause, why) = explain(p, r, labels, target, comp_names);
+            copy_cost += value.copy_cost(needed, &target.cost);
             copies.push(PlannedCopy {
                 def: value.def,
                 leaf: value.leaf,
@@ -181,6 +207,8 @@ pub fn plan(
             retilings.push((t.inst, crate::retile::moved_bytes(&t.op, &a, &b), why));
         }
     }
+
+    let orientations = solution.orientations.iter().map(|o| orientation(p, o, labels, target, comp_names)).collect();
 
     // The signature: parameters as assigned, the result after root copies.
     let shape_with = |id: InstId| -> Shape {
@@ -277,14 +305,9 @@ pub fn plan(
     // The cost in the cost model's units, from what is materialised (with
     // movements read as the model reads them, above).
     let weights = &target.cost;
-    let padding = if weights.padding_byte > 0.0 {
-        p.values.iter().zip(labels).map(|(v, &l)| v.padding_bytes(l)).sum::<u64>()
-    } else {
-        0
-    };
-    let copy_bytes: u64 = copies.iter().map(|c| c.bytes).sum();
+    let padding: f64 = p.values.iter().zip(labels).map(|(v, &l)| v.padding_cost(l, weights)).sum();
     let moved_bytes: u64 = model_movement_bytes + retilings.iter().map(|r| r.1).sum::<u64>();
-    let cost = copy_bytes as f64 * weights.copy_byte + moved_bytes as f64 * weights.transpose_byte + padding as f64 * weights.padding_byte;
+    let cost = copy_cost + moved_bytes as f64 * weights.transpose_byte + padding;
 
     ComputationAssignment {
         layouts,
@@ -292,6 +315,7 @@ pub fn plan(
         copies,
         movements,
         retilings,
+        orientations,
         signature: Signature { params, result },
         filled,
         stats: ComputationStats {
@@ -309,6 +333,58 @@ pub fn plan(
     }
 }
 
+/// The report of a group kept in an order that stores more padding than
+/// another: what moving it would have saved and cost, and the first
+/// constraint it would have broken.
+fn orientation(
+    p: &Problem<'_>,
+    o: &crate::solve::Orientation,
+    labels: &[LayoutId],
+    target: &target::TargetSpec,
+    comp_names: &dyn Fn(hlo::CompId) -> String,
+) -> PlannedOrientation {
+    let value = &p.values[o.value as usize];
+    let own = labels[o.value as usize];
+    let layout = p.table.get(value.key(own)).clone();
+    let least_padding = p.table.get(value.key(o.least)).clone();
+    let name = &p.comp.inst(value.def).name;
+    let group = match o.members {
+        0 | 1 => format!("%{name}"),
+        2 => format!("%{name} and the value sharing its layout"),
+        n => format!("%{name} and the {} values sharing its layout", n - 1),
+    };
+    let saved = o.padding_saved.max(0.0) as u64;
+    let mut why = if o.cost_added >= crate::solve::INFEASIBLE / 2.0 {
+        format!("{group} cannot move to {least_padding}: a broadcast whose operand layout is fixed reads it in this order")
+    } else {
+        format!(
+            "moving {group} to {least_padding} would save {saved} bytes of padding but cost {} bytes of copies (their buffers' padding included), data movement and re-tiling",
+            o.cost_added.max(0.0) as u64
+        )
+    };
+    if let Some(&r) = o.copies.first() {
+        let (_, because) = constraint(p, r as usize, target, comp_names);
+        why.push_str(&format!("; {} needs this layout: {because}", reader_of(p, r as usize)));
+        if o.copies.len() > 1 {
+            why.push_str(&format!(" (and {} more reads would need copies)", o.copies.len() - 1));
+        }
+    } else if let Some(&r) = o.movements.first() {
+        let rel = &p.relations[r as usize];
+        if let Site::Operand { user, .. } = rel.site {
+            why.push_str(&format!("; %{} would stop being a bitcast", p.comp.inst(user).name));
+        }
+    }
+    PlannedOrientation {
+        def: value.def,
+        leaf: value.leaf,
+        layout,
+        least_padding,
+        extra_padding: value.bytes[own as usize].saturating_sub(value.bytes[o.least as usize]),
+        group: o.members,
+        why,
+    }
+}
+
 /// The cause and a sentence for the copy relation `r` forces.
 fn explain(
     p: &Problem<'_>,
@@ -321,15 +397,86 @@ fn explain(
     let rel = &p.relations[r];
     let value = &p.values[rel.v as usize];
     let name = &comp.inst(value.def).name;
-    let have = p.table.get(value.key(labels[rel.v as usize]));
+    let own = labels[rel.v as usize];
+    let have = p.table.get(value.key(own));
     let origin = match &value.fixed {
         Some(f) => format!(" (fixed by {})", describe_fix(p, value, *f, target, comp_names)),
         None => String::new(),
     };
-    let reader = match rel.site {
-        Site::Operand { user, operand, .. } => format!("operand {operand} of %{}", comp.inst(user).name),
+    let reader = reader_of(p, r);
+    // An HBM-resident buffer in a storage tiling, read where the target
+    // computes: the relayout is the storage tiling's price.
+    if let Some(needed) = solution_need(p, r, labels, target)
+        && storage_only(target, value, have)
+        && crate::tiling::allows(target, &value.shape, p.table.get(value.key(needed)), crate::tiling::TileUse::Compute)
+    {
+        let to = p.table.get(value.key(needed));
+        return (
+            CopyCause::ComputeTiling,
+            format!(
+                "%{name}{origin} is in {have}, a storage tiling of target {} for buffers resident in HBM, but {reader} computes on it in {to}, a compute tiling",
+                target.name
+            ),
+        );
+    }
+    let (cause, because) = constraint(p, r, target, comp_names);
+    // A free value that stays in a layout storing less padding than the one
+    // its reader needs: the cost model chose the copy over the padding.
+    let mut note = String::new();
+    if value.fixed.is_none()
+        && let Some(needed) = solution_need(p, r, labels, target)
+    {
+        let (mine, theirs) = (value.bytes[own as usize], value.bytes[needed as usize]);
+        if mine < theirs {
+            note = format!(" (%{name} itself stays in {have}, which stores {} fewer bytes of padding)", theirs - mine);
+        }
+    }
+    (cause, format!("%{name}{origin} is in {have}, but {reader} needs another layout: {because}{note}"))
+}
+
+/// Who reads a relation's value, in words.
+fn reader_of(p: &Problem<'_>, r: usize) -> String {
+    match p.relations[r].site {
+        Site::Operand { user, operand, .. } => format!("operand {operand} of %{}", p.comp.inst(user).name),
         Site::Root { .. } => "the computation's result".to_string(),
-    };
+    }
+}
+
+/// The layout entry relation `r` needs its value in under `labels` (for
+/// explanations: the value's own entry when it serves the relation).
+fn solution_need(p: &Problem<'_>, r: usize, labels: &[LayoutId], target: &target::TargetSpec) -> Option<LayoutId> {
+    let rel = &p.relations[r];
+    let value = &p.values[rel.v as usize];
+    match &rel.kind {
+        RelationKind::Need { need_id, .. } => Some(*need_id),
+        RelationKind::Same { out } => {
+            let out_layout = p.table.get(p.values[*out as usize].key(labels[*out as usize]));
+            let layout = crate::tiling::same_layout_for(target, out_layout, &p.values[*out as usize].shape, &value.shape);
+            value.layouts.iter().position(|&k| *p.table.get(k) == layout).map(|i| i as LayoutId)
+        }
+        _ => None,
+    }
+}
+
+/// True when `layout` tiles `value` with a tiling the target allows only
+/// for buffers resident in HBM.
+fn storage_only(target: &target::TargetSpec, value: &crate::problem::Value, layout: &Layout) -> bool {
+    target.tiling.is_some()
+        && !crate::tiling::allows(target, &value.shape, layout, crate::tiling::TileUse::Compute)
+        && crate::tiling::allows(target, &value.shape, layout, crate::tiling::TileUse::Storage)
+}
+
+/// The category of the constraint behind relation `r`, and a sentence
+/// naming it.
+fn constraint(
+    p: &Problem<'_>,
+    r: usize,
+    target: &target::TargetSpec,
+    comp_names: &dyn Fn(hlo::CompId) -> String,
+) -> (CopyCause, String) {
+    let comp = p.comp;
+    let rel = &p.relations[r];
+    let value = &p.values[rel.v as usize];
     let user_target = || match rel.site {
         Site::Operand { user, .. } => comp.inst(user).attrs.string(KnownAttr::CustomCallTarget).unwrap_or("").to_string(),
         Site::Root { .. } => String::new(),
@@ -408,7 +555,7 @@ fn explain(
         ),
         RelationSource::DataMovement => (CopyCause::ConflictingUsers, String::new()),
     };
-    (cause, format!("%{name}{origin} is in {have}, but {reader} needs another layout: {because}"))
+    (cause, because)
 }
 
 /// The copy cause a value's fixed layout stands for, when a boundary the

@@ -19,6 +19,19 @@ pub enum Need {
     // of a layout; inline, it made every need, and every instruction's
     // needs, twice as large to move.
     Matrix(Box<MatrixNeed>),
+    /// Any layout whose most minor dimensions are these, in this order
+    /// (minor first), whatever the order of the others; a copy goes to its
+    /// `preferred` layout.
+    Minor(Box<MinorNeed>),
+}
+
+/// A need on the most minor dimensions only (see [`Need::Minor`]).
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct MinorNeed {
+    /// The dimensions that must be most minor, most minor first.
+    pub minor: DimVec,
+    /// The layout a copy produces.
+    pub preferred: Layout,
 }
 
 /// A GEMM-compatible matrix layout need (see [`Need::Matrix`]).
@@ -38,7 +51,14 @@ impl Need {
         match self {
             Need::Exact(l) => l,
             Need::Matrix(m) => &m.preferred,
+            Need::Minor(m) => &m.preferred,
         }
+    }
+
+    /// True for a need that many layouts meet (a matrix or minor need),
+    /// which the value's own layout serves when it qualifies.
+    pub fn accepts_several(&self) -> bool {
+        !matches!(self, Need::Exact(_))
     }
 
     /// True when `layout` meets the need without a copy. Exact needs are
@@ -48,6 +68,7 @@ impl Need {
         match self {
             Need::Exact(l) => l.minor_to_major == layout.minor_to_major,
             Need::Matrix(m) => matrix_accepts(layout, &m.batch, &m.groups),
+            Need::Minor(m) => layout.minor_to_major.starts_with(&m.minor),
         }
     }
 }
@@ -396,21 +417,42 @@ pub fn realize(
                 let batch = groups.batch.clone();
                 let [first, second] = groups.ordered_groups();
                 // The default layout is preferred when it qualifies; otherwise
-                // the canonical (batch, first, second) order.
+                // the canonical (batch, first, second) order. On a tiled
+                // target, the other order of the two groups when it stores
+                // less padding.
                 let need = Need::Matrix(Box::new(MatrixNeed {
                     batch,
                     groups: [first.clone(), second.clone()],
                     preferred: preferred.clone(),
                 }));
-                if need.accepts_order(&preferred) {
-                    Some(need)
+                let mut chosen = if need.accepts_order(&preferred) {
+                    preferred
                 } else {
                     let major_to_minor: DimVec =
                         groups.batch.iter().chain(&first).chain(&second).copied().collect();
-                    let forced = tiling::layout_for(target, a, &major_to_minor.into_iter().rev().collect::<DimVec>());
-                    Some(Need::Matrix(Box::new(MatrixNeed { batch: groups.batch, groups: [first, second], preferred: forced })))
+                    tiling::layout_for(target, a, &major_to_minor.into_iter().rev().collect::<DimVec>())
+                };
+                if target.tiling.is_some() {
+                    let major_to_minor: DimVec = groups.batch.iter().chain(&second).chain(&first).copied().collect();
+                    let swapped = tiling::layout_for(target, a, &major_to_minor.into_iter().rev().collect::<DimVec>());
+                    if crate::algebra::storage_bytes_in(a, &swapped) < crate::algebra::storage_bytes_in(a, &chosen) {
+                        chosen = swapped;
+                    }
                 }
+                Some(Need::Matrix(Box::new(MatrixNeed { batch: groups.batch, groups: [first, second], preferred: chosen })))
             }
+        }
+        Requirement::FeatureMostMinor => {
+            let Some(AttrValue::DimLabels(labels)) = inst.attrs.get(KnownAttr::DimLabels) else { return None };
+            let feature = match role {
+                Role::Operand(0) => labels.input_feature,
+                Role::Operand(1) => labels.kernel_input_feature,
+                Role::Result => labels.output_feature,
+                Role::Operand(_) => return None,
+            };
+            let feature = usize::try_from(feature).ok().filter(|&f| f < rank)?;
+            let preferred = tiling::layout_for(target, a, &tiling::least_padding_order(target, a, tiling::TileUse::Compute, Some(feature)));
+            Some(Need::Minor(Box::new(MinorNeed { minor: [feature].into_iter().collect(), preferred })))
         }
         Requirement::FeatureMinor | Requirement::SpatialMinor => {
             let labels = match inst.attrs.get(KnownAttr::DimLabels) {

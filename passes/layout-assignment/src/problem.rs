@@ -17,6 +17,7 @@ use target::TargetSpec;
 use crate::algebra;
 use crate::context::{BoundaryReason, Context};
 use crate::policy::{self, Need, NeedSource};
+use crate::tiling::TileUse;
 
 /// Index of a value.
 pub type ValueId = u32;
@@ -120,6 +121,15 @@ pub struct Value {
     pub bytes: SmallVec<[u64; 4]>,
     /// The layouts the solver may choose, best guess first.
     pub candidates: SmallVec<[LayoutId; 4]>,
+    /// Where the value's buffer lives: an AUTO entry parameter of a type
+    /// the target has storage tilings for is HBM-resident, and every other
+    /// value is computed on (see `tiling.rs`).
+    pub tile_use: TileUse,
+    /// On a tiled target, for a free value of rank 2 or more: the entry of
+    /// `layouts` that stores it with the least padding (see
+    /// `least_padding_order`), which the solver weighs against needs and
+    /// relayouts and the report compares with the choice.
+    pub least_padding: Option<LayoutId>,
 }
 
 impl Value {
@@ -160,7 +170,8 @@ impl Value {
         self.layouts[id as usize]
     }
 
-    /// The bytes of tile padding this value stores in layout entry `id`.
+    /// The bytes of tile padding this value stores in layout entry `id`:
+    /// its buffer's bytes beyond its elements'.
     pub fn padding_bytes(&self, id: LayoutId) -> u64 {
         let stored = self.bytes[id as usize];
         let logical = self
@@ -169,6 +180,24 @@ impl Value {
             .and_then(|n| n.checked_mul(self.shape.element_storage_bits()))
             .map_or(stored, |bits| bits.div_ceil(8));
         stored.saturating_sub(logical)
+    }
+
+    /// The weighed cost of the padding this value stores in layout entry
+    /// `id`. With [`Value::copy_cost`], the one place the cost model prices
+    /// buffers: the search, the exact solver and the report all charge
+    /// padding for each value's own buffer and for each copy's, so that
+    /// padding and relayouts are weighed together.
+    pub fn padding_cost(&self, id: LayoutId, weights: &target::CostWeights) -> f64 {
+        if weights.padding_byte == 0.0 {
+            return 0.0;
+        }
+        self.padding_bytes(id) as f64 * weights.padding_byte
+    }
+
+    /// The weighed cost of one copy of this value into layout entry `id`:
+    /// the bytes it writes, and the padding its buffer stores.
+    pub fn copy_cost(&self, id: LayoutId, weights: &target::CostWeights) -> f64 {
+        self.bytes[id as usize] as f64 * weights.copy_byte + self.padding_cost(id, weights)
     }
 }
 
@@ -460,12 +489,13 @@ impl<'c> Problem<'c> {
             p.seed_candidates(&relations, &retilings, target);
             p.propagate_candidates(&relations, target, offers);
         }
+        p.storage_candidates(target);
         p.relations = relations;
         p.retilings = retilings;
         Ok(p)
     }
 
-    fn new_value(&mut self, def: InstId, leaf: u32, a: &ArrayShape, fixed: Option<(Layout, FixReason)>) -> ValueId {
+    fn new_value(&mut self, def: InstId, leaf: u32, a: &ArrayShape, fixed: Option<(Layout, FixReason)>, target: &TargetSpec) -> ValueId {
         let id = self.values.len() as ValueId;
         let mut v = Value {
             def,
@@ -477,9 +507,11 @@ impl<'c> Problem<'c> {
             aliases: SmallVec::new(),
             bytes: SmallVec::new(),
             candidates: SmallVec::new(),
+            tile_use: TileUse::Compute,
+            least_padding: None,
         };
         if a.rank() == 0 {
-            let key = self.table.key(&a.layout.clone().unwrap_or_default());
+            let key = self.table.key(&crate::tiling::scalar_layout(target, a));
             v.intern(&self.table, key);
             v.candidates.push(0);
             v.fixed = Some(FixReason::Scalar);
@@ -557,6 +589,8 @@ impl<'c> Problem<'c> {
         // Fixed layouts of the new values, per leaf.
         // Inline for the usual single leaf: this runs once per instruction.
         let mut fixed: SmallVec<[Option<(Layout, FixReason)>; 1]> = SmallVec::from_elem(None, leaves.len());
+        // AUTO entry parameter leaves that live in HBM in a storage tiling.
+        let mut storage_leaves: SmallVec<[usize; 1]> = SmallVec::new();
         let given = |a: &ArrayShape| a.layout.clone().unwrap_or_else(|| policy::default_layout(target, a));
         match inst.opcode {
             Opcode::Parameter => {
@@ -572,7 +606,7 @@ impl<'c> Problem<'c> {
                     for (i, g) in given_leaves.iter().enumerate() {
                         match &g.layout {
                             Some(l) if ctx.is_entry => {
-                                fixed[i] = Some((entry_device_layout(target, g, l), FixReason::EntryParameter));
+                                fixed[i] = Some((entry_parameter_layout(target, g, l), FixReason::EntryParameter));
                             }
                             Some(l) => {
                                 let why = if ctx.is_entry { FixReason::EntryParameter } else { FixReason::Boundary };
@@ -581,6 +615,9 @@ impl<'c> Problem<'c> {
                             // A scalar has one layout: not AUTO, whatever the text says.
                             None if ctx.is_entry && g.rank() > 0 => {
                                 self.auto_params.push((n as u32, i as u32));
+                                if crate::tiling::has_storage_tiles(target, g) {
+                                    storage_leaves.push(i);
+                                }
                                 // An AUTO parameter aliased with a set result
                                 // leaf takes that leaf's layout (XLA resets
                                 // the side the user did not set).
@@ -696,7 +733,16 @@ impl<'c> Problem<'c> {
                                 *slot = Some((l, FixReason::OperandNeed(src)));
                             }
                     }
-                if let Some((Need::Exact(l), source)) = &needs.result {
+                // A result needed with given most minor dimensions (a TPU
+                // convolution's feature dimension) takes the layout that
+                // stores it with the least padding among those: a result is
+                // produced in its layout, no copy can serve it.
+                let result_need = match &needs.result {
+                    Some((Need::Exact(l), source)) => Some((l, source)),
+                    Some((Need::Minor(m), source)) => Some((&m.preferred, source)),
+                    _ => None,
+                };
+                if let Some((l, source)) = result_need {
                     let reason = match *source {
                         NeedSource::TargetRule(rule) => FixReason::TargetRule(rule),
                         NeedSource::CustomCall | NeedSource::LayoutConstraint | NeedSource::TargetDefault | NeedSource::Outfeed => FixReason::CustomCall,
@@ -712,7 +758,11 @@ impl<'c> Problem<'c> {
         }
         let mut values = SmallVec::new();
         for (i, a) in leaves.iter().enumerate() {
-            values.push(self.new_value(id, i as u32, a, fixed[i].take()));
+            let v = self.new_value(id, i as u32, a, fixed[i].take(), target);
+            if storage_leaves.contains(&i) && self.values[v as usize].fixed.is_none() {
+                self.values[v as usize].tile_use = TileUse::Storage;
+            }
+            values.push(v);
         }
         // Ops that keep one layout across several outputs (sort, variadic
         // reduce-window and scatter) lock their same-rank outputs together.
@@ -739,7 +789,7 @@ impl<'c> Problem<'c> {
         let need_id = self.values[v as usize].intern(&self.table, key);
         let matrix = match need {
             Need::Exact(_) => None,
-            Need::Matrix(_) => {
+            Need::Matrix(_) | Need::Minor(_) => {
                 self.matrix_needs.push(need.clone());
                 Some((self.matrix_needs.len() - 1) as u32)
             }
@@ -1130,7 +1180,78 @@ impl<'c> Problem<'c> {
             v.add_candidate(&self.table, default);
         }
         if target.tiling.is_some() {
+            self.seed_least_padding(target);
             self.seed_tile_aligned(retilings, target);
+        }
+    }
+
+    /// On tiled targets, offers each free value of rank 2 or more the
+    /// order that stores it with the least padding, when that is less
+    /// than the default's: the two most minor physical dimensions are the
+    /// pair that tiles best, the others stay in descending order (see
+    /// `least_padding_order`). The cost model, which weighs padding, then
+    /// decides against the needs and relayouts.
+    fn seed_least_padding(&mut self, target: &TargetSpec) {
+        // The layouts depend only on the element type, dimensions and
+        // residence, and a model repeats a few shapes many times.
+        type Seeds = (LayoutKey, SmallVec<[LayoutKey; 2]>);
+        let mut by_shape: FxHashMap<(shape::PrimitiveType, shape::Dims, TileUse), Seeds> = FxHashMap::default();
+        for v in &mut self.values {
+            if v.fixed.is_some() || v.shape.rank() < 2 {
+                continue;
+            }
+            let table = &mut self.table;
+            let (least, combined) = by_shape
+                .entry((v.shape.element_type, v.shape.dims.clone(), v.tile_use))
+                .or_insert_with(|| {
+                    let m2m = crate::tiling::least_padding_order(target, &v.shape, v.tile_use, None);
+                    let least = crate::tiling::layout_for_use(target, &v.shape, &m2m, v.tile_use);
+                    // Where the target combines dimensions, the combined
+                    // form of the default and least-padding layouts, when
+                    // it stores no more bytes: the cost model weighs it
+                    // with everything else (a combined tile can keep a
+                    // reshape a bitcast).
+                    let mut combined = SmallVec::new();
+                    if v.tile_use == TileUse::Compute {
+                        let default = policy::default_layout(target, &v.shape);
+                        for base in [&default, &least] {
+                            if let Some(c) = fewest_bytes_combined(target, &v.shape, base) {
+                                combined.push(table.key(&c));
+                            }
+                        }
+                    }
+                    (table.key(&least), combined)
+                })
+                .clone();
+            v.add_candidate(table, least);
+            v.least_padding = Some(v.intern(table, least));
+            for key in combined {
+                v.add_candidate(table, key);
+            }
+        }
+    }
+
+    /// Gives each HBM-resident value (an AUTO entry parameter of a type
+    /// the target has storage tilings for) the storage tiling of each of
+    /// its candidate orders: such a parameter lives in HBM in a storage
+    /// tiling where one is legal, whatever its readers compute in.
+    fn storage_candidates(&mut self, target: &TargetSpec) {
+        for v in &mut self.values {
+            if v.tile_use != TileUse::Storage {
+                continue;
+            }
+            let orders: Vec<DimVec> =
+                v.candidates.iter().map(|&c| self.table.get(v.key(c)).minor_to_major.clone()).collect();
+            v.candidates.clear();
+            for m2m in orders {
+                let key = self.table.key(&crate::tiling::layout_for_use(target, &v.shape, &m2m, TileUse::Storage));
+                v.add_candidate(&self.table, key);
+            }
+            if let Some(least) = v.least_padding {
+                let m2m = self.table.get(v.key(least)).minor_to_major.clone();
+                let key = self.table.key(&crate::tiling::layout_for_use(target, &v.shape, &m2m, TileUse::Storage));
+                v.least_padding = Some(v.intern(&self.table, key));
+            }
         }
     }
 
@@ -1449,6 +1570,21 @@ fn policy_tiled(target: &TargetSpec, a: &ArrayShape, layout: Layout) -> Layout {
     if target.tiling.is_some() { crate::tiling::layout_for(target, a, &layout.minor_to_major) } else { layout }
 }
 
+/// The `*`-combined variant of `base` that stores `a` in the fewest bytes,
+/// when it stores no more than `base` (fewer folds on ties): combining
+/// then costs no padding, and may keep a reshape a bitcast.
+fn fewest_bytes_combined(target: &TargetSpec, a: &ArrayShape, base: &Layout) -> Option<Layout> {
+    let limit = algebra::storage_bytes_in(a, base);
+    let mut best: Option<(u64, Layout)> = None;
+    for variant in crate::tiling::combined_variants(target, a, base) {
+        let bytes = algebra::storage_bytes_in(a, &variant);
+        if bytes <= limit && best.as_ref().is_none_or(|(b, _)| bytes < *b) {
+            best = Some((bytes, variant));
+        }
+    }
+    best.map(|(_, l)| l)
+}
+
 /// True when a value may still gain candidates.
 fn accepts_more(v: &Value) -> bool {
     v.fixed.is_none() && v.candidates.len() < MAX_CANDIDATES
@@ -1475,7 +1611,9 @@ fn share_candidates(
     }
     candidate_keys_into(&values[from], scratch);
     let rank = values[to].shape.rank();
-    let retile = !crate::tiling::tiled_alike(Some(target), &values[from].shape, &values[to].shape);
+    // Another element type, or on a tiled target other dimensions, may
+    // need the order with the value's own tiling.
+    let retile = target.tiling.is_some() || !crate::tiling::tiled_alike(Some(target), &values[from].shape, &values[to].shape);
     let mut changed = false;
     for k in scratch.drain(..) {
         if table.get(k).minor_to_major.len() != rank {
@@ -1535,6 +1673,14 @@ fn alias_leaf<'s>(s: &'s Shape, index: &[i64]) -> Option<(usize, &'s ArrayShape)
 /// is not propagated to instructions.
 fn entry_device_layout(target: &TargetSpec, a: &ArrayShape, given: &Layout) -> Layout {
     let mut layout = crate::tiling::device_layout(target, a, given);
+    layout.memory_space = 0;
+    layout
+}
+
+/// [`entry_device_layout`] for an entry parameter: a buffer resident in
+/// HBM, which takes the target's storage tiling where one is legal.
+fn entry_parameter_layout(target: &TargetSpec, a: &ArrayShape, given: &Layout) -> Layout {
+    let mut layout = crate::tiling::device_layout_for_use(target, a, given, TileUse::Storage);
     layout.memory_space = 0;
     layout
 }

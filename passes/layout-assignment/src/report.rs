@@ -26,6 +26,10 @@ pub enum CopyCause {
     /// its operand in `outfeed_shape`'s layout, an infeed delivers its
     /// buffer in its own declared layout.
     HostTransfer,
+    /// A buffer resident in HBM in a storage tiling (an 8- or 4-bit entry
+    /// parameter on TPU) is read where the target computes, which needs a
+    /// compute tiling.
+    ComputeTiling,
 }
 
 impl CopyCause {
@@ -41,6 +45,7 @@ impl CopyCause {
             CopyCause::Alias => "alias",
             CopyCause::ExistingBitcast => "existing_bitcast",
             CopyCause::HostTransfer => "host_transfer",
+            CopyCause::ComputeTiling => "compute_tiling",
         }
     }
 }
@@ -96,6 +101,27 @@ pub struct RetileRecord {
     pub why: String,
 }
 
+/// A value kept in an order that stores more padding than another order
+/// would (tiled targets): where a requirement or a relayout and the
+/// padding disagreed, what the cost model weighed.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct OrientationRecord {
+    /// The computation.
+    pub computation: String,
+    /// The value: its defining instruction, with a leaf number in a tuple.
+    pub value: String,
+    /// Its layout.
+    pub layout: Layout,
+    /// The layout that would store it with the least padding.
+    pub least_padding: Layout,
+    /// Bytes of padding its layout stores beyond that one's.
+    pub extra_padding: u64,
+    /// How many values share its layout and would move with it.
+    pub group: usize,
+    /// Why it stays: what moving would cost.
+    pub why: String,
+}
+
 /// An entry leaf whose given layout named no tiles and that the target
 /// tiled (device buffers are always tiled).
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -130,6 +156,8 @@ pub struct Report {
     pub input_copies: Vec<MovementRecord>,
     /// Every op that re-tiles under the chosen layouts.
     pub retilings: Vec<RetileRecord>,
+    /// Values in an order that stores more padding than another would.
+    pub orientations: Vec<OrientationRecord>,
     /// AUTO entry layouts filled in.
     pub filled: Vec<FilledLayout>,
     /// Entry layouts that named no tiles and got the target's tiling.

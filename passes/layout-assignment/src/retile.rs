@@ -89,11 +89,14 @@ fn extents(a: &ArrayShape) -> Option<(Vec<Extent>, Vec<shape::Tile>, i64)> {
     }
     let expansion = Expansion::new(a).ok()?;
     let level = expansion.levels.first()?;
-    // The level's input dimensions are the logical ones in physical order;
-    // `groups` says how many of them each combined dimension folds.
+    // The level's input dimensions are the logical ones in physical order,
+    // after the unit dimensions a tiled scalar gains; `groups` says how
+    // many of them each combined dimension folds.
+    let lead = expansion.unit_major_dims;
     let mut input = 0;
     for (c, &count) in level.groups.iter().enumerate() {
-        let group: DimVec = expansion.physical_order.get(input..input + count)?.iter().copied().collect();
+        let logical = input.max(lead) - lead..(input + count).max(lead) - lead;
+        let group: DimVec = expansion.physical_order.get(logical)?.iter().copied().collect();
         if c >= level.prefix {
             let j = c - level.prefix;
             let (position, size) = (level.tile_sizes.len() - 1 - j, level.tile_sizes[j]);
@@ -157,6 +160,27 @@ pub fn reason(op: &RetileOp, operand: &ArrayShape, out: &ArrayShape) -> Option<S
         return Some("the result's layout cannot be expanded".to_string());
     };
     let resized = |d: usize| operand.dims.get(d) != out.dims.get(d);
+    // A slice, pad or concatenate moves whole tiles only if its operand is
+    // tiled as its result is, dimension by dimension (on a tiled target
+    // the two may differ: a 3-row result in (4,128) tiles, its 10-row
+    // operand in (8,128)).
+    if !matches!(op, RetileOp::Broadcast { .. } | RetileOp::Reduce { .. }) {
+        let Some((ext_in, rest_in, bits_in)) = extents(operand) else {
+            return Some("the operand's layout cannot be expanded".to_string());
+        };
+        if let Some(why) = inner_tiles_differ(&rest_in, bits_in, &rest_out, bits_out) {
+            return Some(why);
+        }
+        let shape_of = |e: &Extent| match e {
+            Extent::Untiled => None,
+            Extent::Tiled { position, size, group, .. } => Some((*position, *size, group.clone())),
+        };
+        for (d, (a, b)) in ext_in.iter().zip(&ext_out).enumerate() {
+            if shape_of(a) != shape_of(b) {
+                return Some(format!("operand dimension {d} is {} but result dimension {d} is {}", describe(a), describe(b)));
+            }
+        }
+    }
     match op {
         RetileOp::Slice { starts, strides } => {
             for (d, extent) in ext_out.iter().enumerate() {

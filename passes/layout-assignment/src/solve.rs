@@ -21,7 +21,7 @@ use crate::retile::Retiling;
 const MAX_SWEEPS: usize = 8;
 
 /// The cost of a labelling no copy can make valid.
-const INFEASIBLE: f64 = 1e18;
+pub(crate) const INFEASIBLE: f64 = 1e18;
 
 /// The most layouts a group move tries; more buy little and cost time on
 /// large groups.
@@ -51,6 +51,33 @@ pub struct Solution {
     pub needs: Vec<Option<LayoutId>>,
     /// Bytes of tile padding that dimension combining saved.
     pub padding_saved: u64,
+    /// Groups of values kept in an order that stores more padding than
+    /// another would, and why (tiled targets only).
+    pub orientations: Vec<Orientation>,
+}
+
+/// A group of values (joined by layout-preserving ops) whose chosen order
+/// stores more padding than the order that would store the least, with
+/// what the cost model weighed: moving the group there saves
+/// `padding_saved` and adds `cost_added` (copies, with their buffers'
+/// padding, data movement and re-tiling).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Orientation {
+    /// The member whose least-padding layout was weighed (the group's
+    /// first member that has more padding than it needs).
+    pub value: ValueId,
+    /// The free members of the group, which would move together.
+    pub members: usize,
+    /// `value`'s least-padding layout.
+    pub least: LayoutId,
+    /// Weighed padding the move would save.
+    pub padding_saved: f64,
+    /// Everything else it would cost.
+    pub cost_added: f64,
+    /// Relations that would then need a copy, in relation order.
+    pub copies: Vec<u32>,
+    /// Relations (transposes and reshapes) that would stop being bitcasts.
+    pub movements: Vec<u32>,
 }
 
 pub(crate) struct Solver<'a, 'c> {
@@ -126,7 +153,7 @@ pub(crate) fn solution_for(p: &mut Problem<'_>, target: &target::TargetSpec, lab
         s.refresh(r);
     }
     let needs = (0..relation_count as u32).map(|r| s.needed(r)).collect();
-    Solution { labels: s.labels, sweeps: 0, moves: 0, needs, padding_saved: 0 }
+    Solution { labels: s.labels, sweeps: 0, moves: 0, needs, padding_saved: 0, orientations: Vec::new() }
 }
 
 /// Which groups a sweep looks at.
@@ -184,18 +211,16 @@ fn solve_with(
         moves += s.search(&[], &split, looks).1;
     }
     let combines = target.tiling.as_ref().is_some_and(|t| t.combine_dimensions);
-    let mut padding_saved = if combines { s.combine(&components) } else { 0 };
-    let bound = exact.map(|limits| {
-        let (bound, improved) = crate::exact::improve(&mut s, &components, limits);
-        if improved {
-            // The exact labels already weighed every combined variant; what
-            // the search's combining saved is not what is left.
-            padding_saved = 0;
-        }
-        bound
-    });
+    if combines {
+        s.combine(&components);
+    }
+    let bound = exact.map(|limits| crate::exact::improve(&mut s, &components, limits).0);
+    // What combined layouts save, read off the final labels (the search's,
+    // combining's or the exact solver's).
+    let padding_saved = if combines { s.combining_savings() } else { 0 };
+    let orientations = if target.tiling.is_some() { s.orientations(&components) } else { Vec::new() };
     let needs = (0..relation_count as u32).map(|r| s.needed(r)).collect();
-    (Solution { labels: s.labels, sweeps, moves, needs, padding_saved }, bound)
+    (Solution { labels: s.labels, sweeps, moves, needs, padding_saved, orientations }, bound)
 }
 
 /// What the solver derives from a problem's relations, locks and
@@ -438,7 +463,12 @@ impl Solver<'_, '_> {
                             let restricted = restrict_layout(self.target, &p.values[v].shape, p.table.get(out_key), dims);
                             p.table.key(&restricted)
                         }
-                        _ if !crate::tiling::tiled_alike(Some(self.target), &p.values[out].shape, &p.values[v].shape) => {
+                        // Another element type, or on a tiled target
+                        // other dimensions, may need the value's own
+                        // tiling of the order.
+                        _ if self.target.tiling.is_some()
+                            || !crate::tiling::tiled_alike(Some(self.target), &p.values[out].shape, &p.values[v].shape) =>
+                        {
                             let layout = crate::tiling::same_layout_for(self.target, p.table.get(out_key), &p.values[out].shape, &p.values[v].shape);
                             p.table.key(&layout)
                         }
@@ -464,14 +494,15 @@ impl Solver<'_, '_> {
     }
 
     /// The cost of the copies value `v` needs: one per distinct layout its
-    /// readers need other than its own.
+    /// readers need other than its own, each the bytes it writes and the
+    /// padding its buffer stores (`Value::padding_cost`).
     fn copy_cost(&self, v: ValueId) -> f64 {
         let value = &self.p.values[v as usize];
         let own = self.labels[v as usize];
         self.counts[v as usize]
             .iter()
             .filter(|&&(id, c)| c > 0 && id != own)
-            .map(|&(id, _)| value.bytes[id as usize] as f64 * self.weights.copy_byte)
+            .map(|&(id, _)| value.copy_cost(id, &self.weights))
             .sum()
     }
 
@@ -481,9 +512,10 @@ impl Solver<'_, '_> {
         self.padding_cost_of(v, self.labels[v as usize])
     }
 
-    /// The cost of the tile padding stored with value `v` in layout `l`.
+    /// The cost of the tile padding stored with value `v` in layout `l`
+    /// (`Value::padding_cost`).
     pub(crate) fn padding_cost_of(&self, v: ValueId, l: LayoutId) -> f64 {
-        self.p.values[v as usize].padding_bytes(l) as f64 * self.weights.padding_byte
+        self.p.values[v as usize].padding_cost(l, &self.weights)
     }
 
     /// The cost of movement relation `r`: zero when it is a bitcast.
@@ -610,14 +642,15 @@ impl Solver<'_, '_> {
 
     /// The label member `m` of a group takes when the group moves to
     /// `key`, a layout of member `origin`: `key` itself, or for another
-    /// element width the same order with `m`'s own tiling.
+    /// element type (on a tiled target, other dimensions or residence) the
+    /// same order with `m`'s own tiling (`tiling::member_layout`).
     pub(crate) fn member_label(&mut self, m: ValueId, key: LayoutKey, origin: ValueId) -> LayoutId {
         let p = &mut *self.p;
         let (value, origin) = (&p.values[m as usize], &p.values[origin as usize]);
-        let member_key = if crate::tiling::tiled_alike(Some(self.target), &value.shape, &origin.shape) {
+        let member_key = if self.target.tiling.is_none() && crate::tiling::tiled_alike(Some(self.target), &value.shape, &origin.shape) {
             key
         } else {
-            let layout = crate::tiling::same_layout_for(self.target, p.table.get(key), &origin.shape, &value.shape);
+            let layout = crate::tiling::member_layout(self.target, p.table.get(key), &origin.shape, &value.shape, value.tile_use);
             p.table.key(&layout)
         };
         p.values[m as usize].intern(&p.table, member_key)
@@ -688,9 +721,14 @@ impl Solver<'_, '_> {
     pub(crate) fn group_candidates(&self, members: &[ValueId]) -> Vec<(LayoutKey, ValueId)> {
         let mut out: Vec<(LayoutKey, ValueId)> = Vec::new();
         let mut orders: Vec<&shape::DimVec> = Vec::new();
+        // On a tiled target members of other dimensions may tile one order
+        // differently (a slice's 3-row result in (4,128), its operand in
+        // (8,128)): each such layout is a choice of its own.
+        let tiled = self.target.tiling.is_some();
         let mut offer = |out: &mut Vec<(LayoutKey, ValueId)>, k: LayoutKey, m: ValueId| {
             let order = &self.p.table.get(k).minor_to_major;
-            if out.len() < MAX_GROUP_CANDIDATES && !orders.contains(&order) {
+            let seen = if tiled { out.iter().any(|&(x, _)| x == k) } else { orders.contains(&order) };
+            if out.len() < MAX_GROUP_CANDIDATES && !seen {
                 orders.push(order);
                 out.push((k, m));
             }
@@ -740,9 +778,14 @@ impl Solver<'_, '_> {
                     v.fixed.is_none() && v.shape.rank() == base.minor_to_major.len()
                 })
                 .collect();
-            // One combined tile serves only values tiled alike.
+            // One combined tile serves only values tiled alike, and only
+            // values computed on (an HBM-resident parameter keeps its
+            // storage tiling).
             let first_shape = &self.p.values[first as usize].shape;
-            if free.iter().any(|&m| !crate::tiling::tiled_alike(Some(self.target), &self.p.values[m as usize].shape, first_shape)) {
+            if free.iter().any(|&m| {
+                let v = &self.p.values[m as usize];
+                !crate::tiling::tiled_alike(Some(self.target), &v.shape, first_shape) || v.tile_use != crate::tiling::TileUse::Compute
+            }) {
                 continue;
             }
             // The group's storage bytes under a layout, padding included,
@@ -794,6 +837,104 @@ impl Solver<'_, '_> {
             }
         }
         saved
+    }
+
+    /// The padding bytes `*`-combined layouts save: per value whose layout
+    /// combines dimensions (chosen by the search among its candidates, or
+    /// by `combine`), the bytes the target's own tiling of the same order
+    /// would store beyond it.
+    fn combining_savings(&mut self) -> u64 {
+        let mut saved = 0u64;
+        for v in 0..self.p.values.len() {
+            let value = &self.p.values[v];
+            let layout = self.p.table.get(value.key(self.labels[v]));
+            if value.fixed.is_some() || !layout.tiles.first().is_some_and(|t| t.dims.contains(&shape::Tile::COMBINE)) {
+                continue;
+            }
+            let plain = crate::tiling::layout_for_use(self.target, &value.shape, &layout.minor_to_major, value.tile_use);
+            let (combined, uncombined) = (value.bytes[self.labels[v] as usize], crate::algebra::storage_bytes_in(&value.shape, &plain));
+            saved = saved.saturating_add(uncombined.saturating_sub(combined));
+        }
+        saved
+    }
+
+    /// Why groups stay in orders that store more padding than they need:
+    /// for each group with a free member whose layout stores more bytes
+    /// than its least-padding layout (`Value::least_padding`), the cost of
+    /// moving the whole group to that order, by part, and the relations
+    /// that would then need a copy or move data. The labels are left as
+    /// they were.
+    fn orientations(&mut self, components: &[Vec<ValueId>]) -> Vec<Orientation> {
+        let mut out = Vec::new();
+        let mut scratch = Scratch::default();
+        // Relations by the value they read, for the copies a move causes.
+        let reads = Adjacency::build(self.p.values.len(), |emit| {
+            for (r, rel) in self.p.relations.iter().enumerate() {
+                emit(rel.v as usize, r as u32);
+            }
+        });
+        for members in components {
+            let worse = members.iter().copied().find(|&m| {
+                let v = &self.p.values[m as usize];
+                v.fixed.is_none() && v.least_padding.is_some_and(|l| v.bytes[l as usize] < v.bytes[self.labels[m as usize] as usize])
+            });
+            let Some(origin) = worse else { continue };
+            let Some(least) = self.p.values[origin as usize].least_padding else { continue };
+            let key = self.p.values[origin as usize].key(least);
+            let rank = self.p.table.get(key).minor_to_major.len();
+            let free: Vec<ValueId> = members
+                .iter()
+                .copied()
+                .filter(|&m| self.p.values[m as usize].fixed.is_none() && self.p.values[m as usize].shape.rank() == rank)
+                .collect();
+            // The relations whose needs or bitcasts the move can change.
+            let mut touched: Vec<u32> = Vec::new();
+            for &m in &free {
+                touched.extend_from_slice(&reads[m as usize]);
+                touched.extend_from_slice(&self.outs[m as usize]);
+                touched.extend_from_slice(&self.moves[m as usize]);
+            }
+            touched.sort_unstable();
+            touched.dedup();
+            let before_needs: Vec<Option<LayoutId>> = touched.iter().map(|&r| self.needed(r)).collect();
+            let before_moves: Vec<f64> = touched.iter().map(|&r| self.move_cost(r)).collect();
+            let (c0, m0, p0) = self.local_cost_parts(&free, &mut scratch);
+            let old: Vec<LayoutId> = free.iter().map(|&m| self.labels[m as usize]).collect();
+            for &m in &free {
+                let id = self.member_label(m, key, origin);
+                self.relabel(m, id);
+            }
+            let (c1, m1, p1) = self.local_cost_parts(&free, &mut scratch);
+            let mut copies = Vec::new();
+            let mut movements = Vec::new();
+            for (i, &r) in touched.iter().enumerate() {
+                if before_needs[i].is_none() && self.needed(r).is_some() {
+                    copies.push(r);
+                }
+                if before_moves[i] == 0.0 && self.move_cost(r) > 0.0 {
+                    movements.push(r);
+                }
+            }
+            for (&m, &id) in free.iter().zip(&old) {
+                self.relabel(m, id);
+            }
+            // Only a group that would store less padding there is kept
+            // from it by something else (its member alone may gain what
+            // the others lose).
+            if p0 - p1 < 0.5 {
+                continue;
+            }
+            out.push(Orientation {
+                value: origin,
+                members: free.len(),
+                least,
+                padding_saved: p0 - p1,
+                cost_added: (c1 + m1) - (c0 + m0),
+                copies,
+                movements,
+            });
+        }
+        out
     }
 
     /// Moves across broadcasts. A broadcast joins no group (its operand

@@ -50,12 +50,33 @@ const CASES: &[Case] = &[
         expect: "%b:",
     },
     Case {
+        // A bitcast onto a buffer's physical array (an expanded relayout's
+        // first step) must keep its dimensions: merged or split, not
+        // regrouped.
+        name: "physical view that regroups the dimensions",
+        target: None,
+        broken: "HloModule m\nENTRY e {\n  p = f32[3,5]{1,0:T(2,2)} parameter(0)\n  ROOT b = f32[4,6]{1,0} bitcast(p)\n}\n",
+        fixed: "HloModule m\nENTRY e {\n  p = f32[3,5]{1,0:T(2,2)} parameter(0)\n  ROOT b = f32[2,3,2,2]{3,2,1,0} bitcast(p)\n}\n",
+        expect: "%b: bitcast from f32[3,5]{1,0:T(2,2)} to f32[4,6]{1,0} is no layout change, reshape, transpose or physical view that keeps every byte: the plain side's dimensions [4,6] neither merge nor split the other side's physical dimensions [2,3,2,2]",
+    },
+    Case {
+        // bf16 pairs of rows share 32 bits under (2,1): the plain layout of
+        // the same dimensions is another order, the physical array is not.
+        name: "repeated tiles read as a layout change",
+        target: None,
+        broken: "HloModule m\nENTRY e {\n  p = bf16[8,128]{1,0:T(8,128)(2,1)} parameter(0)\n  ROOT b = bf16[8,128]{1,0} bitcast(p)\n}\n",
+        fixed: "HloModule m\nENTRY e {\n  p = bf16[8,128]{1,0:T(8,128)(2,1)} parameter(0)\n  ROOT b = bf16[4,128,2]{2,1,0} bitcast(p)\n}\n",
+        expect: "%b: bitcast from bf16[8,128]{1,0:T(8,128)(2,1)} to bf16[8,128]{1,0} is no layout change",
+    },
+    Case {
         // The buffers are the same size (a smaller one is refused by the
-        // structural verifier), but the padding rows would be read as data.
+        // structural verifier), but the padding rows would be read as data:
+        // f32[4,256] is no physical view of the tiles, whose physical array
+        // is [1,1,8,128] (f32[8,128]{1,0} is one).
         name: "tiled bitcast across a padded tile",
         target: None,
-        broken: "HloModule m\nENTRY e {\n  p = f32[3,128]{1,0:T(8,128)} parameter(0)\n  ROOT b = f32[8,128]{1,0} bitcast(p)\n}\n",
-        fixed: "HloModule m\nENTRY e {\n  p = f32[8,128]{1,0:T(8,128)} parameter(0)\n  ROOT b = f32[8,128]{1,0} bitcast(p)\n}\n",
+        broken: "HloModule m\nENTRY e {\n  p = f32[3,128]{1,0:T(8,128)} parameter(0)\n  ROOT b = f32[4,256]{1,0} bitcast(p)\n}\n",
+        fixed: "HloModule m\nENTRY e {\n  p = f32[8,128]{1,0:T(8,128)} parameter(0)\n  ROOT b = f32[4,256]{1,0} bitcast(p)\n}\n",
         expect: "%b:",
     },
     Case {

@@ -3,7 +3,8 @@
 //! means one side is tiled and the layouts differ ([`changes_tiling`]).
 //!
 //! `shape::relayout_plan(from, to)` gives the steps: `pad` (zeros of the
-//! element type: one shared `constant` per element type and computation),
+//! element type: one shared `constant` per element type and computation,
+//! named after the first copy that pads with it),
 //! `bitcast` (a reshape into or out of a physical view, or the split of a
 //! padded array into tiles), `transpose` (the data movement), `slice`
 //! (where padding goes away) and a last `bitcast` into the copy's shape.
@@ -14,6 +15,7 @@
 use hlo::{AttrValue, Computation, InstId, Instruction, KnownAttr, Opcode, PadDim, Payload, SliceDim};
 use rustc_hash::FxHashMap;
 use shape::{ArrayShape, Layout, PrimitiveType, Shape, Step, StepOp};
+use target::TargetSpec;
 
 use crate::uses::inherited_attrs;
 use crate::{ExpandedStep, RelayoutError, Rewrite, RewriteKind, edit, laid_out, names_of, storage_bytes, unique_name};
@@ -47,6 +49,7 @@ fn step_instruction(step: &Step, name: String, base: &Instruction) -> Instructio
             (Opcode::Pad, Some((KnownAttr::Padding, AttrValue::Padding(dims))))
         }
         StepOp::Bitcast => (Opcode::Bitcast, None),
+        StepOp::Copy => (Opcode::Copy, None),
         StepOp::Transpose { dims } => {
             let ints = dims.iter().map(|&d| d as i64).collect();
             (Opcode::Transpose, Some((KnownAttr::Dimensions, AttrValue::Ints(ints))))
@@ -69,6 +72,7 @@ fn op_name(op: &StepOp) -> &'static str {
     match op {
         StepOp::Pad { .. } => "pad",
         StepOp::Bitcast => "bitcast",
+        StepOp::Copy => "copy",
         StepOp::Transpose { .. } => "transpose",
         StepOp::Slice { .. } => "slice",
     }
@@ -76,8 +80,12 @@ fn op_name(op: &StepOp) -> &'static str {
 
 /// The plan's steps with every transpose that moves no byte (one that only
 /// moves size-1 dimensions, say) turned into a bitcast, and each run of
-/// bitcasts merged into one: a bitcast only reinterprets the buffer, so a
-/// chain of them is one reinterpretation.
+/// bitcasts merged: a bitcast only reinterprets the buffer, so a chain of
+/// them is one reinterpretation. Two bitcasts merge only when the layout
+/// verifier proves the merged one (`layout_assignment::prove_bitcast`);
+/// otherwise both stay, each proven on its own (a view of a tiled buffer
+/// whose dimensions cut across the physical ones goes through the
+/// physical array, see `shape::relayout_plan`).
 fn simplify(from: &ArrayShape, steps: Vec<Step>) -> Vec<Step> {
     let mut out: Vec<Step> = Vec::with_capacity(steps.len());
     let mut prev = from.clone();
@@ -88,16 +96,33 @@ fn simplify(from: &ArrayShape, steps: Vec<Step>) -> Vec<Step> {
             step.op = StepOp::Bitcast;
         }
         prev = step.shape.clone();
-        match out.last_mut() {
-            Some(last) if last.op == StepOp::Bitcast && step.op == StepOp::Bitcast => last.shape = step.shape,
-            _ => out.push(step),
+        let n = out.len();
+        let merges = n >= 1 && out[n - 1].op == StepOp::Bitcast && step.op == StepOp::Bitcast && {
+            let operand = if n >= 2 { &out[n - 2].shape } else { from };
+            layout_assignment::prove_bitcast(operand, &step.shape).is_ok()
+        };
+        if merges {
+            out[n - 1].shape = step.shape;
+        } else {
+            out.push(step);
         }
     }
     out
 }
 
+/// The element size (0: the type's default) at which `target` reads a
+/// plain view of `a`'s element type, when the target constrains every
+/// operand: XLA CPU reads sub-byte elements unpacked, so its expansions
+/// unpack first and pack last (`shape::relayout_plan_at`). `None` leaves
+/// the element size to the plan.
+fn working_element_size(target: &TargetSpec, a: &ArrayShape) -> Option<i64> {
+    target.operand_default.as_ref()?;
+    let descending: Vec<usize> = (0..a.rank()).rev().collect();
+    Some(layout_assignment::layout_for(target, a, &descending).element_size_in_bits)
+}
+
 /// Phase 3 on one computation.
-pub fn expand_copies(comp: &mut Computation) -> Result<Vec<Rewrite>, RelayoutError> {
+pub fn expand_copies(comp: &mut Computation, target: &TargetSpec) -> Result<Vec<Rewrite>, RelayoutError> {
     let cname = comp.name.clone();
     let copies: Vec<(InstId, InstId, ArrayShape, ArrayShape)> = comp
         .instructions()
@@ -125,7 +150,11 @@ pub fn expand_copies(comp: &mut Computation) -> Result<Vec<Rewrite>, RelayoutErr
             to: to.to_string(),
             message,
         };
-        let plan = shape::relayout_plan(&from, &to).map_err(|e| plan_error(e.to_string()))?;
+        let plan = match working_element_size(target, &from) {
+            Some(bits) => shape::relayout_plan_at(&from, &to, bits),
+            None => shape::relayout_plan(&from, &to),
+        }
+        .map_err(|e| plan_error(e.to_string()))?;
         let steps_planned = simplify(&from, plan.steps);
         let Some(last) = steps_planned.last() else { continue };
         if from.dynamic != 0 {
@@ -147,7 +176,10 @@ pub fn expand_copies(comp: &mut Computation) -> Result<Vec<Rewrite>, RelayoutErr
                 let zero = match zeros.get(&t) {
                     Some(&z) => z,
                     None => {
-                        let name = unique_name(&format!("zero.{}", t.name()), &mut names);
+                        // Instruction names are unique across the module,
+                        // and computations are rewritten independently, so
+                        // the name derives from the copy's (unique) one.
+                        let name = unique_name(&format!("{copy_name}.zero"), &mut names);
                         let scalar = ArrayShape::with_layout(t, &[], Layout::new(&[]));
                         let mut inst = Instruction::new(name, Opcode::Constant, Shape::Array(scalar));
                         inst.payload = Payload::Constant(zero_literal(t).into());

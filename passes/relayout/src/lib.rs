@@ -17,7 +17,9 @@
 //!    `bitcast`, keeping its name and metadata.
 //! 3. **Expansion** ([`expand`], on request). Every `copy` between two
 //!    tilings becomes its relayout plan: `pad`, `bitcast`, `transpose`,
-//!    `slice`, `bitcast`, each an ordinary HLO instruction with its layout.
+//!    `slice`, `bitcast`, each an ordinary HLO instruction with its layout
+//!    that the layout verifier proves (the bitcasts into and out of the
+//!    tiles are physical views).
 //!
 //! Every rewrite is reported with what, where, how many bytes it moves and
 //! why. [`to_dot`] and [`to_svg`] draw a computation.
@@ -101,7 +103,8 @@ impl fmt::Display for RewriteKind {
 pub struct ExpandedStep {
     /// The instruction's name.
     pub name: String,
-    /// `pad`, `bitcast`, `transpose` or `slice`.
+    /// `pad`, `bitcast`, `transpose`, `slice`, or `copy` (packing or
+    /// unpacking sub-byte elements on a target that reads them unpacked).
     pub op: &'static str,
     /// Its result, with layout.
     pub shape: ArrayShape,
@@ -252,7 +255,7 @@ pub fn run_computation(
     let mut rewrites = uses::fix_uses(facts, comp, target)?;
     rewrites.extend(noop::movements_to_bitcasts(comp));
     if opts.expand_relayouts {
-        rewrites.extend(expand::expand_copies(comp)?);
+        rewrites.extend(expand::expand_copies(comp, target)?);
     }
     tracing::debug!(rewrites = rewrites.len(), "relayout done");
     Ok(rewrites)

@@ -161,8 +161,8 @@ fn operand_wants(comp: &Computation, target: &TargetSpec, id: InstId, out: &mut 
         if let Some((need, source)) = needs.operand(i) {
             let layout = match need {
                 Need::Exact(l) => Cow::Borrowed(l),
-                Need::Matrix(_) if need.accepts_order(&have) => have.clone(),
-                Need::Matrix(m) => Cow::Borrowed(&m.preferred),
+                Need::Matrix(_) | Need::Minor(_) if need.accepts_order(&have) => have.clone(),
+                Need::Matrix(_) | Need::Minor(_) => Cow::Borrowed(need.preferred()),
             };
             offer(source_priority(source), layout, Because::Source(source), &mut best);
         }
@@ -199,14 +199,15 @@ fn operand_wants(comp: &Computation, target: &TargetSpec, id: InstId, out: &mut 
                     Some(l) => Cow::Borrowed(l),
                     None => Cow::Owned(Layout::descending(r.rank())),
                 };
-                let layout = if r.element_storage_bits() == a.element_storage_bits() {
+                let layout = if r.element_storage_bits() == a.element_storage_bits() && (*out_layout == *have || target.tiling.is_none()) {
                     out_layout
                 } else if out_layout.minor_to_major == have.minor_to_major {
-                    // Different element widths may tile differently; the
-                    // order is what must agree.
+                    // Different element widths, or on a tiled target other
+                    // dimensions, may tile differently; the order is what
+                    // must agree.
                     have.clone()
                 } else {
-                    Cow::Owned(layout_assignment::layout_for(target, a, &out_layout.minor_to_major))
+                    Cow::Owned(layout_assignment::same_layout_for(target, &out_layout, r, a))
                 };
                 offer(2, layout, Because::Keeps(op), &mut best);
             }

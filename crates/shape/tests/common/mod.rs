@@ -96,13 +96,39 @@ pub fn layout_of(s: &ArrayShape) -> Layout {
 /// fold, pad, reshape, transpose → flatten → tail pad.
 pub fn materialize(shape: &ArrayShape, values: &Nd) -> Vec<Option<u64>> {
     let layout = layout_of(shape);
+    let mut data = physical(shape, values).data;
+    let align = layout.tail_padding_alignment_in_elements as usize;
+    let len = data.len().div_ceil(align) * align;
+    data.resize(len, None);
+    data
+}
+
+/// The physical array of `shape` holding `values`: the buffer before tail
+/// padding, as an array of the physical dimensions (what the last tile
+/// level's transpose produced).
+pub fn physical(shape: &ArrayShape, values: &Nd) -> Nd {
+    stages(shape, values).pop().expect("at least the untiled stage")
+}
+
+/// The array after each stage of the expansion: padded and permuted, then
+/// after every tile level.
+pub fn stages(shape: &ArrayShape, values: &Nd) -> Vec<Nd> {
+    let layout = layout_of(shape);
     let mut a = values.clone();
     if let Some(p) = &layout.padded_dimensions {
         a = a.pad_to(p);
     }
     let order: Vec<usize> = layout.minor_to_major.iter().rev().copied().collect();
     a = a.transpose(&order);
+    let mut out = vec![a.clone()];
     for tile in &layout.tiles {
+        // A tile longer than what it tiles sees unit dimensions added on
+        // the major side (a tiled scalar).
+        if tile.dims.len() > a.dims.len() {
+            let mut dims = vec![1; tile.dims.len() - a.dims.len()];
+            dims.extend_from_slice(&a.dims);
+            a = a.reshape(&dims);
+        }
         let n = a.dims.len();
         let start = n - tile.dims.len();
         let mut combined: Vec<i64> = a.dims[..start].to_vec();
@@ -134,12 +160,9 @@ pub fn materialize(shape: &ArrayShape, values: &Nd) -> Vec<Option<u64>> {
         perm.extend((0..k).map(|j| prefix + 2 * j));
         perm.extend((0..k).map(|j| prefix + 2 * j + 1));
         a = a.transpose(&perm);
+        out.push(a.clone());
     }
-    let mut data = a.data;
-    let align = layout.tail_padding_alignment_in_elements as usize;
-    let len = data.len().div_ceil(align) * align;
-    data.resize(len, None);
-    data
+    out
 }
 
 /// slot of every element, indexed by the logical row-major position.
@@ -189,6 +212,87 @@ pub fn oracle_bitcast(from: &ArrayShape, to: &ArrayShape, perm: Option<&[usize]>
     }
 }
 
+/// The brute-force verdict for a physical view (one side's elements, in
+/// row-major order, are the other side's buffer slots): equal element
+/// bits; the other side has tiles or padding; the view side's buffer holds
+/// element `L` at slot `L` and nothing else; it has as many elements as the
+/// other side's buffer has slots; and
+/// its dimensions merge or split those of a stage of the other side's
+/// expansion after which the tile levels move nothing (the last stage, or
+/// an earlier one). Either side may be the view.
+pub fn oracle_view(from: &ArrayShape, to: &ArrayShape) -> bool {
+    if bits(from) != bits(to) {
+        return false;
+    }
+    [(to, from), (from, to)].into_iter().any(|(view, other)| {
+        // An untiled, unpadded layout's physical array is its transpose;
+        // bitcasts of it are read as layout changes, reshapes, transposes.
+        let l = layout_of(other);
+        if l.tiles.is_empty() && l.padded_dimensions.is_none() && l.tail_padding_alignment_in_elements <= 1 {
+            return false;
+        }
+        let n: i64 = view.dims.iter().product();
+        let stages = stages(other, &Nd::numbered(&other.dims));
+        let phys = stages.last().expect("at least the untiled stage");
+        let align = layout_of(other).tail_padding_alignment_in_elements as usize;
+        if (phys.data.len().div_ceil(align) * align) as i64 != n {
+            return false;
+        }
+        let (at, len) = slots(view);
+        if len as i64 != n || at.iter().enumerate().any(|(l, &s)| s != l as u64) {
+            return false;
+        }
+        // A stage whose later tile levels move nothing is the physical
+        // array too: those levels, applied to the stage numbered slot by
+        // slot (its padding included), pad nothing and keep every slot.
+        let layout = layout_of(other);
+        stages.iter().enumerate().any(|(k, stage)| {
+            let mut rest = Layout::descending(stage.dims.len()).with_tiles(&layout.tiles[k..]);
+            rest.element_size_in_bits = layout.element_size_in_bits;
+            let numbered = ArrayShape::with_layout(other.element_type, &stage.dims, rest);
+            let keeps = physical(&numbered, &Nd::numbered(&stage.dims)).data.iter().enumerate().all(|(i, v)| *v == Some(i as u64));
+            keeps && merges_or_splits(&view.dims, &stage.dims, n)
+        })
+    })
+}
+
+/// True when `view` merges or splits `phys` (both over `n` slots; `phys`
+/// may cover fewer, the rest being tail padding): their row-major
+/// boundaries below `n` form one chain under divisibility, cutting
+/// `[0, n)` into digits, and the digit ranges of the dimensions form a
+/// laminar family: two dimensions' ranges nest or are disjoint.
+fn merges_or_splits(view: &[i64], phys: &[i64], n: i64) -> bool {
+    if n == 0 {
+        return true;
+    }
+    let cuts = |dims: &[i64]| -> Vec<i64> {
+        let mut w = 1;
+        let mut out = vec![1];
+        for &d in dims.iter().rev() {
+            w *= d;
+            out.push(w.min(n));
+        }
+        out
+    };
+    let (cv, cp) = (cuts(view), cuts(phys));
+    let mut chain: Vec<i64> = cv.iter().chain(&cp).copied().filter(|&b| b < n).collect();
+    chain.sort_unstable();
+    chain.dedup();
+    // The slot count closes the chain without having to be a multiple: the
+    // last digit may end in tail padding.
+    if !chain.windows(2).all(|p| p[1] % p[0] == 0) {
+        return false;
+    }
+    chain.push(n);
+    // Each dimension as its range of digits [first, last).
+    let digit = |b: i64| chain.iter().position(|&c| c == b).expect("a boundary of the chain");
+    let ranges = |c: &[i64]| -> Vec<(usize, usize)> {
+        c.windows(2).map(|w| (digit(w[0]), digit(w[1]))).filter(|(a, b)| a < b).collect()
+    };
+    let (rv, rp) = (ranges(&cv), ranges(&cp));
+    rv.iter().all(|&(a, b)| rp.iter().all(|&(c, d)| b <= c || d <= a || (c <= a && b <= d) || (a <= c && d <= b)))
+}
+
 // ---------------------------------------------------------------------------
 // Generators.
 
@@ -213,8 +317,11 @@ pub fn permutation(n: usize) -> impl Strategy<Value = Vec<usize>> {
     Just((0..n).collect::<Vec<usize>>()).prop_shuffle()
 }
 
-/// Random tiles for a shape of the given rank: up to two levels, each of
-/// length 1..=rank of what it tiles, sizes 1..=4, sometimes `*`.
+/// Random tiles for a shape of the given rank: up to three levels, each of
+/// length 1..=rank of what it tiles (a scalar's first up to 2 long), sizes
+/// 1..=4, sometimes `*`. Later levels over the tile of the level before are
+/// how repeated (packed) tiles such as `T(8,128)(2,1)` or `T(256)(128)(2,1)`
+/// look in small.
 pub fn tiles(rank: usize) -> impl Strategy<Value = Vec<Tile>> {
     let level = |avail: usize| {
         (1..=avail.max(1)).prop_flat_map(|len| {
@@ -230,15 +337,27 @@ pub fn tiles(rank: usize) -> impl Strategy<Value = Vec<Tile>> {
             )
         })
     };
+    let produced = move |t: &Tile| rank.max(t.dims.len()) - t.dims.len() + 2 * t.sized_entries();
     if rank == 0 {
-        return Just(Vec::new()).boxed();
+        // A scalar's tiles see it as unit dimensions (`f32[]{:T(128)}`).
+        return prop_oneof![
+            2 => Just(Vec::new()),
+            2 => level(2).prop_map(|t| vec![t]),
+            1 => level(1).prop_flat_map(move |t| level(produced(&t)).prop_map(move |u| vec![t.clone(), u])),
+        ]
+        .boxed();
     }
     prop_oneof![
         2 => Just(Vec::new()),
         3 => level(rank).prop_map(|t| vec![t]),
-        2 => level(rank).prop_flat_map(move |t| {
-            let produced = rank - t.dims.len() + 2 * t.sized_entries();
-            level(produced).prop_map(move |u| vec![t.clone(), u])
+        2 => level(rank).prop_flat_map(move |t| level(produced(&t)).prop_map(move |u| vec![t.clone(), u])),
+        1 => level(rank).prop_flat_map(move |t| {
+            let after = produced(&t);
+            level(after).prop_flat_map(move |u| {
+                let t = t.clone();
+                let again = after - u.dims.len() + 2 * u.sized_entries();
+                level(again.min(3)).prop_map(move |v| vec![t.clone(), u.clone(), v])
+            })
         }),
     ]
     .boxed()
@@ -289,5 +408,21 @@ pub fn factorization(n: i64) -> impl Strategy<Value = Vec<i64>> {
         }
         out.push(rest);
         out
+    })
+}
+
+/// A random layout for `shape`'s dimensions; for a sub-byte type, half the
+/// time with the other element size (packed `E(n)` or one byte each).
+pub fn relayout_any_size(s: &ArrayShape) -> impl Strategy<Value = ArrayShape> + use<> {
+    let s = s.clone();
+    (relayout(&s), any::<bool>()).prop_map(move |(mut to, flip)| {
+        let width = s.element_type.bit_width().unwrap_or(8) as i64;
+        if flip
+            && width < 8
+            && let Some(l) = &mut to.layout
+        {
+            l.element_size_in_bits = if l.element_size_in_bits == 0 { width } else { 0 };
+        }
+        to
     })
 }

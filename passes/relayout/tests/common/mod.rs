@@ -387,6 +387,17 @@ pub fn execute_chain(comp: &Computation, start: InstId, end: InstId) -> Result<u
                     next[e_out.linear_index(&j).map_err(|e| e.to_string())? as usize] = read(&i)?;
                 }
             }
+            // A copy inside a chain changes only the layout (the unpacking
+            // copy a target's needs add before a step).
+            Opcode::Copy => {
+                if shape_in.dims != out.dims {
+                    return Err(format!("copy %{} changes the dimensions", inst.name));
+                }
+                for l in 0..count(&out.dims) {
+                    let j = unravel(l, &out.dims);
+                    next[e_out.linear_index(&j).map_err(|e| e.to_string())? as usize] = read(&j)?;
+                }
+            }
             Opcode::Slice => {
                 let Some(AttrValue::Slice(sl)) = inst.attrs.get(KnownAttr::Slice) else { return Err("slice attribute".into()) };
                 for l in 0..count(&out.dims) {
