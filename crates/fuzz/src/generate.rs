@@ -106,7 +106,7 @@ impl Builder<'_> {
     /// sometimes tiled) when `layouts` says so.
     fn shape(&mut self, ty: usize, dims: &[i64], layouts: bool) -> String {
         let base = array(ty, dims);
-        if !layouts || self.rng.chance(1, 3) {
+        if !layouts || dims.is_empty() || self.rng.chance(1, 3) {
             return base;
         }
         let mut order: Vec<usize> = (0..dims.len()).rev().collect();
@@ -314,7 +314,9 @@ impl Builder<'_> {
                 // dimensions), sometimes one that changes the size.
                 let n: i64 = v.dims.iter().product();
                 let n = if self.rng.chance(1, 8) { n + 1 } else { n };
-                self.emit(v.ty, vec![n], &format!("bitcast(%{})", v.name));
+                let name = self.fresh("v");
+                let _ = writeln!(self.body, "  %{name} = {} bitcast(%{})", array(v.ty, &[n]), v.name);
+                self.values.push(Val { name, ty: v.ty, dims: vec![n] });
             }
             _ => {
                 let op = self.unary(v.ty);

@@ -47,8 +47,8 @@ pub enum Outcome {
     /// Accepted; the evaluator could not compare (an unsupported op, a
     /// limit, or the input itself reads padding).
     Unchecked(String),
-    /// Refused with a located user error.
-    Refused,
+    /// Refused with a located user error, with its message.
+    Refused(String),
     /// Refused by the pass itself (assignment or relayout), with its message.
     PassError(String),
     /// A bug: a panic, an output that fails verification or does not parse,
@@ -82,8 +82,10 @@ pub fn check(text: &str, target: usize, expand_relayouts: bool) -> Outcome {
             let what = p.downcast_ref::<String>().cloned().or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()));
             return Outcome::Failure(format!("panic: {}", what.unwrap_or_default()));
         }
-        Ok(Err(PipelineError::Parse(e))) if e.line >= 1 && e.col >= 1 => return Outcome::Refused,
-        Ok(Err(PipelineError::InvalidInput(p))) if !p.is_empty() && located(&p) => return Outcome::Refused,
+        Ok(Err(PipelineError::Parse(e))) if e.line >= 1 && e.col >= 1 => return Outcome::Refused(format!("parse: {}", e.message)),
+        Ok(Err(PipelineError::InvalidInput(p))) if !p.is_empty() && located(&p) => {
+            return Outcome::Refused(format!("input: {}", p[0]));
+        }
         Ok(Err(PipelineError::Assign(m))) => return Outcome::PassError(format!("assign: {m}")),
         Ok(Err(PipelineError::Relayout(m))) => return Outcome::PassError(format!("relayout: {m}")),
         Ok(Err(e)) => return Outcome::Failure(format!("error: {e}")),
@@ -109,13 +111,18 @@ pub fn check(text: &str, target: usize, expand_relayouts: bool) -> Outcome {
 /// instance distinct, to group messages in a summary.
 pub fn first_words(message: &str) -> String {
     let line = message.lines().next().unwrap_or("");
-    let tail = line.rsplit(": ").next().unwrap_or(line);
-    let words: Vec<&str> = tail.split_whitespace().take(8).collect();
-    words
-        .join(" ")
-        .chars()
-        .map(|c| if c.is_ascii_digit() { '#' } else { c })
-        .collect::<String>()
+    let line = line.split_once("error: ").map_or(line, |(_, rest)| rest);
+    // Past "computation %c, instruction %i: " or "module: ".
+    let line = match line.split_once(": ") {
+        Some((head, rest)) if head.starts_with("computation %") || head == "module" => rest,
+        _ => line,
+    };
+    let words: Vec<String> = line
+        .split_whitespace()
+        .take(7)
+        .map(|w| if w.starts_with('%') { "%_".to_string() } else { w.chars().map(|c| if c.is_ascii_digit() { '#' } else { c }).collect() })
+        .collect();
+    words.join(" ")
 }
 
 /// Case `index` of the run seeded `seed`: its module, and whether its
@@ -136,7 +143,8 @@ pub struct Summary {
     pub unchecked: u64,
     pub refused: u64,
     pub pass_errors: u64,
-    /// Messages of unchecked runs and pass errors, with counts.
+    /// Messages of refusals, unchecked runs and pass errors (their first
+    /// words, digits as `#`), with counts.
     pub messages: std::collections::BTreeMap<String, u64>,
     /// Failures: case index, target, expanded, message.
     pub failures: Vec<(u64, &'static str, bool, String)>,
@@ -146,7 +154,10 @@ impl Summary {
     fn add(&mut self, index: u64, target: usize, expand: bool, o: Outcome) {
         match o {
             Outcome::Equivalent => self.equivalent += 1,
-            Outcome::Refused => self.refused += 1,
+            Outcome::Refused(m) => {
+                self.refused += 1;
+                *self.messages.entry(format!("refused: {}", first_words(&m))).or_default() += 1;
+            }
             Outcome::Unchecked(m) => {
                 self.unchecked += 1;
                 *self.messages.entry(format!("unchecked: {m}")).or_default() += 1;
