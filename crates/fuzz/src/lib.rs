@@ -102,6 +102,11 @@ pub fn check(text: &str, target: usize, expand_relayouts: bool) -> Outcome {
     match checked {
         Err(_) => Outcome::Failure("the evaluator panicked".into()),
         Ok(Ok(_)) => Outcome::Equivalent,
+        // An input whose own result holds padding (a bitcast that views a
+        // tiled buffer's padding as elements) computes nothing to compare.
+        Ok(Err(e)) if e.to_string().contains("left value: reads padding") => {
+            Outcome::Unchecked("the input's result reads padding".into())
+        }
         Ok(Err(e)) if e.shows_difference() => Outcome::Failure(format!("not equivalent: {e}")),
         Ok(Err(e)) => Outcome::Unchecked(first_words(&e.to_string())),
     }
