@@ -17,6 +17,12 @@ const BENCHES: &[(&str, &str, &str, &str)] = &[
     ("bench-algebra", "shape", "algebra", "The bitcast test and the expansion as arrays grow from 1e3 to 1e12 elements"),
     ("bench-scaling", "layout-assignment", "scaling", "Layout assignment on generated modules of 1e3 to 1e6 instructions"),
     ("bench-pipeline", "driver", "pipeline", "The pass alone and the whole run-pass on bundled corpus modules (CPU target)"),
+    (
+        "bench-shapes",
+        "driver",
+        "scaling",
+        "The whole run-pass (CPU, no verify) on generated modules of four shapes at 1e4, 1e5 and 1e6 instructions",
+    ),
 ];
 
 /// Runs the command.
