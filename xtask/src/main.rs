@@ -17,6 +17,7 @@ mod browser_test;
 mod check_corpus;
 mod client_test;
 mod corpus;
+mod fuzz;
 mod golden;
 mod loadtest;
 mod openapi;
@@ -49,6 +50,8 @@ enum Command {
     Loadtest(loadtest::Args),
     /// Validate the service's OpenAPI document with openapi-spec-validator.
     Openapi(openapi::Args),
+    /// Fuzz the pipeline: generated and edited modules on every target, outputs proven equivalent.
+    Fuzz(fuzz::Args),
 }
 
 fn main() -> ExitCode {
@@ -64,6 +67,7 @@ fn main() -> ExitCode {
         Command::ClientTest(args) => client_test::run(args),
         Command::Loadtest(args) => loadtest::run(args),
         Command::Openapi(args) => openapi::run(args),
+        Command::Fuzz(args) => fuzz::run(args),
     };
     match result {
         Ok(code) => code,

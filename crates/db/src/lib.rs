@@ -581,6 +581,12 @@ impl Database {
         Ok(())
     }
 
+    /// The text of the named computation of the loaded module.
+    pub fn computation_text(&self, name: &str) -> Option<String> {
+        let m = self.module?;
+        m.computations(self).iter().copied().find(|c| c.name(self) == name).map(|c| c.text(self).clone())
+    }
+
     /// Sets the target.
     pub fn set_target(&mut self, target: Arc<TargetSpec>) -> Result<(), LoadError> {
         let m = self.module.ok_or(LoadError::NoModule)?;

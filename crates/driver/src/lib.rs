@@ -242,11 +242,65 @@ pub fn run_loaded(db: &Database, opts: &Options) -> Result<Output, PipelineError
     finish(db, opts, Instant::now(), &mut timings)
 }
 
+/// The input check of [`run`] on text already parsed: the problems of a
+/// module the structural verifier rejects, located in `text`. A session
+/// checks the module it is given with this before holding it.
+pub fn check_input(module: &Module, text: &str, file_name: &str) -> Result<(), PipelineError> {
+    verify_input(module, &|p| p.located(text, file_name))
+}
+
+/// The input check of [`run_loaded`]: parses what changed in `db` and
+/// refuses a module the structural verifier rejects. A session checks an
+/// edit with this before keeping it.
+pub fn check_loaded_input(db: &Database) -> Result<(), PipelineError> {
+    let module = db.parsed_module().map_err(|e| match e {
+        db::AssignError::Parse(p) => PipelineError::Parse(p),
+        other => PipelineError::Assign(other.to_string()),
+    })?;
+    verify_input(&module, &|p| db.located(p))
+}
+
+/// The input's bitcasts that move bytes. The passes keep an input bitcast
+/// in the layouts it was written with (a side written without a layout
+/// means the plain descending one, as everywhere in an input), and the
+/// output verifier proves every bitcast keeps each element where it is; a
+/// bitcast that does not, under its own layouts, is the user's error.
+fn input_bitcast_problems(module: &Module) -> Vec<hlo::VerifyError> {
+    let plain = |a: &shape::ArrayShape| {
+        let mut a = a.clone();
+        if a.layout.is_none() {
+            a.layout = Some(shape::Layout::descending(a.rank()));
+        }
+        a
+    };
+    let mut problems = Vec::new();
+    for comp in &module.computations {
+        for (id, inst) in comp.instructions() {
+            if inst.opcode != hlo::Opcode::Bitcast {
+                continue;
+            }
+            let (Some(&o), Some(to)) = (comp.operands(id).first(), inst.shape.as_array()) else { continue };
+            let Some(from) = comp.inst(o).shape.as_array() else { continue };
+            if let Err(why) = layout_assignment::prove_bitcast(&plain(from), &plain(to)) {
+                problems.push(hlo::VerifyError {
+                    computation: comp.name.clone(),
+                    instruction: Some(inst.name.clone()),
+                    message: format!("{why}; an input bitcast must keep every element where it is"),
+                });
+            }
+        }
+    }
+    problems
+}
+
 /// Refuses a module the structural verifier rejects: passes assume well
 /// formed input, and an output problem must mean a bug in Tessera. Each
 /// problem is reported as `located` writes it, with its place in the text.
 fn verify_input(module: &Module, located: &dyn Fn(&hlo::VerifyError) -> String) -> Result<(), PipelineError> {
-    let problems = hlo::verify_module(module);
+    let mut problems = hlo::verify_module(module);
+    if problems.is_empty() {
+        problems = input_bitcast_problems(module);
+    }
     if problems.is_empty() {
         Ok(())
     } else {
@@ -259,11 +313,7 @@ fn finish(db: &Database, opts: &Options, start: Instant, timings: &mut Vec<Timin
     // it costs no parse.
     {
         let t = Instant::now();
-        let module = db.parsed_module().map_err(|e| match e {
-            db::AssignError::Parse(p) => PipelineError::Parse(p),
-            other => PipelineError::Assign(other.to_string()),
-        })?;
-        verify_input(&module, &|p| db.located(p))?;
+        check_loaded_input(db)?;
         timings.push(Timing { step: "verify-input", duration: t.elapsed() });
     }
     let assign = opts.passes.contains(&PassName::LayoutAssignment);

@@ -30,13 +30,21 @@ impl VerifyError {
     /// Where the problem is in `text`, the module text it was parsed from:
     /// the 1-based line and column of the instruction's name (or of the
     /// computation's header, for a problem of a computation), found by
-    /// name. `None` when the text does not hold it (a module built in
-    /// code, or a problem of the module header). The verifier itself
-    /// works on the graph; positions are looked up only when a problem is
-    /// reported, so the happy path never counts lines.
+    /// name; for a problem of the module, its `HloModule` line (at the
+    /// entry computation layout when the problem is about it). `None` when
+    /// the text does not hold it (a module built in code). The verifier
+    /// itself works on the graph; positions are looked up only when a
+    /// problem is reported, so the happy path never counts lines.
     pub fn locate(&self, text: &str) -> Option<(usize, usize)> {
         if self.computation.is_empty() {
-            return None;
+            let (i, line) = text.lines().enumerate().find(|(_, l)| l.starts_with("HloModule"))?;
+            let col = self
+                .message
+                .contains("entry_computation_layout")
+                .then(|| line.find("entry_computation_layout="))
+                .flatten()
+                .map_or(1, |at| line[..at].chars().count() + 1);
+            return Some((i + 1, col));
         }
         crate::diag::find_definition(text, &self.computation, self.instruction.as_deref())
     }

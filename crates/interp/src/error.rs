@@ -104,7 +104,10 @@ impl EvalError {
     }
 
     /// Prefixes the instruction path with `name` (the instruction where
-    /// the error surfaced, or a caller of it).
+    /// the error surfaced, or a caller of it). A path longer than
+    /// [`MAX_PATH`] bytes keeps its inner part and its outermost name, with
+    /// the callers between them elided, so an error from deep inside a
+    /// chain of 100,000 calls costs linear time, not quadratic.
     pub(crate) fn within(mut self, name: &str) -> EvalError {
         match &mut self {
             EvalError::Unsupported { inst, .. }
@@ -114,6 +117,11 @@ impl EvalError {
             | EvalError::Limit { inst, .. } => {
                 *inst = if inst.is_empty() {
                     format!("%{name}")
+                } else if let Some(at) = inst.find(ELIDED) {
+                    // Already cut: only the outermost name changes.
+                    format!("%{name}{}", &inst[at..])
+                } else if inst.len() > MAX_PATH {
+                    format!("%{name}{ELIDED}{inst}")
                 } else {
                     format!("%{name} > {inst}")
                 };
@@ -123,6 +131,12 @@ impl EvalError {
         self
     }
 }
+
+/// The longest instruction path kept whole (see [`EvalError::within`]).
+const MAX_PATH: usize = 1024;
+
+/// Where a long instruction path is cut (instruction names have no spaces).
+const ELIDED: &str = " > … > ";
 
 impl fmt::Display for EvalError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

@@ -24,7 +24,8 @@ pub struct Limits {
     pub max_work: u64,
     /// The most iterations of any one `while` loop.
     pub max_while_iterations: u64,
-    /// The deepest nesting of computation calls.
+    /// The deepest nesting of computation calls (frames on the
+    /// evaluator's own stack, not the native one).
     pub max_call_depth: usize,
 }
 
@@ -34,7 +35,7 @@ impl Default for Limits {
             max_buffer_slots: 1 << 26,
             max_work: 1 << 32,
             max_while_iterations: 1 << 20,
-            max_call_depth: 64,
+            max_call_depth: 1 << 18,
         }
     }
 }
@@ -66,6 +67,9 @@ pub(crate) struct Interp<'m> {
     mode: Boundary,
     pub(crate) work: u64,
     depth: usize,
+    /// How many evaluations of a computation are under way, one inside
+    /// another (see [`MAX_APPLY_NESTING`]).
+    applying: usize,
     /// Where a physical boundary read a buffer under a layout it was not
     /// written in (at most [`MAX_NOTES`]), to explain mismatches.
     pub(crate) notes: Vec<String>,
@@ -110,6 +114,45 @@ impl Recorded {
         self.order.push((inst.name.clone(), v.clone()));
     }
 }
+
+/// One computation being evaluated: where it is in its instruction order,
+/// its arguments, the values still needed, and what its current
+/// instruction does with the result of the computation it runs.
+struct Frame {
+    comp: CompId,
+    order: Rc<Vec<InstId>>,
+    pos: usize,
+    args: Vec<Value>,
+    values: Vec<Option<Value>>,
+    remaining: Vec<u32>,
+    root: InstId,
+    then: Then,
+}
+
+/// What a frame's current instruction does with its callee's result.
+enum Then {
+    /// No callee runs.
+    Nothing,
+    /// It is the instruction's value (call, fusion, conditional).
+    Result,
+    /// It is a loop's condition on `state`, after `trips` trips.
+    Condition { state: Value, trips: u64 },
+    /// It is a loop's next state, after `trips` trips.
+    Body { trips: u64 },
+}
+
+/// What a frame does next.
+enum Step {
+    /// Its next instruction.
+    Next,
+    /// Run a computation on arguments, then hand the result over as said.
+    Enter(CompId, Vec<Value>, Then),
+}
+
+/// The deepest nesting of per-element computations that are not scalar
+/// programs (each level is an operation such as a `reduce` whose reducer
+/// itself runs one). Every other nesting lives on the frame stack.
+const MAX_APPLY_NESTING: usize = 64;
 
 /// The most boundary reinterpretations remembered.
 const MAX_NOTES: usize = 8;
@@ -194,6 +237,7 @@ impl<'m> Interp<'m> {
             mode,
             work: 0,
             depth: 0,
+            applying: 0,
             notes: Vec::new(),
             opaque_targets: Default::default(),
             kinds: None,
@@ -319,23 +363,39 @@ impl<'m> Interp<'m> {
     }
 
     /// Evaluates a computation on argument values.
+    ///
+    /// Calls, fusions, conditionals and loops do not recurse: each nested
+    /// computation is a [`Frame`] on an explicit stack, so a chain of
+    /// 100,000 calls needs heap, not native stack. Only a computation
+    /// applied per element that is not a pure scalar program (see
+    /// [`Interp::apply`]) starts a nested stack, from inside the operation
+    /// applying it; that nesting is bounded by [`MAX_APPLY_NESTING`].
     pub(crate) fn call(&mut self, comp_id: CompId, args: Vec<Value>) -> Result<Value, EvalError> {
+        if self.applying >= MAX_APPLY_NESTING {
+            return Err(EvalError::limit(format!(
+                "computations applied per element nest deeper than {MAX_APPLY_NESTING} levels"
+            )));
+        }
+        self.applying += 1;
+        let base = self.depth;
+        let mut stack = Vec::new();
+        let r = self.run_frames(&mut stack, comp_id, args);
+        // An error leaves frames behind; they are this call's.
+        self.depth = base;
+        self.applying -= 1;
+        r
+    }
+
+    /// Pushes a frame for `comp_id` (what a recursive call's prologue did).
+    fn enter(&mut self, stack: &mut Vec<Frame>, comp_id: CompId, args: Vec<Value>) -> Result<(), EvalError> {
         if self.depth >= self.limits.max_call_depth {
             return Err(EvalError::limit(format!(
                 "calls nest deeper than max_call_depth = {} (a recursive computation?)",
                 self.limits.max_call_depth
             )));
         }
-        self.depth += 1;
-        let r = self.call_inner(comp_id, args);
-        self.depth -= 1;
-        r
-    }
-
-    fn call_inner(&mut self, comp_id: CompId, args: Vec<Value>) -> Result<Value, EvalError> {
         let order = self.order(comp_id)?;
-        let module = self.module;
-        let comp = &module.computations[comp_id.index()];
+        let comp = &self.module.computations[comp_id.index()];
         let nparams = comp.parameters().len();
         if args.len() != nparams {
             return Err(EvalError::msg(format!(
@@ -344,54 +404,235 @@ impl<'m> Interp<'m> {
                 args.len()
             )));
         }
-        let root = comp
-            .root()
-            .ok_or_else(|| EvalError::msg("computation has no root"))?;
-        let bound = comp
-            .graph()
-            .node_indices()
-            .map(|n| n.index() + 1)
-            .max()
-            .unwrap_or(0);
+        let root = comp.root().ok_or_else(|| EvalError::msg("computation has no root"))?;
+        let bound = comp.graph().node_indices().map(|n| n.index() + 1).max().unwrap_or(0);
         let mut remaining = vec![0u32; bound];
         for &id in order.iter() {
             for op in comp.operands(id) {
                 remaining[op.index()] += 1;
             }
         }
-        let mut values: Vec<Option<Value>> = vec![None; bound];
-        for &id in order.iter() {
-            let inst = comp.inst(id);
-            let op_ids = comp.operands(id);
-            let result = {
-                let mut operands: Vec<&Value> = Vec::with_capacity(op_ids.len());
-                for o in op_ids {
-                    match values[o.index()].as_ref() {
-                        Some(v) => operands.push(v),
-                        None => {
-                            return Err(EvalError::msg("internal: operand evaluated out of order"));
-                        }
+        self.depth += 1;
+        stack.push(Frame { comp: comp_id, order, pos: 0, args, values: vec![None; bound], remaining, root, then: Then::Nothing });
+        Ok(())
+    }
+
+    /// Runs frames until the one pushed for `comp_id` returns.
+    fn run_frames(&mut self, stack: &mut Vec<Frame>, comp_id: CompId, args: Vec<Value>) -> Result<Value, EvalError> {
+        self.enter(stack, comp_id, args)?;
+        // What the frame on top receives from the callee that just returned.
+        let mut returned: Option<Result<Value, EvalError>> = None;
+        loop {
+            let Some(frame) = stack.last_mut() else {
+                return Err(EvalError::msg("internal: the frame stack emptied"));
+            };
+            let step = match returned.take() {
+                Some(r) => self.resume(frame, r),
+                None if frame.pos == frame.order.len() => {
+                    let root = frame.root;
+                    let r = frame.values[root.index()]
+                        .take()
+                        .ok_or_else(|| EvalError::msg("internal: root not evaluated"));
+                    stack.pop();
+                    self.depth -= 1;
+                    if stack.is_empty() {
+                        return r;
+                    }
+                    returned = Some(r);
+                    continue;
+                }
+                None => self.step(frame),
+            };
+            match step {
+                Ok(Step::Next) => {}
+                Ok(Step::Enter(callee, args, then)) => {
+                    frame.then = then;
+                    if let Err(e) = self.enter(stack, callee, args) {
+                        // The callee failed before its first instruction:
+                        // its caller sees the error as the call's result.
+                        returned = Some(Err(e));
                     }
                 }
-                self.instruction(inst, &operands, &args)
-                    .and_then(|v| self.adopt(&v, &inst.shape, false, &inst.name))
-                    .map_err(|e| e.within(&inst.name))?
-            };
-            if let Some(r) = self.recorded.as_mut() {
-                r.record(inst, &result);
-            }
-            for o in op_ids {
-                let r = &mut remaining[o.index()];
-                *r -= 1;
-                if *r == 0 && *o != root {
-                    values[o.index()] = None;
+                Err(e) => {
+                    stack.pop();
+                    self.depth -= 1;
+                    if stack.is_empty() {
+                        return Err(e);
+                    }
+                    returned = Some(Err(e));
                 }
             }
-            values[id.index()] = Some(result);
         }
-        values[root.index()]
-            .take()
-            .ok_or_else(|| EvalError::msg("internal: root not evaluated"))
+    }
+
+    /// Evaluates the frame's next instruction, or starts the computation it
+    /// calls.
+    fn step(&mut self, frame: &mut Frame) -> Result<Step, EvalError> {
+        let module = self.module;
+        let comp = &module.computations[frame.comp.index()];
+        let id = frame.order[frame.pos];
+        let inst = comp.inst(id);
+        let mut operands: Vec<&Value> = Vec::with_capacity(comp.operands(id).len());
+        for o in comp.operands(id) {
+            match frame.values[o.index()].as_ref() {
+                Some(v) => operands.push(v),
+                None => return Err(EvalError::msg("internal: operand evaluated out of order")),
+            }
+        }
+        let result = match self.control(inst, &operands) {
+            Ok(Some((callee, args, then))) => return Ok(Step::Enter(callee, args, then)),
+            Ok(None) => self.instruction(inst, &operands, &frame.args),
+            Err(e) => Err(e),
+        };
+        self.complete(frame, result)?;
+        Ok(Step::Next)
+    }
+
+    /// Finishes the frame's current instruction with its result (what the
+    /// loop of a recursive evaluator did after `instruction`).
+    fn complete(&mut self, frame: &mut Frame, result: Result<Value, EvalError>) -> Result<(), EvalError> {
+        let module = self.module;
+        let comp = &module.computations[frame.comp.index()];
+        let id = frame.order[frame.pos];
+        let inst = comp.inst(id);
+        let result = result
+            .and_then(|v| self.adopt(&v, &inst.shape, false, &inst.name))
+            .map_err(|e| e.within(&inst.name))?;
+        if let Some(r) = self.recorded.as_mut() {
+            r.record(inst, &result);
+        }
+        for o in comp.operands(id) {
+            let r = &mut frame.remaining[o.index()];
+            *r -= 1;
+            if *r == 0 && *o != frame.root {
+                frame.values[o.index()] = None;
+            }
+        }
+        frame.values[id.index()] = Some(result);
+        frame.pos += 1;
+        Ok(())
+    }
+
+    /// For an instruction that runs another computation (call, fusion,
+    /// conditional, while), the computation to enter first, its arguments,
+    /// and what to do with its result.
+    fn control(&mut self, inst: &Instruction, ops: &[&Value]) -> Result<Option<(CompId, Vec<Value>, Then)>, EvalError> {
+        use Opcode as O;
+        match inst.opcode {
+            O::Call | O::Fusion | O::While | O::Conditional => {}
+            _ => return Ok(None),
+        }
+        if let Some(k) = self.kinds.as_mut() {
+            k.insert(instruction_kind(inst));
+        }
+        match inst.opcode {
+            O::Call | O::Fusion => {
+                let key = if inst.opcode == O::Call { KnownAttr::ToApply } else { KnownAttr::Calls };
+                let comp = comp_attr(inst, key)?;
+                Ok(Some((comp, ops.iter().map(|v| (*v).clone()).collect(), Then::Result)))
+            }
+            O::While => {
+                arity(ops, 1)?;
+                let cond = comp_attr(inst, KnownAttr::Condition)?;
+                comp_attr(inst, KnownAttr::Body)?;
+                let state = ops[0].clone();
+                Ok(Some((cond, vec![state.clone()], Then::Condition { state, trips: 0 })))
+            }
+            _ => {
+                let (comp, arg) = self.branch(inst, ops)?;
+                Ok(Some((comp, vec![arg], Then::Result)))
+            }
+        }
+    }
+
+    /// Hands the frame's current instruction the result of the computation
+    /// it ran, and goes on with the loop it runs, if any.
+    fn resume(&mut self, frame: &mut Frame, r: Result<Value, EvalError>) -> Result<Step, EvalError> {
+        let module = self.module;
+        let inst = module.computations[frame.comp.index()].inst(frame.order[frame.pos]);
+        let result = match std::mem::replace(&mut frame.then, Then::Nothing) {
+            Then::Nothing => Err(EvalError::msg("internal: a result nobody waits for")),
+            Then::Result => r,
+            Then::Condition { state, trips } => {
+                let cond = comp_attr(inst, KnownAttr::Condition)?;
+                match r.map_err(|e| e.within(&self.comp_name(cond))).and_then(|c| scalar_pred(&c)) {
+                    Ok(false) => Ok(state),
+                    Ok(true) => match self.next_trip(trips) {
+                        Ok(()) => {
+                            let body = comp_attr(inst, KnownAttr::Body)?;
+                            return Ok(Step::Enter(body, vec![state], Then::Body { trips: trips + 1 }));
+                        }
+                        Err(e) => Err(e),
+                    },
+                    Err(e) => Err(e),
+                }
+            }
+            Then::Body { trips } => {
+                let body = comp_attr(inst, KnownAttr::Body)?;
+                match r.map_err(|e| e.within(&self.comp_name(body))) {
+                    Ok(state) => {
+                        let cond = comp_attr(inst, KnownAttr::Condition)?;
+                        return Ok(Step::Enter(cond, vec![state.clone()], Then::Condition { state, trips }));
+                    }
+                    Err(e) => Err(e),
+                }
+            }
+        };
+        self.complete(frame, result)?;
+        Ok(Step::Next)
+    }
+
+    /// The branch a conditional takes, and its operand.
+    fn branch(&mut self, inst: &Instruction, ops: &[&Value]) -> Result<(CompId, Value), EvalError> {
+        if ops.is_empty() {
+            return Err(EvalError::msg("conditional without a predicate"));
+        }
+        let sel = array(ops, 0)?;
+        if sel.shape().rank() != 0 {
+            return Err(EvalError::msg("the conditional selector must be a scalar"));
+        }
+        let bits = sel.logical_bits()?[0];
+        let branches: Vec<CompId> = match inst.attrs.get(KnownAttr::BranchComputations) {
+            Some(hlo::AttrValue::Computations(c)) => c.clone(),
+            _ => vec![
+                comp_attr(inst, KnownAttr::TrueComputation)?,
+                comp_attr(inst, KnownAttr::FalseComputation)?,
+            ],
+        };
+        if branches.is_empty() || ops.len() != branches.len() + 1 {
+            return Err(EvalError::msg(format!(
+                "conditional has {} branches but {} branch operands",
+                branches.len(),
+                ops.len().saturating_sub(1)
+            )));
+        }
+        let k = if sel.element_type() == PrimitiveType::Pred {
+            if branches.len() != 2 {
+                return Err(EvalError::msg("a pred conditional needs two branches"));
+            }
+            if bits & 1 != 0 { 0 } else { 1 }
+        } else {
+            let cls = value::class_of(sel.element_type())?;
+            let i = scalar::index_value(cls, bits)?;
+            // Out-of-range indices run the last branch.
+            if i < 0 || i as u64 >= branches.len() as u64 {
+                branches.len() - 1
+            } else {
+                i as usize
+            }
+        };
+        Ok((branches[k], ops[k + 1].clone()))
+    }
+
+    /// Counts one more trip of a loop that has made `trips`.
+    fn next_trip(&mut self, trips: u64) -> Result<(), EvalError> {
+        if trips + 1 > self.limits.max_while_iterations {
+            return Err(EvalError::limit(format!(
+                "the loop runs more than max_while_iterations = {} times",
+                self.limits.max_while_iterations
+            )));
+        }
+        self.charge(1)
     }
 
     /// Makes a value fit a declared shape: the logical shapes must agree;
@@ -602,33 +843,6 @@ impl<'m> Interp<'m> {
             .map_or_else(|| format!("computation {}", id.0), |c| c.name.clone())
     }
 
-    /// Runs a `while` loop.
-    fn run_while(&mut self, inst: &Instruction, init: &Value) -> Result<Value, EvalError> {
-        let cond = comp_attr(inst, KnownAttr::Condition)?;
-        let body = comp_attr(inst, KnownAttr::Body)?;
-        let mut state = init.clone();
-        let mut trips = 0u64;
-        loop {
-            let c = self
-                .call(cond, vec![state.clone()])
-                .map_err(|e| e.within(&self.comp_name(cond)))?;
-            if !scalar_pred(&c)? {
-                return Ok(state);
-            }
-            trips += 1;
-            if trips > self.limits.max_while_iterations {
-                return Err(EvalError::limit(format!(
-                    "the loop runs more than max_while_iterations = {} times",
-                    self.limits.max_while_iterations
-                )));
-            }
-            self.charge(1)?;
-            state = self
-                .call(body, vec![state])
-                .map_err(|e| e.within(&self.comp_name(body)))?;
-        }
-    }
-
     /// Dispatches one instruction.
     fn instruction(
         &mut self,
@@ -720,60 +934,9 @@ impl<'m> Interp<'m> {
                 self.reserve(shape)?;
                 Ok(Value::Array(b.reinterpret(shape.clone())?))
             }
-            O::Call | O::Fusion => {
-                let key = if inst.opcode == O::Call {
-                    KnownAttr::ToApply
-                } else {
-                    KnownAttr::Calls
-                };
-                let comp = comp_attr(inst, key)?;
-                let args: Vec<Value> = ops.iter().map(|v| (*v).clone()).collect();
-                self.call(comp, args)
-            }
-            O::While => {
-                arity(ops, 1)?;
-                self.run_while(inst, ops[0])
-            }
-            O::Conditional => {
-                if ops.is_empty() {
-                    return Err(EvalError::msg("conditional without a predicate"));
-                }
-                let sel = array(ops, 0)?;
-                if sel.shape().rank() != 0 {
-                    return Err(EvalError::msg("the conditional selector must be a scalar"));
-                }
-                let bits = sel.logical_bits()?[0];
-                let branches: Vec<CompId> = match inst.attrs.get(KnownAttr::BranchComputations) {
-                    Some(hlo::AttrValue::Computations(c)) => c.clone(),
-                    _ => vec![
-                        comp_attr(inst, KnownAttr::TrueComputation)?,
-                        comp_attr(inst, KnownAttr::FalseComputation)?,
-                    ],
-                };
-                if branches.is_empty() || ops.len() != branches.len() + 1 {
-                    return Err(EvalError::msg(format!(
-                        "conditional has {} branches but {} branch operands",
-                        branches.len(),
-                        ops.len().saturating_sub(1)
-                    )));
-                }
-                let k = if sel.element_type() == PrimitiveType::Pred {
-                    if branches.len() != 2 {
-                        return Err(EvalError::msg("a pred conditional needs two branches"));
-                    }
-                    if bits & 1 != 0 { 0 } else { 1 }
-                } else {
-                    let cls = value::class_of(sel.element_type())?;
-                    let i = scalar::index_value(cls, bits)?;
-                    // Out-of-range indices run the last branch.
-                    if i < 0 || i as u64 >= branches.len() as u64 {
-                        branches.len() - 1
-                    } else {
-                        i as usize
-                    }
-                };
-                self.call(branches[k], vec![ops[k + 1].clone()])
-            }
+            O::Call | O::Fusion | O::While | O::Conditional => Err(EvalError::msg(
+                "internal: control flow evaluated outside the frame machine",
+            )),
             O::CustomCall => self.custom_call(inst, ops),
             O::TopK => self.topk_op(inst, ops),
             O::Fft => self.fft(inst, ops),

@@ -204,11 +204,11 @@ async fn put_module(
     let job_id = id.clone();
     let job = state
         .run_blocking(move || {
-            // Parse the whole module first, so that a malformed module is
-            // refused here and a session never holds one.
-            if let Err(e) = hlo::parse_module(&text, &file_name) {
-                return Err(db::LoadError::Parse(Box::new(e)));
-            }
+            // Parse and check the whole module first, so that a malformed
+            // module is refused here and a session never holds one.
+            let module = hlo::parse_module(&text, &file_name).map_err(|e| ApiError::parse(&e))?;
+            driver::check_input(&module, &text, &file_name).map_err(pipeline_error)?;
+            drop(module);
             let previous = guard.take();
             let existed = previous.is_some();
             let mut s = previous.unwrap_or_else(|| Session::new(target.clone(), file_name.clone()));
@@ -226,15 +226,16 @@ async fn put_module(
                     if existed {
                         *guard = Some(s);
                     }
-                    Err(e)
+                    Err(match e {
+                        db::LoadError::Parse(e) => ApiError::parse(&e),
+                        e => ApiError::invalid_request(e.to_string()),
+                    })
                 }
             }
         })
         .await?;
     let (answer, bytes) = match job {
-        Ok(Ok(x)) => x,
-        Ok(Err(db::LoadError::Parse(e))) => return Err(ApiError::parse(&e)),
-        Ok(Err(e)) => return Err(ApiError::invalid_request(e.to_string())),
+        Ok(r) => r?,
         Err(e) => return Err(discard_after_panic(&state, &id, &handle, e)),
     };
     let evicted = state.shared.sessions.commit(&id, &handle, bytes);
@@ -306,7 +307,17 @@ async fn patch_module(
             if estimated_bytes(bytes, true) > max {
                 return Err(session_too_large(bytes, max));
             }
+            let previous: Vec<(String, String)> = replacements
+                .iter()
+                .map(|(name, _)| (name.clone(), s.db.computation_text(name).unwrap_or_default()))
+                .collect();
             s.db.replace_computations(&replacements).map_err(|e| ApiError::invalid_request(e.to_string()))?;
+            // An edit that leaves the module malformed is refused, and the
+            // session keeps the module it had.
+            if let Err(e) = driver::check_loaded_input(&s.db) {
+                s.db.replace_computations(&previous).map_err(|e| ApiError::invalid_request(e.to_string()))?;
+                return Err(pipeline_error(e));
+            }
             for (name, text) in &replacements {
                 if let Some(c) = s.computations.iter_mut().find(|c| &c.name == name) {
                     c.bytes = text.len();

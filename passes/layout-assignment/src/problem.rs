@@ -694,8 +694,12 @@ impl<'c> Problem<'c> {
                 }
             }
             Opcode::Bitcast => {
+                // An input bitcast is a bitcast in the layouts it was
+                // written with; a side written without one means the plain
+                // descending layout (the input check proves the pair), not
+                // the target's default, which may tile one side only.
                 for (i, a) in leaves.iter().enumerate() {
-                    fixed[i] = Some((given(a), FixReason::ExistingBitcast));
+                    fixed[i] = Some((written(a), FixReason::ExistingBitcast));
                 }
             }
             Opcode::Infeed => {
@@ -812,7 +816,7 @@ impl<'c> Problem<'c> {
                     let leaves = self.leaf_values[o.index()].clone();
                     let shapes = array_leaves(&comp.inst(o).shape);
                     for (leaf, (&v, a)) in leaves.iter().zip(shapes).enumerate() {
-                        let layout = a.layout.clone().unwrap_or_else(|| policy::default_layout(target, a));
+                        let layout = written(a);
                         let site = Site::Operand { user: id, operand: 0, leaf: leaf as u32 };
                         self.need(v, &Need::Exact(layout), site, RelationSource::Need(NeedSource::LayoutConstraint));
                     }
@@ -1691,4 +1695,10 @@ fn aliased_result_layout(ctx: &Context, parameter: usize, param: &Shape, leaf: u
         }
         alias_leaf(result, &alias.output_index)?.1.layout.clone()
     })
+}
+
+/// The layout an input bitcast's side was written with: its own, or the
+/// plain descending one.
+fn written(a: &ArrayShape) -> Layout {
+    a.layout.clone().unwrap_or_else(|| Layout::descending(a.rank()))
 }
