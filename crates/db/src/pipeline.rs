@@ -218,6 +218,19 @@ pub fn relayouted(db: &dyn salsa::Database, c: SourceComputation) -> Stepped<Res
     }
 }
 
+/// One computation's part of the assignment report (`None` without
+/// assignment, or when it was not assigned).
+#[salsa::tracked(returns(ref))]
+pub fn assignment_part(db: &dyn salsa::Database, c: SourceComputation) -> Option<Arc<AssignmentReport>> {
+    applied(db, c).report.clone()
+}
+
+/// One computation's relayout rewrites, or why relayout failed on it.
+#[salsa::tracked(returns(ref))]
+pub fn rewrites(db: &dyn salsa::Database, c: SourceComputation) -> Result<Vec<Rewrite>, RelayoutError> {
+    relayouted(db, c).report.clone()
+}
+
 /// The output computation's signature stub.
 #[salsa::tracked(returns(ref))]
 pub fn output_stub(db: &dyn salsa::Database, c: SourceComputation) -> Stub {

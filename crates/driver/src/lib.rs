@@ -294,7 +294,7 @@ fn assemble(
     let t = Instant::now();
     let mut rewrites = Vec::new();
     for &c in &comps {
-        match &pipeline::relayouted(db, c).report {
+        match pipeline::rewrites(db, c) {
             Ok(r) => rewrites.extend(r.iter().cloned()),
             Err(e) => return Err(PipelineError::Relayout(e.to_string())),
         }
@@ -303,7 +303,7 @@ fn assemble(
     let assignment = assign.then(|| {
         let mut report = AssignmentReport::default();
         for &c in &comps {
-            if let Some(part) = &pipeline::applied(db, c).report {
+            if let Some(part) = pipeline::assignment_part(db, c) {
                 report.extend(AssignmentReport::clone(part));
             }
         }
