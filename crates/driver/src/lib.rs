@@ -261,6 +261,11 @@ fn assemble(
     use db::pipeline;
     let assign = steps.assign;
     let comps = m.computations(db).clone();
+    // Computations are parsed side by side; what is already parsed is
+    // only looked up.
+    each_computation(db, &comps, |db, c| {
+        let _ = db::parsed(db, c);
+    });
     // Parse errors first, in computation order, at their place in the file.
     for &c in &comps {
         if let Err(e) = &db::parsed(db, c).result {
@@ -270,6 +275,9 @@ fn assemble(
     timings.push(Timing { step: "parse", duration: start.elapsed() });
     // Always, as in `run`: the module-wide checks, then each computation's.
     let t = Instant::now();
+    each_computation(db, &comps, |db, c| {
+        let _ = pipeline::input_problems(db, c);
+    });
     let mut problems = pipeline::input_module_problems(db, m).clone();
     for &c in &comps {
         problems.extend(pipeline::input_problems(db, c).iter().cloned());
@@ -292,6 +300,18 @@ fn assemble(
         timings.push(Timing { step: "layout-assignment", duration: t.elapsed() });
     }
     let t = Instant::now();
+    // Each computation's steps after assignment depend on no other
+    // computation's but through signatures: they run side by side, and
+    // the parts are then joined in computation order.
+    each_computation(db, &comps, |db, c| {
+        let _ = pipeline::rewrites(db, c);
+        let _ = pipeline::assignment_part(db, c);
+        if opts.verify {
+            let _ = pipeline::output_problems(db, c);
+        }
+        let _ = pipeline::printed(db, c);
+        let _ = pipeline::counted(db, c);
+    });
     let mut rewrites = Vec::new();
     for &c in &comps {
         match pipeline::rewrites(db, c) {
@@ -351,6 +371,15 @@ fn assemble(
         timings: std::mem::take(timings),
     };
     Ok(Output { text, report })
+}
+
+/// Runs `step` for every computation of `comps`, on all cores, each
+/// thread with its own handle on the database (salsa then computes each
+/// query once, whichever thread asks first, and the others wait for it).
+/// The results stay in the database, to be read in order.
+fn each_computation(db: &Database, comps: &[db::SourceComputation], step: impl Fn(&Database, db::SourceComputation) + Sync) {
+    use rayon::prelude::*;
+    comps.par_iter().for_each_with(db.clone(), |db, &c| step(db, c));
 }
 
 /// Verifies, prints and reports an assigned module.
