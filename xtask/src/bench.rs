@@ -23,6 +23,12 @@ const BENCHES: &[(&str, &str, &str, &str)] = &[
         "session",
         "The pipeline in a session on large_transformer_24_f32: stateless, first run, no change, one body edit (CPU target, verified)",
     ),
+    (
+        "bench-shapes",
+        "driver",
+        "scaling",
+        "The whole run-pass (CPU, no verify) on generated modules of four shapes at 1e4, 1e5 and 1e6 instructions",
+    ),
 ];
 
 /// Runs the command.

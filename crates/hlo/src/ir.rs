@@ -330,6 +330,11 @@ impl Computation {
     }
 
     /// Makes `new` operand number `index` of `user`.
+    ///
+    /// petgraph keeps a node's edges in singly linked lists, and unlinking
+    /// an edge walks both lists from their heads to it: this costs the
+    /// position of the edge among the uses of the old operand. To redirect
+    /// many uses of one value, use [`Computation::set_operands_at`].
     pub fn set_operand(&mut self, user: InstId, index: usize, new: InstId) -> Result<(), EditError> {
         self.check(user)?;
         self.check(new)?;
@@ -341,10 +346,12 @@ impl Computation {
         if old == new {
             return Ok(());
         }
+        // Found among the user's operands, a short list, not among the
+        // old operand's uses, which may be many.
         let edge = self
             .graph
-            .edges_connecting(old, user)
-            .find(|e| *e.weight() == Edge::Operand(index as u32))
+            .edges_directed(user, Direction::Incoming)
+            .find(|e| e.source() == old && *e.weight() == Edge::Operand(index as u32))
             .map(|e| e.id());
         if let Some(edge) = edge {
             self.graph.remove_edge(edge);
@@ -352,6 +359,114 @@ impl Computation {
         self.graph.add_edge(new, user, Edge::Operand(index as u32));
         self.graph[user].operands[index] = new;
         Ok(())
+    }
+
+    /// Makes each `(user, index, new)` of `edits`, in order, operand number
+    /// `index` of `user`; nothing changes if any edit is invalid.
+    ///
+    /// Each lost edge is unlinked from the head of one of its two lists,
+    /// where unlinking it from that list is one step: the user's list of
+    /// operands when the user loses more edges in the batch than the old
+    /// operand does (a wide tuple whose elements change), else the old
+    /// operand's list of uses (a value many users stop reading). The edges
+    /// kept on the way are linked back in their order. So the work is the
+    /// length of the prefixes that hold the lost edges, however many they
+    /// are: redirecting all N uses of a value costs about N steps, not one
+    /// walk of up to N per use. Returns the number of edges unlinked (lost
+    /// and kept), the work count the tests bound.
+    pub fn set_operands_at(&mut self, edits: &[(InstId, usize, InstId)]) -> Result<usize, EditError> {
+        for &(user, index, new) in edits {
+            self.check(user)?;
+            self.check(new)?;
+            let count = self.graph[user].operands.len();
+            if index >= count {
+                return Err(EditError::OperandIndex { index, count });
+            }
+        }
+        // The slots whose edge goes, each with the operand it had first in
+        // this batch: the edge runs from that one, since the edges of the
+        // batch's own edits are linked only at the end.
+        let mut lost: rustc_hash::FxHashMap<(InstId, u32), InstId> = Default::default();
+        let mut order: Vec<(InstId, u32)> = Vec::new();
+        for &(user, index, new) in edits {
+            let old = std::mem::replace(&mut self.graph[user].operands[index], new);
+            let slot = (user, index as u32);
+            if old != new && !lost.contains_key(&slot) {
+                lost.insert(slot, old);
+                order.push(slot);
+            }
+        }
+        // Each lost edge leaves the shorter of its two crowds from the head:
+        // the user's when the user loses more edges than the old operand
+        // (a wide tuple whose elements change), else the old operand's (a
+        // value many users stop reading).
+        let mut per_user: rustc_hash::FxHashMap<InstId, usize> = Default::default();
+        let mut per_old: rustc_hash::FxHashMap<InstId, usize> = Default::default();
+        for slot in &order {
+            *per_user.entry(slot.0).or_default() += 1;
+            *per_old.entry(lost[slot]).or_default() += 1;
+        }
+        let by_user = |slot: &(InstId, u32)| per_user[&slot.0] > per_old[&lost[slot]];
+        let mut users: Vec<(InstId, usize)> = Vec::new();
+        let mut olds: Vec<(InstId, usize)> = Vec::new();
+        let mut at: rustc_hash::FxHashMap<(InstId, Direction), usize> = Default::default();
+        for slot in &order {
+            let (list, node, direction) =
+                if by_user(slot) { (&mut users, slot.0, Direction::Incoming) } else { (&mut olds, lost[slot], Direction::Outgoing) };
+            let k = *at.entry((node, direction)).or_insert_with(|| {
+                list.push((node, 0));
+                list.len() - 1
+            });
+            list[k].1 += 1;
+        }
+        let mut work = 0;
+        for (user, count) in users {
+            work += self.unlink_from_head(user, Direction::Incoming, count, |source, target, i| {
+                lost.get(&(target, i)) == Some(&source) && by_user(&(target, i))
+            });
+        }
+        for (old, count) in olds {
+            work += self.unlink_from_head(old, Direction::Outgoing, count, |source, target, i| {
+                lost.get(&(target, i)) == Some(&source) && !by_user(&(target, i))
+            });
+        }
+        for slot in order {
+            let (user, index) = slot;
+            let new = self.graph[user].operands[index as usize];
+            self.graph.add_edge(new, user, Edge::Operand(index));
+        }
+        Ok(work)
+    }
+
+    /// Unlinks edges from the head of `node`'s list in `direction` until
+    /// `count` of them are ones `lost` names (by source, target and operand
+    /// index), and links the others back in their order. Returns the
+    /// number of edges unlinked.
+    fn unlink_from_head(
+        &mut self,
+        node: InstId,
+        direction: Direction,
+        count: usize,
+        lost: impl Fn(InstId, InstId, u32) -> bool,
+    ) -> usize {
+        let mut left = count;
+        let mut kept = Vec::new();
+        let mut work = 0;
+        while left > 0 {
+            let Some(e) = self.graph.edges_directed(node, direction).next() else { break };
+            let (id, source, target, weight) = (e.id(), e.source(), e.target(), *e.weight());
+            self.graph.remove_edge(id);
+            work += 1;
+            match weight {
+                Edge::Operand(i) if lost(source, target, i) => left -= 1,
+                _ => kept.push((source, target, weight)),
+            }
+        }
+        // Linking prepends, so the kept edges go back last first.
+        for (source, target, weight) in kept.into_iter().rev() {
+            self.graph.add_edge(source, target, weight);
+        }
+        work
     }
 
     /// Replaces the whole operand list of `user` (the operand count may
@@ -384,11 +499,9 @@ impl Computation {
     pub fn replace_all_uses(&mut self, old: InstId, new: InstId) -> Result<(), EditError> {
         self.check(old)?;
         self.check(new)?;
-        for (user, index) in self.uses(old) {
-            if user != new {
-                self.set_operand(user, index as usize, new)?;
-            }
-        }
+        let edits: Vec<(InstId, usize, InstId)> =
+            self.uses(old).into_iter().filter(|&(user, _)| user != new).map(|(user, index)| (user, index as usize, new)).collect();
+        self.set_operands_at(&edits)?;
         if self.root == Some(old) {
             self.root = Some(new);
         }

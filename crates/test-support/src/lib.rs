@@ -4,6 +4,8 @@
 
 use std::path::PathBuf;
 
+pub mod scaling;
+
 /// The workspace's `testdata/` directory.
 pub fn testdata_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../testdata")

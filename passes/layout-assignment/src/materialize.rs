@@ -696,12 +696,23 @@ pub fn apply(comp: &mut Computation, assignment: &ComputationAssignment, order: 
     }
     let mut keys: Vec<(InstId, u32)> = operand_leaf_map.keys().copied().collect();
     keys.sort_unstable();
+    // An array operand of an instruction that is not a tuple is redirected
+    // in one batch at the end: many such sites may read one value (a
+    // parameter every block reads), and rebuilding the other sites never
+    // looks at these (it reads tuples and their uses only), so the result
+    // is the one of editing each site in turn.
+    let mut edits = Vec::new();
     for (user, operand) in keys {
         let leaves = &operand_leaf_map[&(user, operand)];
         let Some(&old) = comp.operands(user).get(operand as usize) else { continue };
         let new = rebuild_with_leaves(comp, old, leaves, &mut names, &mut before, user);
-        let _ = comp.set_operand(user, operand as usize, new);
+        if comp.inst(old).shape.is_tuple() || comp.inst(user).shape.is_tuple() {
+            let _ = comp.set_operand(user, operand as usize, new);
+        } else {
+            edits.push((user, operand as usize, new));
+        }
     }
+    let _ = comp.set_operands_at(&edits);
     if !root_leaf_map.is_empty()
         && let Some(root) = comp.root() {
             let mut sink = FxHashMap::default();
@@ -926,11 +937,9 @@ fn rebuild_with_leaves(
         return old;
     }
     if single_use_tuple {
-        for (k, part) in parts.into_iter().enumerate() {
-            if let Some(new) = part {
-                let _ = comp.set_operand(old, k, new);
-            }
-        }
+        let edits: Vec<(InstId, usize, InstId)> =
+            parts.into_iter().enumerate().filter_map(|(k, part)| part.map(|new| (old, k, new))).collect();
+        let _ = comp.set_operands_at(&edits);
         return old;
     }
     // Fill the untouched elements with get-tuple-elements too.

@@ -27,16 +27,23 @@ pub(crate) const INFEASIBLE: f64 = 1e18;
 /// large groups.
 const MAX_GROUP_CANDIDATES: usize = 8;
 
-/// The most values a move across a broadcast relabels at once; larger
+/// The most values a move across a broadcast or transpose relabels at once; larger
 /// groups are left to the single-group search, to keep the pass linear.
 const MAX_JOINT_MOVE: usize = 4096;
 
-/// The most values all moves across broadcasts may relabel in one solve.
-/// Many broadcasts can feed one large group (a bias broadcast in every
-/// layer of a model), and trying a joint move for each costs the group's
-/// size every time: without a budget a module of a few thousand
-/// instructions took time quadratic in its size.
+/// The fewest values all moves across broadcasts and transposes may
+/// relabel in one solve; the budget grows with the problem by
+/// `JOINT_MOVES_PER_VALUE`. Many broadcasts can feed one large group (a
+/// bias broadcast in every layer of a model), and trying a joint move for
+/// each costs the group's size every time: without a budget a module of a
+/// few thousand instructions took time quadratic in its size. A budget
+/// proportional to the problem keeps the work linear and still reaches
+/// every layer of a deep model (a fixed one ran out a third of the way
+/// through large_transformer_24_f32's attention transposes on tpu).
 const JOINT_MOVE_BUDGET: usize = 1 << 15;
+
+/// Joint-move budget per value of the problem (see `JOINT_MOVE_BUDGET`).
+const JOINT_MOVES_PER_VALUE: usize = 16;
 
 /// A chosen layout per value.
 pub struct Solution {
@@ -210,6 +217,7 @@ fn solve_with(
         // far: strictly improving moves only, so nothing gets dearer.
         moves += s.search(&[], &split, looks).1;
     }
+    moves += s.neighbour_moves(&atoms, &components);
     let combines = target.tiling.as_ref().is_some_and(|t| t.combine_dimensions);
     if combines {
         s.combine(&components);
@@ -357,6 +365,19 @@ fn groups(relations: &[Relation], locks: &[ValueId], fixed: &[bool]) -> Groups {
         })
         .collect();
     Groups { atoms, components, split }
+}
+
+/// Two groups joined by a broadcast or a transpose (see
+/// `Solver::broadcast_moves`): moving `from` to an order moves `to` to the
+/// order `map` induces (`from`'s dimension `d` is `to`'s `map[d]`; a
+/// broadcast's new dimensions go most major).
+struct Joint {
+    from: u32,
+    to: u32,
+    /// The value of `to` on the joint, whose shape the induced layout is for.
+    to_value: ValueId,
+    map: shape::DimVec,
+    broadcast: bool,
 }
 
 /// The groups of `groups`.
@@ -937,14 +958,19 @@ impl Solver<'_, '_> {
         out
     }
 
-    /// Moves across broadcasts. A broadcast joins no group (its operand
-    /// has another rank), so single group moves cannot change both sides
-    /// at once: moving the operand's group alone may make the broadcast
-    /// need a copy, and moving the result's alone the same. This tries each
-    /// of the operand group's candidates together with the result group in
-    /// the order it induces (the operand's dimensions in its order, the new
-    /// dimensions more major), for broadcasts whose operand group costs
-    /// something now. Returns the number of moves applied.
+    /// Moves across broadcasts and transposes. Neither joins a group (a
+    /// broadcast's operand has another rank; a transpose is a bitcast only
+    /// for matching orders, not equal ones), so single group moves cannot
+    /// change both sides at once: moving one side's group alone makes the
+    /// op need a copy or move data, and moving the other's alone the same.
+    /// This tries each of one side's candidates together with the other
+    /// side's group in the order it induces: for a broadcast, the
+    /// operand's dimensions in its order with the new dimensions more
+    /// major; for a transpose, the permuted order, which keeps it a bitcast
+    /// (tried from both sides: the transformer's attention output on tpu
+    /// leaves a padded `(4,128)` order only when the dot and the transpose
+    /// after it move together). Only joints whose first side costs
+    /// something now are tried. Returns the number of moves applied.
     fn broadcast_moves(&mut self, components: &[Vec<ValueId>]) -> usize {
         // Only free members move, and only their costs can change.
         let components: Vec<Vec<ValueId>> = components
@@ -957,42 +983,67 @@ impl Solver<'_, '_> {
                 group_of[m as usize] = g as u32;
             }
         }
-        let broadcasts: Vec<(u32, u32, ValueId, shape::DimVec)> = self
-            .p
-            .relations
-            .iter()
-            .filter_map(|r| match &r.kind {
+        let small = |g: u32| components.get(g as usize).is_some_and(|m| !m.is_empty() && m.len() <= MAX_JOINT_MOVE);
+        let mut joints: Vec<Joint> = Vec::new();
+        for r in &self.p.relations {
+            match &r.kind {
                 RelationKind::Broadcast { out, dims, pin: None } => {
-                    let (g1, g2) = (group_of[r.v as usize], group_of[*out as usize]);
-                    let small = |g: u32| components.get(g as usize).is_some_and(|m| m.len() <= MAX_JOINT_MOVE);
-                    (small(g1) && small(g2)).then(|| (g1, g2, *out, dims.clone()))
+                    let (from, to) = (group_of[r.v as usize], group_of[*out as usize]);
+                    if small(from) && small(to) {
+                        joints.push(Joint { from, to, to_value: *out, map: dims.clone(), broadcast: true });
+                    }
                 }
-                _ => None,
-            })
-            .collect();
+                RelationKind::Movement { out, transpose: Some(dims) } => {
+                    let (a, b) = (group_of[r.v as usize], group_of[*out as usize]);
+                    if a == b || !small(a) || !small(b) {
+                        continue;
+                    }
+                    // Output dimension j is operand dimension dims[j].
+                    let mut inverse: shape::DimVec = dims.iter().map(|_| 0).collect();
+                    for (j, &d) in dims.iter().enumerate() {
+                        if let Some(slot) = inverse.get_mut(d) {
+                            *slot = j;
+                        }
+                    }
+                    joints.push(Joint { from: a, to: b, to_value: *out, map: inverse, broadcast: false });
+                    joints.push(Joint { from: b, to: a, to_value: r.v, map: dims.clone(), broadcast: false });
+                }
+                _ => {}
+            }
+        }
+        // One joint per pair of groups and map (a group joined to another
+        // by many equal ops is tried once), the smallest first: the budget
+        // then buys the most joints, and a few joints of huge groups (a
+        // residual stream read by every layer) cannot starve the rest.
+        let size = |j: &Joint| components[j.from as usize].len() + components[j.to as usize].len();
+        let mut seen = rustc_hash::FxHashSet::default();
+        joints.retain(|j| seen.insert((j.from, j.to, j.map.clone(), j.broadcast)));
+        joints.sort_by_key(size);
         let mut scratch = Scratch::default();
         let mut applied = 0;
-        let mut budget = JOINT_MOVE_BUDGET;
+        let mut budget = JOINT_MOVE_BUDGET.max(JOINT_MOVES_PER_VALUE * self.p.values.len());
         'sweeps: for _ in 0..MAX_SWEEPS {
             let mut improved = false;
-            for (g1, g2, out, dims) in &broadcasts {
-                let (g1, g2) = (&components[*g1 as usize], &components[*g2 as usize]);
+            for joint in &joints {
+                let (g1, g2) = (&components[joint.from as usize], &components[joint.to as usize]);
                 if self.local_cost(g1, &mut scratch) < 0.5 {
                     continue;
                 }
                 for (key, origin) in self.group_candidates(g1) {
                     let Some(left) = budget.checked_sub(g1.len() + g2.len()) else { break 'sweeps };
                     budget = left;
-                    let operand_order = self.p.table.get(key).minor_to_major.clone();
-                    let out_shape = &self.p.values[*out as usize].shape;
-                    let mut m2m: shape::DimVec = operand_order.iter().filter_map(|&d| dims.get(d).copied()).collect();
-                    m2m.extend((0..out_shape.rank()).rev().filter(|d| !dims.contains(d)));
-                    if m2m.len() != out_shape.rank() {
+                    let from_order = self.p.table.get(key).minor_to_major.clone();
+                    let to_shape = &self.p.values[joint.to_value as usize].shape;
+                    let mut m2m: shape::DimVec = from_order.iter().filter_map(|&d| joint.map.get(d).copied()).collect();
+                    if joint.broadcast {
+                        m2m.extend((0..to_shape.rank()).rev().filter(|d| !joint.map.contains(d)));
+                    }
+                    if m2m.len() != to_shape.rank() {
                         continue;
                     }
-                    let out_layout = crate::tiling::layout_for(self.target, out_shape, &m2m);
-                    let out_key = self.p.table.key(&out_layout);
-                    if self.try_joint_move(&[(g1, key, origin), (g2, out_key, *out)], &mut scratch) {
+                    let to_layout = crate::tiling::layout_for(self.target, to_shape, &m2m);
+                    let to_key = self.p.table.key(&to_layout);
+                    if self.try_joint_move(&[(g1, key, origin), (g2, to_key, joint.to_value)], &mut scratch) {
                         applied += 1;
                         improved = true;
                         break;
@@ -1125,6 +1176,43 @@ impl Solver<'_, '_> {
             }
         }
         (sweeps, applied)
+    }
+
+    /// Lets each atom of a larger component take a layout another member
+    /// of its component offers (its own candidates come from propagation
+    /// alone): a slice's result kept in its operand's tiling, so that a
+    /// copy of the small result replaces a copy of the large operand
+    /// (pad_ops on tpu). The exact solver searches the same layouts (see
+    /// `exact::domains`). Strictly improving moves only, after the search,
+    /// so nothing gets dearer; each component's candidates are listed once,
+    /// and each atom tries at most `MAX_GROUP_CANDIDATES`, so this stays
+    /// linear. Returns the moves applied.
+    fn neighbour_moves(&mut self, atoms: &[Vec<ValueId>], components: &[Vec<ValueId>]) -> usize {
+        const NONE: u32 = u32::MAX;
+        let mut component_of = vec![NONE; self.p.values.len()];
+        for (i, members) in components.iter().enumerate().filter(|(_, g)| g.len() > 1) {
+            for &m in members {
+                component_of[m as usize] = i as u32;
+            }
+        }
+        let mut listed: rustc_hash::FxHashMap<u32, Vec<(LayoutKey, ValueId)>> = rustc_hash::FxHashMap::default();
+        let mut scratch = Scratch::default();
+        let mut applied = 0;
+        for atom in atoms {
+            let Some(&first) = atom.first() else { continue };
+            let c = component_of[first as usize];
+            if c == NONE || atom.iter().all(|&m| self.p.values[m as usize].fixed.is_some()) {
+                continue;
+            }
+            let candidates = listed.entry(c).or_insert_with(|| self.group_candidates(&components[c as usize])).clone();
+            let mut current = None;
+            for (key, origin) in candidates {
+                let (cost, moved) = self.try_move(atom, key, origin, current, &mut scratch);
+                current = cost;
+                applied += usize::from(moved);
+            }
+        }
+        applied
     }
 
     /// Every value whose label or copy counts a look at group `members`

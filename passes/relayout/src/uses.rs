@@ -391,9 +391,8 @@ impl Inserter {
                 let shapes: Vec<Shape> = parts.iter().map(|&p| comp.inst(p).shape.clone()).collect();
                 if is_tuple && comp.users(id).is_empty() {
                     // The root tuple itself is edited in place.
-                    for (k, &p) in parts.iter().enumerate() {
-                        comp.set_operand(id, k, p).map_err(edit(&self.computation))?;
-                    }
+                    let edits: Vec<(InstId, usize, InstId)> = parts.iter().enumerate().map(|(k, &p)| (id, k, p)).collect();
+                    comp.set_operands_at(&edits).map_err(edit(&self.computation))?;
                     comp.inst_mut(id).shape = Shape::Tuple(shapes);
                     return Ok(None);
                 }
@@ -477,11 +476,15 @@ pub fn fix_uses(facts: &ComputationFacts, comp: &mut Computation, target: &Targe
         names: names_of(comp),
         rewrites: Vec::new(),
     };
+    // Providing reads no uses, so all sites are redirected in one batch:
+    // many may read one value.
+    let mut edits = Vec::with_capacity(wants.len());
     for w in &wants {
         let new = ins.provide(comp, w.value, &w.layout, &w.consumer, &w.because)?;
         let Site::Operand { user, operand } = w.site;
-        comp.set_operand(user, operand, new).map_err(edit(&ins.computation))?;
+        edits.push((user, operand, new));
     }
+    comp.set_operands_at(&edits).map_err(edit(&ins.computation))?;
     if let (Some(required), Some(root)) = (&required_result, comp.root())
         && let Some(new) = ins.fix_result(comp, root, required, "the entry result")?
     {
