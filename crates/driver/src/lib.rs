@@ -2,9 +2,13 @@
 //! print. The CLI, the HTTP service and `cargo xtask` all call this; none
 //! of them re-implements a step.
 //!
-//! Every run goes through the incremental [`db::Database`]; a stateless run
-//! is a run on a fresh database, so a session's answer and a fresh answer
-//! are the same by construction.
+//! Two paths call the same per-computation functions: [`run`] (stateless,
+//! on a parsed module) and [`run_in`] / [`run_loaded`] (through the
+//! incremental [`db::Database`], whose per-computation queries cover every
+//! step from parse to print, so that a re-run redoes only what an edit
+//! touched). `tests/session_equivalence.rs` checks that both give the same
+//! text, reports and errors on every testdata module; making the stateless
+//! run a run on a fresh database waits until that is as fast.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -146,9 +150,9 @@ pub enum PipelineError {
 
 /// Runs the pipeline on a module's text, statelessly.
 ///
-/// This calls the same per-computation functions as a database run, in the
-/// same order, without the bookkeeping incremental work needs; a test
-/// checks that both give byte-identical output.
+/// This calls the same per-computation functions as a database run,
+/// without the bookkeeping incremental work needs;
+/// `tests/session_equivalence.rs` checks that both give the same output.
 pub fn run(text: &str, file_name: &str, opts: &Options) -> Result<Output, PipelineError> {
     on_pool(|| run_here(text, file_name, opts))
 }
