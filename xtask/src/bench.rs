@@ -18,6 +18,12 @@ const BENCHES: &[(&str, &str, &str, &str)] = &[
     ("bench-scaling", "layout-assignment", "scaling", "Layout assignment on generated modules of 1e3 to 1e6 instructions"),
     ("bench-pipeline", "driver", "pipeline", "The pass alone and the whole run-pass on bundled corpus modules (CPU target)"),
     (
+        "bench-session",
+        "driver",
+        "session",
+        "The pipeline in a session on large_transformer_24_f32: stateless, first run, no change, one body edit (CPU target, verified)",
+    ),
+    (
         "bench-shapes",
         "driver",
         "scaling",

@@ -263,7 +263,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         let ours = Side {
             copy_bytes: ours_out.report.stats.copy_bytes,
             movement_bytes: ours_out.report.stats.movement_bytes,
-            ..measure(&ours_out.module)
+            ..measure(&ours_out.module()?)
         };
         // The pass alone, warm, on a fresh copy of the parsed module each run.
         let mut pass_times = Vec::with_capacity(args.runs);
@@ -289,7 +289,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             let stats = if t.name == tpu.name { tpu_out.report.stats.clone() } else { run(t)?.report.stats };
             tiled_storage.push((stats.storage_bytes, stats.logical_bytes));
         }
-        let bitcasts = bitcasts::compare(&parsed, &after, &ours_out.module);
+        let bitcasts = bitcasts::compare(&parsed, &after, &ours_out.module()?);
         let optimality = |o: &driver::Output| o.report.assignment.as_ref().map(|a| a.optimality()).unwrap_or_default();
         let gaps = if args.exact {
             Some([
@@ -317,7 +317,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             gpu: Side {
                 copy_bytes: gpu_out.report.stats.copy_bytes,
                 movement_bytes: gpu_out.report.stats.movement_bytes,
-                ..measure(&gpu_out.module)
+                ..measure(&gpu_out.module()?)
             },
             gaps,
         });

@@ -108,7 +108,11 @@ pub fn run(args: Args) -> ExitCode {
     let pictures = [(&args.dot, driver::PictureKind::Dot), (&args.svg, driver::PictureKind::Svg)];
     for (path, kind) in pictures {
         let Some(path) = path else { continue };
-        let picture = match driver::picture(&output.module, args.draw_computation.as_deref(), kind) {
+        let module = match output.module() {
+            Ok(m) => m,
+            Err(e) => return fail(e.to_string()),
+        };
+        let picture = match driver::picture(&module, args.draw_computation.as_deref(), kind) {
             Ok(p) => p,
             Err(e) => return fail(e),
         };

@@ -24,6 +24,8 @@
 //! A parsed computation sits behind an `Arc` and compares by a fingerprint
 //! of the text and names it was parsed from, which determine it.
 
+pub mod pipeline;
+
 use std::hash::{Hash, Hasher};
 use std::sync::{Arc, Mutex};
 
@@ -75,6 +77,9 @@ pub struct SourceModule {
     /// The solver.
     #[returns(copy)]
     pub solver: SolverOptions,
+    /// The steps after assignment.
+    #[returns(copy)]
+    pub steps: pipeline::Steps,
 }
 
 /// One computation's text.
@@ -517,7 +522,16 @@ impl Database {
         let m = match self.module {
             Some(m) => m,
             None => {
-                let m = SourceModule::new(self, file_name.to_string(), header.clone(), Vec::new(), 0, target.clone(), SolverOptions::default());
+                let m = SourceModule::new(
+                    self,
+                    file_name.to_string(),
+                    header.clone(),
+                    Vec::new(),
+                    0,
+                    target.clone(),
+                    SolverOptions::default(),
+                    pipeline::Steps::default(),
+                );
                 self.module = Some(m);
                 m
             }
@@ -603,6 +617,23 @@ impl Database {
             m.set_solver(self).to(solver);
         }
         Ok(())
+    }
+
+    /// Sets the steps after assignment.
+    pub fn set_steps(&mut self, steps: pipeline::Steps) -> Result<(), LoadError> {
+        let m = self.module.ok_or(LoadError::NoModule)?;
+        if m.steps(self) != steps {
+            m.set_steps(self).to(steps);
+        }
+        Ok(())
+    }
+
+    /// Drops the values of the intermediate steps (each computation with
+    /// its copies, and after relayout): a session then holds its module's
+    /// parse, assignments and output text, not three copies of every
+    /// computation. A later run that needs one again recomputes it.
+    pub fn release_intermediates(&mut self) {
+        salsa::Database::trigger_lru_eviction(self);
     }
 
     /// The loaded module.
@@ -722,7 +753,7 @@ impl Database {
     /// revision, so that neither computing nor re-checking them recurses
     /// as deep as the call graph. Failures stay memoised, to be reported
     /// in computation order.
-    fn warm(&self, m: SourceModule) {
+    pub fn warm(&self, m: SourceModule) {
         let graph = call_graph(self, m);
         let entry = CompId(m.entry(self));
         let comps = m.computations(self);
@@ -771,7 +802,7 @@ impl Database {
 }
 
 /// A parse error re-based from its computation's text to the file.
-fn absolute(e: &ParseError, c: SourceComputation, db: &Database, m: SourceModule) -> ParseError {
+pub fn absolute(e: &ParseError, c: SourceComputation, db: &Database, m: SourceModule) -> ParseError {
     let (line, col, offset) = c.origin(db);
     let mut e = e.clone();
     if e.line == 1 {

@@ -2,15 +2,19 @@
 //! print. The CLI, the HTTP service and `cargo xtask` all call this; none
 //! of them re-implements a step.
 //!
-//! Every run goes through the incremental [`db::Database`]; a stateless run
-//! is a run on a fresh database, so a session's answer and a fresh answer
-//! are the same by construction.
+//! Two paths call the same per-computation functions: [`run`] (stateless,
+//! on a parsed module) and [`run_in`] / [`run_loaded`] (through the
+//! incremental [`db::Database`], whose per-computation queries cover every
+//! step from parse to print, so that a re-run redoes only what an edit
+//! touched). `tests/session_equivalence.rs` checks that both give the same
+//! text, reports and errors on every testdata module; making the stateless
+//! run a run on a fresh database waits until that is as fast.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use db::Database;
-use hlo::{Module, Opcode, ParseError};
+use hlo::{Module, ParseError};
 use target::TargetSpec;
 
 pub use layout_assignment::Report as AssignmentReport;
@@ -83,30 +87,7 @@ pub struct Timing {
     pub duration: Duration,
 }
 
-/// Counts over the output module.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct ModuleStats {
-    /// Instructions in every computation.
-    pub instructions: usize,
-    /// `copy` instructions.
-    pub copies: usize,
-    /// `bitcast` instructions.
-    pub bitcasts: usize,
-    /// `transpose` instructions.
-    pub transposes: usize,
-    /// Bytes written by copies the pass inserted.
-    pub copy_bytes: u64,
-    /// Bytes written by transposes and reshapes that are not bitcasts.
-    pub movement_bytes: u64,
-    /// Tile padding in the buffers of every array value, in bytes.
-    pub padding_bytes: u64,
-    /// Bytes of the buffers of every array value, padding included
-    /// (counted once per buffer, as `padding_bytes`).
-    pub storage_bytes: u64,
-    /// Bytes of the elements of those buffers: `storage_bytes` without
-    /// the padding.
-    pub logical_bytes: u64,
-}
+pub use db::pipeline::ModuleStats;
 
 /// What a run produced besides the text.
 #[derive(Clone, Debug, Default)]
@@ -132,10 +113,16 @@ pub struct PipelineReport {
 pub struct Output {
     /// The output module as canonical HLO text.
     pub text: String,
-    /// The output module.
-    pub module: Module,
     /// The report.
     pub report: PipelineReport,
+}
+
+impl Output {
+    /// The output module, parsed back from its text (canonical text
+    /// parses to the module it was printed from).
+    pub fn module(&self) -> Result<Module, ParseError> {
+        hlo::parse_module(&self.text, &self.report.module)
+    }
 }
 
 /// Why a run failed.
@@ -163,9 +150,9 @@ pub enum PipelineError {
 
 /// Runs the pipeline on a module's text, statelessly.
 ///
-/// This calls the same per-computation functions as a database run, in the
-/// same order, without the bookkeeping incremental work needs; a test
-/// checks that both give byte-identical output.
+/// This calls the same per-computation functions as a database run,
+/// without the bookkeeping incremental work needs;
+/// `tests/session_equivalence.rs` checks that both give the same output.
 pub fn run(text: &str, file_name: &str, opts: &Options) -> Result<Output, PipelineError> {
     on_pool(|| run_here(text, file_name, opts))
 }
@@ -237,7 +224,7 @@ fn run_in_here(db: &mut Database, text: &str, file_name: &str, opts: &Options) -
 /// Unlike [`run`] and [`run_in`], this runs on the caller's thread: a
 /// database cannot be shared between threads. Its parallel steps run on
 /// rayon's global pool.
-pub fn run_loaded(db: &Database, opts: &Options) -> Result<Output, PipelineError> {
+pub fn run_loaded(db: &mut Database, opts: &Options) -> Result<Output, PipelineError> {
     let mut timings = Vec::new();
     finish(db, opts, Instant::now(), &mut timings)
 }
@@ -266,6 +253,12 @@ pub fn check_loaded_input(db: &Database) -> Result<(), PipelineError> {
 /// output verifier proves every bitcast keeps each element where it is; a
 /// bitcast that does not, under its own layouts, is the user's error.
 fn input_bitcast_problems(module: &Module) -> Vec<hlo::VerifyError> {
+    module.computations.iter().flat_map(computation_bitcast_problems).collect()
+}
+
+/// The bitcasts of one computation that move bytes (see
+/// `input_bitcast_problems`).
+fn computation_bitcast_problems(comp: &hlo::Computation) -> Vec<hlo::VerifyError> {
     let plain = |a: &shape::ArrayShape| {
         let mut a = a.clone();
         if a.layout.is_none() {
@@ -274,20 +267,18 @@ fn input_bitcast_problems(module: &Module) -> Vec<hlo::VerifyError> {
         a
     };
     let mut problems = Vec::new();
-    for comp in &module.computations {
-        for (id, inst) in comp.instructions() {
-            if inst.opcode != hlo::Opcode::Bitcast {
-                continue;
-            }
-            let (Some(&o), Some(to)) = (comp.operands(id).first(), inst.shape.as_array()) else { continue };
-            let Some(from) = comp.inst(o).shape.as_array() else { continue };
-            if let Err(why) = layout_assignment::prove_bitcast(&plain(from), &plain(to)) {
-                problems.push(hlo::VerifyError {
-                    computation: comp.name.clone(),
-                    instruction: Some(inst.name.clone()),
-                    message: format!("{why}; an input bitcast must keep every element where it is"),
-                });
-            }
+    for (id, inst) in comp.instructions() {
+        if inst.opcode != hlo::Opcode::Bitcast {
+            continue;
+        }
+        let (Some(&o), Some(to)) = (comp.operands(id).first(), inst.shape.as_array()) else { continue };
+        let Some(from) = comp.inst(o).shape.as_array() else { continue };
+        if let Err(why) = layout_assignment::prove_bitcast(&plain(from), &plain(to)) {
+            problems.push(hlo::VerifyError {
+                computation: comp.name.clone(),
+                instruction: Some(inst.name.clone()),
+                message: format!("{why}; an input bitcast must keep every element where it is"),
+            });
         }
     }
     problems
@@ -308,32 +299,158 @@ fn verify_input(module: &Module, located: &dyn Fn(&hlo::VerifyError) -> String) 
     }
 }
 
-fn finish(db: &Database, opts: &Options, start: Instant, timings: &mut Vec<Timing>) -> Result<Output, PipelineError> {
-    // Always, as in `run`. The database keeps the parsed module; checking
-    // it costs no parse.
-    {
-        let t = Instant::now();
-        check_loaded_input(db)?;
-        timings.push(Timing { step: "verify-input", duration: t.elapsed() });
-    }
+fn finish(db: &mut Database, opts: &Options, start: Instant, timings: &mut Vec<Timing>) -> Result<Output, PipelineError> {
+    use db::pipeline;
+    let Some(m) = db.module() else { return Err(PipelineError::Assign("no module is loaded".into())) };
     let assign = opts.passes.contains(&PassName::LayoutAssignment);
-    let (module, assignment) = if assign {
-        let (module, assignments) = db.assigned_module().map_err(|e| match e {
-            db::AssignError::Parse(p) => PipelineError::Parse(p),
-            other => PipelineError::Assign(other.to_string()),
-        })?;
-        timings.push(Timing { step: "parse+layout-assignment", duration: start.elapsed() });
+    let steps = pipeline::Steps { assign, relayout: opts.passes.contains(&PassName::Relayout), expand_relayouts: opts.expand_relayouts };
+    db.set_steps(steps).map_err(|e| PipelineError::Assign(e.to_string()))?;
+    let out = assemble(db, m, opts, steps, start, timings);
+    db.release_intermediates();
+    out
+}
+
+/// The output of the module `m` loaded in `db`, from its computations'
+/// parts: problems, reports, counts and texts.
+fn assemble(
+    db: &Database,
+    m: db::SourceModule,
+    opts: &Options,
+    steps: db::pipeline::Steps,
+    start: Instant,
+    timings: &mut Vec<Timing>,
+) -> Result<Output, PipelineError> {
+    use db::pipeline;
+    let assign = steps.assign;
+    let comps = m.computations(db).clone();
+    // Computations are parsed side by side; what is already parsed is
+    // only looked up.
+    each_computation(db, &comps, |db, c| {
+        let _ = db::parsed(db, c);
+    });
+    // Parse errors first, in computation order, at their place in the file.
+    for &c in &comps {
+        if let Err(e) = &db::parsed(db, c).result {
+            return Err(PipelineError::Parse(Box::new(db::absolute(e, c, db, m))));
+        }
+    }
+    timings.push(Timing { step: "parse", duration: start.elapsed() });
+    // Always, as in `run`: the module-wide checks, then each computation's.
+    let t = Instant::now();
+    each_computation(db, &comps, |db, c| {
+        let _ = pipeline::input_problems(db, c);
+    });
+    let mut problems = pipeline::input_module_problems(db, m).clone();
+    for &c in &comps {
+        problems.extend(pipeline::input_problems(db, c).iter().cloned());
+    }
+    // As in `verify_input`: bitcasts that move bytes, once the module is
+    // otherwise well formed.
+    if problems.is_empty() {
+        for &c in &comps {
+            if let Ok(comp) = &db::parsed(db, c).result {
+                problems.extend(computation_bitcast_problems(comp));
+            }
+        }
+    }
+    if !problems.is_empty() {
+        return Err(PipelineError::InvalidInput(problems.iter().map(|p| db.located(p)).collect()));
+    }
+    timings.push(Timing { step: "verify-input", duration: t.elapsed() });
+    if assign {
         let t = Instant::now();
-        let mut module = module;
-        let report = layout_assignment::apply_module(&mut module, &assignments);
-        timings.push(Timing { step: "apply", duration: t.elapsed() });
-        (module, Some(report))
-    } else {
-        let (module, _) = db.assigned_module().map_err(|e| PipelineError::Assign(e.to_string()))?;
-        timings.push(Timing { step: "parse", duration: start.elapsed() });
-        (module, None)
+        db.warm(m);
+        for &c in &comps {
+            if let Err(e) = db::final_assignment(db, c) {
+                return Err(match e {
+                    db::AssignError::Parse(p) => PipelineError::Parse(Box::new(db::absolute(p, c, db, m))),
+                    other => PipelineError::Assign(other.to_string()),
+                });
+            }
+        }
+        timings.push(Timing { step: "layout-assignment", duration: t.elapsed() });
+    }
+    let t = Instant::now();
+    // Each computation's steps after assignment depend on no other
+    // computation's but through signatures: they run side by side, and
+    // the parts are then joined in computation order.
+    each_computation(db, &comps, |db, c| {
+        let _ = pipeline::rewrites(db, c);
+        let _ = pipeline::assignment_part(db, c);
+        if opts.verify {
+            let _ = pipeline::output_problems(db, c);
+        }
+        let _ = pipeline::printed(db, c);
+        let _ = pipeline::counted(db, c);
+    });
+    let mut rewrites = Vec::new();
+    for &c in &comps {
+        match pipeline::rewrites(db, c) {
+            Ok(r) => rewrites.extend(r.iter().cloned()),
+            Err(e) => return Err(PipelineError::Relayout(e.to_string())),
+        }
+    }
+    let relayout = steps.relayout.then_some(RelayoutReport { rewrites });
+    let assignment = assign.then(|| {
+        let mut report = AssignmentReport::default();
+        for &c in &comps {
+            if let Some(part) = pipeline::assignment_part(db, c) {
+                report.extend(AssignmentReport::clone(part));
+            }
+        }
+        let (layout, tiled) = pipeline::output_entry_layout(db, m);
+        report.tiled_entry = tiled.clone();
+        report.entry_layout = Some(layout.clone());
+        report
+    });
+    timings.push(Timing { step: "apply+relayout", duration: t.elapsed() });
+    if opts.verify {
+        let t = Instant::now();
+        let mut structural = pipeline::output_module_problems(db, m).clone();
+        let mut layouts = Vec::new();
+        for &c in &comps {
+            let (s, l) = pipeline::output_problems(db, c);
+            structural.extend(s.iter().cloned());
+            layouts.extend(l.iter().cloned());
+        }
+        timings.push(Timing { step: "verify", duration: t.elapsed() });
+        let problems = if structural.is_empty() { layouts } else { structural };
+        if !problems.is_empty() {
+            return Err(PipelineError::Verify(problems.iter().map(ToString::to_string).collect()));
+        }
+    }
+    let t = Instant::now();
+    let header = pipeline::printed_header(db, m);
+    let parts: Vec<&String> = comps.iter().map(|&c| pipeline::printed(db, c)).collect();
+    let mut text = String::with_capacity(header.len() + parts.iter().map(|p| p.len()).sum::<usize>());
+    text.push_str(header);
+    for p in parts {
+        text.push_str(p);
+    }
+    let mut stats = ModuleStats::default();
+    for &c in &comps {
+        stats.add(pipeline::counted(db, c));
+    }
+    timings.push(Timing { step: "print", duration: t.elapsed() });
+    let report = PipelineReport {
+        module: m.header(db).name.clone(),
+        target: opts.target.name.clone(),
+        passes: opts.passes.iter().map(|p| p.name()).collect(),
+        assignment,
+        relayout,
+        stats,
+        timings: std::mem::take(timings),
     };
-    finish_module(module, assignment, opts, std::mem::take(timings))
+    Ok(Output { text, report })
+}
+
+/// Runs `step` for every computation of `comps`, on all cores, each
+/// thread with its own handle on the database (salsa then computes each
+/// query once, whichever thread asks first, and the others wait for it).
+/// The results stay in the database, to be read in order.
+fn each_computation(db: &Database, comps: &[db::SourceComputation], step: impl Fn(&Database, db::SourceComputation) + Sync) {
+    use rayon::prelude::*;
+    comps.par_iter().for_each_with(db.clone(), |db, &c| step(db, c));
 }
 
 /// Verifies, prints and reports an assigned module.
@@ -390,87 +507,13 @@ fn finish_module(
         stats,
         timings: std::mem::take(timings),
     };
-    Ok(Output { text, module, report })
+    Ok(Output { text, report })
 }
 
 /// Counts copies, bitcasts, transposes, padding and the bytes moved over a
-/// module, from the module alone.
-///
-/// Bytes moved are what the output's own instructions move because of
-/// layouts: every `copy` whose result is laid out otherwise than its
-/// operand (`copy_bytes`), and every `transpose` or `reshape` that is not
-/// a bitcast under the exact algebra (`movement_bytes`); each counts the
-/// bytes of its result's buffer. This is independent of the passes'
-/// records: a test checks that both agree on every bundled module.
+/// module, from the module alone (see [`ModuleStats::of`]).
 pub fn stats(module: &Module, _assignment: Option<&AssignmentReport>) -> ModuleStats {
-    let mut s = ModuleStats::default();
-    for (id, comp) in module.computation_ids().zip(&module.computations) {
-        for (_, inst) in comp.instructions() {
-            s.instructions += 1;
-            match inst.opcode {
-                Opcode::Copy => s.copies += 1,
-                Opcode::Bitcast => s.bitcasts += 1,
-                Opcode::Transpose => s.transposes += 1,
-                _ => {}
-            }
-            let (copied, moved) = moved_bytes(comp, inst);
-            s.copy_bytes += copied;
-            s.movement_bytes += moved;
-            // Padding is counted once per buffer: bitcasts, tuples and
-            // get-tuple-elements alias buffers defined elsewhere, and so do
-            // the parameters of called computations.
-            let aliases = matches!(
-                inst.opcode,
-                Opcode::Bitcast | Opcode::Tuple | Opcode::GetTupleElement | Opcode::OptimizationBarrier | Opcode::AddDependency | Opcode::Domain
-            ) || (inst.opcode == Opcode::Parameter && id != module.entry);
-            if aliases {
-                continue;
-            }
-            inst.shape.for_each_array(&mut |_, a| {
-                if a.layout.is_some()
-                    && let Ok(z) = shape::storage_size(a)
-                {
-                    let logical = (u128::from(z.elements) * u128::from(z.element_bits)).div_ceil(8) as u64;
-                    s.padding_bytes += (z.slots - z.elements) * z.element_bits / 8;
-                    s.storage_bytes += z.bytes;
-                    s.logical_bytes += logical;
-                }
-            });
-        }
-    }
-    s
-}
-
-/// The bytes one instruction moves because of layouts, as (copied, moved
-/// by a transpose or reshape): its result's buffer when it is a copy
-/// between two layouts, or a transpose or reshape that is not a bitcast.
-fn moved_bytes(comp: &hlo::Computation, inst: &hlo::Instruction) -> (u64, u64) {
-    let (Some(out), Some(&op)) = (inst.shape.as_array(), inst.operands().first()) else { return (0, 0) };
-    let Some(operand) = comp.inst(op).shape.as_array() else { return (0, 0) };
-    let (Some(lo), Some(lr)) = (&operand.layout, &out.layout) else { return (0, 0) };
-    let bytes = || shape::storage_size(out).map_or(0, |z| z.bytes);
-    let verdict = match inst.opcode {
-        // A copy between two layouts that keep every byte in place moves
-        // nothing because of layouts (relayout makes it a bitcast).
-        Opcode::Copy if lo == lr => return (0, 0),
-        Opcode::Copy => match shape::layout_change_is_bitcast(operand, out) {
-            Ok(v) if v.bitcast => return (0, 0),
-            _ => return (bytes(), 0),
-        },
-        Opcode::Transpose => match inst.attrs.ints(hlo::KnownAttr::Dimensions) {
-            Some(dims) => {
-                let dims: Vec<usize> = dims.iter().map(|&d| d as usize).collect();
-                shape::transpose_is_bitcast(operand, out, &dims)
-            }
-            None => return (0, 0),
-        },
-        Opcode::Reshape => shape::reshape_is_bitcast(operand, out),
-        _ => return (0, 0),
-    };
-    match verdict {
-        Ok(v) if v.bitcast => (0, 0),
-        _ => (0, bytes()),
-    }
+    ModuleStats::of(module)
 }
 
 /// What [`picture`] draws.
@@ -590,11 +633,11 @@ ENTRY %main (x: f32[2,3,4], y: f32[4,6]) -> (f32[6,4], f32[4,6]) {
     #[test]
     fn pictures_of_named_computations() {
         let out = run(TEXT, "t.hlo", &opts(PassName::all())).expect("run");
-        let dot = picture(&out.module, None, PictureKind::Dot).expect("dot");
+        let dot = picture(&out.module().expect("parses"), None, PictureKind::Dot).expect("dot");
         assert!(dot.starts_with("digraph \"main\""));
-        let svg = picture(&out.module, Some("%main"), PictureKind::Svg).expect("svg");
+        let svg = picture(&out.module().expect("parses"), Some("%main"), PictureKind::Svg).expect("svg");
         assert!(svg.starts_with("<svg"));
-        let err = picture(&out.module, Some("nope"), PictureKind::Dot).expect_err("unknown");
+        let err = picture(&out.module().expect("parses"), Some("nope"), PictureKind::Dot).expect_err("unknown");
         assert!(err.contains("no computation named 'nope'"), "{err}");
     }
 }

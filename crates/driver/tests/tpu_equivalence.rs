@@ -24,7 +24,7 @@ fn check(target_name: &str) {
         let before = hlo::parse_module(&text, &name).unwrap_or_else(|e| panic!("{name}: {e:?}"));
         // Verification of the output is on: a problem fails the run.
         let out = driver::run(&text, &name, &opts).unwrap_or_else(|e| panic!("{name} on {target_name}: {e}"));
-        let report = interp::check_equivalent(&before, &out.module, &[7], &interp::Limits::default())
+        let report = interp::check_equivalent(&before, &out.module().expect("the output parses"), &[7], &interp::Limits::default())
             .unwrap_or_else(|e| panic!("{name} on {target_name}: the output is not equivalent to the input:\n{e}"));
         assert!(report.elements_compared > 0, "{name} on {target_name}: nothing compared");
         eprintln!("{name} on {target_name}: {:.2?}, {} work units", t.elapsed(), report.work_after);

@@ -21,6 +21,7 @@ mod outline;
 mod parse;
 mod print;
 mod verify;
+mod view;
 
 pub use attrs::{
     Attr, AttrKey, AttrValue, Attrs, ConvDimLabels, KnownAttr, OperandAlias, PadDim, SliceDim,
@@ -40,9 +41,14 @@ pub use parse::{
 };
 pub use petgraph;
 pub use print::{
-    print_module, write_attr_value, write_computation, write_instruction, write_module, write_shape,
+    print_header, print_module, write_attr_value, write_computation, write_computation_in, write_instruction, write_module,
+    write_shape,
 };
-pub use verify::{VerifyError, uses_before_definition, verify_module};
+pub use verify::{
+    VerifyError, uses_before_definition, verify_computation, verify_entry_layout, verify_module, verify_module_checks,
+    verify_names,
+};
+pub use view::ModuleView;
 
 /// `text` without its leading `//` comment lines (and blank lines after
 /// one of them), such as the `// RUN:` lines of a golden test. The parser

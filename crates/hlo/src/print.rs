@@ -26,6 +26,7 @@ use std::fmt::Write as _;
 use shape::{ArrayShape, Layout, Shape};
 
 use crate::parse::attr_group;
+use crate::view::ModuleView;
 use crate::{
     AttrKey, AttrValue, CompId, Computation, InstId, Instruction, KnownAttr, Module, Payload,
 };
@@ -34,6 +35,17 @@ use crate::{
 pub fn print_module(module: &Module) -> String {
     let mut out = String::new();
     write_module(&mut out, module);
+    out
+}
+
+/// The module's header line and debug tables, with the blank line after
+/// them: the text before its first computation. A module's text is this
+/// followed by each computation's text ([`write_computation_in`]) and a
+/// blank line.
+pub fn print_header(module: &Module) -> String {
+    let mut out = String::new();
+    write_header(&mut out, module);
+    write_tables(&mut out, module);
     out
 }
 
@@ -317,14 +329,21 @@ pub fn write_computation(out: &mut String, module: &Module, id: CompId) {
     let Some(comp) = module.computations.get(id.index()) else {
         return;
     };
-    write_computation_head(out, module, comp, id);
-    write_instruction_lines(out, module, comp, comp.schedule());
+    write_computation_in(out, module, id, comp);
+}
+
+/// [`write_computation`] for a computation `comp` with id `id` in the
+/// module `view` shows (which needs only the names of the computations
+/// `comp` calls, and the entry).
+pub fn write_computation_in(out: &mut String, view: &dyn ModuleView, id: CompId, comp: &Computation) {
+    write_computation_head(out, view, comp, id);
+    write_instruction_lines(out, view, comp, comp.schedule());
     write_computation_tail(out, comp);
 }
 
 /// A computation's first line: `[ENTRY ]%name (p: shape, ...) -> shape {`.
-fn write_computation_head(out: &mut String, module: &Module, comp: &Computation, id: CompId) {
-    if module.entry == id {
+fn write_computation_head(out: &mut String, view: &dyn ModuleView, comp: &Computation, id: CompId) {
+    if view.entry() == id {
         out.push_str("ENTRY ");
     }
     out.push('%');
@@ -348,14 +367,14 @@ fn write_computation_head(out: &mut String, module: &Module, comp: &Computation,
 }
 
 /// The lines of the instructions `ids`, indented, the root marked.
-fn write_instruction_lines(out: &mut String, module: &Module, comp: &Computation, ids: &[InstId]) {
+fn write_instruction_lines(out: &mut String, view: &dyn ModuleView, comp: &Computation, ids: &[InstId]) {
     let root = comp.root();
     for &inst_id in ids {
         out.push_str("  ");
         if root == Some(inst_id) {
             out.push_str("ROOT ");
         }
-        write_instruction(out, module, comp, inst_id);
+        write_instruction(out, view, comp, inst_id);
         out.push('\n');
     }
 }
@@ -372,7 +391,7 @@ fn write_computation_tail(out: &mut String, comp: &Computation) {
 
 /// Appends one instruction as `%name = shape opcode(operands), attrs`
 /// (no indentation, no `ROOT`, no newline).
-pub fn write_instruction(out: &mut String, module: &Module, comp: &Computation, id: InstId) {
+pub fn write_instruction(out: &mut String, view: &dyn ModuleView, comp: &Computation, id: InstId) {
     let Some(inst) = comp.get(id) else {
         return;
     };
@@ -401,7 +420,7 @@ pub fn write_instruction(out: &mut String, module: &Module, comp: &Computation, 
         }
     }
     out.push(')');
-    write_attrs(out, module, comp, inst);
+    write_attrs(out, view, comp, inst);
 }
 
 fn write_name_of(out: &mut String, comp: &Computation, id: InstId) {
@@ -414,7 +433,7 @@ fn write_name_of(out: &mut String, comp: &Computation, id: InstId) {
     }
 }
 
-fn write_attrs(out: &mut String, module: &Module, comp: &Computation, inst: &Instruction) {
+fn write_attrs(out: &mut String, view: &dyn ModuleView, comp: &Computation, inst: &Instruction) {
     let attrs = &inst.attrs.0;
     let control = inst.control_predecessors();
     if attrs.is_sorted_by_key(|a| attr_group(&a.key)) {
@@ -424,7 +443,7 @@ fn write_attrs(out: &mut String, module: &Module, comp: &Computation, inst: &Ins
                 write_control(out, comp, control);
                 control_done = true;
             }
-            write_attr(out, module, &a.key, &a.value);
+            write_attr(out, view, &a.key, &a.value);
         }
         if !control_done {
             write_control(out, comp, control);
@@ -437,7 +456,7 @@ fn write_attrs(out: &mut String, module: &Module, comp: &Computation, inst: &Ins
                 write_control(out, comp, control);
             }
             for a in attrs.iter().filter(|a| attr_group(&a.key) == group) {
-                write_attr(out, module, &a.key, &a.value);
+                write_attr(out, view, &a.key, &a.value);
             }
         }
     }
@@ -485,30 +504,30 @@ pub(crate) fn attr_is_default(key: &AttrKey, value: &AttrValue) -> bool {
     }
 }
 
-fn write_attr(out: &mut String, module: &Module, key: &AttrKey, value: &AttrValue) {
+fn write_attr(out: &mut String, view: &dyn ModuleView, key: &AttrKey, value: &AttrValue) {
     if attr_is_default(key, value) {
         return;
     }
     out.push_str(", ");
     out.push_str(key.name());
     out.push('=');
-    write_attr_value(out, module, value);
+    write_attr_value(out, view, value);
 }
 
 /// Appends an attribute value in XLA's canonical form.
-pub fn write_attr_value(out: &mut String, module: &Module, value: &AttrValue) {
+pub fn write_attr_value(out: &mut String, view: &dyn ModuleView, value: &AttrValue) {
     match value {
         AttrValue::Ints(v) => write_int_list(out, v),
         AttrValue::Int(v) => push_int(out, *v),
         AttrValue::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
-        AttrValue::Computation(c) => write_comp_name(out, module, *c),
+        AttrValue::Computation(c) => write_comp_name(out, view, *c),
         AttrValue::Computations(cs) => {
             out.push('{');
             for (i, c) in cs.iter().enumerate() {
                 if i > 0 {
                     out.push_str(", ");
                 }
-                write_comp_name(out, module, *c);
+                write_comp_name(out, view, *c);
             }
             out.push('}');
         }
@@ -584,9 +603,9 @@ pub fn write_attr_value(out: &mut String, module: &Module, value: &AttrValue) {
     }
 }
 
-fn write_comp_name(out: &mut String, module: &Module, id: CompId) {
+fn write_comp_name(out: &mut String, view: &dyn ModuleView, id: CompId) {
     out.push('%');
-    match module.computations.get(id.index()) {
+    match view.callee(id) {
         Some(c) => out.push_str(&c.name),
         None => {
             out.push_str("invalid_computation_");

@@ -13,6 +13,7 @@ use rustc_hash::{FxHashMap, FxHashSet};
 
 use shape::{ArrayShape, PrimitiveType, Shape};
 
+use crate::view::ModuleView;
 use crate::{AttrValue, CompId, Computation, InstId, Instruction, KnownAttr, Module, Opcode};
 
 /// One problem found by [`verify_module`].
@@ -80,13 +81,15 @@ pub fn verify_module(module: &Module) -> Vec<VerifyError> {
 /// large computation in runs of `grain` instructions.
 fn verify_module_from(module: &Module, parallel_from: usize, grain: usize) -> Vec<VerifyError> {
     let grain = grain.max(1);
-    let mut v = Verifier { module, errors: Vec::new(), parallel_from, grain };
-    if module.instruction_count() < parallel_from {
-        v.module_checks();
+    let total = module.instruction_count();
+    if total < parallel_from {
+        let mut errors = verify_module_checks(module);
+        let mut v = Verifier { view: module, errors: Vec::new(), total, parallel_from, grain };
         for (i, comp) in module.computations.iter().enumerate() {
             v.computation(CompId(i as u32), comp);
         }
-        return v.errors;
+        errors.extend(v.errors);
+        return errors;
     }
     // A large module is checked on all cores: the module-wide checks (a
     // pass over every instruction name) beside the computations, these in
@@ -95,17 +98,14 @@ fn verify_module_from(module: &Module, parallel_from: usize, grain: usize) -> Ve
     // sooner.
     use rayon::prelude::*;
     let (mut errors, parts) = rayon::join(
-        || {
-            v.module_checks();
-            v.errors
-        },
+        || verify_module_checks(module),
         || {
             module
                 .computations
                 .par_iter()
                 .enumerate()
                 .map(|(i, comp)| {
-                    let mut part = Verifier { module, errors: Vec::new(), parallel_from, grain };
+                    let mut part = Verifier { view: module, errors: Vec::new(), total, parallel_from, grain };
                     part.computation(CompId(i as u32), comp);
                     part.errors
                 })
@@ -113,6 +113,124 @@ fn verify_module_from(module: &Module, parallel_from: usize, grain: usize) -> Ve
         },
     );
     errors.extend(parts.into_iter().flatten());
+    errors
+}
+
+/// The checks of one computation `comp` (id `id`) of the module `view`
+/// shows, which gives it the signatures of the computations it calls: what
+/// [`verify_module`] reports for it beside the module-wide checks
+/// ([`verify_module_checks`]). A large computation is checked in parallel.
+pub fn verify_computation(view: &dyn ModuleView, id: CompId, comp: &Computation) -> Vec<VerifyError> {
+    let mut v = Verifier { view, errors: Vec::new(), total: comp.len(), parallel_from: PARALLEL_VERIFY_INSTRUCTIONS, grain: VERIFY_GRAIN };
+    v.computation(id, comp);
+    v.errors
+}
+
+/// The checks of a module as a whole: unique computation and instruction
+/// names, and the entry computation layout against the entry computation.
+pub fn verify_module_checks(module: &Module) -> Vec<VerifyError> {
+    let names = module.computations.iter().map(|c| (c.name.as_str(), c.instructions().map(|(_, i)| i.name.as_str())));
+    let mut errors = verify_names(names, module.instruction_count());
+    match module.computations.get(module.entry.index()) {
+        Some(entry) => errors.extend(verify_entry_layout(entry, &module.entry_computation_layout)),
+        None => errors.push(VerifyError {
+            computation: String::new(),
+            instruction: None,
+            message: format!(
+                "the entry computation id {} is out of range ({} computations)",
+                module.entry.0,
+                module.computations.len()
+            ),
+        }),
+    }
+    errors
+}
+
+/// Unique names: every computation's, and every instruction's across the
+/// module. `computations` gives each computation's name and its
+/// instructions' names in order; `instructions` is a size hint.
+pub fn verify_names<'a, I: Iterator<Item = &'a str>>(
+    computations: impl Iterator<Item = (&'a str, I)> + Clone,
+    instructions: usize,
+) -> Vec<VerifyError> {
+    let mut errors = Vec::new();
+    let mut comp_names = FxHashSet::default();
+    for (c, _) in computations.clone() {
+        if !comp_names.insert(c) {
+            errors.push(VerifyError { computation: String::new(), instruction: None, message: format!("computation name %{c} is used twice") });
+        }
+    }
+    let mut inst_names: FxHashMap<&str, &str> = FxHashMap::default();
+    inst_names.reserve(instructions);
+    for (c, insts) in computations {
+        for inst in insts {
+            if let Some(first) = inst_names.insert(inst, c) {
+                errors.push(VerifyError {
+                    computation: c.to_string(),
+                    instruction: Some(inst.to_string()),
+                    message: format!("instruction name %{inst} is already used in computation %{first}"),
+                });
+            }
+        }
+    }
+    errors
+}
+
+/// The entry computation layout against the entry computation: valid
+/// layouts, and the parameters' and root's logical shapes.
+pub fn verify_entry_layout(entry: &Computation, layout: &crate::ComputationLayout) -> Vec<VerifyError> {
+    let mut errors = Vec::new();
+    let mut module_error = |message: String| errors.push(VerifyError { computation: String::new(), instruction: None, message });
+    let params = entry.parameters();
+    // A leaf equal to the instruction's shape is checked with the
+    // instruction; report only the layouts the header adds.
+    for (i, s) in layout.parameters.iter().enumerate() {
+        let same = params.get(i).is_some_and(|&p| &entry.inst(p).shape == s);
+        if let (false, Err(e)) = (same, s.validate()) {
+            module_error(format!(
+                "entry_computation_layout parameter {i} {}: {e}",
+                show(s)
+            ));
+        }
+    }
+    let root_same =
+        entry.root().and_then(|r| entry.get(r)).is_some_and(|r| r.shape == layout.result);
+    if let (false, Err(e)) = (root_same, layout.result.validate()) {
+        module_error(format!(
+            "entry_computation_layout result {}: {e}",
+            show(&layout.result)
+        ));
+    }
+    if params.len() != layout.parameters.len() {
+        module_error(format!(
+            "entry_computation_layout has {} parameters but the entry computation %{} has {}",
+            layout.parameters.len(),
+            entry.name,
+            params.len()
+        ));
+    } else {
+        for (i, (&p, s)) in params.iter().zip(&layout.parameters).enumerate() {
+            let actual = &entry.inst(p).shape;
+            if !actual.same_logical_shape(s) {
+                module_error(format!(
+                    "entry_computation_layout parameter {i} is {} but parameter %{} is {}",
+                    s.display_without_layout(),
+                    entry.inst(p).name,
+                    actual.display_without_layout()
+                ));
+            }
+        }
+    }
+    if let Some(root) = entry.root().and_then(|r| entry.get(r))
+        && !root.shape.same_logical_shape(&layout.result)
+    {
+        module_error(format!(
+            "entry_computation_layout result is {} but the entry root %{} is {}",
+            layout.result.display_without_layout(),
+            root.name,
+            root.shape.display_without_layout()
+        ));
+    }
     errors
 }
 
@@ -166,7 +284,10 @@ fn schedule_is_topological(comp: &Computation) -> bool {
 }
 
 struct Verifier<'m> {
-    module: &'m Module,
+    /// The module around the computations checked.
+    view: &'m dyn ModuleView,
+    /// Instructions in what is checked: large enough, in parallel.
+    total: usize,
     errors: Vec<VerifyError>,
     /// From how many instructions in the module checks run in parallel.
     parallel_from: usize,
@@ -199,10 +320,6 @@ fn is_scalar(s: &Shape) -> bool {
 }
 
 impl<'m> Verifier<'m> {
-    fn module_error(&mut self, message: String) {
-        self.errors.push(VerifyError { computation: String::new(), instruction: None, message });
-    }
-
     fn comp_error(&mut self, comp: &Computation, message: String) {
         self.errors.push(VerifyError {
             computation: comp.name.clone(),
@@ -217,89 +334,6 @@ impl<'m> Verifier<'m> {
             instruction: Some(inst.name.clone()),
             message,
         });
-    }
-
-    fn module_checks(&mut self) {
-        let m = self.module;
-        let mut comp_names = FxHashSet::default();
-        comp_names.reserve(m.computations.len());
-        for c in &m.computations {
-            if !comp_names.insert(c.name.as_str()) {
-                self.module_error(format!("computation name %{} is used twice", c.name));
-            }
-        }
-        let mut inst_names: FxHashMap<&str, &str> = FxHashMap::default();
-        inst_names.reserve(m.instruction_count());
-        for c in &m.computations {
-            for (_, inst) in c.instructions() {
-                if let Some(first) = inst_names.insert(inst.name.as_str(), c.name.as_str()) {
-                    let message = format!(
-                        "instruction name %{} is already used in computation %{first}",
-                        inst.name
-                    );
-                    self.error(c, inst, message);
-                }
-            }
-        }
-        let Some(entry) = m.computations.get(m.entry.index()) else {
-            self.module_error(format!(
-                "the entry computation id {} is out of range ({} computations)",
-                m.entry.0,
-                m.computations.len()
-            ));
-            return;
-        };
-        let layout = &m.entry_computation_layout;
-        let params = entry.parameters();
-        // A leaf equal to the instruction's shape is checked with the
-        // instruction; report only the layouts the header adds.
-        for (i, s) in layout.parameters.iter().enumerate() {
-            let same = params.get(i).is_some_and(|&p| &entry.inst(p).shape == s);
-            if let (false, Err(e)) = (same, s.validate()) {
-                self.module_error(format!(
-                    "entry_computation_layout parameter {i} {}: {e}",
-                    show(s)
-                ));
-            }
-        }
-        let root_same =
-            entry.root().and_then(|r| entry.get(r)).is_some_and(|r| r.shape == layout.result);
-        if let (false, Err(e)) = (root_same, layout.result.validate()) {
-            self.module_error(format!(
-                "entry_computation_layout result {}: {e}",
-                show(&layout.result)
-            ));
-        }
-        if params.len() != layout.parameters.len() {
-            self.module_error(format!(
-                "entry_computation_layout has {} parameters but the entry computation %{} has {}",
-                layout.parameters.len(),
-                entry.name,
-                params.len()
-            ));
-        } else {
-            for (i, (&p, s)) in params.iter().zip(&layout.parameters).enumerate() {
-                let actual = &entry.inst(p).shape;
-                if !actual.same_logical_shape(s) {
-                    self.module_error(format!(
-                        "entry_computation_layout parameter {i} is {} but parameter %{} is {}",
-                        s.display_without_layout(),
-                        entry.inst(p).name,
-                        actual.display_without_layout()
-                    ));
-                }
-            }
-        }
-        if let Some(root) = entry.root().and_then(|r| entry.get(r))
-            && !root.shape.same_logical_shape(&layout.result)
-        {
-            self.module_error(format!(
-                "entry_computation_layout result is {} but the entry root %{} is {}",
-                layout.result.display_without_layout(),
-                root.name,
-                root.shape.display_without_layout()
-            ));
-        }
     }
 
     fn computation(&mut self, id: CompId, comp: &Computation) {
@@ -340,7 +374,7 @@ impl<'m> Verifier<'m> {
                     );
             }
         }
-        if self.module.is_scheduled {
+        if self.view.is_scheduled() {
             let position: FxHashMap<InstId, usize> =
                 comp.schedule().iter().enumerate().map(|(i, &id)| (id, i)).collect();
             for (i, (_, inst)) in comp.instructions().enumerate() {
@@ -357,16 +391,16 @@ impl<'m> Verifier<'m> {
         }
         let _ = id;
         let schedule = comp.schedule();
-        if schedule.len() < 2 * self.grain || self.module.instruction_count() < self.parallel_from {
+        if schedule.len() < 2 * self.grain || self.total < self.parallel_from {
             self.instructions(comp, schedule);
             return;
         }
         use rayon::prelude::*;
-        let (module, parallel_from, grain) = (self.module, self.parallel_from, self.grain);
+        let (view, total, parallel_from, grain) = (self.view, self.total, self.parallel_from, self.grain);
         let parts: Vec<Vec<VerifyError>> = schedule
             .par_chunks(grain)
             .map(|run| {
-                let mut part = Verifier { module, errors: Vec::new(), parallel_from, grain };
+                let mut part = Verifier { view, errors: Vec::new(), total, parallel_from, grain };
                 part.instructions(comp, run);
                 part.errors
             })
@@ -384,7 +418,7 @@ impl<'m> Verifier<'m> {
     }
 
     fn called(&self, id: CompId) -> Option<&'m Computation> {
-        self.module.computations.get(id.index())
+        self.view.callee(id)
     }
 
     fn instruction(&mut self, comp: &Computation, _id: InstId, inst: &Instruction) {

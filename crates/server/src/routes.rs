@@ -108,7 +108,8 @@ async fn stateless_run(State(state): State<AppState>, headers: HeaderMap, uri: U
             // when the check is asked for.
             let check = semantic.and_then(|max| {
                 let before = hlo::parse_module(&text, file_name).ok()?;
-                Some(crate::semantic::check_json(&before, &out.module, max))
+                let after = out.module().ok()?;
+                Some(crate::semantic::check_json(&before, &after, max))
             });
             Ok((out, check))
         })
@@ -380,13 +381,14 @@ async fn session_run(
             }
             s.db.set_solver(opts.solver).map_err(|e| ApiError::internal(e.to_string()))?;
             s.db.clear_executions();
-            let out = driver::run_loaded(&s.db, &opts);
+            let out = driver::run_loaded(&mut s.db, &opts);
             let recomputed = s.db.recomputed_computations();
             s.ran = true;
             let check = match (&out, semantic) {
                 (Ok(o), Some(max)) => {
                     let before = s.db.parsed_module().map_err(|e| ApiError::internal(e.to_string()))?;
-                    Some(crate::semantic::check_json(&before, &o.module, max))
+                    let after = o.module().map_err(|e| ApiError::internal(e.to_string()))?;
+                    Some(crate::semantic::check_json(&before, &after, max))
                 }
                 _ => None,
             };

@@ -37,10 +37,13 @@ const BASE_BYTES: usize = 64 << 10;
 /// computation's own copy, names and the inputs' tables.
 const LOADED_PER_TEXT_BYTE: usize = 4;
 /// Memory per byte of module text once the pipeline ran: what loading
-/// holds, plus every computation's parse, assignments and signatures. A
-/// session of the 1.2 MB transformer added 7.9 to 10.4 MiB to the resident
-/// set of `tessera serve` and is charged 11.4 MiB.
-const RUN_PER_TEXT_BYTE: usize = 10;
+/// holds, plus every computation's parse, assignments and signatures, and
+/// the per-computation output steps' small values (signature stubs, names,
+/// problems, counts and printed text; the output computations themselves
+/// are dropped after each run). A session of the 1.2 MB transformer added
+/// 22.3 to 25.2 MiB to the resident set of `tessera serve` and is charged
+/// 23.3 MiB.
+const RUN_PER_TEXT_BYTE: usize = 20;
 
 /// The memory a session holds, estimated from its module text and whether
 /// the pipeline ran on it.

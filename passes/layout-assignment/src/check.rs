@@ -15,7 +15,7 @@
 //! Layouts are compared by what they do to bytes: two layouts that differ
 //! only in where size-1 dimensions go are the same.
 
-use hlo::{AttrValue, CompId, Computation, InstId, KnownAttr, Module, Opcode};
+use hlo::{AttrValue, CompId, Computation, InstId, KnownAttr, Module, ModuleView, Opcode};
 use shape::{ArrayShape, Layout, Shape};
 use target::TargetSpec;
 
@@ -36,8 +36,17 @@ pub fn check_layouts(module: &Module, target: Option<&TargetSpec>) -> Vec<Layout
     problems
 }
 
+/// The layout checks of one computation `comp` (id `id`) of the module
+/// `view` shows, which gives it the signatures of the computations it
+/// calls: what [`check_layouts`] reports for it.
+pub fn check_computation_layouts(view: &dyn ModuleView, id: CompId, comp: &Computation, target: Option<&TargetSpec>) -> Vec<LayoutProblem> {
+    let mut problems = Vec::new();
+    Checker { module: view, comp, target, problems: &mut problems }.run(id);
+    problems
+}
+
 struct Checker<'a> {
-    module: &'a Module,
+    module: &'a dyn ModuleView,
     comp: &'a Computation,
     target: Option<&'a TargetSpec>,
     problems: &'a mut Vec<LayoutProblem>,
@@ -89,7 +98,7 @@ impl<'a> Checker<'a> {
             }
             self.instruction(inst_id);
         }
-        if id == self.module.entry {
+        if id == self.module.entry() {
             self.entry();
         }
     }
@@ -253,7 +262,7 @@ impl<'a> Checker<'a> {
 
     fn callee(&self, id: InstId, key: KnownAttr) -> Option<&'a Computation> {
         match self.comp.inst(id).attrs.get(key)? {
-            AttrValue::Computation(c) => self.module.computations.get(c.index()),
+            AttrValue::Computation(c) => self.module.callee(*c),
             _ => None,
         }
     }
@@ -315,7 +324,7 @@ impl<'a> Checker<'a> {
         let operands: Vec<Shape> = inst.operands().iter().map(|&o| self.comp.inst(o).shape.clone()).collect();
         let result = inst.shape.clone();
         for (j, b) in branches.iter().enumerate() {
-            let Some(branch) = self.module.computations.get(b.index()) else { continue };
+            let Some(branch) = self.module.callee(*b) else { continue };
             if let (Some(arg), Some(p)) = (operands.get(j + 1), Self::param_shape(branch, 0)) {
                 self.agree(id, &format!("operand {} vs branch {} parameter", j + 1, branch.name), arg, &p);
             }
@@ -326,7 +335,7 @@ impl<'a> Checker<'a> {
     }
 
     fn entry(&mut self) {
-        let layout = &self.module.entry_computation_layout;
+        let layout = self.module.entry_computation_layout();
         let comp = self.comp;
         for (n, p) in comp.parameters().into_iter().enumerate() {
             let Some(want) = layout.parameters.get(n) else { continue };

@@ -34,7 +34,7 @@ use shape::Shape;
 use target::TargetSpec;
 
 pub use calls::{BoundSite, CallQueries, Moved, WEIGH_LEVELS, bound_site, condition_boundary, decide, subtree_cost};
-pub use check::{LayoutProblem, check_layouts, prove_bitcast};
+pub use check::{LayoutProblem, check_computation_layouts, check_layouts, prove_bitcast};
 pub use context::{BoundaryReason, Context, Signature};
 pub use materialize::{ComputationAssignment, PlannedCopy, PlannedOrientation, apply, refresh_forwarded_shapes};
 pub use policy::{MatrixNeed, MinorNeed, Need, NeedSource, default_layout, first_array, inst_needs};
@@ -576,101 +576,119 @@ pub fn apply_module(module: &mut Module, assignments: &BTreeMap<CompId, Computat
     use rayon::prelude::*;
     // Each computation takes its own assignment independently, so they do
     // so on all cores; the report is then written in computation order.
-    let copy_names: Vec<Option<Vec<String>>> = module
+    let entry = module.entry;
+    let parts: Vec<Option<Report>> = module
         .computations
         .par_iter_mut()
         .enumerate()
         .map(|(i, comp)| {
-            let a = assignments.get(&CompId(i as u32))?;
-            let order = topological_order(comp).unwrap_or_else(|_| comp.schedule().to_vec());
-            Some(apply(comp, a, &order))
+            let id = CompId(i as u32);
+            Some(apply_computation(comp, assignments.get(&id)?, id == entry))
         })
         .collect();
     let mut report = Report::default();
-    for (&id, a) in assignments {
-        let Some(Some(names)) = copy_names.get(id.index()) else { continue };
-        let comp = module.computation(id);
-        for (c, name) in a.copies.iter().zip(names.iter()) {
-            let value = comp.inst(c.def);
-            let value_name = if value.shape.is_tuple() { format!("%{} leaf {}", value.name, c.leaf) } else { format!("%{}", value.name) };
-            let users = c
-                .sites
-                .iter()
-                .map(|s| match *s {
-                    Site::Operand { user, .. } => format!("%{}", comp.inst(user).name),
-                    Site::Root { .. } => "ROOT".to_string(),
-                })
-                .collect();
-            report.copies.push(CopyRecord {
-                computation: comp.name.clone(),
-                name: name.clone(),
-                value: value_name,
-                from: c.from.clone(),
-                to: c.to.clone(),
-                bytes: c.bytes,
-                users,
-                cause: c.cause,
-                why: c.why.clone(),
-            });
-        }
-        for &(inst, bytes) in &a.movements {
-            report.movements.push(MovementRecord { computation: comp.name.clone(), name: comp.inst(inst).name.clone(), bytes });
-        }
-        for (_, inst) in comp.instructions() {
-            if inst.opcode != Opcode::Copy || names.contains(&inst.name) {
-                continue;
-            }
-            let operand = inst.operands().first().and_then(|&o| comp.inst(o).shape.as_array());
-            if let (Some(a), Some(b)) = (operand, inst.shape.as_array())
-                && a.layout != b.layout
-                && !shape::layout_change_is_bitcast(a, b).is_ok_and(|v| v.bitcast)
-            {
-                let bytes = algebra::storage_bytes(b);
-                report.input_copies.push(MovementRecord { computation: comp.name.clone(), name: inst.name.clone(), bytes });
-            }
-        }
-        for o in &a.orientations {
-            let value = comp.inst(o.def);
-            let name = if value.shape.is_tuple() { format!("%{} leaf {}", value.name, o.leaf) } else { format!("%{}", value.name) };
-            report.orientations.push(OrientationRecord {
-                computation: comp.name.clone(),
-                value: name,
-                layout: o.layout.clone(),
-                least_padding: o.least_padding.clone(),
-                extra_padding: o.extra_padding,
-                group: o.group,
-                why: o.why.clone(),
-            });
-        }
-        for (inst, bytes, why) in &a.retilings {
-            report.retilings.push(RetileRecord {
-                computation: comp.name.clone(),
-                name: comp.inst(*inst).name.clone(),
-                bytes: *bytes,
-                why: why.clone(),
-            });
-        }
-        if id == module.entry {
-            report.filled.extend(a.filled.iter().cloned());
-        }
-        report.computations.push(a.stats.clone());
+    for part in parts.into_iter().flatten() {
+        report.extend(part);
     }
     // The entry computation layout now names every layout.
     if let Some(a) = assignments.get(&module.entry) {
-        let layout = &mut module.entry_computation_layout;
-        for (n, (given, chosen)) in layout.parameters.iter_mut().zip(&a.signature.params).enumerate() {
-            let is_tuple = given.is_tuple();
-            let position = |leaf: usize| if is_tuple { format!("parameter {n} leaf {leaf}") } else { format!("parameter {n}") };
-            report.tiled_entry.extend(fill_auto(given, chosen, position));
-        }
-        let result = &mut layout.result;
-        let is_tuple = result.is_tuple();
-        let position = |leaf: usize| if is_tuple { format!("result leaf {leaf}") } else { "result".to_string() };
-        let tiled = fill_auto(result, &a.signature.result, position);
-        report.tiled_entry.extend(tiled);
+        report.tiled_entry = fill_entry_layout(&mut module.entry_computation_layout, &a.signature);
         report.entry_layout = Some(module.entry_computation_layout.clone());
     }
     report
+}
+
+/// Applies one computation's assignment (its copies) and reports what it
+/// did: the report's records of this computation alone, in the order
+/// [`apply_module`] lists them (`filled` only for the entry, `tiled_entry`
+/// and `entry_layout` never: see [`fill_entry_layout`]).
+pub fn apply_computation(comp: &mut Computation, a: &ComputationAssignment, is_entry: bool) -> Report {
+    let order = topological_order(comp).unwrap_or_else(|_| comp.schedule().to_vec());
+    let names = apply(comp, a, &order);
+    let comp: &Computation = comp;
+    let mut report = Report::default();
+    for (c, name) in a.copies.iter().zip(names.iter()) {
+        let value = comp.inst(c.def);
+        let value_name = if value.shape.is_tuple() { format!("%{} leaf {}", value.name, c.leaf) } else { format!("%{}", value.name) };
+        let users = c
+            .sites
+            .iter()
+            .map(|s| match *s {
+                Site::Operand { user, .. } => format!("%{}", comp.inst(user).name),
+                Site::Root { .. } => "ROOT".to_string(),
+            })
+            .collect();
+        report.copies.push(CopyRecord {
+            computation: comp.name.clone(),
+            name: name.clone(),
+            value: value_name,
+            from: c.from.clone(),
+            to: c.to.clone(),
+            bytes: c.bytes,
+            users,
+            cause: c.cause,
+            why: c.why.clone(),
+        });
+    }
+    for &(inst, bytes) in &a.movements {
+        report.movements.push(MovementRecord { computation: comp.name.clone(), name: comp.inst(inst).name.clone(), bytes });
+    }
+    for (_, inst) in comp.instructions() {
+        if inst.opcode != Opcode::Copy || names.contains(&inst.name) {
+            continue;
+        }
+        let operand = inst.operands().first().and_then(|&o| comp.inst(o).shape.as_array());
+        if let (Some(a), Some(b)) = (operand, inst.shape.as_array())
+            && a.layout != b.layout
+            && !shape::layout_change_is_bitcast(a, b).is_ok_and(|v| v.bitcast)
+        {
+            let bytes = algebra::storage_bytes(b);
+            report.input_copies.push(MovementRecord { computation: comp.name.clone(), name: inst.name.clone(), bytes });
+        }
+    }
+    for o in &a.orientations {
+        let value = comp.inst(o.def);
+        let name = if value.shape.is_tuple() { format!("%{} leaf {}", value.name, o.leaf) } else { format!("%{}", value.name) };
+        report.orientations.push(OrientationRecord {
+            computation: comp.name.clone(),
+            value: name,
+            layout: o.layout.clone(),
+            least_padding: o.least_padding.clone(),
+            extra_padding: o.extra_padding,
+            group: o.group,
+            why: o.why.clone(),
+        });
+    }
+    for (inst, bytes, why) in &a.retilings {
+        report.retilings.push(RetileRecord {
+            computation: comp.name.clone(),
+            name: comp.inst(*inst).name.clone(),
+            bytes: *bytes,
+            why: why.clone(),
+        });
+    }
+    if is_entry {
+        report.filled.extend(a.filled.iter().cloned());
+    }
+    report.computations.push(a.stats.clone());
+    report
+}
+
+/// Fills the entry computation layout from the entry's assigned
+/// signature, so that it names every layout; returns the leaves that got
+/// the target's tiling that way (the report's `tiled_entry`).
+pub fn fill_entry_layout(layout: &mut hlo::ComputationLayout, signature: &Signature) -> Vec<TiledEntryLayout> {
+    let mut tiled_entry = Vec::new();
+    for (n, (given, chosen)) in layout.parameters.iter_mut().zip(&signature.params).enumerate() {
+        let is_tuple = given.is_tuple();
+        let position = |leaf: usize| if is_tuple { format!("parameter {n} leaf {leaf}") } else { format!("parameter {n}") };
+        tiled_entry.extend(fill_auto(given, chosen, position));
+    }
+    let result = &mut layout.result;
+    let is_tuple = result.is_tuple();
+    let position = |leaf: usize| if is_tuple { format!("result leaf {leaf}") } else { "result".to_string() };
+    tiled_entry.extend(fill_auto(result, &signature.result, position));
+    tiled_entry
 }
 
 /// Gives every AUTO (layout-less) leaf of `given` the layout in `chosen`,

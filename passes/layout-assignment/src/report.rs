@@ -236,6 +236,22 @@ pub struct Optimality {
 }
 
 impl Report {
+    /// Appends another report's records after this one's (the entry
+    /// layout, when the other has one, replaces this one's).
+    pub fn extend(&mut self, other: Report) {
+        self.copies.extend(other.copies);
+        self.movements.extend(other.movements);
+        self.input_copies.extend(other.input_copies);
+        self.retilings.extend(other.retilings);
+        self.orientations.extend(other.orientations);
+        self.filled.extend(other.filled);
+        self.tiled_entry.extend(other.tiled_entry);
+        if other.entry_layout.is_some() {
+            self.entry_layout = other.entry_layout;
+        }
+        self.computations.extend(other.computations);
+    }
+
     /// Total bytes written by copies.
     pub fn copy_bytes(&self) -> u64 {
         self.copies.iter().map(|c| c.bytes).sum()

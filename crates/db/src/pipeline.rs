@@ -1,0 +1,443 @@
+//! The steps after assignment, per computation: input verification, apply
+//! (the copies), relayout, output verification, counting and printing.
+//! Each is a tracked query of one computation, so that a re-run after an
+//! edit redoes only the computations whose inputs changed: a
+//! computation's own text, its final assignment, or the signatures of the
+//! computations it calls (which checks read through a signature stub, see
+//! [`hlo::Computation::signature_stub`]).
+//!
+//! The module-wide parts read only small per-computation values: the
+//! header (with the entry layout the entry's signature fills), unique
+//! names (from each computation's list of names), and the entry layout
+//! against the entry computation.
+
+use std::sync::Arc;
+
+use hlo::{CompId, Computation, ComputationLayout, Module, ModuleView, Opcode, VerifyError};
+use layout_assignment::Report as AssignmentReport;
+use relayout::{RelayoutError, Rewrite};
+use rustc_hash::FxHashMap;
+
+use crate::{SourceComputation, SourceModule, entry_layout, final_assignment, parsed};
+
+/// What runs after assignment: a field of the module input, so that
+/// changing it re-runs only the steps it changes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Steps {
+    /// Layout assignment applies its copies.
+    pub assign: bool,
+    /// The relayout pass runs.
+    pub relayout: bool,
+    /// Relayout expands copies between tilings.
+    pub expand_relayouts: bool,
+}
+
+impl Default for Steps {
+    fn default() -> Self {
+        Steps { assign: true, relayout: true, expand_relayouts: false }
+    }
+}
+
+/// A computation as its callers' checks see it, compared by that alone.
+#[derive(Clone, Debug)]
+pub struct Stub(pub Option<Arc<Computation>>);
+
+impl PartialEq for Stub {
+    fn eq(&self, other: &Self) -> bool {
+        match (&self.0, &other.0) {
+            (Some(a), Some(b)) => a.same_signature(b),
+            (None, None) => true,
+            _ => false,
+        }
+    }
+}
+
+/// A computation after one step, with what the step reports. Never equal
+/// to another: the steps after it compare their own results.
+#[derive(Clone, Debug)]
+pub struct Stepped<R> {
+    /// The computation (`None` when it did not parse).
+    pub comp: Option<Arc<Computation>>,
+    /// What the step reports.
+    pub report: R,
+}
+
+impl<R> PartialEq for Stepped<R> {
+    fn eq(&self, _: &Self) -> bool {
+        false
+    }
+}
+
+/// The module around one computation, as its checks and its printing see
+/// it: its callees' stubs, the entry, `is_scheduled` and an entry layout.
+struct View<'a> {
+    callees: FxHashMap<CompId, Arc<Computation>>,
+    entry: CompId,
+    is_scheduled: bool,
+    entry_layout: &'a ComputationLayout,
+}
+
+impl ModuleView for View<'_> {
+    fn callee(&self, id: CompId) -> Option<&Computation> {
+        self.callees.get(&id).map(|c| &**c)
+    }
+    fn entry(&self) -> CompId {
+        self.entry
+    }
+    fn is_scheduled(&self) -> bool {
+        self.is_scheduled
+    }
+    fn entry_computation_layout(&self) -> &ComputationLayout {
+        self.entry_layout
+    }
+}
+
+/// The ids of the computations `comp` names, in order, once each.
+fn named(comp: &Computation) -> Vec<CompId> {
+    let mut ids: Vec<CompId> = comp.instructions().flat_map(|(_, i)| i.attrs.called_computations()).collect();
+    ids.sort_unstable();
+    ids.dedup();
+    ids
+}
+
+fn view<'a>(
+    db: &'a dyn salsa::Database,
+    c: SourceComputation,
+    comp: &Computation,
+    stub: fn(&dyn salsa::Database, SourceComputation) -> &Stub,
+    entry_layout: &'a ComputationLayout,
+) -> View<'a> {
+    let m = c.module(db);
+    let comps = m.computations(db);
+    let callees = named(comp)
+        .into_iter()
+        .filter_map(|id| Some((id, stub(db, *comps.get(id.index())?).0.clone()?)))
+        .collect();
+    View { callees, entry: CompId(m.entry(db)), is_scheduled: m.header(db).is_scheduled, entry_layout }
+}
+
+/// The input computation's signature stub.
+#[salsa::tracked(returns(ref))]
+pub fn input_stub(db: &dyn salsa::Database, c: SourceComputation) -> Stub {
+    Stub(parsed(db, c).result.as_ref().ok().map(|comp| Arc::new(comp.signature_stub())))
+}
+
+/// The input computation's instruction names, in order.
+#[salsa::tracked(returns(ref))]
+pub fn input_names(db: &dyn salsa::Database, c: SourceComputation) -> Vec<String> {
+    parsed(db, c).result.as_ref().map_or_else(|_| Vec::new(), |comp| comp.instructions().map(|(_, i)| i.name.clone()).collect())
+}
+
+/// The structural problems of one input computation.
+#[salsa::tracked(returns(ref))]
+pub fn input_problems(db: &dyn salsa::Database, c: SourceComputation) -> Vec<VerifyError> {
+    let Ok(comp) = &parsed(db, c).result else { return Vec::new() };
+    let layout = entry_layout(db, c.module(db));
+    hlo::verify_computation(&view(db, c, comp, input_stub, layout), CompId(c.index(db)), comp)
+}
+
+/// The module-wide problems of the input: names, and the entry layout
+/// against the entry computation.
+#[salsa::tracked(returns(ref))]
+pub fn input_module_problems(db: &dyn salsa::Database, m: SourceModule) -> Vec<VerifyError> {
+    let comps = m.computations(db);
+    let names: Vec<(&str, &Vec<String>)> = comps.iter().map(|&c| (c.name(db).as_str(), input_names(db, c))).collect();
+    let count = names.iter().map(|(_, n)| n.len()).sum();
+    let mut problems = hlo::verify_names(names.iter().map(|(c, n)| (*c, n.iter().map(String::as_str))), count);
+    let entry = comps.get(m.entry(db) as usize).copied();
+    match entry.map(|c| &input_stub(db, c).0) {
+        Some(Some(e)) => problems.extend(hlo::verify_entry_layout(e, entry_layout(db, m))),
+        Some(None) => {}
+        None => problems.push(VerifyError {
+            computation: String::new(),
+            instruction: None,
+            message: format!("the entry computation id {} is out of range ({} computations)", m.entry(db), comps.len()),
+        }),
+    }
+    problems
+}
+
+/// The entry computation layout of the output: the input's, with every
+/// leaf the entry's final signature fills (when assignment runs), and the
+/// leaves that got the target's tiling that way.
+#[salsa::tracked(returns(ref))]
+pub fn output_entry_layout(db: &dyn salsa::Database, m: SourceModule) -> (ComputationLayout, Vec<layout_assignment::TiledEntryLayout>) {
+    let mut layout = entry_layout(db, m).clone();
+    let entry = m.computations(db).get(m.entry(db) as usize).copied();
+    if m.steps(db).assign
+        && let Some(Ok(a)) = entry.map(|c| final_assignment(db, c))
+    {
+        let tiled = layout_assignment::fill_entry_layout(&mut layout, &a.signature);
+        return (layout, tiled);
+    }
+    (layout, Vec::new())
+}
+
+/// One computation with its assignment applied (its copies), and the
+/// assignment report's records of it. Without assignment, the parsed
+/// computation.
+///
+/// Its value is dropped once the run that needed it is over (see
+/// [`crate::Database::release_intermediates`]): what later runs read of a
+/// computation's output is kept by the small queries after it (its stub,
+/// names, problems, counts and text).
+#[salsa::tracked(returns(ref), lru = 1)]
+pub fn applied(db: &dyn salsa::Database, c: SourceComputation) -> Stepped<Option<Arc<AssignmentReport>>> {
+    let Ok(comp) = &parsed(db, c).result else { return Stepped { comp: None, report: None } };
+    let m = c.module(db);
+    if !m.steps(db).assign {
+        return Stepped { comp: Some(comp.clone()), report: None };
+    }
+    let Ok(a) = final_assignment(db, c) else { return Stepped { comp: None, report: None } };
+    let mut out = Computation::clone(comp);
+    let report = layout_assignment::apply_computation(&mut out, a, c.index(db) == m.entry(db));
+    Stepped { comp: Some(Arc::new(out)), report: Some(Arc::new(report)) }
+}
+
+/// One computation after the relayout pass, with its rewrites; without
+/// relayout, the applied computation. Dropped after the run, as
+/// [`applied`]'s.
+#[salsa::tracked(returns(ref), lru = 1)]
+pub fn relayouted(db: &dyn salsa::Database, c: SourceComputation) -> Stepped<Result<Vec<Rewrite>, RelayoutError>> {
+    let Some(comp) = &applied(db, c).comp else { return Stepped { comp: None, report: Ok(Vec::new()) } };
+    let m = c.module(db);
+    let steps = m.steps(db);
+    if !steps.relayout {
+        return Stepped { comp: Some(comp.clone()), report: Ok(Vec::new()) };
+    }
+    let facts = if c.index(db) == m.entry(db) {
+        relayout::ComputationFacts { result: Some(output_entry_layout(db, m).0.result.clone()) }
+    } else {
+        relayout::ComputationFacts::default()
+    };
+    let mut out = Computation::clone(comp);
+    let opts = relayout::Options { expand_relayouts: steps.expand_relayouts };
+    match relayout::run_computation(&facts, &mut out, m.target(db), &opts) {
+        Ok(rewrites) => Stepped { comp: Some(Arc::new(out)), report: Ok(rewrites) },
+        Err(e) => Stepped { comp: None, report: Err(e) },
+    }
+}
+
+/// One computation's part of the assignment report (`None` without
+/// assignment, or when it was not assigned).
+#[salsa::tracked(returns(ref))]
+pub fn assignment_part(db: &dyn salsa::Database, c: SourceComputation) -> Option<Arc<AssignmentReport>> {
+    applied(db, c).report.clone()
+}
+
+/// One computation's relayout rewrites, or why relayout failed on it.
+#[salsa::tracked(returns(ref))]
+pub fn rewrites(db: &dyn salsa::Database, c: SourceComputation) -> Result<Vec<Rewrite>, RelayoutError> {
+    relayouted(db, c).report.clone()
+}
+
+/// The output computation's signature stub.
+#[salsa::tracked(returns(ref))]
+pub fn output_stub(db: &dyn salsa::Database, c: SourceComputation) -> Stub {
+    Stub(relayouted(db, c).comp.as_ref().map(|comp| Arc::new(comp.signature_stub())))
+}
+
+/// The output computation's instruction names, in order.
+#[salsa::tracked(returns(ref))]
+pub fn output_names(db: &dyn salsa::Database, c: SourceComputation) -> Vec<String> {
+    relayouted(db, c).comp.as_ref().map_or_else(Vec::new, |comp| comp.instructions().map(|(_, i)| i.name.clone()).collect())
+}
+
+/// The problems of one output computation: structural, and (with
+/// assignment) its layouts, checked only when it has no structural one.
+#[salsa::tracked(returns(ref))]
+pub fn output_problems(db: &dyn salsa::Database, c: SourceComputation) -> (Vec<VerifyError>, Vec<VerifyError>) {
+    let Some(comp) = &relayouted(db, c).comp else { return (Vec::new(), Vec::new()) };
+    let m = c.module(db);
+    let v = view(db, c, comp, output_stub, &output_entry_layout(db, m).0);
+    let id = CompId(c.index(db));
+    let structural = hlo::verify_computation(&v, id, comp);
+    let layouts = if structural.is_empty() && m.steps(db).assign {
+        layout_assignment::check_computation_layouts(&v, id, comp, Some(m.target(db)))
+    } else {
+        Vec::new()
+    };
+    (structural, layouts)
+}
+
+/// The module-wide problems of the output.
+#[salsa::tracked(returns(ref))]
+pub fn output_module_problems(db: &dyn salsa::Database, m: SourceModule) -> Vec<VerifyError> {
+    let comps = m.computations(db);
+    let names: Vec<(&str, &Vec<String>)> = comps.iter().map(|&c| (c.name(db).as_str(), output_names(db, c))).collect();
+    let count = names.iter().map(|(_, n)| n.len()).sum();
+    let mut problems = hlo::verify_names(names.iter().map(|(c, n)| (*c, n.iter().map(String::as_str))), count);
+    if let Some(&c) = comps.get(m.entry(db) as usize)
+        && let Some(entry) = &output_stub(db, c).0
+    {
+        problems.extend(hlo::verify_entry_layout(entry, &output_entry_layout(db, m).0));
+    }
+    problems
+}
+
+/// The output computation's text, with the blank line after it.
+#[salsa::tracked(returns(ref))]
+pub fn printed(db: &dyn salsa::Database, c: SourceComputation) -> String {
+    let Some(comp) = &relayouted(db, c).comp else { return String::new() };
+    let m = c.module(db);
+    // Printing names the computations called, nothing more of them.
+    let v = view(db, c, comp, output_stub, entry_layout(db, m));
+    let mut out = String::with_capacity(comp.len() * 192 + 256);
+    hlo::write_computation_in(&mut out, &v, CompId(c.index(db)), comp);
+    out.push_str("\n\n");
+    out
+}
+
+/// The output module's header and debug tables.
+#[salsa::tracked(returns(ref))]
+pub fn printed_header(db: &dyn salsa::Database, m: SourceModule) -> String {
+    let h = m.header(db);
+    let module = Module {
+        name: h.name.clone(),
+        entry_computation_layout: output_entry_layout(db, m).0.clone(),
+        entry_computation_layout_given: h.entry_computation_layout.is_some(),
+        input_output_alias: h.input_output_alias.clone(),
+        is_scheduled: h.is_scheduled,
+        header_attrs: h.header_attrs.clone(),
+        debug_tables: h.debug_tables.clone(),
+        computations: Vec::new(),
+        entry: CompId(m.entry(db)),
+    };
+    hlo::print_header(&module)
+}
+
+/// Counts over one output computation.
+#[salsa::tracked(returns(ref))]
+pub fn counted(db: &dyn salsa::Database, c: SourceComputation) -> ModuleStats {
+    let Some(comp) = &relayouted(db, c).comp else { return ModuleStats::default() };
+    let mut s = ModuleStats::default();
+    s.add_computation(comp, c.index(db) == c.module(db).entry(db));
+    s
+}
+
+/// Counts over the output module.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ModuleStats {
+    /// Instructions in every computation.
+    pub instructions: usize,
+    /// `copy` instructions.
+    pub copies: usize,
+    /// `bitcast` instructions.
+    pub bitcasts: usize,
+    /// `transpose` instructions.
+    pub transposes: usize,
+    /// Bytes written by copies the pass inserted.
+    pub copy_bytes: u64,
+    /// Bytes written by transposes and reshapes that are not bitcasts.
+    pub movement_bytes: u64,
+    /// Tile padding in the buffers of every array value, in bytes.
+    pub padding_bytes: u64,
+    /// Bytes of the buffers of every array value, padding included
+    /// (counted once per buffer, as `padding_bytes`).
+    pub storage_bytes: u64,
+    /// Bytes of the elements of those buffers: `storage_bytes` without
+    /// the padding.
+    pub logical_bytes: u64,
+}
+
+impl ModuleStats {
+    /// Counts copies, bitcasts, transposes, padding and the bytes moved
+    /// over a module, from the module alone.
+    ///
+    /// Bytes moved are what the output's own instructions move because of
+    /// layouts: every `copy` whose result is laid out otherwise than its
+    /// operand (`copy_bytes`), and every `transpose` or `reshape` that is
+    /// not a bitcast under the exact algebra (`movement_bytes`); each
+    /// counts the bytes of its result's buffer. This is independent of the
+    /// passes' records: a test checks that both agree on every bundled
+    /// module.
+    pub fn of(module: &Module) -> ModuleStats {
+        let mut s = ModuleStats::default();
+        for (id, comp) in module.computation_ids().zip(&module.computations) {
+            s.add_computation(comp, id == module.entry);
+        }
+        s
+    }
+
+    /// Adds another part's counts.
+    pub fn add(&mut self, o: &ModuleStats) {
+        self.instructions += o.instructions;
+        self.copies += o.copies;
+        self.bitcasts += o.bitcasts;
+        self.transposes += o.transposes;
+        self.copy_bytes += o.copy_bytes;
+        self.movement_bytes += o.movement_bytes;
+        self.padding_bytes += o.padding_bytes;
+        self.storage_bytes += o.storage_bytes;
+        self.logical_bytes += o.logical_bytes;
+    }
+
+    /// Adds the counts of one computation.
+    fn add_computation(&mut self, comp: &Computation, is_entry: bool) {
+        let s = self;
+        for (_, inst) in comp.instructions() {
+            s.instructions += 1;
+            match inst.opcode {
+                Opcode::Copy => s.copies += 1,
+                Opcode::Bitcast => s.bitcasts += 1,
+                Opcode::Transpose => s.transposes += 1,
+                _ => {}
+            }
+            let (copied, moved) = moved_bytes(comp, inst);
+            s.copy_bytes += copied;
+            s.movement_bytes += moved;
+            // Padding is counted once per buffer: bitcasts, tuples and
+            // get-tuple-elements alias buffers defined elsewhere, and so do
+            // the parameters of called computations.
+            let aliases = matches!(
+                inst.opcode,
+                Opcode::Bitcast | Opcode::Tuple | Opcode::GetTupleElement | Opcode::OptimizationBarrier | Opcode::AddDependency | Opcode::Domain
+            ) || (inst.opcode == Opcode::Parameter && !is_entry);
+            if aliases {
+                continue;
+            }
+            inst.shape.for_each_array(&mut |_, a| {
+                if a.layout.is_some()
+                    && let Ok(z) = shape::storage_size(a)
+                {
+                    let logical = (u128::from(z.elements) * u128::from(z.element_bits)).div_ceil(8) as u64;
+                    s.padding_bytes += (z.slots - z.elements) * z.element_bits / 8;
+                    s.storage_bytes += z.bytes;
+                    s.logical_bytes += logical;
+                }
+            });
+        }
+    }
+}
+
+/// The bytes one instruction moves because of layouts, as (copied, moved
+/// by a transpose or reshape): its result's buffer when it is a copy
+/// between two layouts, or a transpose or reshape that is not a bitcast.
+fn moved_bytes(comp: &hlo::Computation, inst: &hlo::Instruction) -> (u64, u64) {
+    let (Some(out), Some(&op)) = (inst.shape.as_array(), inst.operands().first()) else { return (0, 0) };
+    let Some(operand) = comp.inst(op).shape.as_array() else { return (0, 0) };
+    let (Some(lo), Some(lr)) = (&operand.layout, &out.layout) else { return (0, 0) };
+    let bytes = || shape::storage_size(out).map_or(0, |z| z.bytes);
+    let verdict = match inst.opcode {
+        // A copy between two layouts that keep every byte in place moves
+        // nothing because of layouts (relayout makes it a bitcast).
+        Opcode::Copy if lo == lr => return (0, 0),
+        Opcode::Copy => match shape::layout_change_is_bitcast(operand, out) {
+            Ok(v) if v.bitcast => return (0, 0),
+            _ => return (bytes(), 0),
+        },
+        Opcode::Transpose => match inst.attrs.ints(hlo::KnownAttr::Dimensions) {
+            Some(dims) => {
+                let dims: Vec<usize> = dims.iter().map(|&d| d as usize).collect();
+                shape::transpose_is_bitcast(operand, out, &dims)
+            }
+            None => return (0, 0),
+        },
+        Opcode::Reshape => shape::reshape_is_bitcast(operand, out),
+        _ => return (0, 0),
+    };
+    match verdict {
+        Ok(v) if v.bitcast => (0, 0),
+        _ => (0, bytes()),
+    }
+}

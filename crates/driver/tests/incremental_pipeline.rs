@@ -1,0 +1,185 @@
+//! Incrementality of the whole pipeline, counted through salsa's event
+//! hook: which queries re-execute, printing included, when a session runs
+//! again after one computation changed.
+
+use std::sync::Arc;
+
+use db::Database;
+use driver::Options;
+use expect_test::{Expect, expect};
+
+/// `add` (a reduction), `leaf` (called by `f`), `f` and `g` (called by the
+/// entry), and the entry. `LEAF_ROOT` is replaced to edit the leaf.
+const MODULE: &str = r#"HloModule inc, entry_computation_layout={(f32[8,4]{1,0})->(f32[8,4]{1,0}, f32[8])}
+
+add {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT s = f32[] add(a, b)
+}
+
+leaf {
+  lp = f32[8,4] parameter(0)
+  ln = f32[8,4] negate(lp)
+  LEAF_ROOT
+}
+
+f {
+  fp = f32[8,4] parameter(0)
+  ROOT fc = f32[8,4] call(fp), to_apply=leaf
+}
+
+g {
+  gp = f32[8,4] parameter(0)
+  zero = f32[] constant(0)
+  ROOT gr = f32[8] reduce(gp, zero), dimensions={1}, to_apply=add
+}
+
+ENTRY main {
+  p = f32[8,4] parameter(0)
+  x = f32[8,4] call(p), to_apply=f
+  y = f32[8] call(p), to_apply=g
+  ROOT t = (f32[8,4], f32[8]) tuple(x, y)
+}
+"#;
+
+fn module(leaf_root: &str) -> String {
+    MODULE.replace("LEAF_ROOT", leaf_root)
+}
+
+/// Runs the pipeline on `before`, then on `after` in the same database,
+/// and checks the queries the second run executed (sorted, as
+/// `query(computation)`, assignment queries left out: `crates/db`'s tests
+/// count those) and that its answer is a fresh run's.
+fn check(before: &str, after: &str, expected: Expect) {
+    let opts = Options::new(Arc::new(target::load_builtin("tpu").expect("tpu")));
+    let mut db = Database::default();
+    driver::run_in(&mut db, before, "m.hlo", &opts).expect("runs");
+    db.clear_executions();
+    let out = driver::run_in(&mut db, after, "m.hlo", &opts).expect("runs");
+    let assignment = ["assignment", "signature", "cost", "constraints", "chosen_boundary"];
+    let mut ran: Vec<String> = db
+        .executions()
+        .into_iter()
+        .filter(|e| !assignment.iter().any(|a| e.query.contains(a)))
+        .map(|e| format!("{}({})", e.query, e.key))
+        .collect();
+    ran.sort();
+    ran.dedup();
+    expected.assert_debug_eq(&ran);
+    let fresh = driver::run(after, "m.hlo", &opts).expect("runs");
+    assert_eq!(out.text, fresh.text);
+    assert_eq!(out.report.assignment, fresh.report.assignment);
+    assert_eq!(out.report.relayout, fresh.report.relayout);
+    assert_eq!(out.report.stats, fresh.report.stats);
+}
+
+#[test]
+fn nothing_changed_nothing_runs() {
+    let text = module("ROOT lr = f32[8,4] abs(ln)");
+    check(&text, &text, expect![[r#"
+        []
+    "#]]);
+}
+
+#[test]
+fn a_body_edit_reruns_only_that_computations_steps() {
+    // abs becomes exponential: the body changes, the signature does not.
+    check(
+        &module("ROOT lr = f32[8,4] abs(ln)"),
+        &module("ROOT lr = f32[8,4] exponential(ln)"),
+        expect![[r#"
+            [
+                "applied(leaf)",
+                "calls(leaf)",
+                "counted(leaf)",
+                "input_names(leaf)",
+                "input_problems(leaf)",
+                "input_stub(leaf)",
+                "output_names(leaf)",
+                "output_problems(leaf)",
+                "output_stub(leaf)",
+                "parsed(leaf)",
+                "printed(leaf)",
+                "relayouted(leaf)",
+                "rewrites(leaf)",
+            ]
+        "#]],
+    );
+}
+
+#[test]
+fn a_signature_edit_reruns_the_neighbours_steps_too() {
+    // A custom call fixes the leaf's result layout; changing it changes the
+    // leaf's signature, and with it what `f` calls.
+    check(
+        &module(r#"ROOT lr = f32[8,4]{1,0} custom-call(ln), custom_call_target="k", operand_layout_constraints={f32[8,4]{1,0}}"#),
+        &module(r#"ROOT lr = f32[8,4]{0,1} custom-call(ln), custom_call_target="k", operand_layout_constraints={f32[8,4]{1,0}}"#),
+        expect![[r#"
+            [
+                "applied(f)",
+                "applied(leaf)",
+                "applied(main)",
+                "calls(leaf)",
+                "counted(f)",
+                "counted(leaf)",
+                "counted(main)",
+                "input_names(leaf)",
+                "input_problems(f)",
+                "input_problems(leaf)",
+                "input_stub(leaf)",
+                "output_entry_layout(inc)",
+                "output_module_problems(inc)",
+                "output_names(f)",
+                "output_names(leaf)",
+                "output_names(main)",
+                "output_problems(f)",
+                "output_problems(leaf)",
+                "output_problems(main)",
+                "output_stub(f)",
+                "output_stub(leaf)",
+                "output_stub(main)",
+                "parsed(leaf)",
+                "printed(f)",
+                "printed(leaf)",
+                "printed(main)",
+                "relayouted(f)",
+                "relayouted(leaf)",
+                "relayouted(main)",
+                "rewrites(f)",
+                "rewrites(leaf)",
+                "rewrites(main)",
+            ]
+        "#]],
+    );
+}
+
+#[test]
+fn renaming_an_instruction_reruns_the_module_wide_name_checks_too() {
+    // Instruction names are unique across the module: renaming one inside
+    // the leaf re-runs the module-wide checks of the names, which read
+    // each computation's list of names, and nothing else of the others.
+    check(
+        &module("ROOT lr = f32[8,4] abs(ln)"),
+        &module("ROOT lr = f32[8,4] abs(ln2)").replace("ln = f32", "ln2 = f32"),
+        expect![[r#"
+            [
+                "applied(leaf)",
+                "calls(leaf)",
+                "counted(leaf)",
+                "input_module_problems(inc)",
+                "input_names(leaf)",
+                "input_problems(leaf)",
+                "input_stub(leaf)",
+                "output_module_problems(inc)",
+                "output_names(leaf)",
+                "output_problems(leaf)",
+                "output_stub(leaf)",
+                "parsed(leaf)",
+                "printed(leaf)",
+                "relayouted(leaf)",
+                "rewrites(leaf)",
+            ]
+        "#]],
+    );
+}
