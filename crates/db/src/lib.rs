@@ -467,6 +467,10 @@ pub struct Database {
     storage: salsa::Storage<Self>,
     executions: Arc<Mutex<Vec<Execution>>>,
     module: Option<SourceModule>,
+    /// The loaded text's `HloModule` line, by number (from 1) and text:
+    /// where module-wide problems are reported. Kept out of salsa, since
+    /// only error messages read it.
+    header_at: Option<(usize, String)>,
 }
 
 impl Default for Database {
@@ -479,7 +483,7 @@ impl Default for Database {
                     log.push(Execution { query: database_key.ingredient_index(), key: database_key.key_index() });
                 }
         })));
-        Database { storage, executions, module: None }
+        Database { storage, executions, module: None, header_at: None }
     }
 }
 
@@ -511,6 +515,8 @@ impl Database {
     /// change are left alone, so nothing depending on them re-runs.
     pub fn load(&mut self, text: &str, file_name: &str, target: Arc<TargetSpec>) -> Result<SourceModule, LoadError> {
         let outline = hlo::outline(text, file_name).map_err(|e| LoadError::Parse(Box::new(e)))?;
+        self.header_at =
+            text.lines().enumerate().find(|(_, l)| l.starts_with("HloModule")).map(|(i, l)| (i + 1, l.to_string()));
         let header = ModuleHeader {
             name: outline.name.clone(),
             is_scheduled: outline.is_scheduled,
@@ -698,6 +704,14 @@ impl Database {
     pub fn located(&self, problem: &hlo::VerifyError) -> String {
         let Some(m) = self.module else { return problem.to_string() };
         let file = m.file_name(self);
+        if problem.computation.is_empty() {
+            // A module-wide problem: at the header line, as `VerifyError::locate` finds it.
+            if let Some((line, text)) = &self.header_at
+                && let Some((_, col)) = problem.locate(text)
+            {
+                return format!("{file}:{line}:{col}: error: {problem}");
+            }
+        }
         let comp = m.computations(self).iter().copied().find(|c| *c.name(self) == problem.computation);
         let at = comp.and_then(|c| {
             let (line, col, _) = c.origin(self);
