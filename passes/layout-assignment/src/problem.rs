@@ -695,11 +695,10 @@ impl<'c> Problem<'c> {
             }
             Opcode::Bitcast => {
                 // An input bitcast is a bitcast in the layouts it was
-                // written with; a side written without one means the plain
-                // descending layout (the input check proves the pair), not
-                // the target's default, which may tile one side only.
+                // written with (see `bitcast_side`).
+                let operand = inst.operands().first().and_then(|&o| comp.inst(o).shape.as_array());
                 for (i, a) in leaves.iter().enumerate() {
-                    fixed[i] = Some((written(a), FixReason::ExistingBitcast));
+                    fixed[i] = Some((bitcast_side(target, a, operand), FixReason::ExistingBitcast));
                 }
             }
             Opcode::Infeed => {
@@ -815,8 +814,9 @@ impl<'c> Problem<'c> {
                 if let Some(&o) = inst.operands().first() {
                     let leaves = self.leaf_values[o.index()].clone();
                     let shapes = array_leaves(&comp.inst(o).shape);
+                    let result = inst.shape.as_array();
                     for (leaf, (&v, a)) in leaves.iter().zip(shapes).enumerate() {
-                        let layout = written(a);
+                        let layout = bitcast_side(target, a, result);
                         let site = Site::Operand { user: id, operand: 0, leaf: leaf as u32 };
                         self.need(v, &Need::Exact(layout), site, RelationSource::Need(NeedSource::LayoutConstraint));
                     }
@@ -1701,4 +1701,26 @@ fn aliased_result_layout(ctx: &Context, parameter: usize, param: &Shape, leaf: u
 /// plain descending one.
 fn written(a: &ArrayShape) -> Layout {
     a.layout.clone().unwrap_or_else(|| Layout::descending(a.rank()))
+}
+
+/// The layout of side `a` of an input bitcast whose other side is `other`.
+/// A side written with a layout keeps it. When neither side names one, both
+/// take the target's defaults if those store the same bytes (scalars and
+/// vectors of one width tile alike on tpu: `f32[]{:T(128)}` to
+/// `s32[]{:T(128)}`), and otherwise the plain descending layout, since the
+/// defaults may tile one side only (`f32[4,8]` to `f32[32]`); the input
+/// check proves the written pair. A scalar is always tiled on a tiled
+/// target (`tiling::scalar_layout`), so there an untiled side of a bitcast
+/// to or from a scalar counts as unnamed too (`s32[1]{0}` to `s32[]` in an
+/// XLA fusion becomes `s32[1]{0:T(128)}` to `s32[]{:T(128)}`).
+fn bitcast_side(target: &TargetSpec, a: &ArrayShape, other: Option<&ArrayShape>) -> Layout {
+    let scalar_involved = target.tiling.is_some() && (a.rank() == 0 || other.is_some_and(|o| o.rank() == 0));
+    let unnamed = |x: &ArrayShape| x.layout.as_ref().is_none_or(|l| scalar_involved && l.tiles.is_empty());
+    let Some(other) = other.filter(|o| unnamed(a) && unnamed(o)) else { return written(a) };
+    let bytes = |x: &ArrayShape| {
+        let mut x = x.clone();
+        x.layout = Some(policy::default_layout(target, &x));
+        crate::algebra::storage_bytes(&x)
+    };
+    if bytes(a) == bytes(other) { policy::default_layout(target, a) } else { written(a) }
 }
