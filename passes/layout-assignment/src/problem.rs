@@ -1705,7 +1705,7 @@ fn written(a: &ArrayShape) -> Layout {
 
 /// The layout of side `a` of an input bitcast whose other side is `other`.
 /// A side written with a layout keeps it. When neither side names one, both
-/// take the target's defaults if those store the same bytes (scalars and
+/// take the target's defaults if those make a bitcast (scalars and
 /// vectors of one width tile alike on tpu: `f32[]{:T(128)}` to
 /// `s32[]{:T(128)}`), and otherwise the plain descending layout, since the
 /// defaults may tile one side only (`f32[4,8]` to `f32[32]`); the input
@@ -1717,10 +1717,13 @@ fn bitcast_side(target: &TargetSpec, a: &ArrayShape, other: Option<&ArrayShape>)
     let scalar_involved = target.tiling.is_some() && (a.rank() == 0 || other.is_some_and(|o| o.rank() == 0));
     let unnamed = |x: &ArrayShape| x.layout.as_ref().is_none_or(|l| scalar_involved && l.tiles.is_empty());
     let Some(other) = other.filter(|o| unnamed(a) && unnamed(o)) else { return written(a) };
-    let bytes = |x: &ArrayShape| {
+    let defaulted = |x: &ArrayShape| {
         let mut x = x.clone();
         x.layout = Some(policy::default_layout(target, &x));
-        crate::algebra::storage_bytes(&x)
+        x
     };
-    if bytes(a) == bytes(other) { policy::default_layout(target, a) } else { written(a) }
+    let (from, to) = (defaulted(a), defaulted(other));
+    // Equal sizes are not enough (`pred[4,5]` and `pred[20]` under their
+    // default packed tiles): the defaults must make a bitcast.
+    if crate::check::prove_bitcast(&from, &to).is_ok() { policy::default_layout(target, a) } else { written(a) }
 }
