@@ -13,10 +13,30 @@ pub struct Args {
 
 /// (section in docs/performance.md, package, bench target, what it shows)
 const BENCHES: &[(&str, &str, &str, &str)] = &[
-    ("bench-parse", "hlo", "parse_print", "Parse, print, outline and verify throughput on the largest corpus file"),
-    ("bench-algebra", "shape", "algebra", "The bitcast test and the expansion as arrays grow from 1e3 to 1e12 elements"),
-    ("bench-scaling", "layout-assignment", "scaling", "Layout assignment on generated modules of 1e3 to 1e6 instructions"),
-    ("bench-pipeline", "driver", "pipeline", "The pass alone and the whole run-pass on bundled corpus modules (CPU target)"),
+    (
+        "bench-parse",
+        "hlo",
+        "parse_print",
+        "Parse, print, outline and verify throughput on the largest corpus file",
+    ),
+    (
+        "bench-algebra",
+        "shape",
+        "algebra",
+        "The bitcast test and the expansion as arrays grow from 1e3 to 1e12 elements",
+    ),
+    (
+        "bench-scaling",
+        "layout-assignment",
+        "scaling",
+        "Layout assignment on generated modules of 1e3 to 1e6 instructions",
+    ),
+    (
+        "bench-pipeline",
+        "driver",
+        "pipeline",
+        "The pass alone and the whole run-pass on bundled corpus modules (CPU target)",
+    ),
     (
         "bench-session",
         "driver",
@@ -38,7 +58,10 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let mut failed = false;
     for &(section, package, bench, what) in BENCHES {
         eprintln!("== cargo bench -p {package} --bench {bench}");
-        let out = Command::new(&cargo).current_dir(&root).args(["bench", "-q", "-p", package, "--bench", bench]).output()?;
+        let out = Command::new(&cargo)
+            .current_dir(&root)
+            .args(["bench", "-q", "-p", package, "--bench", bench])
+            .output()?;
         let stdout = String::from_utf8_lossy(&out.stdout);
         let stderr = String::from_utf8_lossy(&out.stderr);
         print!("{stdout}");
@@ -49,18 +72,34 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         }
         let machine = std::fs::read_to_string("/proc/cpuinfo")
             .ok()
-            .and_then(|c| c.lines().find(|l| l.starts_with("model name")).map(|l| l.split(':').nth(1).unwrap_or("").trim().to_string()))
+            .and_then(|c| {
+                c.lines()
+                    .find(|l| l.starts_with("model name"))
+                    .map(|l| l.split(':').nth(1).unwrap_or("").trim().to_string())
+            })
             .unwrap_or_default();
         let cores = std::thread::available_parallelism().map_or(0, |n| n.get());
-        let notes: String = stderr.lines().filter(|l| l.starts_with("input:")).map(|l| format!("{l}\n")).collect();
+        let notes: String = stderr
+            .lines()
+            .filter(|l| l.starts_with("input:"))
+            .map(|l| format!("{l}\n"))
+            .collect();
         let body = format!(
             "{what}. `cargo bench -p {package} --bench {bench}` on {machine} ({cores} cores).\n{}\n```text\n{}```\n",
-            if notes.is_empty() { String::new() } else { format!("\n{notes}") },
+            if notes.is_empty() {
+                String::new()
+            } else {
+                format!("\n{notes}")
+            },
             stdout
         );
         if !args.no_write {
             crate::replace_section(&root.join("docs/performance.md"), section, &body)?;
         }
     }
-    Ok(if failed { ExitCode::from(1) } else { ExitCode::SUCCESS })
+    Ok(if failed {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
 }

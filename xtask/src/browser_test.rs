@@ -23,7 +23,10 @@ use serde_json::{Value, json};
 pub struct Args {
     /// The module to run, relative to testdata/ (its cpu output must have
     /// copies).
-    #[arg(long, default_value = "xla-cpu/entry_layout_colmajor/before_layout.hlo")]
+    #[arg(
+        long,
+        default_value = "xla-cpu/entry_layout_colmajor/before_layout.hlo"
+    )]
     module: PathBuf,
     /// The Chromium binary.
     #[arg(long, default_value = "/usr/bin/chromium")]
@@ -47,7 +50,11 @@ impl Drop for Guard {
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let root = crate::root();
     for bin in [&args.chromium, &args.chromedriver] {
-        ensure!(bin.exists(), "{} is missing: install Debian's chromium and chromium-driver (`.ci/run` does)", bin.display());
+        ensure!(
+            bin.exists(),
+            "{} is missing: install Debian's chromium and chromium-driver (`.ci/run` does)",
+            bin.display()
+        );
     }
     let module = std::fs::read_to_string(root.join("testdata").join(&args.module))
         .with_context(|| format!("cannot read testdata/{}", args.module.display()))?;
@@ -56,14 +63,26 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let profile = std::env::temp_dir().join(format!("tessera-browser-test-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&profile);
     let shot = root.join("target/browser-test/explorer.png");
-    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
-    let result = runtime.block_on(drive(&args.chromium, &profile, &driver_url, &base, &module, &shot));
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    let result = runtime.block_on(drive(
+        &args.chromium,
+        &profile,
+        &driver_url,
+        &base,
+        &module,
+        &shot,
+    ));
     let _ = std::fs::remove_dir_all(&profile);
     let checks = result?;
     for c in &checks {
         println!("ok: {c}");
     }
-    println!("screenshot: {}", shot.strip_prefix(&root).unwrap_or(&shot).display());
+    println!(
+        "screenshot: {}",
+        shot.strip_prefix(&root).unwrap_or(&shot).display()
+    );
     println!("{} passed, 0 failed", checks.len());
     Ok(ExitCode::SUCCESS)
 }
@@ -72,7 +91,10 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
 /// base URL once it listens.
 pub(crate) fn start_service(root: &Path) -> anyhow::Result<(Guard, String)> {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-    let status = Command::new(&cargo).current_dir(root).args(["build", "--quiet", "--package", "cli"]).status()?;
+    let status = Command::new(&cargo)
+        .current_dir(root)
+        .args(["build", "--quiet", "--package", "cli"])
+        .status()?;
     ensure!(status.success(), "cannot build the tessera binary");
     let bin = root.join("target/debug/tessera");
     let mut child = Command::new(&bin)
@@ -85,13 +107,18 @@ pub(crate) fn start_service(root: &Path) -> anyhow::Result<(Guard, String)> {
     let guard = Guard(child);
     let mut line = String::new();
     BufReader::new(stdout).read_line(&mut line)?;
-    let base = line.trim().strip_prefix("listening on ").context("tessera serve did not announce its address")?;
+    let base = line
+        .trim()
+        .strip_prefix("listening on ")
+        .context("tessera serve did not announce its address")?;
     Ok((guard, base.to_string()))
 }
 
 /// Starts chromedriver on a free loopback port and waits until it is ready.
 fn start_chromedriver(bin: &Path) -> anyhow::Result<(Guard, String)> {
-    let port = std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")?
+        .local_addr()?
+        .port();
     let child = Command::new(bin)
         .args([format!("--port={port}"), "--allowed-ips=127.0.0.1".into()])
         .stdout(Stdio::null())
@@ -103,10 +130,16 @@ fn start_chromedriver(bin: &Path) -> anyhow::Result<(Guard, String)> {
     let start = Instant::now();
     loop {
         let mut client = server::client::Client::new(addr, Duration::from_secs(2));
-        if client.request("GET", "/status", &[], &[]).is_ok_and(|r| r.status == 200) {
+        if client
+            .request("GET", "/status", &[], &[])
+            .is_ok_and(|r| r.status == 200)
+        {
             break;
         }
-        ensure!(start.elapsed() < Duration::from_secs(30), "chromedriver did not start on port {port}");
+        ensure!(
+            start.elapsed() < Duration::from_secs(30),
+            "chromedriver did not start on port {port}"
+        );
         std::thread::sleep(Duration::from_millis(100));
     }
     Ok((guard, format!("http://127.0.0.1:{port}")))
@@ -147,11 +180,20 @@ async fn drive(
 async fn wait_until(client: &Client, script: &str, what: &str) -> anyhow::Result<()> {
     let start = Instant::now();
     loop {
-        if client.execute(&format!("return Boolean({script});"), vec![]).await? == Value::Bool(true) {
+        if client
+            .execute(&format!("return Boolean({script});"), vec![])
+            .await?
+            == Value::Bool(true)
+        {
             return Ok(());
         }
         if start.elapsed() > Duration::from_secs(60) {
-            let status = client.execute("return document.getElementById('status').textContent;", vec![]).await?;
+            let status = client
+                .execute(
+                    "return document.getElementById('status').textContent;",
+                    vec![],
+                )
+                .await?;
             bail!("timed out waiting for {what}; the page says {status}");
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
@@ -162,24 +204,55 @@ async fn eval(client: &Client, script: &str) -> anyhow::Result<Value> {
     Ok(client.execute(script, vec![]).await?)
 }
 
-async fn checks(client: &Client, base: &str, module: &str, shot: &Path) -> anyhow::Result<Vec<String>> {
+async fn checks(
+    client: &Client,
+    base: &str,
+    module: &str,
+    shot: &Path,
+) -> anyhow::Result<Vec<String>> {
     let mut done = Vec::new();
     client.goto(&format!("{base}/")).await?;
-    wait_until(client, "document.body.dataset.state === 'ready'", "the page to load").await?;
-    wait_until(client, "document.querySelectorAll('#target option').length >= 3", "the targets").await?;
+    wait_until(
+        client,
+        "document.body.dataset.state === 'ready'",
+        "the page to load",
+    )
+    .await?;
+    wait_until(
+        client,
+        "document.querySelectorAll('#target option').length >= 3",
+        "the targets",
+    )
+    .await?;
     done.push("the page loads its script and the targets from the service".to_string());
 
     // Paste the module, pick cpu, ask for the semantic check, and run.
-    client.execute("document.getElementById('module').value = arguments[0];", vec![json!(module)]).await?;
-    client.execute("document.getElementById('target').value = 'cpu';", vec![]).await?;
+    client
+        .execute(
+            "document.getElementById('module').value = arguments[0];",
+            vec![json!(module)],
+        )
+        .await?;
+    client
+        .execute("document.getElementById('target').value = 'cpu';", vec![])
+        .await?;
     let semantic = client.find(Locator::Css("#semantic")).await?;
     if semantic.prop("checked").await?.as_deref() != Some("true") {
         semantic.click().await?;
     }
     client.find(Locator::Css("#run")).await?.click().await?;
-    wait_until(client, "document.body.dataset.state === 'done' || document.body.dataset.state === 'error'", "the run").await?;
+    wait_until(
+        client,
+        "document.body.dataset.state === 'done' || document.body.dataset.state === 'error'",
+        "the run",
+    )
+    .await?;
     let state = eval(client, "return document.body.dataset.state;").await?;
-    let status = eval(client, "return document.getElementById('status').textContent;").await?;
+    let status = eval(
+        client,
+        "return document.getElementById('status').textContent;",
+    )
+    .await?;
     ensure!(state == "done", "the run failed: {status}");
 
     // Copies are highlighted: every copy instruction of the output, and
@@ -196,37 +269,86 @@ async fn checks(client: &Client, base: &str, module: &str, shot: &Path) -> anyho
     .await?;
     let red = copies["red"].as_u64().unwrap_or(0);
     ensure!(red > 0, "no highlighted copy in the output: {copies}");
-    ensure!(copies["copies"] == copies["red"] && copies["allCopies"] == true, "the highlighted lines are not the copies: {copies}");
-    ensure!(copies["color"] == "rgb(248, 196, 196)", "copies are not drawn red: {copies}");
-    done.push(format!("{red} copies highlighted in red in the output text"));
+    ensure!(
+        copies["copies"] == copies["red"] && copies["allCopies"] == true,
+        "the highlighted lines are not the copies: {copies}"
+    );
+    ensure!(
+        copies["color"] == "rgb(248, 196, 196)",
+        "copies are not drawn red: {copies}"
+    );
+    done.push(format!(
+        "{red} copies highlighted in red in the output text"
+    ));
 
-    let rows = eval(client, "return document.querySelectorAll('#report tbody tr.copy').length;").await?;
-    ensure!(rows.as_u64() == Some(red), "the report lists {rows} copies, the output has {red}");
-    done.push(format!("the report lists the {red} copies with their reasons"));
+    let rows = eval(
+        client,
+        "return document.querySelectorAll('#report tbody tr.copy').length;",
+    )
+    .await?;
+    ensure!(
+        rows.as_u64() == Some(red),
+        "the report lists {rows} copies, the output has {red}"
+    );
+    done.push(format!(
+        "the report lists the {red} copies with their reasons"
+    ));
 
-    let semantic = eval(client, "return document.getElementById('semantic-result').textContent;").await?;
-    ensure!(semantic.as_str().is_some_and(|s| s.starts_with("Semantic check: equivalent")), "semantic check: {semantic}");
+    let semantic = eval(
+        client,
+        "return document.getElementById('semantic-result').textContent;",
+    )
+    .await?;
+    ensure!(
+        semantic
+            .as_str()
+            .is_some_and(|s| s.starts_with("Semantic check: equivalent")),
+        "semantic check: {semantic}"
+    );
     done.push("the semantic check says equivalent".to_string());
 
     wait_until(client, "document.querySelector('#graph svg')", "the graph").await?;
-    let graph = eval(client, "return document.querySelector('#graph svg').outerHTML;").await?;
-    ensure!(graph.as_str().is_some_and(|g| g.contains("#c62828")), "the graph draws no copy red");
+    let graph = eval(
+        client,
+        "return document.querySelector('#graph svg').outerHTML;",
+    )
+    .await?;
+    ensure!(
+        graph.as_str().is_some_and(|g| g.contains("#c62828")),
+        "the graph draws no copy red"
+    );
     done.push("the entry computation's graph draws its copies red".to_string());
 
     // Click the smallest shape a copy produces (every element is drawn up
     // to 4096 of them): its memory-order picture.
     let mut smallest = None;
-    for el in client.find_all(Locator::Css("#output .line.op-copy .shape")).await? {
+    for el in client
+        .find_all(Locator::Css("#output .line.op-copy .shape"))
+        .await?
+    {
         let text = el.text().await?;
-        let dims = text.split('[').nth(1).and_then(|d| d.split(']').next()).unwrap_or("");
-        let n: u64 = dims.split(',').filter(|d| !d.is_empty()).map(|d| d.parse::<u64>().unwrap_or(u64::MAX)).product();
+        let dims = text
+            .split('[')
+            .nth(1)
+            .and_then(|d| d.split(']').next())
+            .unwrap_or("");
+        let n: u64 = dims
+            .split(',')
+            .filter(|d| !d.is_empty())
+            .map(|d| d.parse::<u64>().unwrap_or(u64::MAX))
+            .product();
         if smallest.as_ref().is_none_or(|(m, _, _)| n < *m) {
             smallest = Some((n, text, el));
         }
     }
     let (_, shape, shape_el) = smallest.context("no shape on a copy line")?;
     shape_el.click().await?;
-    wait_until(client, "document.querySelector('#picture svg') && document.body.dataset.picture", "the layout picture").await?;
+    wait_until(
+        client,
+        "document.querySelector('#picture svg') && document.body.dataset.picture",
+        "the layout picture",
+    )
+    .await?;
     let picture = eval(
         client,
         "const svg = document.querySelector('#picture svg');
@@ -237,9 +359,21 @@ async fn checks(client: &Client, base: &str, module: &str, shot: &Path) -> anyho
                   explain: document.getElementById('explain').textContent };",
     )
     .await?;
-    ensure!(picture["shape"] == shape.as_str(), "the picture is of {} instead of {shape}", picture["shape"]);
-    ensure!(picture["slots"].as_u64().unwrap_or(0) > 0 && picture["memory"] == true, "the picture has no elements: {picture}");
-    ensure!(picture["first"].as_str().is_some_and(|t| t.contains("-> slot")), "no linear index in the picture: {picture}");
+    ensure!(
+        picture["shape"] == shape.as_str(),
+        "the picture is of {} instead of {shape}",
+        picture["shape"]
+    );
+    ensure!(
+        picture["slots"].as_u64().unwrap_or(0) > 0 && picture["memory"] == true,
+        "the picture has no elements: {picture}"
+    );
+    ensure!(
+        picture["first"]
+            .as_str()
+            .is_some_and(|t| t.contains("-> slot")),
+        "no linear index in the picture: {picture}"
+    );
     done.push(format!(
         "clicking {shape} draws its memory order ({} elements with their linear slots; {})",
         picture["slots"],

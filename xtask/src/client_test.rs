@@ -27,10 +27,20 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             .args(extra)
             .output()
             .with_context(|| format!("cannot run {}", args.python))?;
-        Ok((out.status.success(), String::from_utf8_lossy(&out.stdout).into_owned(), String::from_utf8_lossy(&out.stderr).into_owned()))
+        Ok((
+            out.status.success(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        ))
     };
     let mut passed = 0;
-    let (ok, stdout, stderr) = run(&["--hlo", &module.display().to_string(), "--target", "cpu", "--semantic"])?;
+    let (ok, stdout, stderr) = run(&[
+        "--hlo",
+        &module.display().to_string(),
+        "--target",
+        "cpu",
+        "--semantic",
+    ])?;
     ensure!(ok, "the example failed: {stderr}");
     for want in [
         "HloModule jit_entry_layout_colmajor",
@@ -40,16 +50,23 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         "semantic check: equivalent",
         "total ",
     ] {
-        ensure!(stdout.contains(want), "the example's output lacks {want:?}:\n{stdout}");
+        ensure!(
+            stdout.contains(want),
+            "the example's output lacks {want:?}:\n{stdout}"
+        );
         passed += 1;
     }
     println!("{stdout}");
     // An error answer becomes a message and exit status 1.
-    let broken = std::env::temp_dir().join(format!("tessera-client-test-{}.hlo", std::process::id()));
+    let broken =
+        std::env::temp_dir().join(format!("tessera-client-test-{}.hlo", std::process::id()));
     std::fs::write(&broken, "HloModule broken\nENTRY %main {\n")?;
     let (ok, _, stderr) = run(&["--hlo", &broken.display().to_string()])?;
     let _ = std::fs::remove_file(&broken);
-    ensure!(!ok && stderr.contains("error: 400 parse_error"), "a malformed module should fail with 400 parse_error: {stderr}");
+    ensure!(
+        !ok && stderr.contains("error: 400 parse_error"),
+        "a malformed module should fail with 400 parse_error: {stderr}"
+    );
     passed += 1;
     println!("{passed} passed, 0 failed");
     Ok(ExitCode::SUCCESS)

@@ -67,27 +67,66 @@ struct Gap {
 
 impl Gap {
     /// The exact solver's run and the default's optimality on one target.
-    fn measure(text: &str, name: &str, target: &target::TargetSpec, default: &layout_assignment::Optimality) -> anyhow::Result<Gap> {
+    fn measure(
+        text: &str,
+        name: &str,
+        target: &target::TargetSpec,
+        default: &layout_assignment::Optimality,
+    ) -> anyhow::Result<Gap> {
         let mut opts = driver::Options::new(std::sync::Arc::new(target.clone()));
         opts.solver = driver::SolverOptions::exact();
         let t = Instant::now();
-        let out = driver::run(text, name, &opts).map_err(|e| anyhow::anyhow!("{name} (exact, {}): {e}", target.name))?;
+        let out = driver::run(text, name, &opts)
+            .map_err(|e| anyhow::anyhow!("{name} (exact, {}): {e}", target.name))?;
         let seconds = t.elapsed().as_secs_f64();
-        let o = out.report.assignment.as_ref().map(|a| a.optimality()).unwrap_or_default();
-        let lower = o.lower_bound.ok_or_else(|| anyhow::anyhow!("{name}: the exact solver gave no bound"))?;
-        Ok(Gap { cost: default.cost, lower, proven: o.proven_optimal_computations == o.computations, seconds })
+        let o = out
+            .report
+            .assignment
+            .as_ref()
+            .map(|a| a.optimality())
+            .unwrap_or_default();
+        let lower = o
+            .lower_bound
+            .ok_or_else(|| anyhow::anyhow!("{name}: the exact solver gave no bound"))?;
+        Ok(Gap {
+            cost: default.cost,
+            lower,
+            proven: o.proven_optimal_computations == o.computations,
+            seconds,
+        })
     }
 
     /// `= N` for a proven optimum, `>= N` for a bound.
     fn optimum(&self) -> String {
-        if self.proven { format!("{}", self.lower) } else { format!("≥ {}", self.lower) }
+        if self.proven {
+            format!("{}", self.lower)
+        } else {
+            format!("≥ {}", self.lower)
+        }
     }
 
     /// The default's distance above the optimum (or at most this far above
     /// a bound).
     fn gap(&self) -> String {
-        let pct = |x: u64| if self.lower == 0 { if x == 0 { "0%".to_string() } else { "n/a".to_string() } } else { format!("{:.2}%", (x as f64 - self.lower as f64) / self.lower as f64 * 100.0) };
-        if self.proven { pct(self.cost) } else { format!("≤ {}", pct(self.cost)) }
+        let pct = |x: u64| {
+            if self.lower == 0 {
+                if x == 0 {
+                    "0%".to_string()
+                } else {
+                    "n/a".to_string()
+                }
+            } else {
+                format!(
+                    "{:.2}%",
+                    (x as f64 - self.lower as f64) / self.lower as f64 * 100.0
+                )
+            }
+        };
+        if self.proven {
+            pct(self.cost)
+        } else {
+            format!("≤ {}", pct(self.cost))
+        }
     }
 
     /// The table cells: default cost, optimum or bound, gap.
@@ -150,7 +189,11 @@ fn round_trips(dirs: &[PathBuf], corpus: &Path) -> anyhow::Result<Vec<RoundTrip>
         files.sort();
         for path in files {
             let text = std::fs::read_to_string(&path)?;
-            let file = path.strip_prefix(corpus).unwrap_or(&path).display().to_string();
+            let file = path
+                .strip_prefix(corpus)
+                .unwrap_or(&path)
+                .display()
+                .to_string();
             let t = Instant::now();
             let parsed = hlo::parse_module(&text, &file);
             let parse_ms = t.elapsed().as_secs_f64() * 1e3;
@@ -162,7 +205,13 @@ fn round_trips(dirs: &[PathBuf], corpus: &Path) -> anyhow::Result<Vec<RoundTrip>
                 }
                 Err(_) => (false, 0.0),
             };
-            out.push(RoundTrip { file, bytes: text.len(), identical, parse_ms, print_ms });
+            out.push(RoundTrip {
+                file,
+                bytes: text.len(),
+                identical,
+                parse_ms,
+                print_ms,
+            });
         }
     }
     Ok(out)
@@ -178,7 +227,10 @@ fn measure(module: &Module) -> Side {
     let mut side = Side::default();
     for comp in &module.computations {
         for (id, inst) in comp.instructions() {
-            let operand = comp.operands(id).first().and_then(|&o| comp.inst(o).shape.as_array());
+            let operand = comp
+                .operands(id)
+                .first()
+                .and_then(|&o| comp.inst(o).shape.as_array());
             let (Some(out), Some(_)) = (inst.shape.as_array(), operand) else {
                 if inst.opcode == Opcode::Bitcast {
                     side.bitcasts += 1;
@@ -219,7 +271,10 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         return crate::rerun_release("corpus", &std::env::args().skip(2).collect::<Vec<_>>());
     }
     let root = crate::root();
-    let corpus = args.corpus.clone().unwrap_or_else(|| root.join("../shared/corpus/xla-cpu"));
+    let corpus = args
+        .corpus
+        .clone()
+        .unwrap_or_else(|| root.join("../shared/corpus/xla-cpu"));
     let mut dirs: Vec<PathBuf> = std::fs::read_dir(&corpus)
         .with_context(|| format!("cannot read the corpus at {}", corpus.display()))?
         .flatten()
@@ -237,11 +292,17 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let tiled = tiled_targets()?;
     let mut rows = Vec::new();
     for dir in &dirs {
-        let name = dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        let name = dir
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
         eprintln!("{name}");
         let before_text = std::fs::read_to_string(dir.join("before_layout.hlo"))?;
-        let after = hlo::parse_module(&std::fs::read_to_string(dir.join("after_layout.hlo"))?, "after_layout.hlo")
-            .map_err(|e| anyhow::anyhow!("{e}"))?;
+        let after = hlo::parse_module(
+            &std::fs::read_to_string(dir.join("after_layout.hlo"))?,
+            "after_layout.hlo",
+        )
+        .map_err(|e| anyhow::anyhow!("{e}"))?;
         let optimized = std::fs::read_to_string(dir.join("optimized.hlo"))
             .ok()
             .and_then(|t| hlo::parse_module(&t, "optimized.hlo").ok());
@@ -251,7 +312,10 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             .and_then(|m| m["layout_assignment_time_us"]["pass_only"]["median"].as_f64());
         let parsed = hlo::parse_module(&before_text, &name).map_err(|e| anyhow::anyhow!("{e}"))?;
 
-        let options = |t: &target::TargetSpec, verify: bool| driver::Options { verify, ..driver::Options::new(std::sync::Arc::new(t.clone())) };
+        let options = |t: &target::TargetSpec, verify: bool| driver::Options {
+            verify,
+            ..driver::Options::new(std::sync::Arc::new(t.clone()))
+        };
         let run_opts = |opts: &driver::Options| -> anyhow::Result<driver::Output> {
             driver::run(&before_text, &name, opts).map_err(|e| anyhow::anyhow!("{name}: {e}"))
         };
@@ -286,11 +350,21 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         let tpu_flat_out = run(&tpu_flat)?;
         let mut tiled_storage = Vec::with_capacity(tiled.len());
         for t in &tiled {
-            let stats = if t.name == tpu.name { tpu_out.report.stats.clone() } else { run(t)?.report.stats };
+            let stats = if t.name == tpu.name {
+                tpu_out.report.stats.clone()
+            } else {
+                run(t)?.report.stats
+            };
             tiled_storage.push((stats.storage_bytes, stats.logical_bytes));
         }
         let bitcasts = bitcasts::compare(&parsed, &after, &ours_out.module()?);
-        let optimality = |o: &driver::Output| o.report.assignment.as_ref().map(|a| a.optimality()).unwrap_or_default();
+        let optimality = |o: &driver::Output| {
+            o.report
+                .assignment
+                .as_ref()
+                .map(|a| a.optimality())
+                .unwrap_or_default()
+        };
         let gaps = if args.exact {
             Some([
                 Gap::measure(&before_text, &name, &cpu, &optimality(&ours_out))?,
@@ -372,11 +446,23 @@ fn gap_table(rows: &[Row]) -> String {
             totals[i].0 += gap.cost;
             totals[i].1 += gap.lower;
         }
-        s.push_str(&format!(" {:.1} / {:.1} / {:.1} |\n", g[0].seconds * 1e3, g[1].seconds * 1e3, g[2].seconds * 1e3));
+        s.push_str(&format!(
+            " {:.1} / {:.1} / {:.1} |\n",
+            g[0].seconds * 1e3,
+            g[1].seconds * 1e3,
+            g[2].seconds * 1e3
+        ));
     }
     s.push_str("| **total** |");
     for (cost, lower) in totals {
-        let pct = if lower == 0 { "n/a".to_string() } else { format!("{:.2}%", (cost as f64 - lower as f64) / lower as f64 * 100.0) };
+        let pct = if lower == 0 {
+            "n/a".to_string()
+        } else {
+            format!(
+                "{:.2}%",
+                (cost as f64 - lower as f64) / lower as f64 * 100.0
+            )
+        };
         s.push_str(&format!(" {cost} | {lower} | {pct} |"));
     }
     s.push_str(" |\n");
@@ -417,7 +503,14 @@ fn tables(rows: &[Row], tiled: &[&str]) -> String {
         let ours = r.ours.copy_bytes + r.ours.movement_bytes;
         s.push_str(&format!(
             "| {} | {} | {} | {} | {} | {} | {} | {} |\n",
-            r.name, r.instructions, r.xla.copies, r.xla.bitcast_copies, xla, r.ours.copies, ours, xla as i64 - ours as i64
+            r.name,
+            r.instructions,
+            r.xla.copies,
+            r.xla.bitcast_copies,
+            xla,
+            r.ours.copies,
+            ours,
+            xla as i64 - ours as i64
         ));
     }
     let xla_total = sum(&|r| r.xla.copy_bytes + r.xla.movement_bytes);
@@ -458,7 +551,14 @@ fn tables(rows: &[Row], tiled: &[&str]) -> String {
         };
         s.push_str(&format!(
             "| {} | {} | {:.0} | {} | {:.0} | {} | {:.0} | {} |\n",
-            r.name, x, r.our_pass_us, ratio, r.our_run_pass_us, ratio_run, r.our_verified_run_pass_us, ratio_verified
+            r.name,
+            x,
+            r.our_pass_us,
+            ratio,
+            r.our_run_pass_us,
+            ratio_run,
+            r.our_verified_run_pass_us,
+            ratio_verified
         ));
     }
     s.push('\n');
@@ -473,7 +573,10 @@ fn tables(rows: &[Row], tiled: &[&str]) -> String {
         ));
     }
     let (a, b) = (sum(&|r| r.tpu_padding_uncombined), sum(&|r| r.tpu_padding));
-    s.push_str(&format!("| **total** | {a} | {b} | {} |\n\n", a as i64 - b as i64));
+    s.push_str(&format!(
+        "| **total** | {a} | {b} | {} |\n\n",
+        a as i64 - b as i64
+    ));
     s.push_str("### Tiled targets: storage over logical bytes\n\nThe bytes of every buffer of the output (padding included, each buffer once) over the bytes of their elements, per tiled built-in target (`stats.storage_bytes` / `stats.logical_bytes` in the report).\n\n| module |");
     for t in tiled {
         s.push_str(&format!(" {t} |"));
@@ -481,7 +584,13 @@ fn tables(rows: &[Row], tiled: &[&str]) -> String {
     s.push_str("\n|---|");
     s.push_str(&"---:|".repeat(tiled.len()));
     s.push('\n');
-    let ratio = |(storage, logical): (u64, u64)| if logical == 0 { "n/a".to_string() } else { format!("{:.3}", storage as f64 / logical as f64) };
+    let ratio = |(storage, logical): (u64, u64)| {
+        if logical == 0 {
+            "n/a".to_string()
+        } else {
+            format!("{:.3}", storage as f64 / logical as f64)
+        }
+    };
     for r in rows {
         s.push_str(&format!("| {} |", r.name));
         for &x in &r.tiled_storage {
@@ -491,13 +600,19 @@ fn tables(rows: &[Row], tiled: &[&str]) -> String {
     }
     s.push_str("| **total** |");
     for i in 0..tiled.len() {
-        let total = rows.iter().filter_map(|r| r.tiled_storage.get(i)).fold((0, 0), |(a, b), &(x, y)| (a + x, b + y));
+        let total = rows
+            .iter()
+            .filter_map(|r| r.tiled_storage.get(i))
+            .fold((0, 0), |(a, b), &(x, y)| (a + x, b + y));
         s.push_str(&format!(" {} |", ratio(total)));
     }
     s.push_str("\n\n");
     s.push_str("### GPU target\n\n| module | copies | copy bytes | data-moving transpose/reshape bytes | bitcasts |\n|---|---:|---:|---:|---:|\n");
     for r in rows {
-        s.push_str(&format!("| {} | {} | {} | {} | {} |\n", r.name, r.gpu.copies, r.gpu.copy_bytes, r.gpu.movement_bytes, r.gpu.bitcasts));
+        s.push_str(&format!(
+            "| {} | {} | {} | {} | {} |\n",
+            r.name, r.gpu.copies, r.gpu.copy_bytes, r.gpu.movement_bytes, r.gpu.bitcasts
+        ));
     }
     s
 }

@@ -27,7 +27,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     if cfg!(debug_assertions) {
         return crate::rerun_release("fuzz", &std::env::args().skip(2).collect::<Vec<_>>());
     }
-    let threads = args.threads.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, usize::from));
+    let threads = args
+        .threads
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, usize::from));
     // A panic is a finding, reported in the summary; the default hook
     // would print each one with a backtrace besides.
     std::panic::set_hook(Box::new(|_| {}));
@@ -60,10 +62,16 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     }
     for (index, target, expand, message) in sum.failures.iter().take(20) {
         let line = message.lines().next().unwrap_or("");
-        println!("FAIL seed {} case {index} on {target} (expand_relayouts: {expand}): {line}", args.seed);
+        println!(
+            "FAIL seed {} case {index} on {target} (expand_relayouts: {expand}): {line}",
+            args.seed
+        );
     }
     if let Some((index, ..)) = sum.failures.first() {
-        println!("reproduce: cargo run -p fuzz --example case -- {} {index}", args.seed);
+        println!(
+            "reproduce: cargo run -p fuzz --example case -- {} {index}",
+            args.seed
+        );
         return Ok(ExitCode::from(1));
     }
     Ok(ExitCode::SUCCESS)

@@ -107,7 +107,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     // Checked first, so that a wrong address costs nothing.
     let given = args.addr.as_deref().map(loopback_addr).transpose()?;
     if given.is_some() && args.scenario == Scenario::SlowClients {
-        bail!("--scenario slow-clients runs its own server (it sets the timeouts); leave out --addr");
+        bail!(
+            "--scenario slow-clients runs its own server (it sets the timeouts); leave out --addr"
+        );
     }
     // Each client is a connection, and the in-process server holds the
     // other end: raise the file limit as `tessera serve` does.
@@ -129,13 +131,21 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         };
         failed |= !ok;
     }
-    Ok(if failed { ExitCode::from(1) } else { ExitCode::SUCCESS })
+    Ok(if failed {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
 }
 
 /// The modules a scenario posts.
 fn modules_for(args: &Args, scenario: Scenario) -> anyhow::Result<Arc<Vec<(String, String)>>> {
     let default_exclude = vec!["large".to_string()];
-    let exclude = if args.exclude.is_empty() && scenario != Scenario::Corpus { &default_exclude } else { &args.exclude };
+    let exclude = if args.exclude.is_empty() && scenario != Scenario::Corpus {
+        &default_exclude
+    } else {
+        &args.exclude
+    };
     let modules = corpus(exclude)?;
     if modules.is_empty() {
         bail!("no module under testdata/xla-cpu matches");
@@ -146,8 +156,14 @@ fn modules_for(args: &Args, scenario: Scenario) -> anyhow::Result<Arc<Vec<(Strin
 /// The `queue` and `corpus` scenarios: N clients post the modules round
 /// robin for M requests in all. True if the goals were met.
 fn hammer(args: &Args, scenario: Scenario, given: Option<SocketAddr>) -> anyhow::Result<bool> {
-    let clients = args.clients.unwrap_or(if scenario == Scenario::Corpus { 4 } else { 8 });
-    let requests = args.requests.unwrap_or(if scenario == Scenario::Corpus { 200 } else { 800 });
+    let clients = args
+        .clients
+        .unwrap_or(if scenario == Scenario::Corpus { 4 } else { 8 });
+    let requests = args.requests.unwrap_or(if scenario == Scenario::Corpus {
+        200
+    } else {
+        800
+    });
     let modules = modules_for(args, scenario)?;
 
     // The server: in process on a loopback port, or the one given.
@@ -159,7 +175,11 @@ fn hammer(args: &Args, scenario: Scenario, given: Option<SocketAddr>) -> anyhow:
             let config = if scenario == Scenario::Corpus {
                 // Every client may run at once: latency under load, not
                 // queueing.
-                server::Config { max_concurrency: clients, max_in_flight: clients.max(64), ..server::Config::default() }
+                server::Config {
+                    max_concurrency: clients,
+                    max_in_flight: clients.max(64),
+                    ..server::Config::default()
+                }
             } else {
                 server::Config::default()
             };
@@ -177,12 +197,27 @@ fn hammer(args: &Args, scenario: Scenario, given: Option<SocketAddr>) -> anyhow:
     let path = format!("/v1/layout-assignment?target={}", args.target);
     println!(
         "scenario:     {} ({clients} clients, {requests} requests, {} modules of {:.1} MiB, server {addr}{}, {limits})",
-        if scenario == Scenario::Corpus { "corpus" } else { "queue" },
+        if scenario == Scenario::Corpus {
+            "corpus"
+        } else {
+            "queue"
+        },
         modules.len(),
         modules.iter().map(|(_, t)| t.len()).sum::<usize>() as f64 / (1 << 20) as f64,
-        if in_process.is_some() { " in process" } else { "" },
+        if in_process.is_some() {
+            " in process"
+        } else {
+            ""
+        },
     );
-    let (samples, wall) = post_round_robin(addr, &modules, &path, clients, requests, Duration::from_secs(args.time_limit));
+    let (samples, wall) = post_round_robin(
+        addr,
+        &modules,
+        &path,
+        clients,
+        requests,
+        Duration::from_secs(args.time_limit),
+    );
 
     let server_hwm = match (in_process.is_some(), args.server_pid) {
         (true, _) => vm_hwm("/proc/self/status"),
@@ -201,14 +236,29 @@ fn hammer(args: &Args, scenario: Scenario, given: Option<SocketAddr>) -> anyhow:
     all.sort();
     let bytes: usize = samples.iter().map(|s| modules[s.module].1.len()).sum();
     let (p50, p99) = (percentile(&all, 50.0), percentile(&all, 99.0));
-    println!("profile:      {}", if cfg!(debug_assertions) { "debug" } else { "release" });
-    println!("requests:     {done} of {requests} in {:.2} s", wall.as_secs_f64());
+    println!(
+        "profile:      {}",
+        if cfg!(debug_assertions) {
+            "debug"
+        } else {
+            "release"
+        }
+    );
+    println!(
+        "requests:     {done} of {requests} in {:.2} s",
+        wall.as_secs_f64()
+    );
     println!(
         "throughput:   {:.1} requests/s, {:.2} MiB/s of HLO in",
         done as f64 / wall.as_secs_f64(),
         bytes as f64 / (1 << 20) as f64 / wall.as_secs_f64()
     );
-    println!("latency:      p50 {}  p99 {}  max {}", ms(p50), ms(p99), ms(all.last().copied()));
+    println!(
+        "latency:      p50 {}  p99 {}  max {}",
+        ms(p50),
+        ms(p99),
+        ms(all.last().copied())
+    );
     println!("errors:       {errors} ({shed} answered 503)");
     let mut ok = errors == 0;
     if scenario == Scenario::Queue {
@@ -217,25 +267,40 @@ fn hammer(args: &Args, scenario: Scenario, given: Option<SocketAddr>) -> anyhow:
             _ => f64::INFINITY,
         };
         let met = ratio <= 10.0;
-        println!("p99 / p50:    {ratio:.1} (goal: at most 10; {})", if met { "met" } else { "MISSED" });
+        println!(
+            "p99 / p50:    {ratio:.1} (goal: at most 10; {})",
+            if met { "met" } else { "MISSED" }
+        );
         ok &= met;
     }
     match server_hwm {
         Some(kib) => println!(
             "peak RSS:     {:.1} MiB (VmHWM of the {})",
             kib as f64 / 1024.0,
-            if given.is_none() { "loadtest process, server included" } else { "server process" }
+            if given.is_none() {
+                "loadtest process, server included"
+            } else {
+                "server process"
+            }
         ),
         None => println!("peak RSS:     not measured (give --server-pid for a server at --addr)"),
     }
     println!("per module:   requests, p50, max");
     let mut by_module: BTreeMap<&str, Vec<Duration>> = BTreeMap::new();
     for s in &samples {
-        by_module.entry(modules[s.module].0.as_str()).or_default().push(s.latency);
+        by_module
+            .entry(modules[s.module].0.as_str())
+            .or_default()
+            .push(s.latency);
     }
     for (name, mut l) in by_module {
         l.sort();
-        println!("  {name:<28} {:>5} {:>10} {:>10}", l.len(), ms(percentile(&l, 50.0)), ms(l.last().copied()));
+        println!(
+            "  {name:<28} {:>5} {:>10} {:>10}",
+            l.len(),
+            ms(percentile(&l, 50.0)),
+            ms(l.last().copied())
+        );
     }
     Ok(ok)
 }
@@ -281,22 +346,44 @@ fn post_round_robin(
 }
 
 /// Posts module `m` and checks the answer is a JSON result.
-fn post_one(client: &mut server::client::Client, path: &str, modules: &[(String, String)], m: usize) -> Sample {
+fn post_one(
+    client: &mut server::client::Client,
+    path: &str,
+    modules: &[(String, String)],
+    m: usize,
+) -> Sample {
     let t = Instant::now();
-    let r = client.request("POST", path, &[("content-type", "text/plain")], modules[m].1.as_bytes());
+    let r = client.request(
+        "POST",
+        path,
+        &[("content-type", "text/plain")],
+        modules[m].1.as_bytes(),
+    );
     let latency = t.elapsed();
     let (ok, status) = match &r {
-        Ok(resp) => (resp.status == 200 && resp.body.starts_with(b"{\"module\":"), resp.status),
+        Ok(resp) => (
+            resp.status == 200 && resp.body.starts_with(b"{\"module\":"),
+            resp.status,
+        ),
         Err(_) => (false, 0),
     };
     if !ok {
         let why = match r {
-            Ok(resp) => format!("{} {}", resp.status, resp.text().chars().take(300).collect::<String>()),
+            Ok(resp) => format!(
+                "{} {}",
+                resp.status,
+                resp.text().chars().take(300).collect::<String>()
+            ),
             Err(e) => e.to_string(),
         };
         eprintln!("loadtest: {} failed: {why}", modules[m].0);
     }
-    Sample { module: m, latency, status, ok }
+    Sample {
+        module: m,
+        latency,
+        status,
+        ok,
+    }
 }
 
 /// What the slow clients of the `slow-clients` scenario are.
@@ -331,8 +418,12 @@ fn slow_clients(args: &Args) -> anyhow::Result<bool> {
     let started = Instant::now();
     let end = started + run_for;
 
-    let uploads: Vec<_> = (0..SLOW_UPLOADS).map(|_| std::thread::spawn(move || slow_upload(addr, end))).collect();
-    let heads: Vec<_> = (0..HALF_HEADS).map(|_| std::thread::spawn(move || half_head(addr, end))).collect();
+    let uploads: Vec<_> = (0..SLOW_UPLOADS)
+        .map(|_| std::thread::spawn(move || slow_upload(addr, end)))
+        .collect();
+    let heads: Vec<_> = (0..HALF_HEADS)
+        .map(|_| std::thread::spawn(move || half_head(addr, end)))
+        .collect();
     let idle = std::thread::spawn(move || idle_connections(addr, end));
     // The healthy clients, for as long as the attack lasts.
     let path = format!("/v1/layout-assignment?target={}", args.target);
@@ -351,7 +442,12 @@ fn slow_clients(args: &Args) -> anyhow::Result<bool> {
             })
         })
         .collect();
-    let join = |h: std::thread::JoinHandle<Outcome>| h.join().unwrap_or(Outcome { status: None, after: None });
+    let join = |h: std::thread::JoinHandle<Outcome>| {
+        h.join().unwrap_or(Outcome {
+            status: None,
+            after: None,
+        })
+    };
     let uploads: Vec<Outcome> = uploads.into_iter().map(join).collect();
     let heads: Vec<Outcome> = heads.into_iter().map(join).collect();
     let idle = idle.join().unwrap_or_default();
@@ -373,12 +469,25 @@ fn slow_clients(args: &Args) -> anyhow::Result<bool> {
         ms(latencies.last().copied())
     );
     let answered_408 = uploads.iter().filter(|o| o.status == Some(408)).count();
-    println!("slow uploads: {answered_408} of {SLOW_UPLOADS} answered 408, after {}", when(&uploads));
+    println!(
+        "slow uploads: {answered_408} of {SLOW_UPLOADS} answered 408, after {}",
+        when(&uploads)
+    );
     let heads_closed = heads.iter().filter(|o| o.after.is_some()).count();
-    println!("half heads:   {heads_closed} of {HALF_HEADS} closed by the server, after {}", when(&heads));
+    println!(
+        "half heads:   {heads_closed} of {HALF_HEADS} closed by the server, after {}",
+        when(&heads)
+    );
     let idle_closed = idle.iter().filter(|o| o.after.is_some()).count();
-    println!("idle:         {idle_closed} of {IDLE} closed by the server, after {}", when(&idle));
-    Ok(errors == 0 && !samples.is_empty() && answered_408 == SLOW_UPLOADS && heads_closed == HALF_HEADS && idle_closed == IDLE)
+    println!(
+        "idle:         {idle_closed} of {IDLE} closed by the server, after {}",
+        when(&idle)
+    );
+    Ok(errors == 0
+        && !samples.is_empty()
+        && answered_408 == SLOW_UPLOADS
+        && heads_closed == HALF_HEADS
+        && idle_closed == IDLE)
 }
 
 /// What happened to one slow client: the status it was answered with, and
@@ -394,14 +503,23 @@ struct Outcome {
 fn when(outcomes: &[Outcome]) -> String {
     let mut t: Vec<Duration> = outcomes.iter().filter_map(|o| o.after).collect();
     t.sort();
-    format!("p50 {}  max {}", ms(percentile(&t, 50.0)), ms(t.last().copied()))
+    format!(
+        "p50 {}  max {}",
+        ms(percentile(&t, 50.0)),
+        ms(t.last().copied())
+    )
 }
 
 /// Uploads a 100 kB body a byte every 100 ms until answered or `end`.
 fn slow_upload(addr: SocketAddr, end: Instant) -> Outcome {
-    let Ok(mut s) = TcpStream::connect(addr) else { return Outcome::default() };
+    let Ok(mut s) = TcpStream::connect(addr) else {
+        return Outcome::default();
+    };
     let head = "POST /v1/layout-assignment HTTP/1.1\r\nHost: loadtest\r\nContent-Type: text/plain\r\nContent-Length: 100000\r\n\r\n";
-    if s.write_all(head.as_bytes()).is_err() || s.set_read_timeout(Some(Duration::from_millis(100))).is_err() {
+    if s.write_all(head.as_bytes()).is_err()
+        || s.set_read_timeout(Some(Duration::from_millis(100)))
+            .is_err()
+    {
         return Outcome::default();
     }
     let started = Instant::now();
@@ -416,7 +534,11 @@ fn slow_upload(addr: SocketAddr, end: Instant) -> Outcome {
                 answer.extend_from_slice(&buf[..n]);
                 continue;
             }
-            Err(e) if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut) => {}
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                ) => {}
             Err(_) => break,
         }
         if !answer.is_empty() || s.write_all(b"x").is_err() {
@@ -424,25 +546,42 @@ fn slow_upload(addr: SocketAddr, end: Instant) -> Outcome {
         }
     }
     let after = started.elapsed();
-    let status = server::client::read_response(&mut std::io::BufReader::new(&answer[..])).ok().map(|r| r.status);
-    Outcome { status, after: status.map(|_| after) }
+    let status = server::client::read_response(&mut std::io::BufReader::new(&answer[..]))
+        .ok()
+        .map(|r| r.status);
+    Outcome {
+        status,
+        after: status.map(|_| after),
+    }
 }
 
 /// Sends half a request head, then waits for the server to close.
 fn half_head(addr: SocketAddr, end: Instant) -> Outcome {
-    let Ok(mut s) = TcpStream::connect(addr) else { return Outcome::default() };
-    if s.write_all(b"POST /v1/layout-assignment HTTP/1.1\r\nHost: loadtest\r\nContent-Le").is_err() {
+    let Ok(mut s) = TcpStream::connect(addr) else {
+        return Outcome::default();
+    };
+    if s.write_all(b"POST /v1/layout-assignment HTTP/1.1\r\nHost: loadtest\r\nContent-Le")
+        .is_err()
+    {
         return Outcome::default();
     }
     let started = Instant::now();
-    wait_closed(&mut s, end).map_or_else(Outcome::default, |_| Outcome { status: None, after: Some(started.elapsed()) })
+    wait_closed(&mut s, end).map_or_else(Outcome::default, |_| Outcome {
+        status: None,
+        after: Some(started.elapsed()),
+    })
 }
 
 /// Opens connections that send nothing, then waits for each to be closed.
 fn idle_connections(addr: SocketAddr, end: Instant) -> Vec<Outcome> {
     let started = Instant::now();
-    let mut open: Vec<Option<TcpStream>> =
-        (0..IDLE).map(|_| TcpStream::connect(addr).ok().filter(|s| s.set_nonblocking(true).is_ok())).collect();
+    let mut open: Vec<Option<TcpStream>> = (0..IDLE)
+        .map(|_| {
+            TcpStream::connect(addr)
+                .ok()
+                .filter(|s| s.set_nonblocking(true).is_ok())
+        })
+        .collect();
     let mut out = vec![Outcome::default(); IDLE];
     while Instant::now() < end && open.iter().any(Option::is_some) {
         for (i, slot) in open.iter_mut().enumerate() {
@@ -467,13 +606,20 @@ fn wait_closed(s: &mut TcpStream, end: Instant) -> Option<Instant> {
     let mut buf = [0u8; 256];
     loop {
         let left = end.checked_duration_since(Instant::now())?;
-        if s.set_read_timeout(Some(left.max(Duration::from_millis(1)))).is_err() {
+        if s.set_read_timeout(Some(left.max(Duration::from_millis(1))))
+            .is_err()
+        {
             return None;
         }
         match s.read(&mut buf) {
             Ok(0) => return Some(Instant::now()),
             Ok(_) => {}
-            Err(e) if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut) => {
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                ) =>
+            {
                 if Instant::now() >= end {
                     return None;
                 }
@@ -494,7 +640,11 @@ fn loopback_addr(given: &str) -> anyhow::Result<SocketAddr> {
     let Some(&first) = resolved.first() else {
         bail!("--addr {given}: the name resolves to no address");
     };
-    let outside: Vec<String> = resolved.iter().filter(|a| !is_loopback(a.ip())).map(|a| a.ip().to_string()).collect();
+    let outside: Vec<String> = resolved
+        .iter()
+        .filter(|a| !is_loopback(a.ip()))
+        .map(|a| a.ip().to_string())
+        .collect();
     if !outside.is_empty() {
         bail!(
             "--addr {given}: the load test runs on loopback only (127.0.0.0/8 or ::1), but this names {}",
@@ -515,13 +665,17 @@ fn is_loopback(ip: IpAddr) -> bool {
 fn corpus(exclude: &[String]) -> anyhow::Result<Vec<(String, String)>> {
     let dir: PathBuf = crate::root().join("testdata/xla-cpu");
     let mut out = Vec::new();
-    for entry in std::fs::read_dir(&dir).with_context(|| format!("reading {}", dir.display()))?.flatten() {
+    for entry in std::fs::read_dir(&dir)
+        .with_context(|| format!("reading {}", dir.display()))?
+        .flatten()
+    {
         let name = entry.file_name().to_string_lossy().into_owned();
         let path = entry.path().join("before_layout.hlo");
         if !path.is_file() || exclude.iter().any(|x| name.contains(x.as_str())) {
             continue;
         }
-        let text = std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
+        let text = std::fs::read_to_string(&path)
+            .with_context(|| format!("reading {}", path.display()))?;
         out.push((name, text));
     }
     out.sort();
@@ -531,9 +685,16 @@ fn corpus(exclude: &[String]) -> anyhow::Result<Vec<(String, String)>> {
 type Stop = tokio::sync::oneshot::Sender<()>;
 
 /// Starts the service on a loopback port in a thread of its own.
-fn start_server(config: server::Config) -> anyhow::Result<(SocketAddr, Stop, std::thread::JoinHandle<()>)> {
-    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().context("starting tokio")?;
-    let listener = runtime.block_on(tokio::net::TcpListener::bind("127.0.0.1:0")).context("binding a loopback port")?;
+fn start_server(
+    config: server::Config,
+) -> anyhow::Result<(SocketAddr, Stop, std::thread::JoinHandle<()>)> {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("starting tokio")?;
+    let listener = runtime
+        .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
+        .context("binding a loopback port")?;
     let addr = listener.local_addr()?;
     let (tx, rx) = tokio::sync::oneshot::channel::<()>();
     let state = server::AppState::new(config);
@@ -565,7 +726,10 @@ fn percentile(sorted: &[Duration], p: f64) -> Option<Duration> {
 }
 
 fn ms(d: Option<Duration>) -> String {
-    d.map_or_else(|| "-".to_string(), |d| format!("{:.1} ms", d.as_secs_f64() * 1000.0))
+    d.map_or_else(
+        || "-".to_string(),
+        |d| format!("{:.1} ms", d.as_secs_f64() * 1000.0),
+    )
 }
 
 #[cfg(test)]
@@ -589,8 +753,10 @@ mod tests {
     fn localhost_is_accepted_when_it_resolves_to_loopback() {
         // `localhost` resolves through /etc/hosts, without the network; on a
         // machine where it named anything but loopback, refusing is right.
-        let every_address_loopback =
-            ("localhost", 80).to_socket_addrs().map(|mut a| a.all(|a| is_loopback(a.ip()))).unwrap_or(false);
+        let every_address_loopback = ("localhost", 80)
+            .to_socket_addrs()
+            .map(|mut a| a.all(|a| is_loopback(a.ip())))
+            .unwrap_or(false);
         let got = loopback_addr("localhost:8080");
         if every_address_loopback {
             let a = got.expect("localhost is loopback here");
@@ -602,10 +768,22 @@ mod tests {
 
     #[test]
     fn other_addresses_are_refused_with_a_clear_error() {
-        for given in ["10.0.0.1:8080", "192.168.1.20:80", "8.8.8.8:53", "0.0.0.0:8080", "[::]:8080", "[2001:db8::1]:80", "[::ffff:10.0.0.1]:80", "128.0.0.1:80"] {
+        for given in [
+            "10.0.0.1:8080",
+            "192.168.1.20:80",
+            "8.8.8.8:53",
+            "0.0.0.0:8080",
+            "[::]:8080",
+            "[2001:db8::1]:80",
+            "[::ffff:10.0.0.1]:80",
+            "128.0.0.1:80",
+        ] {
             let e = loopback_addr(given).expect_err(given);
             let message = format!("{e:#}");
-            assert!(message.contains("loopback only") && message.contains(given), "{given}: {message}");
+            assert!(
+                message.contains("loopback only") && message.contains(given),
+                "{given}: {message}"
+            );
         }
     }
 
@@ -626,7 +804,8 @@ mod tests {
             #[command(flatten)]
             args: Args,
         }
-        let cli = Cli::try_parse_from(["loadtest", "--addr", "10.1.2.3:8080", "--requests", "1"]).expect("parses");
+        let cli = Cli::try_parse_from(["loadtest", "--addr", "10.1.2.3:8080", "--requests", "1"])
+            .expect("parses");
         let e = run(cli.args).expect_err("a remote address is refused");
         assert!(format!("{e:#}").contains("loopback only"), "{e:#}");
     }

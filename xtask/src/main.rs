@@ -80,7 +80,9 @@ fn main() -> ExitCode {
 
 /// The workspace root, whatever directory `cargo xtask` was run from.
 pub fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).parent().map_or_else(|| PathBuf::from("."), Path::to_path_buf)
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .map_or_else(|| PathBuf::from("."), Path::to_path_buf)
 }
 
 /// Every `.hlo` file under `dir`, sorted.
@@ -88,7 +90,9 @@ pub fn hlo_files(dir: &Path) -> Vec<PathBuf> {
     let mut out = Vec::new();
     let mut stack = vec![dir.to_path_buf()];
     while let Some(d) = stack.pop() {
-        let Ok(entries) = std::fs::read_dir(&d) else { continue };
+        let Ok(entries) = std::fs::read_dir(&d) else {
+            continue;
+        };
         for e in entries.flatten() {
             let p = e.path();
             if p.is_dir() {
@@ -109,10 +113,22 @@ pub fn rerun_release(command: &str, args: &[String]) -> anyhow::Result<ExitCode>
     eprintln!("(timing needs a release build: re-running `cargo xtask {command}` with --release)");
     let status = std::process::Command::new(cargo)
         .current_dir(root())
-        .args(["run", "--quiet", "--release", "--package", "xtask", "--", command])
+        .args([
+            "run",
+            "--quiet",
+            "--release",
+            "--package",
+            "xtask",
+            "--",
+            command,
+        ])
         .args(args)
         .status()?;
-    Ok(if status.success() { ExitCode::SUCCESS } else { ExitCode::from(1) })
+    Ok(if status.success() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
 }
 
 /// Replaces the text between `<!-- NAME:begin -->` and `<!-- NAME:end -->`

@@ -35,9 +35,15 @@ fn validate(path: &Path) -> anyhow::Result<(bool, String)> {
         .arg(path)
         .output()
         .with_context(|| format!("running {} -m openapi_spec_validator", python()))?;
-    let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
     if !out.status.success() && text.contains("No module named openapi_spec_validator") {
-        bail!("the validator is not installed: run `cargo xtask openapi --install` (pip install {VALIDATOR})");
+        bail!(
+            "the validator is not installed: run `cargo xtask openapi --install` (pip install {VALIDATOR})"
+        );
     }
     Ok((out.status.success(), text))
 }
@@ -46,7 +52,14 @@ fn validate(path: &Path) -> anyhow::Result<(bool, String)> {
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     if args.install {
         let status = Command::new(python())
-            .args(["-m", "pip", "install", "--quiet", "--disable-pip-version-check", VALIDATOR])
+            .args([
+                "-m",
+                "pip",
+                "install",
+                "--quiet",
+                "--disable-pip-version-check",
+                VALIDATOR,
+            ])
             .status()
             .context("running pip")?;
         if !status.success() {
@@ -54,13 +67,18 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         }
     }
     let doc_path = crate::root().join("crates/server/src/openapi.json");
-    let text = std::fs::read_to_string(&doc_path).with_context(|| format!("reading {}", doc_path.display()))?;
+    let text = std::fs::read_to_string(&doc_path)
+        .with_context(|| format!("reading {}", doc_path.display()))?;
     if text != server::OPENAPI {
-        bail!("{} is not the document the service serves", doc_path.display());
+        bail!(
+            "{} is not the document the service serves",
+            doc_path.display()
+        );
     }
 
     // The validator must refuse a broken copy.
-    let mut broken: serde_json::Value = serde_json::from_str(&text).context("the document is JSON")?;
+    let mut broken: serde_json::Value =
+        serde_json::from_str(&text).context("the document is JSON")?;
     let media = broken
         .pointer_mut("/paths/~1v1~1layout-assignment/post/requestBody/content/text~1plain")
         .and_then(serde_json::Value::as_object_mut)
@@ -72,13 +90,18 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     std::fs::write(&broken_path, serde_json::to_string_pretty(&broken)?)?;
     let (valid, _) = validate(&broken_path)?;
     if valid {
-        bail!("the validator accepted a document with a description in a Media Type Object; it is not checking");
+        bail!(
+            "the validator accepted a document with a description in a Media Type Object; it is not checking"
+        );
     }
 
     let (valid, report) = validate(&doc_path)?;
     print!("{report}");
     if valid {
-        println!("openapi: {} is a valid OpenAPI 3.0 document", doc_path.display());
+        println!(
+            "openapi: {} is a valid OpenAPI 3.0 document",
+            doc_path.display()
+        );
         Ok(ExitCode::SUCCESS)
     } else {
         println!("openapi: {} is invalid", doc_path.display());

@@ -48,12 +48,20 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             .map(|p| PassName::from_name(p).with_context(|| format!("unknown pass '{p}'")))
             .collect::<anyhow::Result<_>>()?;
     }
-    let paths = if args.paths.is_empty() { vec![root.join("testdata")] } else { args.paths.clone() };
+    let paths = if args.paths.is_empty() {
+        vec![root.join("testdata")]
+    } else {
+        args.paths.clone()
+    };
     let mut files = Vec::new();
     for p in &paths {
         if p.is_dir() {
             // Files whose RUN lines expect failure are malformed on purpose.
-            files.extend(crate::hlo_files(p).into_iter().filter(|f| !expects_failure(f)));
+            files.extend(
+                crate::hlo_files(p)
+                    .into_iter()
+                    .filter(|f| !expects_failure(f)),
+            );
         } else {
             files.push(p.clone());
         }
@@ -72,7 +80,11 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let mut rows = Vec::new();
     let mut failures = Vec::new();
     for file in &files {
-        let shown = file.strip_prefix(&root).unwrap_or(file).display().to_string();
+        let shown = file
+            .strip_prefix(&root)
+            .unwrap_or(file)
+            .display()
+            .to_string();
         if let Some(bar) = &bar {
             bar.set_message(shown.clone());
         }
@@ -88,7 +100,10 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                 }
                 std::fs::write(&dest, &output.text)?;
                 let report = wire::report_json(&output.report);
-                std::fs::write(dest.with_extension("report.json"), serde_json::to_string_pretty(&report)? + "\n")?;
+                std::fs::write(
+                    dest.with_extension("report.json"),
+                    serde_json::to_string_pretty(&report)? + "\n",
+                )?;
                 let s = &output.report.stats;
                 rows.push(Row {
                     module: shown,
@@ -112,33 +127,73 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         bar.finish_and_clear();
     }
     print_table(&rows, &opts.target.name);
-    println!("outputs and reports: {}", out_dir.strip_prefix(&root).unwrap_or(&out_dir).display());
+    println!(
+        "outputs and reports: {}",
+        out_dir.strip_prefix(&root).unwrap_or(&out_dir).display()
+    );
     for f in &failures {
         eprintln!("error: {f}");
     }
-    Ok(if failures.is_empty() { ExitCode::SUCCESS } else { ExitCode::from(1) })
+    Ok(if failures.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
 }
 
 /// True when the file's first RUN line runs a command that must fail.
 pub(crate) fn expects_failure(path: &Path) -> bool {
-    let Ok(text) = std::fs::read_to_string(path) else { return false };
-    filecheck::lit::run_lines(&text).first().is_some_and(|l| l.trim_start().starts_with("not "))
+    let Ok(text) = std::fs::read_to_string(path) else {
+        return false;
+    };
+    filecheck::lit::run_lines(&text)
+        .first()
+        .is_some_and(|l| l.trim_start().starts_with("not "))
 }
 
 fn print_table(rows: &[Row], target: &str) {
-    let width = rows.iter().map(|r| r.module.len()).max().unwrap_or(6).max(6);
-    let build = if cfg!(debug_assertions) { "debug build: run `cargo xtask bench` for real timings" } else { "release build" };
+    let width = rows
+        .iter()
+        .map(|r| r.module.len())
+        .max()
+        .unwrap_or(6)
+        .max(6);
+    let build = if cfg!(debug_assertions) {
+        "debug build: run `cargo xtask bench` for real timings"
+    } else {
+        "release build"
+    };
     // Storage over logical bytes: how much of the buffers is padding.
-    let ratio = |storage: u64, logical: u64| if logical == 0 { 1.0 } else { storage as f64 / logical as f64 };
+    let ratio = |storage: u64, logical: u64| {
+        if logical == 0 {
+            1.0
+        } else {
+            storage as f64 / logical as f64
+        }
+    };
     println!("target: {target} ({build})");
     println!(
         "{:<width$}  {:>8}  {:>6}  {:>8}  {:>12}  {:>10}  {:>13}  {:>9}",
-        "module", "instrs", "copies", "bitcasts", "bytes moved", "padding", "storage/logic", "time ms"
+        "module",
+        "instrs",
+        "copies",
+        "bitcasts",
+        "bytes moved",
+        "padding",
+        "storage/logic",
+        "time ms"
     );
     for r in rows {
         println!(
             "{:<width$}  {:>8}  {:>6}  {:>8}  {:>12}  {:>10}  {:>13.3}  {:>9.2}",
-            r.module, r.instructions, r.copies, r.bitcasts, r.bytes_moved, r.padding, ratio(r.storage, r.logical), r.millis
+            r.module,
+            r.instructions,
+            r.copies,
+            r.bitcasts,
+            r.bytes_moved,
+            r.padding,
+            ratio(r.storage, r.logical),
+            r.millis
         );
     }
     let total = |f: fn(&Row) -> u64| rows.iter().map(f).sum::<u64>();

@@ -21,7 +21,11 @@ pub struct Args {
 
 /// Runs the command.
 pub fn run(args: Args) -> ExitCode {
-    let code = run_with(&args, &mut std::io::stdout().lock(), &mut std::io::stderr().lock());
+    let code = run_with(
+        &args,
+        &mut std::io::stdout().lock(),
+        &mut std::io::stderr().lock(),
+    );
     ExitCode::from(code)
 }
 
@@ -105,10 +109,17 @@ pub(crate) mod tests {
         ENTRY %main (p: f32[2]) -> f32[2] {\n  %p = f32[2]{0} parameter(0)\n  ROOT %n = f32[2]{0} negate(%p)\n}\n\n";
 
     fn fmt(files: &[&str], check: bool) -> (u8, String, String) {
-        let args = Args { files: files.iter().map(|s| s.to_string()).collect(), check };
+        let args = Args {
+            files: files.iter().map(|s| s.to_string()).collect(),
+            check,
+        };
         let (mut out, mut err) = (Vec::new(), Vec::new());
         let code = run_with(&args, &mut out, &mut err);
-        (code, String::from_utf8(out).unwrap(), String::from_utf8(err).unwrap())
+        (
+            code,
+            String::from_utf8(out).unwrap(),
+            String::from_utf8(err).unwrap(),
+        )
     }
 
     #[test]
@@ -116,7 +127,10 @@ pub(crate) mod tests {
         let messy = "// RUN: tessera fmt %s\nHloModule m, entry_computation_layout={(f32[2]{0})->f32[2]{0}}\n\
             ENTRY main (p: f32[2]) -> f32[2] {\n p = f32[2]{0} parameter(0) /* c */\n ROOT n = f32[2]{0} negate(f32[2]{0} p)\n}\n";
         let f = TempFile::new("messy.hlo", messy.as_bytes());
-        assert_eq!(fmt(&[&f.name()], false), (0, CANONICAL.to_string(), String::new()));
+        assert_eq!(
+            fmt(&[&f.name()], false),
+            (0, CANONICAL.to_string(), String::new())
+        );
     }
 
     #[test]
@@ -124,7 +138,10 @@ pub(crate) mod tests {
         let good = TempFile::new("good.hlo", CANONICAL.as_bytes());
         let with_run = TempFile::new("run.hlo", format!("// RUN: x\n{CANONICAL}").as_bytes());
         let bad = TempFile::new("bad.hlo", CANONICAL.replace("  %p", "    %p").as_bytes());
-        assert_eq!(fmt(&[&good.name(), &with_run.name()], true), (0, String::new(), String::new()));
+        assert_eq!(
+            fmt(&[&good.name(), &with_run.name()], true),
+            (0, String::new(), String::new())
+        );
         assert_eq!(
             fmt(&[&good.name(), &bad.name()], true),
             (1, format!("{}\n", bad.name()), String::new())
@@ -133,8 +150,10 @@ pub(crate) mod tests {
 
     #[test]
     fn bad_input_and_missing_files_exit_1_with_a_located_error() {
-        let bad =
-            TempFile::new("err.hlo", b"HloModule m\nENTRY %main {\n  %x f32[] constant(0)\n}\n");
+        let bad = TempFile::new(
+            "err.hlo",
+            b"HloModule m\nENTRY %main {\n  %x f32[] constant(0)\n}\n",
+        );
         let (code, out, err) = fmt(&[&bad.name()], false);
         assert_eq!((code, out.as_str()), (1, ""));
         assert!(
@@ -146,7 +165,10 @@ pub(crate) mod tests {
         );
         let (code, _, err) = fmt(&["/nonexistent/x.hlo"], false);
         assert_eq!(code, 1);
-        assert!(err.starts_with("/nonexistent/x.hlo: error: cannot read the file"), "{err}");
+        assert!(
+            err.starts_with("/nonexistent/x.hlo: error: cannot read the file"),
+            "{err}"
+        );
         let not_utf8 = TempFile::new("bytes.hlo", b"HloModule m\xff\n");
         let (code, _, err) = fmt(&[&not_utf8.name()], false);
         assert_eq!(code, 1);

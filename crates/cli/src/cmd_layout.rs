@@ -82,9 +82,18 @@ enum Command {
 /// Runs the command.
 pub fn run(args: Args) -> ExitCode {
     let result = match args.command {
-        Command::Index { shape, indices, reverse } => index(&shape, &indices, &reverse),
+        Command::Index {
+            shape,
+            indices,
+            reverse,
+        } => index(&shape, &indices, &reverse),
         Command::Explain { shape, json } => explain(&shape, json),
-        Command::Bitcast { from, to, transpose, view } => bitcast(&from, &to, transpose.as_deref(), view),
+        Command::Bitcast {
+            from,
+            to,
+            transpose,
+            view,
+        } => bitcast(&from, &to, transpose.as_deref(), view),
         Command::Plan { from, to } => plan(&from, &to),
         Command::Draw { shape, output } => draw(&shape, &output),
     };
@@ -105,7 +114,11 @@ fn parse_list<T: std::str::FromStr>(text: &str, what: &str) -> Result<Vec<T>, St
     t.split(',')
         .map(|p| p.trim().parse::<T>())
         .collect::<Result<_, _>>()
-        .map_err(|_| format!("{what} '{text}' is not a comma-separated list of non-negative integers (e.g. 2,3)"))
+        .map_err(|_| {
+            format!(
+                "{what} '{text}' is not a comma-separated list of non-negative integers (e.g. 2,3)"
+            )
+        })
 }
 
 fn index(text: &str, indices: &[String], reverse: &[String]) -> Result<String, String> {
@@ -116,11 +129,16 @@ fn index(text: &str, indices: &[String], reverse: &[String]) -> Result<String, S
     let mut out = String::new();
     for idx in indices {
         let v: Vec<i64> = parse_list(idx, "index")?;
-        let l = e.linear_index(&v).map_err(|err| format!("index {idx}: {err}"))?;
+        let l = e
+            .linear_index(&v)
+            .map_err(|err| format!("index {idx}: {err}"))?;
         let _ = writeln!(out, "{l}");
     }
     for lin in reverse {
-        let l: u64 = lin.trim().parse().map_err(|_| format!("linear index '{lin}' is not a non-negative integer"))?;
+        let l: u64 = lin
+            .trim()
+            .parse()
+            .map_err(|_| format!("linear index '{lin}' is not a non-negative integer"))?;
         match e.multi_index(l).map_err(|err| err.to_string())? {
             Slot::Element(i) => {
                 let _ = writeln!(out, "{}", list(&i));
@@ -134,30 +152,61 @@ fn index(text: &str, indices: &[String], reverse: &[String]) -> Result<String, S
 fn explain(text: &str, json: bool) -> Result<String, String> {
     let (s, e) = parse(text, "SHAPE")?;
     let pad = e.padding_slots();
-    let frac = if e.storage_slots == 0 { 0.0 } else { pad as f64 / e.storage_slots as f64 * 100.0 };
+    let frac = if e.storage_slots == 0 {
+        0.0
+    } else {
+        pad as f64 / e.storage_slots as f64 * 100.0
+    };
     if json {
         let v = wire::layout::explain_json(text)?;
-        return serde_json::to_string_pretty(&v).map(|t| t + "\n").map_err(|err| err.to_string());
+        return serde_json::to_string_pretty(&v)
+            .map(|t| t + "\n")
+            .map_err(|err| err.to_string());
     }
     let mut o = String::new();
     let _ = writeln!(o, "shape           {s}");
-    let _ = writeln!(o, "logical dims    {} ({} elements)", dims(&e.logical_dims), e.element_count);
+    let _ = writeln!(
+        o,
+        "logical dims    {} ({} elements)",
+        dims(&e.logical_dims),
+        e.element_count
+    );
     if e.padded_dims != e.logical_dims {
         let _ = writeln!(o, "legacy padding  pad to {}", dims(&e.padded_dims));
     }
     let _ = writeln!(
         o,
         "physical order  dims {} (major to minor) -> {}",
-        dims(&e.physical_order.iter().map(|&d| d as i64).collect::<Vec<_>>()),
+        dims(
+            &e.physical_order
+                .iter()
+                .map(|&d| d as i64)
+                .collect::<Vec<_>>()
+        ),
         dims(&e.untiled_dims)
     );
     for (i, l) in e.levels.iter().enumerate() {
         let _ = writeln!(o, "tile level {i}    T{}", l.tile);
         if l.combined_dims != l.input_dims {
-            let _ = writeln!(o, "  combine '*'   {} -> {}", dims(&l.input_dims), dims(&l.combined_dims));
+            let _ = writeln!(
+                o,
+                "  combine '*'   {} -> {}",
+                dims(&l.input_dims),
+                dims(&l.combined_dims)
+            );
         }
-        let _ = writeln!(o, "  pad           {} -> {}", dims(&l.combined_dims), dims(&l.padded_dims));
-        let _ = writeln!(o, "  reshape       {} -> {} (a bitcast)", dims(&l.padded_dims), dims(&l.split_dims));
+        let _ = writeln!(
+            o,
+            "  pad           {} -> {}",
+            dims(&l.combined_dims),
+            dims(&l.padded_dims)
+        );
+        let _ = writeln!(
+            o,
+            "  reshape       {} -> {} (a bitcast)",
+            dims(&l.padded_dims),
+            dims(&l.split_dims)
+        );
         let _ = writeln!(
             o,
             "  transpose     dimensions={{{}}} -> {}",
@@ -165,11 +214,20 @@ fn explain(text: &str, json: bool) -> Result<String, String> {
             dims(&l.output_dims)
         );
         let vol: i64 = l.tile_sizes.iter().product();
-        let _ = writeln!(o, "  tile grid     {} tiles of {} ({vol} slots each)", dims(l.tile_counts()), dims(&l.tile_sizes));
+        let _ = writeln!(
+            o,
+            "  tile grid     {} tiles of {} ({vol} slots each)",
+            dims(l.tile_counts()),
+            dims(&l.tile_sizes)
+        );
     }
     let _ = writeln!(o, "physical dims   {} (row-major)", dims(&e.physical_dims));
     if e.storage_slots != e.element_slots {
-        let _ = writeln!(o, "tail padding    {} -> {} slots", e.element_slots, e.storage_slots);
+        let _ = writeln!(
+            o,
+            "tail padding    {} -> {} slots",
+            e.element_slots, e.storage_slots
+        );
     }
     let _ = writeln!(
         o,
@@ -203,6 +261,7 @@ fn plan(from: &str, to: &str) -> Result<String, String> {
 
 fn draw(text: &str, output: &std::path::Path) -> Result<String, String> {
     let svg = wire::layout::draw_svg(text)?;
-    std::fs::write(output, svg).map_err(|err| format!("cannot write {}: {err}", output.display()))?;
+    std::fs::write(output, svg)
+        .map_err(|err| format!("cannot write {}: {err}", output.display()))?;
     Ok(format!("wrote {}\n", output.display()))
 }

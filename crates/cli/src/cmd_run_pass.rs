@@ -71,7 +71,12 @@ pub fn run(args: Args) -> ExitCode {
     opts.solver.kind = driver::SolverKind::from_name(&args.solver).unwrap_or_default();
     match std::time::Duration::try_from_secs_f64(args.solver_time_limit) {
         Ok(limit) if limit > std::time::Duration::ZERO => opts.solver.time_limit = limit,
-        _ => return fail(format!("--solver-time-limit must be a positive number of seconds, not {}", args.solver_time_limit)),
+        _ => {
+            return fail(format!(
+                "--solver-time-limit must be a positive number of seconds, not {}",
+                args.solver_time_limit
+            ));
+        }
     }
     if let Some(passes) = &args.passes {
         let mut chosen = Vec::new();
@@ -80,7 +85,10 @@ pub fn run(args: Args) -> ExitCode {
                 Some(pass) => chosen.push(pass),
                 None => {
                     let known: Vec<&str> = PassName::all().iter().map(|p| p.name()).collect();
-                    return fail(format!("unknown pass '{p}'; the passes are {}", known.join(", ")));
+                    return fail(format!(
+                        "unknown pass '{p}'; the passes are {}",
+                        known.join(", ")
+                    ));
                 }
             }
         }
@@ -102,10 +110,16 @@ pub fn run(args: Args) -> ExitCode {
         let json = wire::report_json(&output.report);
         let text = serde_json::to_string_pretty(&json).unwrap_or_default();
         if let Err(e) = std::fs::write(path, text + "\n") {
-            return fail(format!("cannot write the report to {}: {e}", path.display()));
+            return fail(format!(
+                "cannot write the report to {}: {e}",
+                path.display()
+            ));
         }
     }
-    let pictures = [(&args.dot, driver::PictureKind::Dot), (&args.svg, driver::PictureKind::Svg)];
+    let pictures = [
+        (&args.dot, driver::PictureKind::Dot),
+        (&args.svg, driver::PictureKind::Svg),
+    ];
     for (path, kind) in pictures {
         let Some(path) = path else { continue };
         let module = match output.module() {
@@ -121,7 +135,11 @@ pub fn run(args: Args) -> ExitCode {
         }
     }
     for t in &output.report.timings {
-        tracing::info!(step = t.step, micros = t.duration.as_micros() as u64, "timing");
+        tracing::info!(
+            step = t.step,
+            micros = t.duration.as_micros() as u64,
+            "timing"
+        );
     }
     match &args.output {
         Some(path) => {

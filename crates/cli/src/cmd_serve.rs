@@ -37,7 +37,10 @@ pub fn run(args: Args) -> ExitCode {
         Ok(limit) => tracing::debug!(limit, "open file limit"),
         Err(e) => tracing::warn!(error = %e, "cannot raise the open file limit"),
     }
-    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
         Ok(r) => r,
         Err(e) => return fail(format!("cannot start the async runtime: {e}")),
     };
@@ -61,7 +64,9 @@ pub fn run(args: Args) -> ExitCode {
             let _ = writeln!(out, "listening on http://{addr}");
             let _ = out.flush();
         }
-        server::serve(listener, state, shutdown).await.map_err(|e| format!("the server failed: {e}"))
+        server::serve(listener, state, shutdown)
+            .await
+            .map_err(|e| format!("the server failed: {e}"))
     });
     // Abandoned pipeline runs (of requests that timed out) are not waited for.
     runtime.shutdown_timeout(std::time::Duration::from_secs(1));

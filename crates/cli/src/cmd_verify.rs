@@ -45,7 +45,10 @@ fn run_with(args: &Args, err: &mut dyn Write) -> u8 {
             continue;
         };
         let text = String::from_utf8_lossy(&bytes);
-        let mut errors: Vec<String> = hlo::verify_module(&module).iter().map(|e| e.located(&text, &label)).collect();
+        let mut errors: Vec<String> = hlo::verify_module(&module)
+            .iter()
+            .map(|e| e.located(&text, &label))
+            .collect();
         if args.layouts && errors.is_empty() {
             let problems = layout_assignment::check_layouts(&module, target.as_deref());
             errors.extend(problems.iter().map(|e| e.located(&text, &label)));
@@ -75,7 +78,11 @@ mod tests {
     use crate::cmd_fmt::tests::{CANONICAL, TempFile};
 
     fn verify(files: &[&str]) -> (u8, String) {
-        let args = Args { files: files.iter().map(|s| s.to_string()).collect(), layouts: false, target: None };
+        let args = Args {
+            files: files.iter().map(|s| s.to_string()).collect(),
+            layouts: false,
+            target: None,
+        };
         let mut err = Vec::new();
         let code = run_with(&args, &mut err);
         (code, String::from_utf8(err).unwrap())
@@ -86,7 +93,10 @@ mod tests {
         let f = TempFile::new("valid.hlo", CANONICAL.as_bytes());
         assert_eq!(
             verify(&[&f.name()]),
-            (0, format!("{}: ok (1 computations, 2 instructions)\n", f.name()))
+            (
+                0,
+                format!("{}: ok (1 computations, 2 instructions)\n", f.name())
+            )
         );
     }
 

@@ -17,7 +17,9 @@ pub enum LogFormat {
 pub fn init_logging(format: LogFormat, default_level: &str) {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default_level));
-    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
     match format {
         LogFormat::Text => builder.init(),
         LogFormat::Json => builder.json().init(),
@@ -34,7 +36,11 @@ pub fn fail(message: impl std::fmt::Display) -> ExitCode {
 /// error: ...`, such as a target file's) as it is, anything else after
 /// `error: `, so that no line says `error:` twice.
 pub fn error_line(message: impl std::fmt::Display, located: bool) -> String {
-    if located { message.to_string() } else { format!("error: {message}") }
+    if located {
+        message.to_string()
+    } else {
+        format!("error: {message}")
+    }
 }
 
 /// Reads a file, or standard input for `-`. Returns the name to show in

@@ -66,7 +66,11 @@ fn usage_exit_status(error: &clap::Error, args: &[std::ffi::OsString]) -> u8 {
     if !error.use_stderr() {
         return 0;
     }
-    if matches!(subcommand_name(args), Some("filecheck" | "check")) { 2 } else { 1 }
+    if matches!(subcommand_name(args), Some("filecheck" | "check")) {
+        2
+    } else {
+        1
+    }
 }
 
 /// The first word of the command line that is neither an option nor the
@@ -97,7 +101,11 @@ fn main() -> ExitCode {
             return ExitCode::from(usage_exit_status(&error, &args));
         }
     };
-    let default_level = if matches!(cli.command, Command::Serve(_)) { "info" } else { "warn" };
+    let default_level = if matches!(cli.command, Command::Serve(_)) {
+        "info"
+    } else {
+        "warn"
+    };
     common::init_logging(cli.log_format, default_level);
     match cli.command {
         Command::Fmt(args) => cmd_fmt::run(args),

@@ -18,30 +18,65 @@ fn tessera(args: &[&str]) -> Output {
 fn expect(args: &[&str], status: i32, message: &str) {
     let out = tessera(args);
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(status), "tessera {args:?}\nstderr: {stderr}");
-    assert!(stderr.contains(message), "tessera {args:?}: stderr lacks {message:?}\nstderr: {stderr}");
+    assert_eq!(
+        out.status.code(),
+        Some(status),
+        "tessera {args:?}\nstderr: {stderr}"
+    );
+    assert!(
+        stderr.contains(message),
+        "tessera {args:?}: stderr lacks {message:?}\nstderr: {stderr}"
+    );
 }
 
 #[test]
 fn usage_errors_exit_with_one() {
-    expect(&["layout", "explain"], 1, "the following required arguments were not provided");
+    expect(
+        &["layout", "explain"],
+        1,
+        "the following required arguments were not provided",
+    );
     expect(&["layout", "bitcast", "f32[3]{0}"], 1, "<TO>");
     expect(&["layout", "draw", "f32[3,5]{1,0}"], 1, "--output");
-    expect(&["fmt", "--no-such-flag"], 1, "unexpected argument '--no-such-flag'");
-    expect(&["no-such-command"], 1, "unrecognized subcommand 'no-such-command'");
-    expect(&["--log-format", "json", "layout", "explain"], 1, "required arguments");
+    expect(
+        &["fmt", "--no-such-flag"],
+        1,
+        "unexpected argument '--no-such-flag'",
+    );
+    expect(
+        &["no-such-command"],
+        1,
+        "unrecognized subcommand 'no-such-command'",
+    );
+    expect(
+        &["--log-format", "json", "layout", "explain"],
+        1,
+        "required arguments",
+    );
     expect(&[], 1, "Usage: tessera");
 }
 
 #[test]
 fn invalid_input_exits_with_one() {
-    expect(&["layout", "explain", "f32[3,5]{1,0:T(-1,2)}"], 1, "tile 0 entry 0 is -1; tile sizes must be positive or '*'");
-    expect(&["layout", "explain", "f32[3,5]{1,0:T(0,2)}"], 1, "tile sizes must be positive or '*'");
+    expect(
+        &["layout", "explain", "f32[3,5]{1,0:T(-1,2)}"],
+        1,
+        "tile 0 entry 0 is -1; tile sizes must be positive or '*'",
+    );
+    expect(
+        &["layout", "explain", "f32[3,5]{1,0:T(0,2)}"],
+        1,
+        "tile sizes must be positive or '*'",
+    );
 }
 
 #[test]
 fn help_and_version_exit_with_zero() {
-    for args in [&["--help"][..], &["--version"], &["layout", "explain", "--help"]] {
+    for args in [
+        &["--help"][..],
+        &["--version"],
+        &["layout", "explain", "--help"],
+    ] {
         let out = tessera(args);
         assert_eq!(out.status.code(), Some(0), "tessera {args:?}");
         assert!(!out.stdout.is_empty(), "tessera {args:?} prints to stdout");
@@ -54,7 +89,11 @@ fn filecheck_usage_errors_keep_llvm_status_two() {
     expect(&["filecheck"], 2, "");
     expect(&["filecheck", "--no-such-option", "x.txt"], 2, "");
     // A usage error clap itself reports for the filecheck subcommand.
-    expect(&["--log-format", "nonsense", "filecheck", "x.txt"], 2, "invalid value 'nonsense'");
+    expect(
+        &["--log-format", "nonsense", "filecheck", "x.txt"],
+        2,
+        "invalid value 'nonsense'",
+    );
 }
 
 /// `tessera check`: 0 equivalent, 1 different, 2 usage error or no

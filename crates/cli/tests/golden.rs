@@ -13,7 +13,11 @@ fn check_hlo(path: &Path) -> datatest_stable::Result<()> {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..");
     let text = std::fs::read_to_string(path)?;
     if filecheck::lit::run_lines(&text).is_empty() {
-        return Err(format!("{} has no RUN line; every golden file needs one", path.display()).into());
+        return Err(format!(
+            "{} has no RUN line; every golden file needs one",
+            path.display()
+        )
+        .into());
     }
     let cfg = filecheck::lit::RunConfig {
         tessera_bin: PathBuf::from(env!("CARGO_BIN_EXE_tessera")),

@@ -21,7 +21,11 @@ use server::client::{Client, read_response};
 
 /// Sends SIGTERM through the `kill` command, without libc.
 fn sigterm(child: &Child) {
-    let status = Command::new("kill").arg("-TERM").arg(child.id().to_string()).status().expect("kill runs");
+    let status = Command::new("kill")
+        .arg("-TERM")
+        .arg(child.id().to_string())
+        .status()
+        .expect("kill runs");
     assert!(status.success(), "kill -TERM {}: {status}", child.id());
 }
 
@@ -32,7 +36,10 @@ fn wait_exit(child: &mut Child, limit: Duration) -> ExitStatus {
         if let Some(status) = child.try_wait().expect("the child's status") {
             return status;
         }
-        assert!(Instant::now() < deadline, "the server exits within {limit:?}");
+        assert!(
+            Instant::now() < deadline,
+            "the server exits within {limit:?}"
+        );
         std::thread::sleep(Duration::from_millis(20));
     }
 }
@@ -42,10 +49,15 @@ fn stderr_lines(served: &Served) -> Vec<String> {
     let deadline = Instant::now() + Duration::from_secs(10);
     let mut lines = Vec::new();
     loop {
-        match served.stderr.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
+        match served
+            .stderr
+            .recv_timeout(deadline.saturating_duration_since(Instant::now()))
+        {
             Ok(l) => lines.push(l),
             Err(mpsc::RecvTimeoutError::Disconnected) => return lines,
-            Err(mpsc::RecvTimeoutError::Timeout) => panic!("stderr ends once the server exited; so far: {lines:#?}"),
+            Err(mpsc::RecvTimeoutError::Timeout) => {
+                panic!("stderr ends once the server exited; so far: {lines:#?}")
+            }
         }
     }
 }
@@ -54,7 +66,9 @@ fn stderr_lines(served: &Served) -> Vec<String> {
 /// of its own that is closed again at once.
 fn in_flight(addr: SocketAddr) -> u64 {
     let mut c = Client::new(addr, Duration::from_secs(10));
-    let m = c.request("GET", "/metrics", &[], b"").expect("metrics answer");
+    let m = c
+        .request("GET", "/metrics", &[], b"")
+        .expect("metrics answer");
     assert_eq!(m.status, 200);
     m.text()
         .lines()
@@ -68,8 +82,12 @@ fn in_flight(addr: SocketAddr) -> u64 {
 /// between runs).
 fn stateless(text: &str) -> (String, serde_json::Value) {
     let spec = wire::resolve_target("cpu").expect("the cpu target");
-    let out = driver::run(text, "request.hlo", &driver::Options::new(spec)).expect("the module runs");
-    (out.text.clone(), without_timings(wire::report_json(&out.report)))
+    let out =
+        driver::run(text, "request.hlo", &driver::Options::new(spec)).expect("the module runs");
+    (
+        out.text.clone(),
+        without_timings(wire::report_json(&out.report)),
+    )
 }
 
 fn without_timings(mut report: serde_json::Value) -> serde_json::Value {
@@ -93,13 +111,17 @@ fn sigterm_drains_the_request_in_flight_then_exits_0() {
     let half = text.len() / 2;
     let mut stream = TcpStream::connect_timeout(&addr, Duration::from_secs(10)).expect("connects");
     stream.set_read_timeout(Some(STEP)).expect("a read timeout");
-    stream.set_write_timeout(Some(STEP)).expect("a write timeout");
+    stream
+        .set_write_timeout(Some(STEP))
+        .expect("a write timeout");
     let head = format!(
         "POST /v1/layout-assignment HTTP/1.1\r\nHost: {addr}\r\nContent-Type: text/plain\r\nContent-Length: {}\r\nX-Request-Id: drained\r\n\r\n",
         text.len()
     );
     stream.write_all(head.as_bytes()).expect("writes the head");
-    stream.write_all(&text.as_bytes()[..half]).expect("writes half the body");
+    stream
+        .write_all(&text.as_bytes()[..half])
+        .expect("writes half the body");
     stream.flush().expect("flushes");
     let deadline = Instant::now() + Duration::from_secs(30);
     while in_flight(addr) < 1 {
@@ -118,27 +140,62 @@ fn sigterm_drains_the_request_in_flight_then_exits_0() {
         if probe.request("GET", "/healthz", &[], b"").is_err() {
             break;
         }
-        assert!(Instant::now() < deadline, "new connections are refused after SIGTERM");
+        assert!(
+            Instant::now() < deadline,
+            "new connections are refused after SIGTERM"
+        );
         std::thread::sleep(Duration::from_millis(20));
     }
-    assert!(matches!(served.child.try_wait(), Ok(None)), "the server waits for the request in flight");
+    assert!(
+        matches!(served.child.try_wait(), Ok(None)),
+        "the server waits for the request in flight"
+    );
 
     // The rest of the body: the request completes with the full answer.
-    stream.write_all(&text.as_bytes()[half..]).expect("writes the rest of the body");
+    stream
+        .write_all(&text.as_bytes()[half..])
+        .expect("writes the rest of the body");
     stream.flush().expect("flushes");
-    let response = read_response(&mut BufReader::new(stream)).expect("the request in flight is answered");
-    assert_eq!(response.status, 200, "{}", response.text().chars().take(500).collect::<String>());
+    let response =
+        read_response(&mut BufReader::new(stream)).expect("the request in flight is answered");
+    assert_eq!(
+        response.status,
+        200,
+        "{}",
+        response.text().chars().take(500).collect::<String>()
+    );
     assert_eq!(response.header("x-request-id"), Some("drained"));
     let v: serde_json::Value = serde_json::from_slice(&response.body).expect("a JSON answer");
-    assert!(v["module"].as_str() == Some(want.as_str()), "the answer is the stateless run's output, byte for byte");
-    assert_eq!(without_timings(v["report"].clone()), want_report, "the report is the stateless run's");
+    assert!(
+        v["module"].as_str() == Some(want.as_str()),
+        "the answer is the stateless run's output, byte for byte"
+    );
+    assert_eq!(
+        without_timings(v["report"].clone()),
+        want_report,
+        "the report is the stateless run's"
+    );
 
     let status = wait_exit(&mut served.child, STEP);
-    assert_eq!(status.code(), Some(0), "a drained shutdown exits 0: {status}");
-    assert!(TcpStream::connect_timeout(&addr, Duration::from_secs(5)).is_err(), "nothing listens after the exit");
+    assert_eq!(
+        status.code(),
+        Some(0),
+        "a drained shutdown exits 0: {status}"
+    );
+    assert!(
+        TcpStream::connect_timeout(&addr, Duration::from_secs(5)).is_err(),
+        "nothing listens after the exit"
+    );
     let log = stderr_lines(&served);
-    assert!(log.iter().any(|l| l.contains("SIGTERM received")), "{log:#?}");
-    assert!(log.iter().any(|l| l.contains("draining requests in flight")), "{log:#?}");
+    assert!(
+        log.iter().any(|l| l.contains("SIGTERM received")),
+        "{log:#?}"
+    );
+    assert!(
+        log.iter()
+            .any(|l| l.contains("draining requests in flight")),
+        "{log:#?}"
+    );
 }
 
 #[test]
@@ -148,11 +205,25 @@ fn json_logs_are_json_lines_that_carry_the_request_id() {
     let text = corpus("mlp_fwd");
     let mut client = Client::new(addr, STEP);
     // No id is sent, so the server makes one up and must log that one.
-    let a = client.request("POST", "/v1/layout-assignment", &[("content-type", "text/plain")], text.as_bytes()).expect("answered");
+    let a = client
+        .request(
+            "POST",
+            "/v1/layout-assignment",
+            &[("content-type", "text/plain")],
+            text.as_bytes(),
+        )
+        .expect("answered");
     assert_eq!(a.status, 200, "{}", a.text());
     let id = a.header("x-request-id").expect("a request id").to_string();
     // A bad request: its error line must carry its own id.
-    let b = client.request("POST", "/v1/layout-assignment?target=nope", &[("content-type", "text/plain")], text.as_bytes()).expect("answered");
+    let b = client
+        .request(
+            "POST",
+            "/v1/layout-assignment?target=nope",
+            &[("content-type", "text/plain")],
+            text.as_bytes(),
+        )
+        .expect("answered");
     assert_eq!(b.status, 400, "{}", b.text());
     let bad_id = b.header("x-request-id").expect("a request id").to_string();
     assert_ne!(id, bad_id);
@@ -167,30 +238,49 @@ fn json_logs_are_json_lines_that_carry_the_request_id() {
     let events: Vec<serde_json::Value> = lines
         .iter()
         .map(|l| {
-            let v: serde_json::Value = serde_json::from_str(l).unwrap_or_else(|e| panic!("a stderr line is not JSON ({e}): {l}"));
-            assert!(v.is_object() && v["level"].is_string() && v["fields"].is_object(), "a tracing JSON event: {l}");
+            let v: serde_json::Value = serde_json::from_str(l)
+                .unwrap_or_else(|e| panic!("a stderr line is not JSON ({e}): {l}"));
+            assert!(
+                v.is_object() && v["level"].is_string() && v["fields"].is_object(),
+                "a tracing JSON event: {l}"
+            );
             v
         })
         .collect();
     // The span of the event, or any span around it, names the request.
     let of_request = |v: &serde_json::Value, id: &str| {
-        v["span"]["request_id"] == id || v["spans"].as_array().is_some_and(|s| s.iter().any(|s| s["request_id"] == id))
+        v["span"]["request_id"] == id
+            || v["spans"]
+                .as_array()
+                .is_some_and(|s| s.iter().any(|s| s["request_id"] == id))
     };
-    let listening = events.iter().find(|v| v["fields"]["message"] == "listening").expect("the listening event");
+    let listening = events
+        .iter()
+        .find(|v| v["fields"]["message"] == "listening")
+        .expect("the listening event");
     assert_eq!(listening["fields"]["addr"], addr.to_string());
     let finished: Vec<&serde_json::Value> = events.iter().filter(|v| of_request(v, &id)).collect();
     assert!(
-        finished.iter().any(|v| v["fields"]["message"] == "finished processing request"
-            && v["fields"]["status"] == 200
-            && v["span"]["path"] == "/v1/layout-assignment"
-            && v["span"]["method"] == "POST"),
+        finished
+            .iter()
+            .any(|v| v["fields"]["message"] == "finished processing request"
+                && v["fields"]["status"] == 200
+                && v["span"]["path"] == "/v1/layout-assignment"
+                && v["span"]["method"] == "POST"),
         "the response line carries the request id {id}: {lines:#?}"
     );
     assert!(
-        events.iter().any(|v| of_request(v, &bad_id) && v["fields"]["kind"] == "unknown_target"),
+        events
+            .iter()
+            .any(|v| of_request(v, &bad_id) && v["fields"]["kind"] == "unknown_target"),
         "the error line carries the request id {bad_id}: {lines:#?}"
     );
-    assert!(!events.iter().any(|v| of_request(v, &id) && of_request(v, &bad_id)), "no line mixes two requests");
+    assert!(
+        !events
+            .iter()
+            .any(|v| of_request(v, &id) && of_request(v, &bad_id)),
+        "no line mixes two requests"
+    );
 }
 
 #[test]
@@ -203,23 +293,49 @@ fn idle_connections_beyond_the_file_limit_do_not_stop_the_service() {
     let served = serve_with_file_limit(files);
     let addr = served.addr;
     let idle: Vec<TcpStream> = (0..files + 100)
-        .map(|i| TcpStream::connect_timeout(&addr, Duration::from_secs(10)).unwrap_or_else(|e| panic!("connection {i}: {e}")))
+        .map(|i| {
+            TcpStream::connect_timeout(&addr, Duration::from_secs(10))
+                .unwrap_or_else(|e| panic!("connection {i}: {e}"))
+        })
         .collect();
     let mut c = Client::new(addr, Duration::from_secs(30));
-    let a = c.request("GET", "/healthz", &[], b"").expect("the health check is answered");
+    let a = c
+        .request("GET", "/healthz", &[], b"")
+        .expect("the health check is answered");
     assert_eq!(a.status, 200);
     let text = corpus("mlp_fwd");
     let (want, _) = stateless(&text);
-    let a = c.request("POST", "/v1/layout-assignment", &[("content-type", "text/plain")], text.as_bytes()).expect("answered");
+    let a = c
+        .request(
+            "POST",
+            "/v1/layout-assignment",
+            &[("content-type", "text/plain")],
+            text.as_bytes(),
+        )
+        .expect("answered");
     assert_eq!(a.status, 200, "{}", a.text());
     let v: serde_json::Value = serde_json::from_slice(&a.body).expect("JSON");
     assert_eq!(v["module"].as_str(), Some(want.as_str()));
-    let m = c.request("GET", "/metrics", &[], b"").expect("answered").text();
+    let m = c
+        .request("GET", "/metrics", &[], b"")
+        .expect("answered")
+        .text();
     let gauge = |name: &str| {
-        m.lines().find_map(|l| l.strip_prefix(name).and_then(|r| r.trim().parse::<u64>().ok())).unwrap_or_else(|| panic!("{name}: {m}"))
+        m.lines()
+            .find_map(|l| {
+                l.strip_prefix(name)
+                    .and_then(|r| r.trim().parse::<u64>().ok())
+            })
+            .unwrap_or_else(|| panic!("{name}: {m}"))
     };
     let open = gauge("tessera_connections_open ");
-    assert!(open < files, "{open} connections open under a limit of {files} files");
-    assert!(gauge("tessera_connections_closed_total{reason=\"evicted\"} ") >= 100, "{m}");
+    assert!(
+        open < files,
+        "{open} connections open under a limit of {files} files"
+    );
+    assert!(
+        gauge("tessera_connections_closed_total{reason=\"evicted\"} ") >= 100,
+        "{m}"
+    );
     drop(idle);
 }

@@ -13,14 +13,20 @@
 
 mod served;
 
-
 use served::*;
 use server::client::{Client, ClientResponse};
 
 const MIB: u64 = 1024;
 
-fn post(c: &mut Client, method: &str, path: &str, content_type: &str, body: &[u8]) -> ClientResponse {
-    c.request(method, path, &[("content-type", content_type)], body).unwrap_or_else(|e| panic!("{method} {path}: {e}"))
+fn post(
+    c: &mut Client,
+    method: &str,
+    path: &str,
+    content_type: &str,
+    body: &[u8],
+) -> ClientResponse {
+    c.request(method, path, &[("content-type", content_type)], body)
+        .unwrap_or_else(|e| panic!("{method} {path}: {e}"))
 }
 
 fn json(a: &ClientResponse) -> serde_json::Value {
@@ -29,16 +35,32 @@ fn json(a: &ClientResponse) -> serde_json::Value {
 
 /// The error kind of an error answer of this status.
 fn kind(a: &ClientResponse, status: u16) -> String {
-    assert_eq!(a.status, status, "{}", a.text().chars().take(400).collect::<String>());
-    json(a)["error"]["kind"].as_str().unwrap_or_default().to_string()
+    assert_eq!(
+        a.status,
+        status,
+        "{}",
+        a.text().chars().take(400).collect::<String>()
+    );
+    json(a)["error"]["kind"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string()
 }
 
 /// A healthy request, checked against a stateless run in this process.
 fn healthy(c: &mut Client) {
     let text = corpus("mlp_fwd");
     let spec = wire::resolve_target("cpu").expect("the cpu target");
-    let want = driver::run(&text, "request.hlo", &driver::Options::new(spec)).expect("runs").text;
-    let a = post(c, "POST", "/v1/layout-assignment", "text/plain", text.as_bytes());
+    let want = driver::run(&text, "request.hlo", &driver::Options::new(spec))
+        .expect("runs")
+        .text;
+    let a = post(
+        c,
+        "POST",
+        "/v1/layout-assignment",
+        "text/plain",
+        text.as_bytes(),
+    );
     assert_eq!(a.status, 200, "{}", a.text());
     assert_eq!(json(&a)["module"].as_str(), Some(want.as_str()));
 }
@@ -49,7 +71,11 @@ const PROMPT_PURGE: &[(&str, &str)] = &[("MIMALLOC_PURGE_DELAY", "0")];
 /// `k0: &a <8 MiB>` and 249 more entries `*a` under `prefix`.
 fn alias_body(prefix: &str, indent: &str, entry: impl Fn(usize) -> String) -> Vec<u8> {
     let mut y = String::from(prefix);
-    y.push_str(&format!("{indent}{} &a {}\n", entry(0), "x".repeat(8 << 20)));
+    y.push_str(&format!(
+        "{indent}{} &a {}\n",
+        entry(0),
+        "x".repeat(8 << 20)
+    ));
     for k in 1..250 {
         y.push_str(&format!("{indent}{} *a\n", entry(k)));
     }
@@ -66,19 +92,86 @@ fn hostile_bodies_are_refused_within_a_small_multiple_of_their_size() {
     let before = proc_status_kib(pid, "VmHWM");
 
     let target = alias_body("module: x\ntarget:\n", "  ", |k| format!("k{k}:"));
-    assert_eq!(kind(&post(&mut c, "POST", "/v1/layout-assignment", "application/yaml", &target), 413), "payload_too_large");
+    assert_eq!(
+        kind(
+            &post(
+                &mut c,
+                "POST",
+                "/v1/layout-assignment",
+                "application/yaml",
+                &target
+            ),
+            413
+        ),
+        "payload_too_large"
+    );
     let first = proc_status_kib(pid, "VmHWM").saturating_sub(before);
     let passes = alias_body("module: x\noptions:\n  passes:\n", "    ", |_| "-".into());
-    assert_eq!(kind(&post(&mut c, "POST", "/v1/layout-assignment", "application/yaml", &passes), 413), "payload_too_large");
+    assert_eq!(
+        kind(
+            &post(
+                &mut c,
+                "POST",
+                "/v1/layout-assignment",
+                "application/yaml",
+                &passes
+            ),
+            413
+        ),
+        "payload_too_large"
+    );
     let patch = alias_body("computations:\n", "  ", |k| format!("c{k}:"));
-    assert_eq!(kind(&post(&mut c, "PATCH", "/v1/modules/ghost", "application/yaml", &patch), 413), "payload_too_large");
-    let deep = format!("module: x\ntarget: {}{}", "[".repeat(500_000), "]".repeat(500_000));
-    assert_eq!(kind(&post(&mut c, "POST", "/v1/layout-assignment", "application/yaml", deep.as_bytes()), 400), "invalid_request");
+    assert_eq!(
+        kind(
+            &post(
+                &mut c,
+                "PATCH",
+                "/v1/modules/ghost",
+                "application/yaml",
+                &patch
+            ),
+            413
+        ),
+        "payload_too_large"
+    );
+    let deep = format!(
+        "module: x\ntarget: {}{}",
+        "[".repeat(500_000),
+        "]".repeat(500_000)
+    );
+    assert_eq!(
+        kind(
+            &post(
+                &mut c,
+                "POST",
+                "/v1/layout-assignment",
+                "application/yaml",
+                deep.as_bytes()
+            ),
+            400
+        ),
+        "invalid_request"
+    );
     let mut laughs = String::from("module: x\ntarget:\n  a0: &a0 [lol]\n");
     for i in 1..10 {
-        laughs.push_str(&format!("  a{i}: &a{i} [{}]\n", vec![format!("*a{}", i - 1); 10].join(", ")));
+        laughs.push_str(&format!(
+            "  a{i}: &a{i} [{}]\n",
+            vec![format!("*a{}", i - 1); 10].join(", ")
+        ));
     }
-    assert_eq!(kind(&post(&mut c, "POST", "/v1/layout-assignment", "application/yaml", laughs.as_bytes()), 413), "payload_too_large");
+    assert_eq!(
+        kind(
+            &post(
+                &mut c,
+                "POST",
+                "/v1/layout-assignment",
+                "application/yaml",
+                laughs.as_bytes()
+            ),
+            413
+        ),
+        "payload_too_large"
+    );
 
     let after = proc_status_kib(pid, "VmHWM");
     let grew = after.saturating_sub(before);
@@ -92,24 +185,50 @@ fn hostile_bodies_are_refused_within_a_small_multiple_of_their_size() {
     // scalar as the checker reads it, and the allocator's slack, a few
     // times the body, within the body limit; never the 2 GiB its aliases
     // expand to.
-    assert!(grew < 64 * MIB, "the peak grew by {} MiB, more than the body limit", grew / MIB);
+    assert!(
+        grew < 64 * MIB,
+        "the peak grew by {} MiB, more than the body limit",
+        grew / MIB
+    );
     healthy(&mut c);
 }
 
 /// Loads and runs a session of `text` named `id`; returns what it is
 /// charged.
 fn session(c: &mut Client, id: &str, text: &str) -> u64 {
-    let a = post(c, "PUT", &format!("/v1/modules/{id}"), "text/plain", text.as_bytes());
+    let a = post(
+        c,
+        "PUT",
+        &format!("/v1/modules/{id}"),
+        "text/plain",
+        text.as_bytes(),
+    );
     assert_eq!(a.status, 201, "{}", a.text());
-    let a = post(c, "POST", &format!("/v1/modules/{id}/layout-assignment"), "application/json", b"");
-    assert_eq!(a.status, 200, "{}", a.text().chars().take(400).collect::<String>());
-    let a = c.request("GET", &format!("/v1/modules/{id}"), &[], b"").expect("answered");
+    let a = post(
+        c,
+        "POST",
+        &format!("/v1/modules/{id}/layout-assignment"),
+        "application/json",
+        b"",
+    );
+    assert_eq!(
+        a.status,
+        200,
+        "{}",
+        a.text().chars().take(400).collect::<String>()
+    );
+    let a = c
+        .request("GET", &format!("/v1/modules/{id}"), &[], b"")
+        .expect("answered");
     assert_eq!(a.status, 200, "{}", a.text());
     json(&a)["memory_bytes"].as_u64().expect("a charge")
 }
 
 fn metric(c: &mut Client, name: &str) -> u64 {
-    let m = c.request("GET", "/metrics", &[], b"").expect("answered").text();
+    let m = c
+        .request("GET", "/metrics", &[], b"")
+        .expect("answered")
+        .text();
     m.lines()
         .find_map(|l| l.strip_prefix(name).and_then(|r| r.strip_prefix(' ')))
         .and_then(|v| v.trim().parse().ok())
@@ -126,7 +245,11 @@ fn a_session_is_charged_about_what_it_holds_and_the_budget_bounds_them() {
     // the drop when all eight are deleted. The first session also pays for
     // the allocator's warm-up and one run's transient memory, so the growth
     // is counted from there.
-    let served = serve_with_config("sessions-measured", "max_sessions: 100\nmax_session_bytes: 8589934592\n", PROMPT_PURGE);
+    let served = serve_with_config(
+        "sessions-measured",
+        "max_sessions: 100\nmax_session_bytes: 8589934592\n",
+        PROMPT_PURGE,
+    );
     let pid = served.child.id();
     let mut c = Client::new(served.addr, STEP);
     let charge = session(&mut c, "s0", &text);
@@ -137,7 +260,9 @@ fn a_session_is_charged_about_what_it_holds_and_the_budget_bounds_them() {
     }
     let loaded = proc_status_kib(pid, "VmRSS");
     for i in 0..k {
-        let a = c.request("DELETE", &format!("/v1/modules/s{i}"), &[], b"").expect("answered");
+        let a = c
+            .request("DELETE", &format!("/v1/modules/s{i}"), &[], b"")
+            .expect("answered");
         assert_eq!(a.status, 204);
     }
     healthy(&mut c);
@@ -155,7 +280,10 @@ fn a_session_is_charged_about_what_it_holds_and_the_budget_bounds_them() {
         mib(freed),
         mib(charge)
     );
-    assert!((0.5..=2.0).contains(&ratio), "charged {charge} for {per_session} resident");
+    assert!(
+        (0.5..=2.0).contains(&ratio),
+        "charged {charge} for {per_session} resident"
+    );
     drop(c);
     drop(served);
 
@@ -179,7 +307,15 @@ fn a_session_is_charged_about_what_it_holds_and_the_budget_bounds_them() {
     }
     assert_eq!(metric(&mut c, "tessera_sessions_evicted_total"), 10);
     let grew = proc_status_kib(pid, "VmRSS").saturating_sub(before) * 1024;
-    eprintln!("{more} more sessions under a budget of {} MiB: the resident set grew by {} MiB", budget >> 20, grew >> 20);
-    assert!(grew < 4 * per_session, "the resident set grew by {} MiB", grew >> 20);
+    eprintln!(
+        "{more} more sessions under a budget of {} MiB: the resident set grew by {} MiB",
+        budget >> 20,
+        grew >> 20
+    );
+    assert!(
+        grew < 4 * per_session,
+        "the resident set grew by {} MiB",
+        grew >> 20
+    );
     healthy(&mut c);
 }

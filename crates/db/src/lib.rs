@@ -31,8 +31,8 @@ use std::sync::{Arc, Mutex};
 
 use hlo::{CompId, Computation, ComputationLayout, IoAlias, Module, ParseError};
 use layout_assignment::{
-    BoundSite, CallGraph, CallQueries, CallRole, ComputationAssignment, Context, ModuleFacts, Moved, PassError, Phase, Signature,
-    SolverOptions, WEIGH_LEVELS,
+    BoundSite, CallGraph, CallQueries, CallRole, ComputationAssignment, Context, ModuleFacts,
+    Moved, PassError, Phase, Signature, SolverOptions, WEIGH_LEVELS,
 };
 use rustc_hash::{FxHashMap, FxHasher};
 use salsa::Setter;
@@ -122,7 +122,10 @@ impl PartialEq for Parsed {
 /// The computation names of a module, in order.
 #[salsa::tracked(returns(ref))]
 pub fn names(db: &dyn salsa::Database, m: SourceModule) -> Vec<String> {
-    m.computations(db).iter().map(|c| c.name(db).clone()).collect()
+    m.computations(db)
+        .iter()
+        .map(|c| c.name(db).clone())
+        .collect()
 }
 
 /// Each computation's id by name, built once per module (a parse looks
@@ -130,7 +133,11 @@ pub fn names(db: &dyn salsa::Database, m: SourceModule) -> Vec<String> {
 /// loading a module of many computations quadratic).
 #[salsa::tracked(returns(ref))]
 pub fn name_index(db: &dyn salsa::Database, m: SourceModule) -> FxHashMap<String, CompId> {
-    names(db, m).iter().enumerate().map(|(i, n)| (n.clone(), CompId(i as u32))).collect()
+    names(db, m)
+        .iter()
+        .enumerate()
+        .map(|(i, n)| (n.clone(), CompId(i as u32)))
+        .collect()
 }
 
 /// Parses one computation.
@@ -149,12 +156,20 @@ pub fn parsed(db: &dyn salsa::Database, c: SourceComputation) -> Parsed {
         }
         id
     };
-    let span = hlo::Span { start: 0, end: text.len(), line: 1, col: 1 };
+    let span = hlo::Span {
+        start: 0,
+        end: text.len(),
+        line: 1,
+        col: 1,
+    };
     let result = hlo::parse_computation(text, &span, &resolve, "").map(Arc::new);
     let mut h = FxHasher::default();
     text.hash(&mut h);
     looked_up.into_inner().unwrap_or_default().hash(&mut h);
-    Parsed { result, fingerprint: h.finish() }
+    Parsed {
+        result,
+        fingerprint: h.finish(),
+    }
 }
 
 /// The calls a computation makes.
@@ -170,7 +185,12 @@ pub fn calls(db: &dyn salsa::Database, c: SourceComputation) -> Vec<(CompId, Cal
 #[salsa::tracked(returns(ref))]
 pub fn call_graph(db: &dyn salsa::Database, m: SourceModule) -> CallGraph {
     let comps = m.computations(db);
-    CallGraph::from_calls(comps.len(), comps.iter().map(|&c| (CompId(c.index(db)), calls(db, c).clone())))
+    CallGraph::from_calls(
+        comps.len(),
+        comps
+            .iter()
+            .map(|&c| (CompId(c.index(db)), calls(db, c).clone())),
+    )
 }
 
 /// The entry computation layout: the header's, or derived from the entry
@@ -183,10 +203,19 @@ pub fn entry_layout(db: &dyn salsa::Database, m: SourceModule) -> ComputationLay
     let entry = m.computations(db).get(m.entry(db) as usize).copied();
     match entry.map(|c| &parsed(db, c).result) {
         Some(Ok(comp)) => ComputationLayout {
-            parameters: comp.parameters().into_iter().map(|p| comp.inst(p).shape.clone()).collect(),
-            result: comp.root().map_or(shape::Shape::Tuple(Vec::new()), |r| comp.inst(r).shape.clone()),
+            parameters: comp
+                .parameters()
+                .into_iter()
+                .map(|p| comp.inst(p).shape.clone())
+                .collect(),
+            result: comp.root().map_or(shape::Shape::Tuple(Vec::new()), |r| {
+                comp.inst(r).shape.clone()
+            }),
         },
-        _ => ComputationLayout { parameters: Vec::new(), result: shape::Shape::Tuple(Vec::new()) },
+        _ => ComputationLayout {
+            parameters: Vec::new(),
+            result: shape::Shape::Tuple(Vec::new()),
+        },
     }
 }
 
@@ -218,7 +247,10 @@ impl ModuleFacts for Facts<'_> {
         self.m.header(self.db).input_output_alias.clone()
     }
     fn name(&self, id: CompId) -> String {
-        names(self.db, self.m).get(id.index()).cloned().unwrap_or_default()
+        names(self.db, self.m)
+            .get(id.index())
+            .cloned()
+            .unwrap_or_default()
     }
 }
 
@@ -253,7 +285,12 @@ fn pass_error(e: &AssignError) -> PassError {
 /// fixed at its boundary (entry layout, loop state, branch result,
 /// aliasing, its caller's choice) and the signatures of the computations it
 /// calls.
-fn build_constraints(db: &dyn salsa::Database, c: SourceComputation, phase: Phase, boundary: Option<&Signature>) -> ConstraintsResult {
+fn build_constraints(
+    db: &dyn salsa::Database,
+    c: SourceComputation,
+    phase: Phase,
+    boundary: Option<&Signature>,
+) -> ConstraintsResult {
     let m = c.module(db);
     let graph = call_graph(db, m);
     let facts = Facts { db, m };
@@ -310,7 +347,12 @@ impl layout_assignment::CallQueries for Queries<'_> {
         result.clone().map_err(|e| pass_error(&e))
     }
 
-    fn cost(&mut self, c: CompId, boundary: Option<Signature>, levels: u8) -> Result<Moved, PassError> {
+    fn cost(
+        &mut self,
+        c: CompId,
+        boundary: Option<Signature>,
+        levels: u8,
+    ) -> Result<Moved, PassError> {
         let c = self.comp(c)?;
         let result = match boundary {
             None => alone_cost(self.db, c),
@@ -319,26 +361,52 @@ impl layout_assignment::CallQueries for Queries<'_> {
         result.clone().map_err(|e| pass_error(&e))
     }
 
-    fn signature_under(&mut self, c: CompId, boundary: Signature, levels: u8) -> Result<Signature, PassError> {
+    fn signature_under(
+        &mut self,
+        c: CompId,
+        boundary: Signature,
+        levels: u8,
+    ) -> Result<Signature, PassError> {
         let c = self.comp(c)?;
-        bounded_signature(self.db, BoundaryKey::new(self.db, c, boundary, levels)).clone().map_err(|e| pass_error(&e))
+        bounded_signature(self.db, BoundaryKey::new(self.db, c, boundary, levels))
+            .clone()
+            .map_err(|e| pass_error(&e))
     }
 }
 
 /// Assigns `c` under `ctx`, with the call-boundary rule for its callees to
 /// `levels` levels.
-fn assign(db: &dyn salsa::Database, c: SourceComputation, ctx: &ConstraintsResult, levels: u8) -> AssignmentResult {
+fn assign(
+    db: &dyn salsa::Database,
+    c: SourceComputation,
+    ctx: &ConstraintsResult,
+    levels: u8,
+) -> AssignmentResult {
     let m = c.module(db);
-    let comp = parsed(db, c).result.clone().map_err(|e| AssignError::Parse(Box::new(e)))?;
+    let comp = parsed(db, c)
+        .result
+        .clone()
+        .map_err(|e| AssignError::Parse(Box::new(e)))?;
     let ctx = ctx.clone()?;
     let all = names(db, m);
     let name_of = |c: CompId| all.get(c.index()).cloned().unwrap_or_default();
     let graph = call_graph(db, m);
     let entry = CompId(m.entry(db));
     let mut q = Queries { db, m };
-    layout_assignment::decide(&comp, &name_of, graph, entry, CompId(c.index(db)), &ctx, m.target(db), levels, &m.solver(db), &mut q)
-        .map(Arc::new)
-        .map_err(AssignError::Pass)
+    layout_assignment::decide(
+        &comp,
+        &name_of,
+        graph,
+        entry,
+        CompId(c.index(db)),
+        &ctx,
+        m.target(db),
+        levels,
+        &m.solver(db),
+        &mut q,
+    )
+    .map(Arc::new)
+    .map_err(AssignError::Pass)
 }
 
 /// The assignment of a computation without its only caller's choice (for
@@ -354,7 +422,12 @@ pub fn alone_assignment(db: &dyn salsa::Database, c: SourceComputation) -> Assig
 #[salsa::tracked(returns(ref))]
 pub fn bounded_assignment(db: &dyn salsa::Database, key: BoundaryKey) -> AssignmentResult {
     let c = key.comp(db);
-    assign(db, c, &build_constraints(db, c, Phase::Final, Some(key.boundary(db))), key.levels(db))
+    assign(
+        db,
+        c,
+        &build_constraints(db, c, Phase::Final, Some(key.boundary(db))),
+        key.levels(db),
+    )
 }
 
 /// The boundary the only caller of `c` chose for it in its final
@@ -362,21 +435,32 @@ pub fn bounded_assignment(db: &dyn salsa::Database, key: BoundaryKey) -> Assignm
 /// parameters). `c`'s final assignment reads this, not the caller's
 /// assignment, so that it re-runs only when this changes.
 #[salsa::tracked(returns(ref))]
-pub fn chosen_boundary(db: &dyn salsa::Database, c: SourceComputation) -> Result<Option<Signature>, AssignError> {
+pub fn chosen_boundary(
+    db: &dyn salsa::Database,
+    c: SourceComputation,
+) -> Result<Option<Signature>, AssignError> {
     let m = c.module(db);
     let graph = call_graph(db, m);
     let entry = CompId(m.entry(db));
     let comps = m.computations(db);
     let comp_of = |id: CompId| {
-        comps.get(id.index()).copied().ok_or_else(|| AssignError::Pass(PassError::Module(format!("computation #{} does not exist", id.0))))
+        comps.get(id.index()).copied().ok_or_else(|| {
+            AssignError::Pass(PassError::Module(format!(
+                "computation #{} does not exist",
+                id.0
+            )))
+        })
     };
     match layout_assignment::bound_site(graph, entry, CompId(c.index(db))) {
         Some(BoundSite::Called { caller } | BoundSite::WhileBody { caller, .. }) => {
-            Ok(final_assignment(db, comp_of(caller)?).clone()?.boundary_for(CompId(c.index(db))).cloned())
+            Ok(final_assignment(db, comp_of(caller)?)
+                .clone()?
+                .boundary_for(CompId(c.index(db)))
+                .cloned())
         }
-        Some(BoundSite::WhileCondition { body, .. }) => {
-            Ok(Some(layout_assignment::condition_boundary(&final_signature(db, comp_of(body)?).clone()?)))
-        }
+        Some(BoundSite::WhileCondition { body, .. }) => Ok(Some(
+            layout_assignment::condition_boundary(&final_signature(db, comp_of(body)?).clone()?),
+        )),
         None => Ok(None),
     }
 }
@@ -402,32 +486,60 @@ pub fn free_assignment(db: &dyn salsa::Database, c: SourceComputation) -> Assign
         .roles
         .get(c.index(db) as usize)
         .is_some_and(|roles| roles.iter().any(|r| matches!(r, CallRole::Branch { .. })));
-    if is_branch { assign(db, c, free_constraints(db, c), WEIGH_LEVELS) } else { final_assignment(db, c).clone() }
+    if is_branch {
+        assign(db, c, free_constraints(db, c), WEIGH_LEVELS)
+    } else {
+        final_assignment(db, c).clone()
+    }
 }
 
 /// The final signature: what callers depend on.
 #[salsa::tracked(returns(ref))]
-pub fn final_signature(db: &dyn salsa::Database, c: SourceComputation) -> Result<Signature, AssignError> {
-    final_assignment(db, c).as_ref().map(|a| a.signature.clone()).map_err(Clone::clone)
+pub fn final_signature(
+    db: &dyn salsa::Database,
+    c: SourceComputation,
+) -> Result<Signature, AssignError> {
+    final_assignment(db, c)
+        .as_ref()
+        .map(|a| a.signature.clone())
+        .map_err(Clone::clone)
 }
 
 /// The free signature of a branch.
 #[salsa::tracked(returns(ref))]
-pub fn free_signature(db: &dyn salsa::Database, c: SourceComputation) -> Result<Signature, AssignError> {
-    free_assignment(db, c).as_ref().map(|a| a.signature.clone()).map_err(Clone::clone)
+pub fn free_signature(
+    db: &dyn salsa::Database,
+    c: SourceComputation,
+) -> Result<Signature, AssignError> {
+    free_assignment(db, c)
+        .as_ref()
+        .map(|a| a.signature.clone())
+        .map_err(Clone::clone)
 }
 
 /// The signature a computation chooses without its only caller: what that
 /// caller reads first.
 #[salsa::tracked(returns(ref))]
-pub fn alone_signature(db: &dyn salsa::Database, c: SourceComputation) -> Result<Signature, AssignError> {
-    alone_assignment(db, c).as_ref().map(|a| a.signature.clone()).map_err(Clone::clone)
+pub fn alone_signature(
+    db: &dyn salsa::Database,
+    c: SourceComputation,
+) -> Result<Signature, AssignError> {
+    alone_assignment(db, c)
+        .as_ref()
+        .map(|a| a.signature.clone())
+        .map_err(Clone::clone)
 }
 
 /// The signature of a bounded assignment.
 #[salsa::tracked(returns(ref))]
-pub fn bounded_signature(db: &dyn salsa::Database, key: BoundaryKey) -> Result<Signature, AssignError> {
-    bounded_assignment(db, key).as_ref().map(|a| a.signature.clone()).map_err(Clone::clone)
+pub fn bounded_signature(
+    db: &dyn salsa::Database,
+    key: BoundaryKey,
+) -> Result<Signature, AssignError> {
+    bounded_assignment(db, key)
+        .as_ref()
+        .map(|a| a.signature.clone())
+        .map_err(Clone::clone)
 }
 
 /// What a computation's alone assignment moves, with the callees whose
@@ -446,11 +558,17 @@ pub fn bounded_cost(db: &dyn salsa::Database, key: BoundaryKey) -> Result<Moved,
     subtree(db, key.comp(db), &a, key.levels(db))
 }
 
-fn subtree(db: &dyn salsa::Database, c: SourceComputation, a: &ComputationAssignment, levels: u8) -> Result<Moved, AssignError> {
+fn subtree(
+    db: &dyn salsa::Database,
+    c: SourceComputation,
+    a: &ComputationAssignment,
+    levels: u8,
+) -> Result<Moved, AssignError> {
     let m = c.module(db);
     let mut q = Queries { db, m };
     let (graph, entry) = (call_graph(db, m), CompId(m.entry(db)));
-    layout_assignment::subtree_cost(graph, entry, CompId(c.index(db)), a, levels, &mut q).map_err(AssignError::Pass)
+    layout_assignment::subtree_cost(graph, entry, CompId(c.index(db)), a, levels, &mut q)
+        .map_err(AssignError::Pass)
 }
 
 /// One query execution, as salsa's event hook reported it.
@@ -479,11 +597,20 @@ impl Default for Database {
         let log = executions.clone();
         let storage = salsa::Storage::new(Some(Box::new(move |event: salsa::Event| {
             if let salsa::EventKind::WillExecute { database_key } = event.kind
-                && let Ok(mut log) = log.lock() {
-                    log.push(Execution { query: database_key.ingredient_index(), key: database_key.key_index() });
-                }
+                && let Ok(mut log) = log.lock()
+            {
+                log.push(Execution {
+                    query: database_key.ingredient_index(),
+                    key: database_key.key_index(),
+                });
+            }
         })));
-        Database { storage, executions, module: None, header_at: None }
+        Database {
+            storage,
+            executions,
+            module: None,
+            header_at: None,
+        }
     }
 }
 
@@ -513,10 +640,18 @@ pub enum LoadError {
 impl Database {
     /// Loads (or reloads) a module's text. Inputs whose content did not
     /// change are left alone, so nothing depending on them re-runs.
-    pub fn load(&mut self, text: &str, file_name: &str, target: Arc<TargetSpec>) -> Result<SourceModule, LoadError> {
+    pub fn load(
+        &mut self,
+        text: &str,
+        file_name: &str,
+        target: Arc<TargetSpec>,
+    ) -> Result<SourceModule, LoadError> {
         let outline = hlo::outline(text, file_name).map_err(|e| LoadError::Parse(Box::new(e)))?;
-        self.header_at =
-            text.lines().enumerate().find(|(_, l)| l.starts_with("HloModule")).map(|(i, l)| (i + 1, l.to_string()));
+        self.header_at = text
+            .lines()
+            .enumerate()
+            .find(|(_, l)| l.starts_with("HloModule"))
+            .map(|(i, l)| (i + 1, l.to_string()));
         let header = ModuleHeader {
             name: outline.name.clone(),
             is_scheduled: outline.is_scheduled,
@@ -551,8 +686,11 @@ impl Database {
         if **m.target(self) != *target {
             m.set_target(self).to(target);
         }
-        let old: FxHashMap<String, SourceComputation> =
-            m.computations(self).iter().map(|&c| (c.name(self).clone(), c)).collect();
+        let old: FxHashMap<String, SourceComputation> = m
+            .computations(self)
+            .iter()
+            .map(|&c| (c.name(self).clone(), c))
+            .collect();
         let mut comps = Vec::with_capacity(outline.computations.len());
         for (i, c) in outline.computations.iter().enumerate() {
             let body = c.span.text(text);
@@ -570,7 +708,14 @@ impl Database {
                     }
                     existing
                 }
-                None => SourceComputation::new(self, i as u32, c.name.clone(), body.to_string(), origin, m),
+                None => SourceComputation::new(
+                    self,
+                    i as u32,
+                    c.name.clone(),
+                    body.to_string(),
+                    origin,
+                    m,
+                ),
             };
             comps.push(input);
         }
@@ -585,7 +730,10 @@ impl Database {
 
     /// Replaces the text of the named computations (each text is a whole
     /// computation, as it would appear in the module).
-    pub fn replace_computations(&mut self, replacements: &[(String, String)]) -> Result<(), LoadError> {
+    pub fn replace_computations(
+        &mut self,
+        replacements: &[(String, String)],
+    ) -> Result<(), LoadError> {
         let m = self.module.ok_or(LoadError::NoModule)?;
         let comps = m.computations(self).clone();
         for (name, text) in replacements {
@@ -604,7 +752,11 @@ impl Database {
     /// The text of the named computation of the loaded module.
     pub fn computation_text(&self, name: &str) -> Option<String> {
         let m = self.module?;
-        m.computations(self).iter().copied().find(|c| c.name(self) == name).map(|c| c.text(self).clone())
+        m.computations(self)
+            .iter()
+            .copied()
+            .find(|c| c.name(self) == name)
+            .map(|c| c.text(self).clone())
     }
 
     /// Sets the target.
@@ -656,12 +808,22 @@ impl Database {
 
     /// The query executions since the last clear, resolved to names.
     pub fn executions(&self) -> Vec<ExecutedQuery> {
-        let log = self.executions.lock().map(|l| l.clone()).unwrap_or_default();
+        let log = self
+            .executions
+            .lock()
+            .map(|l| l.clone())
+            .unwrap_or_default();
         let by_id: FxHashMap<salsa::Id, String> = match self.module {
             Some(m) => {
-                let mut map: FxHashMap<salsa::Id, String> =
-                    m.computations(self).iter().map(|c| (salsa::plumbing::AsId::as_id(c), c.name(self).clone())).collect();
-                map.insert(salsa::plumbing::AsId::as_id(&m), m.header(self).name.clone());
+                let mut map: FxHashMap<salsa::Id, String> = m
+                    .computations(self)
+                    .iter()
+                    .map(|c| (salsa::plumbing::AsId::as_id(c), c.name(self).clone()))
+                    .collect();
+                map.insert(
+                    salsa::plumbing::AsId::as_id(&m),
+                    m.header(self).name.clone(),
+                );
                 map
             }
             None => FxHashMap::default(),
@@ -690,11 +852,25 @@ impl Database {
         let ran: rustc_hash::FxHashSet<String> = self
             .executions()
             .into_iter()
-.filter(|e| matches!(e.query.as_str(), "final_assignment" | "free_assignment" | "alone_assignment" | "bounded_assignment"))
+            .filter(|e| {
+                matches!(
+                    e.query.as_str(),
+                    "final_assignment"
+                        | "free_assignment"
+                        | "alone_assignment"
+                        | "bounded_assignment"
+                )
+            })
             .map(|e| e.key)
             .collect();
-        let Some(m) = self.module else { return Vec::new() };
-        m.computations(self).iter().map(|c| c.name(self).clone()).filter(|n| ran.contains(n)).collect()
+        let Some(m) = self.module else {
+            return Vec::new();
+        };
+        m.computations(self)
+            .iter()
+            .map(|c| c.name(self).clone())
+            .filter(|n| ran.contains(n))
+            .collect()
     }
 
     /// A problem of the loaded module as a compiler prints it:
@@ -702,7 +878,9 @@ impl Database {
     /// computation's text and rebased to the file (see
     /// [`hlo::VerifyError::located`]).
     pub fn located(&self, problem: &hlo::VerifyError) -> String {
-        let Some(m) = self.module else { return problem.to_string() };
+        let Some(m) = self.module else {
+            return problem.to_string();
+        };
         let file = m.file_name(self);
         if problem.computation.is_empty() {
             // A module-wide problem: at the header line, as `VerifyError::locate` finds it.
@@ -712,11 +890,22 @@ impl Database {
                 return format!("{file}:{line}:{col}: error: {problem}");
             }
         }
-        let comp = m.computations(self).iter().copied().find(|c| *c.name(self) == problem.computation);
+        let comp = m
+            .computations(self)
+            .iter()
+            .copied()
+            .find(|c| *c.name(self) == problem.computation);
         let at = comp.and_then(|c| {
             let (line, col, _) = c.origin(self);
-            let (l, k) = hlo::find_definition(c.text(self), &problem.computation, problem.instruction.as_deref())?;
-            Some((l + line as usize - 1, if l == 1 { k + col as usize - 1 } else { k }))
+            let (l, k) = hlo::find_definition(
+                c.text(self),
+                &problem.computation,
+                problem.instruction.as_deref(),
+            )?;
+            Some((
+                l + line as usize - 1,
+                if l == 1 { k + col as usize - 1 } else { k },
+            ))
         });
         match at {
             Some((line, col)) => format!("{file}:{line}:{col}: error: {problem}"),
@@ -726,8 +915,18 @@ impl Database {
 
     /// Parses and assigns every computation, and returns the module with
     /// the assignments. Parse errors carry absolute positions.
-    pub fn assigned_module(&self) -> Result<(Module, std::collections::BTreeMap<CompId, ComputationAssignment>), AssignError> {
-        let m = self.module.ok_or_else(|| AssignError::Pass(PassError::Module("no module is loaded".into())))?;
+    pub fn assigned_module(
+        &self,
+    ) -> Result<
+        (
+            Module,
+            std::collections::BTreeMap<CompId, ComputationAssignment>,
+        ),
+        AssignError,
+    > {
+        let m = self
+            .module
+            .ok_or_else(|| AssignError::Pass(PassError::Module("no module is loaded".into())))?;
         let mut computations = Vec::new();
         let mut assignments = std::collections::BTreeMap::new();
         self.warm(m);
@@ -749,7 +948,9 @@ impl Database {
     /// The loaded module as parsed, before any pass. Parse errors carry
     /// absolute positions.
     pub fn parsed_module(&self) -> Result<Module, AssignError> {
-        let m = self.module.ok_or_else(|| AssignError::Pass(PassError::Module("no module is loaded".into())))?;
+        let m = self
+            .module
+            .ok_or_else(|| AssignError::Pass(PassError::Module("no module is loaded".into())))?;
         let mut computations = Vec::new();
         for &c in m.computations(self) {
             match &parsed(self, c).result {
@@ -773,7 +974,9 @@ impl Database {
         let comps = m.computations(self);
         let schedule = graph.schedule();
         for &id in &schedule.bottom_up {
-            let Some(&c) = comps.get(id.index()) else { continue };
+            let Some(&c) = comps.get(id.index()) else {
+                continue;
+            };
             if graph.is_branch(id) {
                 let _ = free_assignment(self, c);
             }
@@ -816,7 +1019,12 @@ impl Database {
 }
 
 /// A parse error re-based from its computation's text to the file.
-pub fn absolute(e: &ParseError, c: SourceComputation, db: &Database, m: SourceModule) -> ParseError {
+pub fn absolute(
+    e: &ParseError,
+    c: SourceComputation,
+    db: &Database,
+    m: SourceModule,
+) -> ParseError {
     let (line, col, offset) = c.origin(db);
     let mut e = e.clone();
     if e.line == 1 {

@@ -34,7 +34,11 @@ pub struct Steps {
 
 impl Default for Steps {
     fn default() -> Self {
-        Steps { assign: true, relayout: true, expand_relayouts: false }
+        Steps {
+            assign: true,
+            relayout: true,
+            expand_relayouts: false,
+        }
     }
 }
 
@@ -94,7 +98,10 @@ impl ModuleView for View<'_> {
 
 /// The ids of the computations `comp` names, in order, once each.
 fn named(comp: &Computation) -> Vec<CompId> {
-    let mut ids: Vec<CompId> = comp.instructions().flat_map(|(_, i)| i.attrs.called_computations()).collect();
+    let mut ids: Vec<CompId> = comp
+        .instructions()
+        .flat_map(|(_, i)| i.attrs.called_computations())
+        .collect();
     ids.sort_unstable();
     ids.dedup();
     ids
@@ -113,27 +120,47 @@ fn view<'a>(
         .into_iter()
         .filter_map(|id| Some((id, stub(db, *comps.get(id.index())?).0.clone()?)))
         .collect();
-    View { callees, entry: CompId(m.entry(db)), is_scheduled: m.header(db).is_scheduled, entry_layout }
+    View {
+        callees,
+        entry: CompId(m.entry(db)),
+        is_scheduled: m.header(db).is_scheduled,
+        entry_layout,
+    }
 }
 
 /// The input computation's signature stub.
 #[salsa::tracked(returns(ref))]
 pub fn input_stub(db: &dyn salsa::Database, c: SourceComputation) -> Stub {
-    Stub(parsed(db, c).result.as_ref().ok().map(|comp| Arc::new(comp.signature_stub())))
+    Stub(
+        parsed(db, c)
+            .result
+            .as_ref()
+            .ok()
+            .map(|comp| Arc::new(comp.signature_stub())),
+    )
 }
 
 /// The input computation's instruction names, in order.
 #[salsa::tracked(returns(ref))]
 pub fn input_names(db: &dyn salsa::Database, c: SourceComputation) -> Vec<String> {
-    parsed(db, c).result.as_ref().map_or_else(|_| Vec::new(), |comp| comp.instructions().map(|(_, i)| i.name.clone()).collect())
+    parsed(db, c).result.as_ref().map_or_else(
+        |_| Vec::new(),
+        |comp| comp.instructions().map(|(_, i)| i.name.clone()).collect(),
+    )
 }
 
 /// The structural problems of one input computation.
 #[salsa::tracked(returns(ref))]
 pub fn input_problems(db: &dyn salsa::Database, c: SourceComputation) -> Vec<VerifyError> {
-    let Ok(comp) = &parsed(db, c).result else { return Vec::new() };
+    let Ok(comp) = &parsed(db, c).result else {
+        return Vec::new();
+    };
     let layout = entry_layout(db, c.module(db));
-    hlo::verify_computation(&view(db, c, comp, input_stub, layout), CompId(c.index(db)), comp)
+    hlo::verify_computation(
+        &view(db, c, comp, input_stub, layout),
+        CompId(c.index(db)),
+        comp,
+    )
 }
 
 /// The module-wide problems of the input: names, and the entry layout
@@ -141,9 +168,17 @@ pub fn input_problems(db: &dyn salsa::Database, c: SourceComputation) -> Vec<Ver
 #[salsa::tracked(returns(ref))]
 pub fn input_module_problems(db: &dyn salsa::Database, m: SourceModule) -> Vec<VerifyError> {
     let comps = m.computations(db);
-    let names: Vec<(&str, &Vec<String>)> = comps.iter().map(|&c| (c.name(db).as_str(), input_names(db, c))).collect();
+    let names: Vec<(&str, &Vec<String>)> = comps
+        .iter()
+        .map(|&c| (c.name(db).as_str(), input_names(db, c)))
+        .collect();
     let count = names.iter().map(|(_, n)| n.len()).sum();
-    let mut problems = hlo::verify_names(names.iter().map(|(c, n)| (*c, n.iter().map(String::as_str))), count);
+    let mut problems = hlo::verify_names(
+        names
+            .iter()
+            .map(|(c, n)| (*c, n.iter().map(String::as_str))),
+        count,
+    );
     let entry = comps.get(m.entry(db) as usize).copied();
     match entry.map(|c| &input_stub(db, c).0) {
         Some(Some(e)) => problems.extend(hlo::verify_entry_layout(e, entry_layout(db, m))),
@@ -151,7 +186,11 @@ pub fn input_module_problems(db: &dyn salsa::Database, m: SourceModule) -> Vec<V
         None => problems.push(VerifyError {
             computation: String::new(),
             instruction: None,
-            message: format!("the entry computation id {} is out of range ({} computations)", m.entry(db), comps.len()),
+            message: format!(
+                "the entry computation id {} is out of range ({} computations)",
+                m.entry(db),
+                comps.len()
+            ),
         }),
     }
     problems
@@ -161,7 +200,10 @@ pub fn input_module_problems(db: &dyn salsa::Database, m: SourceModule) -> Vec<V
 /// leaf the entry's final signature fills (when assignment runs), and the
 /// leaves that got the target's tiling that way.
 #[salsa::tracked(returns(ref))]
-pub fn output_entry_layout(db: &dyn salsa::Database, m: SourceModule) -> (ComputationLayout, Vec<layout_assignment::TiledEntryLayout>) {
+pub fn output_entry_layout(
+    db: &dyn salsa::Database,
+    m: SourceModule,
+) -> (ComputationLayout, Vec<layout_assignment::TiledEntryLayout>) {
     let mut layout = entry_layout(db, m).clone();
     let entry = m.computations(db).get(m.entry(db) as usize).copied();
     if m.steps(db).assign
@@ -182,72 +224,133 @@ pub fn output_entry_layout(db: &dyn salsa::Database, m: SourceModule) -> (Comput
 /// computation's output is kept by the small queries after it (its stub,
 /// names, problems, counts and text).
 #[salsa::tracked(returns(ref), lru = 1)]
-pub fn applied(db: &dyn salsa::Database, c: SourceComputation) -> Stepped<Option<Arc<AssignmentReport>>> {
-    let Ok(comp) = &parsed(db, c).result else { return Stepped { comp: None, report: None } };
+pub fn applied(
+    db: &dyn salsa::Database,
+    c: SourceComputation,
+) -> Stepped<Option<Arc<AssignmentReport>>> {
+    let Ok(comp) = &parsed(db, c).result else {
+        return Stepped {
+            comp: None,
+            report: None,
+        };
+    };
     let m = c.module(db);
     if !m.steps(db).assign {
-        return Stepped { comp: Some(comp.clone()), report: None };
+        return Stepped {
+            comp: Some(comp.clone()),
+            report: None,
+        };
     }
-    let Ok(a) = final_assignment(db, c) else { return Stepped { comp: None, report: None } };
+    let Ok(a) = final_assignment(db, c) else {
+        return Stepped {
+            comp: None,
+            report: None,
+        };
+    };
     let mut out = Computation::clone(comp);
     let report = layout_assignment::apply_computation(&mut out, a, c.index(db) == m.entry(db));
-    Stepped { comp: Some(Arc::new(out)), report: Some(Arc::new(report)) }
+    Stepped {
+        comp: Some(Arc::new(out)),
+        report: Some(Arc::new(report)),
+    }
 }
 
 /// One computation after the relayout pass, with its rewrites; without
 /// relayout, the applied computation. Dropped after the run, as
 /// [`applied`]'s.
 #[salsa::tracked(returns(ref), lru = 1)]
-pub fn relayouted(db: &dyn salsa::Database, c: SourceComputation) -> Stepped<Result<Vec<Rewrite>, RelayoutError>> {
-    let Some(comp) = &applied(db, c).comp else { return Stepped { comp: None, report: Ok(Vec::new()) } };
+pub fn relayouted(
+    db: &dyn salsa::Database,
+    c: SourceComputation,
+) -> Stepped<Result<Vec<Rewrite>, RelayoutError>> {
+    let Some(comp) = &applied(db, c).comp else {
+        return Stepped {
+            comp: None,
+            report: Ok(Vec::new()),
+        };
+    };
     let m = c.module(db);
     let steps = m.steps(db);
     if !steps.relayout {
-        return Stepped { comp: Some(comp.clone()), report: Ok(Vec::new()) };
+        return Stepped {
+            comp: Some(comp.clone()),
+            report: Ok(Vec::new()),
+        };
     }
     let facts = if c.index(db) == m.entry(db) {
-        relayout::ComputationFacts { result: Some(output_entry_layout(db, m).0.result.clone()) }
+        relayout::ComputationFacts {
+            result: Some(output_entry_layout(db, m).0.result.clone()),
+        }
     } else {
         relayout::ComputationFacts::default()
     };
     let mut out = Computation::clone(comp);
-    let opts = relayout::Options { expand_relayouts: steps.expand_relayouts };
+    let opts = relayout::Options {
+        expand_relayouts: steps.expand_relayouts,
+    };
     match relayout::run_computation(&facts, &mut out, m.target(db), &opts) {
-        Ok(rewrites) => Stepped { comp: Some(Arc::new(out)), report: Ok(rewrites) },
-        Err(e) => Stepped { comp: None, report: Err(e) },
+        Ok(rewrites) => Stepped {
+            comp: Some(Arc::new(out)),
+            report: Ok(rewrites),
+        },
+        Err(e) => Stepped {
+            comp: None,
+            report: Err(e),
+        },
     }
 }
 
 /// One computation's part of the assignment report (`None` without
 /// assignment, or when it was not assigned).
 #[salsa::tracked(returns(ref))]
-pub fn assignment_part(db: &dyn salsa::Database, c: SourceComputation) -> Option<Arc<AssignmentReport>> {
+pub fn assignment_part(
+    db: &dyn salsa::Database,
+    c: SourceComputation,
+) -> Option<Arc<AssignmentReport>> {
     applied(db, c).report.clone()
 }
 
 /// One computation's relayout rewrites, or why relayout failed on it.
 #[salsa::tracked(returns(ref))]
-pub fn rewrites(db: &dyn salsa::Database, c: SourceComputation) -> Result<Vec<Rewrite>, RelayoutError> {
+pub fn rewrites(
+    db: &dyn salsa::Database,
+    c: SourceComputation,
+) -> Result<Vec<Rewrite>, RelayoutError> {
     relayouted(db, c).report.clone()
 }
 
 /// The output computation's signature stub.
 #[salsa::tracked(returns(ref))]
 pub fn output_stub(db: &dyn salsa::Database, c: SourceComputation) -> Stub {
-    Stub(relayouted(db, c).comp.as_ref().map(|comp| Arc::new(comp.signature_stub())))
+    Stub(
+        relayouted(db, c)
+            .comp
+            .as_ref()
+            .map(|comp| Arc::new(comp.signature_stub())),
+    )
 }
 
 /// The output computation's instruction names, in order.
 #[salsa::tracked(returns(ref))]
 pub fn output_names(db: &dyn salsa::Database, c: SourceComputation) -> Vec<String> {
-    relayouted(db, c).comp.as_ref().map_or_else(Vec::new, |comp| comp.instructions().map(|(_, i)| i.name.clone()).collect())
+    relayouted(db, c)
+        .comp
+        .as_ref()
+        .map_or_else(Vec::new, |comp| {
+            comp.instructions().map(|(_, i)| i.name.clone()).collect()
+        })
 }
 
 /// The problems of one output computation: structural, and (with
 /// assignment) its layouts, checked only when it has no structural one.
 #[salsa::tracked(returns(ref))]
-pub fn output_problems(db: &dyn salsa::Database, c: SourceComputation) -> (Vec<VerifyError>, Vec<VerifyError>) {
-    let Some(comp) = &relayouted(db, c).comp else { return (Vec::new(), Vec::new()) };
+pub fn output_problems(
+    db: &dyn salsa::Database,
+    c: SourceComputation,
+) -> (Vec<VerifyError>, Vec<VerifyError>) {
+    let Some(comp) = &relayouted(db, c).comp else {
+        return (Vec::new(), Vec::new());
+    };
     let m = c.module(db);
     let v = view(db, c, comp, output_stub, &output_entry_layout(db, m).0);
     let id = CompId(c.index(db));
@@ -264,13 +367,24 @@ pub fn output_problems(db: &dyn salsa::Database, c: SourceComputation) -> (Vec<V
 #[salsa::tracked(returns(ref))]
 pub fn output_module_problems(db: &dyn salsa::Database, m: SourceModule) -> Vec<VerifyError> {
     let comps = m.computations(db);
-    let names: Vec<(&str, &Vec<String>)> = comps.iter().map(|&c| (c.name(db).as_str(), output_names(db, c))).collect();
+    let names: Vec<(&str, &Vec<String>)> = comps
+        .iter()
+        .map(|&c| (c.name(db).as_str(), output_names(db, c)))
+        .collect();
     let count = names.iter().map(|(_, n)| n.len()).sum();
-    let mut problems = hlo::verify_names(names.iter().map(|(c, n)| (*c, n.iter().map(String::as_str))), count);
+    let mut problems = hlo::verify_names(
+        names
+            .iter()
+            .map(|(c, n)| (*c, n.iter().map(String::as_str))),
+        count,
+    );
     if let Some(&c) = comps.get(m.entry(db) as usize)
         && let Some(entry) = &output_stub(db, c).0
     {
-        problems.extend(hlo::verify_entry_layout(entry, &output_entry_layout(db, m).0));
+        problems.extend(hlo::verify_entry_layout(
+            entry,
+            &output_entry_layout(db, m).0,
+        ));
     }
     problems
 }
@@ -278,7 +392,9 @@ pub fn output_module_problems(db: &dyn salsa::Database, m: SourceModule) -> Vec<
 /// The output computation's text, with the blank line after it.
 #[salsa::tracked(returns(ref))]
 pub fn printed(db: &dyn salsa::Database, c: SourceComputation) -> String {
-    let Some(comp) = &relayouted(db, c).comp else { return String::new() };
+    let Some(comp) = &relayouted(db, c).comp else {
+        return String::new();
+    };
     let m = c.module(db);
     // Printing names the computations called, nothing more of them.
     let v = view(db, c, comp, output_stub, entry_layout(db, m));
@@ -309,7 +425,9 @@ pub fn printed_header(db: &dyn salsa::Database, m: SourceModule) -> String {
 /// Counts over one output computation.
 #[salsa::tracked(returns(ref))]
 pub fn counted(db: &dyn salsa::Database, c: SourceComputation) -> ModuleStats {
-    let Some(comp) = &relayouted(db, c).comp else { return ModuleStats::default() };
+    let Some(comp) = &relayouted(db, c).comp else {
+        return ModuleStats::default();
+    };
     let mut s = ModuleStats::default();
     s.add_computation(comp, c.index(db) == c.module(db).entry(db));
     s
@@ -391,7 +509,12 @@ impl ModuleStats {
             // the parameters of called computations.
             let aliases = matches!(
                 inst.opcode,
-                Opcode::Bitcast | Opcode::Tuple | Opcode::GetTupleElement | Opcode::OptimizationBarrier | Opcode::AddDependency | Opcode::Domain
+                Opcode::Bitcast
+                    | Opcode::Tuple
+                    | Opcode::GetTupleElement
+                    | Opcode::OptimizationBarrier
+                    | Opcode::AddDependency
+                    | Opcode::Domain
             ) || (inst.opcode == Opcode::Parameter && !is_entry);
             if aliases {
                 continue;
@@ -400,7 +523,8 @@ impl ModuleStats {
                 if a.layout.is_some()
                     && let Ok(z) = shape::storage_size(a)
                 {
-                    let logical = (u128::from(z.elements) * u128::from(z.element_bits)).div_ceil(8) as u64;
+                    let logical =
+                        (u128::from(z.elements) * u128::from(z.element_bits)).div_ceil(8) as u64;
                     s.padding_bytes += (z.slots - z.elements) * z.element_bits / 8;
                     s.storage_bytes += z.bytes;
                     s.logical_bytes += logical;
@@ -414,9 +538,15 @@ impl ModuleStats {
 /// by a transpose or reshape): its result's buffer when it is a copy
 /// between two layouts, or a transpose or reshape that is not a bitcast.
 fn moved_bytes(comp: &hlo::Computation, inst: &hlo::Instruction) -> (u64, u64) {
-    let (Some(out), Some(&op)) = (inst.shape.as_array(), inst.operands().first()) else { return (0, 0) };
-    let Some(operand) = comp.inst(op).shape.as_array() else { return (0, 0) };
-    let (Some(lo), Some(lr)) = (&operand.layout, &out.layout) else { return (0, 0) };
+    let (Some(out), Some(&op)) = (inst.shape.as_array(), inst.operands().first()) else {
+        return (0, 0);
+    };
+    let Some(operand) = comp.inst(op).shape.as_array() else {
+        return (0, 0);
+    };
+    let (Some(lo), Some(lr)) = (&operand.layout, &out.layout) else {
+        return (0, 0);
+    };
     let bytes = || shape::storage_size(out).map_or(0, |z| z.bytes);
     let verdict = match inst.opcode {
         // A copy between two layouts that keep every byte in place moves

@@ -56,7 +56,11 @@ fn check(before: &str, after: &str, expected: Expect) {
     db.clear_executions();
     db.load(after, "m.hlo", target.clone()).unwrap();
     let (module, _) = db.assigned_module().unwrap();
-    let mut ran: Vec<String> = db.executions().into_iter().map(|e| format!("{}({})", e.query, e.key)).collect();
+    let mut ran: Vec<String> = db
+        .executions()
+        .into_iter()
+        .map(|e| format!("{}({})", e.query, e.key))
+        .collect();
     ran.sort();
     ran.dedup();
     expected.assert_debug_eq(&ran);
@@ -70,9 +74,13 @@ fn check(before: &str, after: &str, expected: Expect) {
 #[test]
 fn nothing_changed_nothing_runs() {
     let text = module("ROOT lr = f32[8,4] abs(ln)");
-    check(&text, &text, expect![[r#"
+    check(
+        &text,
+        &text,
+        expect![[r#"
         []
-    "#]]);
+    "#]],
+    );
 }
 
 #[test]
@@ -104,8 +112,12 @@ fn changing_a_leaf_root_layout_reruns_its_callers() {
     // keep today's choice, and each callee's `chosen_boundary` re-reads
     // its caller's final choice.
     check(
-        &module(r#"ROOT lr = f32[8,4]{1,0} custom-call(ln), custom_call_target="k", operand_layout_constraints={f32[8,4]{1,0}}"#),
-        &module(r#"ROOT lr = f32[8,4]{0,1} custom-call(ln), custom_call_target="k", operand_layout_constraints={f32[8,4]{1,0}}"#),
+        &module(
+            r#"ROOT lr = f32[8,4]{1,0} custom-call(ln), custom_call_target="k", operand_layout_constraints={f32[8,4]{1,0}}"#,
+        ),
+        &module(
+            r#"ROOT lr = f32[8,4]{0,1} custom-call(ln), custom_call_target="k", operand_layout_constraints={f32[8,4]{1,0}}"#,
+        ),
         expect![[r#"
             [
                 "alone_assignment(f)",
@@ -148,12 +160,16 @@ fn constraints_rerun_when_what_they_read_changes_and_assignments_only_when_they_
     let text = module("ROOT lr = f32[8,4] abs(ln)");
     let edited = text.replacen("HloModule inc,", "HloModule inc, replica_count=2,", 1);
     assert_ne!(text, edited);
-    check(&text, &edited, expect![[r#"
+    check(
+        &text,
+        &edited,
+        expect![[r#"
         [
             "constraints(main)",
             "entry_layout(inc)",
         ]
-    "#]]);
+    "#]],
+    );
 }
 
 #[test]
@@ -168,7 +184,10 @@ fn changing_the_entry_layout_reruns_the_entry_constraints_and_assignment_only() 
     let text = module("ROOT lr = f32[8,4] abs(ln)");
     let edited = text.replacen("->(f32[8,4]{1,0}, f32[8])", "->(f32[8,4]{0,1}, f32[8])", 1);
     assert_ne!(text, edited);
-    check(&text, &edited, expect![[r#"
+    check(
+        &text,
+        &edited,
+        expect![[r#"
         [
             "alone_assignment(main)",
             "bounded_assignment(f bounded)",
@@ -185,7 +204,8 @@ fn changing_the_entry_layout_reruns_the_entry_constraints_and_assignment_only() 
             "entry_layout(inc)",
             "final_assignment(main)",
         ]
-    "#]]);
+    "#]],
+    );
 }
 
 /// An entry whose parameter and result are {0,1}, and two computations with
@@ -219,9 +239,14 @@ fn bound(callee_root: &str) -> String {
 fn bounded_callees_take_the_callers_layouts() {
     let target = Arc::new(target::load_str("name: generic\n", "generic.yaml").unwrap());
     let mut db = Database::default();
-    db.load(&bound("ROOT cr = f32[8,4] abs(cn)"), "m.hlo", target).unwrap();
+    db.load(&bound("ROOT cr = f32[8,4] abs(cn)"), "m.hlo", target)
+        .unwrap();
     let (module, assignments) = db.assigned_module().unwrap();
-    assert!(assignments.values().all(|a| a.copies.is_empty()), "{}", hlo::print_module(&module));
+    assert!(
+        assignments.values().all(|a| a.copies.is_empty()),
+        "{}",
+        hlo::print_module(&module)
+    );
     for a in assignments.values() {
         for s in a.signature.params.iter().chain([&a.signature.result]) {
             assert_eq!(s.to_string(), "f32[8,4]{0,1}");
@@ -259,7 +284,9 @@ fn a_bounded_callee_that_now_costs_more_inside_moves_the_copy_out() {
     // change).
     check(
         &bound("ROOT cr = f32[8,4] abs(cn)"),
-        &bound(r#"ROOT cr = f32[8,4]{1,0} custom-call(cn), custom_call_target="k", operand_layout_constraints={f32[8,4]{1,0}}"#),
+        &bound(
+            r#"ROOT cr = f32[8,4]{1,0} custom-call(cn), custom_call_target="k", operand_layout_constraints={f32[8,4]{1,0}}"#,
+        ),
         expect![[r#"
             [
                 "alone_assignment(callee)",
@@ -282,7 +309,12 @@ fn a_bounded_callee_that_now_costs_more_inside_moves_the_copy_out() {
 fn recomputed_computations_names_assignments_that_ran() {
     let target = Arc::new(target::load_str("name: generic\n", "generic.yaml").unwrap());
     let mut db = Database::default();
-    db.load(&module("ROOT lr = f32[8,4] abs(ln)"), "m.hlo", target.clone()).unwrap();
+    db.load(
+        &module("ROOT lr = f32[8,4] abs(ln)"),
+        "m.hlo",
+        target.clone(),
+    )
+    .unwrap();
     db.assigned_module().unwrap();
     db.clear_executions();
     db.replace_computations(&[(

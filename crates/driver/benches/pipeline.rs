@@ -32,7 +32,10 @@ const MODULES: &[&str] = &[
 ];
 
 fn text(name: &str) -> String {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata/xla-cpu").join(name).join("before_layout.hlo");
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../testdata/xla-cpu")
+        .join(name)
+        .join("before_layout.hlo");
     std::fs::read_to_string(path).expect("bundled corpus module")
 }
 
@@ -40,7 +43,9 @@ fn text(name: &str) -> String {
 fn pass(bencher: Bencher<'_, '_>, name: &str) {
     let module = hlo::parse_module(&text(name), name).expect("parses");
     let target = target::load_builtin("cpu").expect("cpu target");
-    bencher.with_inputs(|| module.clone()).bench_local_values(|mut m| layout_assignment::run(&mut m, &target).expect("assigns"));
+    bencher
+        .with_inputs(|| module.clone())
+        .bench_local_values(|mut m| layout_assignment::run(&mut m, &target).expect("assigns"));
 }
 
 /// The whole run-pass: parse, assign, relayout, print
@@ -48,7 +53,10 @@ fn pass(bencher: Bencher<'_, '_>, name: &str) {
 #[divan::bench(args = MODULES, sample_count = 20)]
 fn run_pass(bencher: Bencher<'_, '_>, name: &str) {
     let text = text(name);
-    let opts = driver::Options { verify: false, ..driver::Options::new(Arc::new(target::load_builtin("cpu").expect("cpu target"))) };
+    let opts = driver::Options {
+        verify: false,
+        ..driver::Options::new(Arc::new(target::load_builtin("cpu").expect("cpu target")))
+    };
     bencher.bench_local(|| driver::run(&text, name, &opts).expect("runs"));
 }
 

@@ -22,7 +22,10 @@ const SIZES: [usize; 3] = [10_000, 100_000, 1_000_000];
 
 fn run_pass(bencher: Bencher<'_, '_>, shape: Shape, instructions: usize) {
     let text = shape.module(instructions);
-    let opts = driver::Options { verify: false, ..driver::Options::new(Arc::new(target::load_builtin("cpu").expect("cpu target"))) };
+    let opts = driver::Options {
+        verify: false,
+        ..driver::Options::new(Arc::new(target::load_builtin("cpu").expect("cpu target")))
+    };
     bencher.bench_local(|| driver::run(&text, shape.name(), &opts).expect("runs"));
 }
 

@@ -26,7 +26,10 @@ fn main() {
 const NAME: &str = "large_transformer_24_f32";
 
 fn text() -> String {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata/xla-cpu").join(NAME).join("before_layout.hlo");
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../testdata/xla-cpu")
+        .join(NAME)
+        .join("before_layout.hlo");
     std::fs::read_to_string(path).expect("bundled corpus module")
 }
 
@@ -45,7 +48,12 @@ fn session_first_run(bencher: Bencher<'_, '_>) {
     let (text, opts) = (text(), options());
     bencher
         .with_inputs(Database::default)
-        .bench_local_values(|mut db| (driver::run_in(&mut db, &text, NAME, &opts).expect("runs"), db));
+        .bench_local_values(|mut db| {
+            (
+                driver::run_in(&mut db, &text, NAME, &opts).expect("runs"),
+                db,
+            )
+        });
 }
 
 #[divan::bench(sample_count = 20)]
@@ -63,7 +71,11 @@ fn session_one_body_edit(bencher: Bencher<'_, '_>) {
     let region = outline
         .computations
         .iter()
-        .find(|c| c.name.starts_with("region_") && c.span.text(&text).contains("ROOT") && c.span.text(&text).contains(" add("))
+        .find(|c| {
+            c.name.starts_with("region_")
+                && c.span.text(&text).contains("ROOT")
+                && c.span.text(&text).contains(" add(")
+        })
         .expect("a reduction region");
     let before = region.span.text(&text).to_string();
     let after = before.replacen(" add(", " maximum(", 1);
@@ -73,7 +85,8 @@ fn session_one_body_edit(bencher: Bencher<'_, '_>) {
     bencher.bench_local(|| {
         edits += 1;
         let body = if edits % 2 == 1 { &after } else { &before };
-        db.replace_computations(&[(region.name.clone(), body.clone())]).expect("replaces");
+        db.replace_computations(&[(region.name.clone(), body.clone())])
+            .expect("replaces");
         driver::run_loaded(&mut db, &opts).expect("runs")
     });
 }

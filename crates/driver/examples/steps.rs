@@ -26,7 +26,9 @@ fn main() -> std::process::ExitCode {
 
 fn steps() -> Result<(), String> {
     let args: Vec<String> = std::env::args().collect();
-    let path = args.get(1).ok_or("usage: steps FILE [N] [TARGET] [--no-verify]")?;
+    let path = args
+        .get(1)
+        .ok_or("usage: steps FILE [N] [TARGET] [--no-verify]")?;
     let runs: usize = args.get(2).and_then(|s| s.parse().ok()).unwrap_or(20);
     let target = args.get(3).map_or("cpu", String::as_str);
     let text = std::fs::read_to_string(path).map_err(|e| format!("{path}: {e}"))?;
@@ -47,8 +49,14 @@ fn steps() -> Result<(), String> {
         // What the steps do not cover: the report and stats at the end of
         // the run, and dropping the output.
         let covered: Duration = report.timings.iter().map(|t| t.duration).sum();
-        report.timings.push(driver::Timing { step: "(rest of run)", duration: ran.saturating_sub(covered) });
-        report.timings.push(driver::Timing { step: "(drop output)", duration: start.elapsed() - ran });
+        report.timings.push(driver::Timing {
+            step: "(rest of run)",
+            duration: ran.saturating_sub(covered),
+        });
+        report.timings.push(driver::Timing {
+            step: "(drop output)",
+            duration: start.elapsed() - ran,
+        });
         for t in &report.timings {
             if !best.contains_key(t.step) {
                 order.push(t.step);
@@ -63,19 +71,45 @@ fn steps() -> Result<(), String> {
         if deciles {
             let mut v = all[step].clone();
             v.sort();
-            let d: Vec<String> = [1, 5, 9].iter().map(|&k| format!("{:.2}", v[(v.len() - 1) * k / 10].as_secs_f64() * 1e3)).collect();
-            println!("{step:>20} {:>10.3} ms  (10/50/90th pct: {})", best[step].as_secs_f64() * 1e3, d.join(" "));
+            let d: Vec<String> = [1, 5, 9]
+                .iter()
+                .map(|&k| format!("{:.2}", v[(v.len() - 1) * k / 10].as_secs_f64() * 1e3))
+                .collect();
+            println!(
+                "{step:>20} {:>10.3} ms  (10/50/90th pct: {})",
+                best[step].as_secs_f64() * 1e3,
+                d.join(" ")
+            );
         } else {
             println!("{step:>20} {:>10.3} ms", best[step].as_secs_f64() * 1e3);
         }
     }
     // The whole run includes dropping the output, as a caller pays it.
     totals.sort();
-    println!("{:>20} {:>10.3} ms", "total (best)", totals[0].as_secs_f64() * 1e3);
-    println!("{:>20} {:>10.3} ms", "total (median)", totals[totals.len() / 2].as_secs_f64() * 1e3);
-    println!("{:>20} {:>10.3} ms", "total (90th pct)", totals[totals.len() * 9 / 10].as_secs_f64() * 1e3);
+    println!(
+        "{:>20} {:>10.3} ms",
+        "total (best)",
+        totals[0].as_secs_f64() * 1e3
+    );
+    println!(
+        "{:>20} {:>10.3} ms",
+        "total (median)",
+        totals[totals.len() / 2].as_secs_f64() * 1e3
+    );
+    println!(
+        "{:>20} {:>10.3} ms",
+        "total (90th pct)",
+        totals[totals.len() * 9 / 10].as_secs_f64() * 1e3
+    );
     if deciles {
-        let deciles: Vec<String> = (0..=10).map(|k| format!("{:.1}", totals[(totals.len() - 1) * k / 10].as_secs_f64() * 1e3)).collect();
+        let deciles: Vec<String> = (0..=10)
+            .map(|k| {
+                format!(
+                    "{:.1}",
+                    totals[(totals.len() - 1) * k / 10].as_secs_f64() * 1e3
+                )
+            })
+            .collect();
         println!("{:>20} {}", "deciles", deciles.join(" "));
     }
     Ok(())

@@ -74,7 +74,13 @@ pub struct Options {
 impl Options {
     /// Every pass, verified, for `target`.
     pub fn new(target: Arc<TargetSpec>) -> Options {
-        Options { target, passes: PassName::all().to_vec(), verify: true, expand_relayouts: false, solver: SolverOptions::default() }
+        Options {
+            target,
+            passes: PassName::all().to_vec(),
+            verify: true,
+            expand_relayouts: false,
+            solver: SolverOptions::default(),
+        }
     }
 }
 
@@ -183,17 +189,28 @@ fn on_pool<T: Send>(f: impl FnOnce() -> T + Send) -> T {
 fn run_here(text: &str, file_name: &str, opts: &Options) -> Result<Output, PipelineError> {
     let mut timings = Vec::new();
     let start = Instant::now();
-    let mut module = hlo::parse_module(text, file_name).map_err(|e| PipelineError::Parse(Box::new(e)))?;
-    timings.push(Timing { step: "parse", duration: start.elapsed() });
+    let mut module =
+        hlo::parse_module(text, file_name).map_err(|e| PipelineError::Parse(Box::new(e)))?;
+    timings.push(Timing {
+        step: "parse",
+        duration: start.elapsed(),
+    });
     // The input is always checked, `verify` or not: the passes assume a
     // well-formed module, and the process must never panic on user input.
     let t = Instant::now();
     verify_input(&module, &|p| p.located(text, file_name))?;
-    timings.push(Timing { step: "verify-input", duration: t.elapsed() });
+    timings.push(Timing {
+        step: "verify-input",
+        duration: t.elapsed(),
+    });
     let assignment = if opts.passes.contains(&PassName::LayoutAssignment) {
         let t = Instant::now();
-        let report = layout_assignment::run_with(&mut module, &opts.target, &opts.solver).map_err(|e| PipelineError::Assign(e.to_string()))?;
-        timings.push(Timing { step: "layout-assignment", duration: t.elapsed() });
+        let report = layout_assignment::run_with(&mut module, &opts.target, &opts.solver)
+            .map_err(|e| PipelineError::Assign(e.to_string()))?;
+        timings.push(Timing {
+            step: "layout-assignment",
+            duration: t.elapsed(),
+        });
         Some(report)
     } else {
         None
@@ -203,11 +220,21 @@ fn run_here(text: &str, file_name: &str, opts: &Options) -> Result<Output, Pipel
 
 /// Runs the pipeline on `text` in an existing database: only what changed
 /// since the database last saw a module is recomputed.
-pub fn run_in(db: &mut Database, text: &str, file_name: &str, opts: &Options) -> Result<Output, PipelineError> {
+pub fn run_in(
+    db: &mut Database,
+    text: &str,
+    file_name: &str,
+    opts: &Options,
+) -> Result<Output, PipelineError> {
     on_pool(|| run_in_here(db, text, file_name, opts))
 }
 
-fn run_in_here(db: &mut Database, text: &str, file_name: &str, opts: &Options) -> Result<Output, PipelineError> {
+fn run_in_here(
+    db: &mut Database,
+    text: &str,
+    file_name: &str,
+    opts: &Options,
+) -> Result<Output, PipelineError> {
     let mut timings = Vec::new();
     let start = Instant::now();
     let loaded = db.load(text, file_name, opts.target.clone());
@@ -215,7 +242,8 @@ fn run_in_here(db: &mut Database, text: &str, file_name: &str, opts: &Options) -
         return Err(PipelineError::Parse(e));
     }
     loaded.map_err(|e| PipelineError::Assign(e.to_string()))?;
-    db.set_solver(opts.solver).map_err(|e| PipelineError::Assign(e.to_string()))?;
+    db.set_solver(opts.solver)
+        .map_err(|e| PipelineError::Assign(e.to_string()))?;
     finish(db, opts, start, &mut timings)
 }
 
@@ -253,7 +281,11 @@ pub fn check_loaded_input(db: &Database) -> Result<(), PipelineError> {
 /// output verifier proves every bitcast keeps each element where it is; a
 /// bitcast that does not, under its own layouts, is the user's error.
 fn input_bitcast_problems(module: &Module) -> Vec<hlo::VerifyError> {
-    module.computations.iter().flat_map(computation_bitcast_problems).collect()
+    module
+        .computations
+        .iter()
+        .flat_map(computation_bitcast_problems)
+        .collect()
 }
 
 /// The bitcasts of one computation that move bytes (see
@@ -271,8 +303,12 @@ fn computation_bitcast_problems(comp: &hlo::Computation) -> Vec<hlo::VerifyError
         if inst.opcode != hlo::Opcode::Bitcast {
             continue;
         }
-        let (Some(&o), Some(to)) = (comp.operands(id).first(), inst.shape.as_array()) else { continue };
-        let Some(from) = comp.inst(o).shape.as_array() else { continue };
+        let (Some(&o), Some(to)) = (comp.operands(id).first(), inst.shape.as_array()) else {
+            continue;
+        };
+        let Some(from) = comp.inst(o).shape.as_array() else {
+            continue;
+        };
         if let Err(why) = layout_assignment::prove_bitcast(&plain(from), &plain(to)) {
             problems.push(hlo::VerifyError {
                 computation: comp.name.clone(),
@@ -287,7 +323,10 @@ fn computation_bitcast_problems(comp: &hlo::Computation) -> Vec<hlo::VerifyError
 /// Refuses a module the structural verifier rejects: passes assume well
 /// formed input, and an output problem must mean a bug in Tessera. Each
 /// problem is reported as `located` writes it, with its place in the text.
-fn verify_input(module: &Module, located: &dyn Fn(&hlo::VerifyError) -> String) -> Result<(), PipelineError> {
+fn verify_input(
+    module: &Module,
+    located: &dyn Fn(&hlo::VerifyError) -> String,
+) -> Result<(), PipelineError> {
     let mut problems = hlo::verify_module(module);
     if problems.is_empty() {
         problems = input_bitcast_problems(module);
@@ -295,16 +334,30 @@ fn verify_input(module: &Module, located: &dyn Fn(&hlo::VerifyError) -> String) 
     if problems.is_empty() {
         Ok(())
     } else {
-        Err(PipelineError::InvalidInput(problems.iter().map(located).collect()))
+        Err(PipelineError::InvalidInput(
+            problems.iter().map(located).collect(),
+        ))
     }
 }
 
-fn finish(db: &mut Database, opts: &Options, start: Instant, timings: &mut Vec<Timing>) -> Result<Output, PipelineError> {
+fn finish(
+    db: &mut Database,
+    opts: &Options,
+    start: Instant,
+    timings: &mut Vec<Timing>,
+) -> Result<Output, PipelineError> {
     use db::pipeline;
-    let Some(m) = db.module() else { return Err(PipelineError::Assign("no module is loaded".into())) };
+    let Some(m) = db.module() else {
+        return Err(PipelineError::Assign("no module is loaded".into()));
+    };
     let assign = opts.passes.contains(&PassName::LayoutAssignment);
-    let steps = pipeline::Steps { assign, relayout: opts.passes.contains(&PassName::Relayout), expand_relayouts: opts.expand_relayouts };
-    db.set_steps(steps).map_err(|e| PipelineError::Assign(e.to_string()))?;
+    let steps = pipeline::Steps {
+        assign,
+        relayout: opts.passes.contains(&PassName::Relayout),
+        expand_relayouts: opts.expand_relayouts,
+    };
+    db.set_steps(steps)
+        .map_err(|e| PipelineError::Assign(e.to_string()))?;
     let out = assemble(db, m, opts, steps, start, timings);
     db.release_intermediates();
     out
@@ -334,7 +387,10 @@ fn assemble(
             return Err(PipelineError::Parse(Box::new(db::absolute(e, c, db, m))));
         }
     }
-    timings.push(Timing { step: "parse", duration: start.elapsed() });
+    timings.push(Timing {
+        step: "parse",
+        duration: start.elapsed(),
+    });
     // Always, as in `run`: the module-wide checks, then each computation's.
     let t = Instant::now();
     each_computation(db, &comps, |db, c| {
@@ -354,21 +410,31 @@ fn assemble(
         }
     }
     if !problems.is_empty() {
-        return Err(PipelineError::InvalidInput(problems.iter().map(|p| db.located(p)).collect()));
+        return Err(PipelineError::InvalidInput(
+            problems.iter().map(|p| db.located(p)).collect(),
+        ));
     }
-    timings.push(Timing { step: "verify-input", duration: t.elapsed() });
+    timings.push(Timing {
+        step: "verify-input",
+        duration: t.elapsed(),
+    });
     if assign {
         let t = Instant::now();
         db.warm(m);
         for &c in &comps {
             if let Err(e) = db::final_assignment(db, c) {
                 return Err(match e {
-                    db::AssignError::Parse(p) => PipelineError::Parse(Box::new(db::absolute(p, c, db, m))),
+                    db::AssignError::Parse(p) => {
+                        PipelineError::Parse(Box::new(db::absolute(p, c, db, m)))
+                    }
                     other => PipelineError::Assign(other.to_string()),
                 });
             }
         }
-        timings.push(Timing { step: "layout-assignment", duration: t.elapsed() });
+        timings.push(Timing {
+            step: "layout-assignment",
+            duration: t.elapsed(),
+        });
     }
     let t = Instant::now();
     // Each computation's steps after assignment depend on no other
@@ -403,7 +469,10 @@ fn assemble(
         report.entry_layout = Some(layout.clone());
         report
     });
-    timings.push(Timing { step: "apply+relayout", duration: t.elapsed() });
+    timings.push(Timing {
+        step: "apply+relayout",
+        duration: t.elapsed(),
+    });
     if opts.verify {
         let t = Instant::now();
         let mut structural = pipeline::output_module_problems(db, m).clone();
@@ -413,16 +482,26 @@ fn assemble(
             structural.extend(s.iter().cloned());
             layouts.extend(l.iter().cloned());
         }
-        timings.push(Timing { step: "verify", duration: t.elapsed() });
-        let problems = if structural.is_empty() { layouts } else { structural };
+        timings.push(Timing {
+            step: "verify",
+            duration: t.elapsed(),
+        });
+        let problems = if structural.is_empty() {
+            layouts
+        } else {
+            structural
+        };
         if !problems.is_empty() {
-            return Err(PipelineError::Verify(problems.iter().map(ToString::to_string).collect()));
+            return Err(PipelineError::Verify(
+                problems.iter().map(ToString::to_string).collect(),
+            ));
         }
     }
     let t = Instant::now();
     let header = pipeline::printed_header(db, m);
     let parts: Vec<&String> = comps.iter().map(|&c| pipeline::printed(db, c)).collect();
-    let mut text = String::with_capacity(header.len() + parts.iter().map(|p| p.len()).sum::<usize>());
+    let mut text =
+        String::with_capacity(header.len() + parts.iter().map(|p| p.len()).sum::<usize>());
     text.push_str(header);
     for p in parts {
         text.push_str(p);
@@ -431,7 +510,10 @@ fn assemble(
     for &c in &comps {
         stats.add(pipeline::counted(db, c));
     }
-    timings.push(Timing { step: "print", duration: t.elapsed() });
+    timings.push(Timing {
+        step: "print",
+        duration: t.elapsed(),
+    });
     let report = PipelineReport {
         module: m.header(db).name.clone(),
         target: opts.target.name.clone(),
@@ -448,9 +530,15 @@ fn assemble(
 /// thread with its own handle on the database (salsa then computes each
 /// query once, whichever thread asks first, and the others wait for it).
 /// The results stay in the database, to be read in order.
-fn each_computation(db: &Database, comps: &[db::SourceComputation], step: impl Fn(&Database, db::SourceComputation) + Sync) {
+fn each_computation(
+    db: &Database,
+    comps: &[db::SourceComputation],
+    step: impl Fn(&Database, db::SourceComputation) + Sync,
+) {
     use rayon::prelude::*;
-    comps.par_iter().for_each_with(db.clone(), |db, &c| step(db, c));
+    comps
+        .par_iter()
+        .for_each_with(db.clone(), |db, &c| step(db, c));
 }
 
 /// Verifies, prints and reports an assigned module.
@@ -463,10 +551,15 @@ fn finish_module(
     let timings = &mut timings;
     let relayout = if opts.passes.contains(&PassName::Relayout) {
         let t = Instant::now();
-        let ropts = relayout::Options { expand_relayouts: opts.expand_relayouts };
-        let report =
-            relayout::run(&mut module, &opts.target, &ropts).map_err(|e| PipelineError::Relayout(e.to_string()))?;
-        timings.push(Timing { step: "relayout", duration: t.elapsed() });
+        let ropts = relayout::Options {
+            expand_relayouts: opts.expand_relayouts,
+        };
+        let report = relayout::run(&mut module, &opts.target, &ropts)
+            .map_err(|e| PipelineError::Relayout(e.to_string()))?;
+        timings.push(Timing {
+            step: "relayout",
+            duration: t.elapsed(),
+        });
         Some(report)
     } else {
         None
@@ -476,9 +569,16 @@ fn finish_module(
     // nothing: unstolen work runs inline).
     let verify = |module: &Module| -> (Vec<String>, Duration) {
         let t = Instant::now();
-        let mut problems: Vec<String> = hlo::verify_module(module).iter().map(ToString::to_string).collect();
+        let mut problems: Vec<String> = hlo::verify_module(module)
+            .iter()
+            .map(ToString::to_string)
+            .collect();
         if problems.is_empty() && assignment.is_some() {
-            problems.extend(layout_assignment::check_layouts(module, Some(&opts.target)).iter().map(ToString::to_string));
+            problems.extend(
+                layout_assignment::check_layouts(module, Some(&opts.target))
+                    .iter()
+                    .map(ToString::to_string),
+            );
         }
         (problems, t.elapsed())
     };
@@ -492,12 +592,18 @@ fn finish_module(
         || opts.verify.then(|| verify(&module)),
     );
     if let Some((problems, verify_time)) = checked {
-        timings.push(Timing { step: "verify", duration: verify_time });
+        timings.push(Timing {
+            step: "verify",
+            duration: verify_time,
+        });
         if !problems.is_empty() {
             return Err(PipelineError::Verify(problems));
         }
     }
-    timings.push(Timing { step: "print", duration: print_time });
+    timings.push(Timing {
+        step: "print",
+        duration: print_time,
+    });
     let report = PipelineReport {
         module: module.name.clone(),
         target: opts.target.name.clone(),
@@ -528,13 +634,26 @@ pub enum PictureKind {
 /// A picture of one computation of `module` (the entry when `computation`
 /// is `None`): boxes per instruction, edges labelled with the operand's
 /// layout, copies red and bitcasts green. Fails on an unknown name.
-pub fn picture(module: &Module, computation: Option<&str>, kind: PictureKind) -> Result<String, String> {
+pub fn picture(
+    module: &Module,
+    computation: Option<&str>,
+    kind: PictureKind,
+) -> Result<String, String> {
     let id = match computation {
         None => module.entry,
-        Some(name) => module.find_computation(name.trim_start_matches('%')).ok_or_else(|| {
-            let names: Vec<&str> = module.computations.iter().map(|c| c.name.as_str()).collect();
-            format!("no computation named '{name}'; the module has {}", names.join(", "))
-        })?,
+        Some(name) => module
+            .find_computation(name.trim_start_matches('%'))
+            .ok_or_else(|| {
+                let names: Vec<&str> = module
+                    .computations
+                    .iter()
+                    .map(|c| c.name.as_str())
+                    .collect();
+                format!(
+                    "no computation named '{name}'; the module has {}",
+                    names.join(", ")
+                )
+            })?,
     };
     Ok(match kind {
         PictureKind::Dot => relayout::to_dot(module, id),
@@ -561,7 +680,10 @@ ENTRY %main (x: f32[2,3,4], y: f32[4,6]) -> (f32[6,4], f32[4,6]) {
 
     fn opts(passes: &[PassName]) -> Options {
         let target = Arc::new(target::load_builtin("gpu").expect("gpu"));
-        Options { passes: passes.to_vec(), ..Options::new(target) }
+        Options {
+            passes: passes.to_vec(),
+            ..Options::new(target)
+        }
     }
 
     #[test]
@@ -573,7 +695,11 @@ ENTRY %main (x: f32[2,3,4], y: f32[4,6]) -> (f32[6,4], f32[4,6]) {
         assert_eq!(r.count(RelayoutKind::TransposeToBitcast), 1);
         assert_eq!(out.report.stats.bitcasts, 2);
         assert_eq!(out.report.stats.transposes, 1);
-        assert!(out.text.contains("%r = f32[6,4]{1,0} bitcast(%x)"), "{}", out.text);
+        assert!(
+            out.text.contains("%r = f32[6,4]{1,0} bitcast(%x)"),
+            "{}",
+            out.text
+        );
         assert!(out.report.timings.iter().any(|t| t.step == "relayout"));
     }
 
@@ -583,7 +709,11 @@ ENTRY %main (x: f32[2,3,4], y: f32[4,6]) -> (f32[6,4], f32[4,6]) {
         assert!(out.report.relayout.is_none());
         assert_eq!(out.report.stats.bitcasts, 0);
         assert_eq!(out.report.stats.transposes, 2);
-        assert!(out.text.contains("%r = f32[6,4]{1,0} reshape(%x)"), "{}", out.text);
+        assert!(
+            out.text.contains("%r = f32[6,4]{1,0} reshape(%x)"),
+            "{}",
+            out.text
+        );
     }
 
     #[test]
@@ -593,7 +723,11 @@ ENTRY %main (x: f32[2,3,4], y: f32[4,6]) -> (f32[6,4], f32[4,6]) {
         assert!(out.report.assignment.is_none());
         assert_eq!(out.report.stats.copies, 1);
         assert_eq!(out.report.stats.copy_bytes, 128);
-        assert!(out.text.contains("%a = f32[4,8]{1,0} add(%p.copy, %q)"), "{}", out.text);
+        assert!(
+            out.text.contains("%a = f32[4,8]{1,0} add(%p.copy, %q)"),
+            "{}",
+            out.text
+        );
     }
 
     #[test]
@@ -613,7 +747,11 @@ ENTRY %main (x: f32[2,3,4], y: f32[4,6]) -> (f32[6,4], f32[4,6]) {
         o.expand_relayouts = true;
         let out = run(text, "t.hlo", &o).expect("run");
         assert_eq!(out.report.stats.copies, 0);
-        assert!(out.text.contains("pad(%p, %x.zero), padding=0_5x0_56"), "{}", out.text);
+        assert!(
+            out.text.contains("pad(%p, %x.zero), padding=0_5x0_56"),
+            "{}",
+            out.text
+        );
     }
 
     #[test]
@@ -621,9 +759,15 @@ ENTRY %main (x: f32[2,3,4], y: f32[4,6]) -> (f32[6,4], f32[4,6]) {
         // The loop condition takes another type than the loop state.
         let text = "HloModule bad\n\n%cond (q: bf16[4]) -> pred[] {\n  %q = bf16[4] parameter(0)\n  ROOT %t = pred[] constant(true)\n}\n\n%body (s: f32[4]) -> f32[4] {\n  %s = f32[4] parameter(0)\n  ROOT %n = f32[4] negate(%s)\n}\n\nENTRY %main (a: f32[4]) -> f32[4] {\n  %a = f32[4] parameter(0)\n  ROOT %w = f32[4] while(%a), condition=%cond, body=%body\n}\n";
         for verify in [true, false] {
-            let o = Options { verify, ..opts(PassName::all()) };
+            let o = Options {
+                verify,
+                ..opts(PassName::all())
+            };
             let err = run(text, "t.hlo", &o).expect_err("an ill-formed module");
-            assert!(matches!(&err, PipelineError::InvalidInput(p) if p[0].contains("parameter 0 of %cond")), "{err}");
+            assert!(
+                matches!(&err, PipelineError::InvalidInput(p) if p[0].contains("parameter 0 of %cond")),
+                "{err}"
+            );
             let mut db = Database::default();
             let err = run_in(&mut db, text, "t.hlo", &o).expect_err("an ill-formed module");
             assert!(matches!(err, PipelineError::InvalidInput(_)), "{err}");
@@ -635,9 +779,19 @@ ENTRY %main (x: f32[2,3,4], y: f32[4,6]) -> (f32[6,4], f32[4,6]) {
         let out = run(TEXT, "t.hlo", &opts(PassName::all())).expect("run");
         let dot = picture(&out.module().expect("parses"), None, PictureKind::Dot).expect("dot");
         assert!(dot.starts_with("digraph \"main\""));
-        let svg = picture(&out.module().expect("parses"), Some("%main"), PictureKind::Svg).expect("svg");
+        let svg = picture(
+            &out.module().expect("parses"),
+            Some("%main"),
+            PictureKind::Svg,
+        )
+        .expect("svg");
         assert!(svg.starts_with("<svg"));
-        let err = picture(&out.module().expect("parses"), Some("nope"), PictureKind::Dot).expect_err("unknown");
+        let err = picture(
+            &out.module().expect("parses"),
+            Some("nope"),
+            PictureKind::Dot,
+        )
+        .expect_err("unknown");
         assert!(err.contains("no computation named 'nope'"), "{err}");
     }
 }

@@ -9,8 +9,13 @@
 use std::sync::Arc;
 
 fn recorded(report: &driver::PipelineReport) -> u64 {
-    let la = report.assignment.as_ref().map_or(0, |a| a.copy_bytes() + a.movement_bytes() + a.input_copy_bytes());
-    let relayout = report.relayout.as_ref().map_or(0, |r| r.inserted_copy_bytes());
+    let la = report.assignment.as_ref().map_or(0, |a| {
+        a.copy_bytes() + a.movement_bytes() + a.input_copy_bytes()
+    });
+    let relayout = report
+        .relayout
+        .as_ref()
+        .map_or(0, |r| r.inserted_copy_bytes());
     la + relayout
 }
 
@@ -19,11 +24,15 @@ fn bytes_moved_equals_what_the_passes_recorded_on_every_bundled_module() {
     let mut checked = 0;
     let mut mismatches = Vec::new();
     for target in ["cpu", "gpu", "tpu"] {
-        let opts = driver::Options::new(Arc::new(target::load_builtin(target).expect("a built-in target")));
+        let opts = driver::Options::new(Arc::new(
+            target::load_builtin(target).expect("a built-in target"),
+        ));
         for file in test_support::hlo_files() {
             let text = std::fs::read_to_string(&file).expect("readable");
             // Error cases and modules that do not run are other tests' business.
-            let Ok(out) = driver::run(&text, &file.display().to_string(), &opts) else { continue };
+            let Ok(out) = driver::run(&text, &file.display().to_string(), &opts) else {
+                continue;
+            };
             let counted = out.report.stats.copy_bytes + out.report.stats.movement_bytes;
             let recorded = recorded(&out.report);
             if counted != recorded {

@@ -43,12 +43,20 @@ fn check(text: &str, name: &str, target_name: &str) -> usize {
     let target = Arc::new(target::load_builtin(target_name).unwrap());
     let mut opts = driver::Options::new(target);
     opts.expand_relayouts = true;
-    let out = driver::run(text, name, &opts).unwrap_or_else(|e| panic!("{name} on {target_name}: {e}"));
-    let expanded = out.report.relayout.as_ref().map_or(0, |r| r.count(driver::RelayoutKind::ExpandedRelayout));
+    let out =
+        driver::run(text, name, &opts).unwrap_or_else(|e| panic!("{name} on {target_name}: {e}"));
+    let expanded = out
+        .report
+        .relayout
+        .as_ref()
+        .map_or(0, |r| r.count(driver::RelayoutKind::ExpandedRelayout));
     let before = hlo::parse_module(text, name).unwrap();
     let after = hlo::parse_module(&out.text, "out.hlo").unwrap();
     if let Err(e) = interp::check_equivalent(&before, &after, &[1], &interp::Limits::default()) {
-        panic!("{name} on {target_name}: the expanded output is not equivalent to the input:\n{e}\n{}", out.text);
+        panic!(
+            "{name} on {target_name}: the expanded output is not equivalent to the input:\n{e}\n{}",
+            out.text
+        );
     }
     expanded
 }
@@ -59,7 +67,10 @@ fn expanded_outputs_are_equivalent_to_their_inputs() {
     for (file, target_name) in CASES {
         let text = std::fs::read_to_string(root.join(file)).unwrap();
         let expanded = check(&text, file, target_name);
-        assert!(expanded > 0, "{file} on {target_name}: nothing was expanded");
+        assert!(
+            expanded > 0,
+            "{file} on {target_name}: nothing was expanded"
+        );
     }
     assert_eq!(check(BF16_MAJOR_DIM, "bf16_major_dim.hlo", "tpu"), 1);
 }

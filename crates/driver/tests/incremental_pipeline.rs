@@ -57,7 +57,13 @@ fn check(before: &str, after: &str, expected: Expect) {
     driver::run_in(&mut db, before, "m.hlo", &opts).expect("runs");
     db.clear_executions();
     let out = driver::run_in(&mut db, after, "m.hlo", &opts).expect("runs");
-    let assignment = ["assignment", "signature", "cost", "constraints", "chosen_boundary"];
+    let assignment = [
+        "assignment",
+        "signature",
+        "cost",
+        "constraints",
+        "chosen_boundary",
+    ];
     let mut ran: Vec<String> = db
         .executions()
         .into_iter()
@@ -77,9 +83,13 @@ fn check(before: &str, after: &str, expected: Expect) {
 #[test]
 fn nothing_changed_nothing_runs() {
     let text = module("ROOT lr = f32[8,4] abs(ln)");
-    check(&text, &text, expect![[r#"
+    check(
+        &text,
+        &text,
+        expect![[r#"
         []
-    "#]]);
+    "#]],
+    );
 }
 
 #[test]
@@ -113,8 +123,12 @@ fn a_signature_edit_reruns_the_neighbours_steps_too() {
     // A custom call fixes the leaf's result layout; changing it changes the
     // leaf's signature, and with it what `f` calls.
     check(
-        &module(r#"ROOT lr = f32[8,4]{1,0} custom-call(ln), custom_call_target="k", operand_layout_constraints={f32[8,4]{1,0}}"#),
-        &module(r#"ROOT lr = f32[8,4]{0,1} custom-call(ln), custom_call_target="k", operand_layout_constraints={f32[8,4]{1,0}}"#),
+        &module(
+            r#"ROOT lr = f32[8,4]{1,0} custom-call(ln), custom_call_target="k", operand_layout_constraints={f32[8,4]{1,0}}"#,
+        ),
+        &module(
+            r#"ROOT lr = f32[8,4]{0,1} custom-call(ln), custom_call_target="k", operand_layout_constraints={f32[8,4]{1,0}}"#,
+        ),
         expect![[r#"
             [
                 "applied(f)",

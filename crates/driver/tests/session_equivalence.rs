@@ -8,17 +8,31 @@ use std::sync::Arc;
 use db::Database;
 use driver::{Options, Output, PipelineError};
 
-fn same(name: &str, stateless: &Result<Output, PipelineError>, session: &Result<Output, PipelineError>) {
+fn same(
+    name: &str,
+    stateless: &Result<Output, PipelineError>,
+    session: &Result<Output, PipelineError>,
+) {
     match (stateless, session) {
         (Ok(a), Ok(b)) => {
             assert!(a.text == b.text, "{name}: the texts differ");
-            assert_eq!(a.report.assignment, b.report.assignment, "{name}: the assignment reports differ");
-            assert_eq!(a.report.relayout, b.report.relayout, "{name}: the relayout reports differ");
+            assert_eq!(
+                a.report.assignment, b.report.assignment,
+                "{name}: the assignment reports differ"
+            );
+            assert_eq!(
+                a.report.relayout, b.report.relayout,
+                "{name}: the relayout reports differ"
+            );
             assert_eq!(a.report.stats, b.report.stats, "{name}: the counts differ");
             assert_eq!(a.report.module, b.report.module, "{name}");
         }
         (Err(a), Err(b)) => assert_eq!(a, b, "{name}: the errors differ"),
-        (a, b) => panic!("{name}: stateless {:?}, session {:?}", a.as_ref().err(), b.as_ref().err()),
+        (a, b) => panic!(
+            "{name}: stateless {:?}, session {:?}",
+            a.as_ref().err(),
+            b.as_ref().err()
+        ),
     }
 }
 
@@ -29,7 +43,9 @@ fn sessions_answer_as_stateless_runs_on_all_testdata() {
         let target = Arc::new(target::load_builtin(target_name).expect("builtin target"));
         let mut reused = Database::default();
         for path in test_support::hlo_files() {
-            let Ok(text) = std::fs::read_to_string(&path) else { continue };
+            let Ok(text) = std::fs::read_to_string(&path) else {
+                continue;
+            };
             let name = format!("{} on {target_name}", path.display());
             let file = path.display().to_string();
             let opts = Options::new(target.clone());
@@ -48,18 +64,39 @@ fn sessions_answer_as_stateless_runs_on_all_testdata() {
 fn sessions_answer_as_stateless_runs_with_other_passes() {
     let target = Arc::new(target::load_builtin("tpu").expect("builtin target"));
     let variants: Vec<Options> = vec![
-        Options { passes: vec![driver::PassName::LayoutAssignment], ..Options::new(target.clone()) },
-        Options { passes: vec![driver::PassName::Relayout], ..Options::new(target.clone()) },
-        Options { expand_relayouts: true, ..Options::new(target.clone()) },
-        Options { verify: false, ..Options::new(target.clone()) },
+        Options {
+            passes: vec![driver::PassName::LayoutAssignment],
+            ..Options::new(target.clone())
+        },
+        Options {
+            passes: vec![driver::PassName::Relayout],
+            ..Options::new(target.clone())
+        },
+        Options {
+            expand_relayouts: true,
+            ..Options::new(target.clone())
+        },
+        Options {
+            verify: false,
+            ..Options::new(target.clone())
+        },
     ];
     let mut db = Database::default();
-    for path in test_support::hlo_files().into_iter().filter(|p| p.display().to_string().contains("/tpu/")) {
-        let Ok(text) = std::fs::read_to_string(&path) else { continue };
+    for path in test_support::hlo_files()
+        .into_iter()
+        .filter(|p| p.display().to_string().contains("/tpu/"))
+    {
+        let Ok(text) = std::fs::read_to_string(&path) else {
+            continue;
+        };
         let file = path.display().to_string();
         for (i, opts) in variants.iter().enumerate() {
             let name = format!("{file} variant {i}");
-            same(&name, &driver::run(&text, &file, opts), &driver::run_in(&mut db, &text, &file, opts));
+            same(
+                &name,
+                &driver::run(&text, &file, opts),
+                &driver::run_in(&mut db, &text, &file, opts),
+            );
         }
     }
 }

@@ -44,8 +44,19 @@ const SEEDS: &[&str] = &[
 ];
 
 /// Tiles an edit or a generated layout may carry.
-const TILES: &[&str] =
-    &["", ":T(2,2)", ":T(8,128)", ":T(8,128)(2,1)", ":T(2,*,4)", ":T(1024)", ":T(4)(2)", ":T(8,128)E(4)", ":T(8,128)(4,1)", ":T(4,128)(8,1)E(4)", ":T(1,128)"];
+const TILES: &[&str] = &[
+    "",
+    ":T(2,2)",
+    ":T(8,128)",
+    ":T(8,128)(2,1)",
+    ":T(2,*,4)",
+    ":T(1024)",
+    ":T(4)(2)",
+    ":T(8,128)E(4)",
+    ":T(8,128)(4,1)",
+    ":T(4,128)(8,1)E(4)",
+    ":T(1,128)",
+];
 
 /// Element types: name, kind.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -122,9 +133,19 @@ impl Builder<'_> {
         } else if self.rng.chance(1, 8) {
             *self.rng.pick(TILES)
         } else if dims.len() == 1 {
-            *self.rng.pick(&[":T(128)", ":T(1024)", ":T(4)(2)", ":T(256)"])
+            *self
+                .rng
+                .pick(&[":T(128)", ":T(1024)", ":T(4)(2)", ":T(256)"])
         } else {
-            *self.rng.pick(&[":T(2,2)", ":T(8,128)", ":T(8,128)(2,1)", ":T(4,128)", ":T(1,128)", ":T(8,128)(4,1)", ":T(8,128)(8,1)E(4)"])
+            *self.rng.pick(&[
+                ":T(2,2)",
+                ":T(8,128)",
+                ":T(8,128)(2,1)",
+                ":T(4,128)",
+                ":T(1,128)",
+                ":T(8,128)(4,1)",
+                ":T(8,128)(8,1)E(4)",
+            ])
         };
         let o: Vec<String> = order.iter().map(usize::to_string).collect();
         format!("{base}{{{}{tile}}}", o.join(","))
@@ -155,7 +176,11 @@ impl Builder<'_> {
     fn reducer(&mut self, ty: usize) -> String {
         let name = self.fresh("red");
         let t = TYPES[ty].0;
-        let op = if TYPES[ty].1 == Kind::Pred { "or" } else { *self.rng.pick(&["add", "maximum", "multiply", "minimum"]) };
+        let op = if TYPES[ty].1 == Kind::Pred {
+            "or"
+        } else {
+            *self.rng.pick(&["add", "maximum", "multiply", "minimum"])
+        };
         let (a, b) = (self.fresh("a"), self.fresh("b"));
         let _ = writeln!(
             self.comps,
@@ -169,7 +194,11 @@ impl Builder<'_> {
         match TYPES[ty].1 {
             Kind::Pred => "not",
             Kind::Int => *self.rng.pick(&["negate", "abs", "not", "copy"]),
-            Kind::Float => *self.rng.pick(&["negate", "abs", "exponential", "floor", "copy", "tanh"]),
+            Kind::Float => {
+                *self
+                    .rng
+                    .pick(&["negate", "abs", "exponential", "floor", "copy", "tanh"])
+            }
         }
     }
 
@@ -183,7 +212,10 @@ impl Builder<'_> {
         let cond = if how == 1 {
             let c = self.fresh("cond");
             let x = self.fresh("x");
-            let _ = writeln!(self.comps, "%{c} ({x}: {s}) -> pred[] {{\n  %{x} = {s} parameter(0)\n  ROOT %{c}.r = pred[] constant(false)\n}}\n");
+            let _ = writeln!(
+                self.comps,
+                "%{c} ({x}: {s}) -> pred[] {{\n  %{x} = {s} parameter(0)\n  ROOT %{c}.r = pred[] constant(false)\n}}\n"
+            );
             c
         } else {
             String::new()
@@ -194,7 +226,10 @@ impl Builder<'_> {
             let op = self.unary(ty);
             let laid = self.rng.chance(1, 4);
             let shape = self.shape(ty, dims, laid);
-            let _ = writeln!(self.comps, "%{name} ({x}: {s}) -> {s} {{\n  %{x} = {s} parameter(0)");
+            let _ = writeln!(
+                self.comps,
+                "%{name} ({x}: {s}) -> {s} {{\n  %{x} = {s} parameter(0)"
+            );
             let applied = format!("%{name}.u");
             let _ = writeln!(self.comps, "  {applied} = {shape} {op}(%{x})");
             if level == 0 {
@@ -205,8 +240,11 @@ impl Builder<'_> {
                     1 => format!("while({applied}), condition=%{cond}, body=%{inner}"),
                     2 => {
                         let k = self.fresh("k");
-                        let _ = writeln!(self.comps, "  %{k} = pred[] constant({})", level % 2 == 0);
-                        format!("conditional(%{k}, {applied}, {applied}), true_computation=%{inner}, false_computation=%{inner}")
+                        let _ =
+                            writeln!(self.comps, "  %{k} = pred[] constant({})", level % 2 == 0);
+                        format!(
+                            "conditional(%{k}, {applied}, {applied}), true_computation=%{inner}, false_computation=%{inner}"
+                        )
                     }
                     _ => format!("fusion({applied}), kind=kLoop, calls=%{inner}"),
                 };
@@ -227,13 +265,22 @@ impl Builder<'_> {
                 self.emit(v.ty, v.dims.clone(), &format!("{op}(%{})", v.name));
             }
             2 => {
-                let same: Vec<Val> = self.values.iter().filter(|w| w.ty == v.ty && w.dims == v.dims).cloned().collect();
+                let same: Vec<Val> = self
+                    .values
+                    .iter()
+                    .filter(|w| w.ty == v.ty && w.dims == v.dims)
+                    .cloned()
+                    .collect();
                 let w = self.rng.pick(&same).clone();
                 let op = match TYPES[v.ty].1 {
                     Kind::Pred => *self.rng.pick(&["and", "or", "xor"]),
                     _ => *self.rng.pick(&["add", "multiply", "maximum", "subtract"]),
                 };
-                self.emit(v.ty, v.dims.clone(), &format!("{op}(%{}, %{})", v.name, w.name));
+                self.emit(
+                    v.ty,
+                    v.dims.clone(),
+                    &format!("{op}(%{}, %{})", v.name, w.name),
+                );
             }
             3 if rank > 1 => {
                 let mut perm: Vec<usize> = (0..rank).collect();
@@ -243,7 +290,11 @@ impl Builder<'_> {
                 }
                 let dims: Vec<i64> = perm.iter().map(|&p| v.dims[p]).collect();
                 let p: Vec<String> = perm.iter().map(usize::to_string).collect();
-                self.emit(v.ty, dims, &format!("transpose(%{}), dimensions={{{}}}", v.name, p.join(",")));
+                self.emit(
+                    v.ty,
+                    dims,
+                    &format!("transpose(%{}), dimensions={{{}}}", v.name, p.join(",")),
+                );
             }
             4 => {
                 // Flatten, or split the leading dimension, or merge two.
@@ -256,7 +307,10 @@ impl Builder<'_> {
                         d
                     }
                     _ => {
-                        let f = [2, 4, 8].into_iter().find(|f| n % f == 0 && n > *f).unwrap_or(1);
+                        let f = [2, 4, 8]
+                            .into_iter()
+                            .find(|f| n % f == 0 && n > *f)
+                            .unwrap_or(1);
                         vec![f, n / f]
                     }
                 };
@@ -267,8 +321,14 @@ impl Builder<'_> {
                 let at = self.rng.below(rank + 1);
                 let mut dims = v.dims.clone();
                 dims.insert(at, extra);
-                let map: Vec<String> = (0..rank).map(|i| (if i < at { i } else { i + 1 }).to_string()).collect();
-                self.emit(v.ty, dims, &format!("broadcast(%{}), dimensions={{{}}}", v.name, map.join(",")));
+                let map: Vec<String> = (0..rank)
+                    .map(|i| (if i < at { i } else { i + 1 }).to_string())
+                    .collect();
+                self.emit(
+                    v.ty,
+                    dims,
+                    &format!("broadcast(%{}), dimensions={{{}}}", v.name, map.join(",")),
+                );
             }
             6 if rank > 0 => {
                 let d = self.rng.below(rank);
@@ -282,7 +342,14 @@ impl Builder<'_> {
                     _ => "0",
                 };
                 let _ = writeln!(self.body, "  %{init} = {t}[] constant({zero})");
-                self.emit(v.ty, dims, &format!("reduce(%{}, %{init}), dimensions={{{d}}}, to_apply=%{red}", v.name));
+                self.emit(
+                    v.ty,
+                    dims,
+                    &format!(
+                        "reduce(%{}, %{init}), dimensions={{{d}}}, to_apply=%{red}",
+                        v.name
+                    ),
+                );
             }
             7 => {
                 let ty = self.rng.below(TYPES.len());
@@ -297,17 +364,39 @@ impl Builder<'_> {
                 let start = self.rng.below(v.dims[d] as usize) as i64;
                 let mut dims = v.dims.clone();
                 dims[d] -= start;
-                let spec: Vec<String> =
-                    v.dims.iter().enumerate().map(|(i, &n)| if i == d { format!("[{start}:{n}]") } else { format!("[0:{n}]") }).collect();
-                self.emit(v.ty, dims, &format!("slice(%{}), slice={{{}}}", v.name, spec.join(", ")));
+                let spec: Vec<String> = v
+                    .dims
+                    .iter()
+                    .enumerate()
+                    .map(|(i, &n)| {
+                        if i == d {
+                            format!("[{start}:{n}]")
+                        } else {
+                            format!("[0:{n}]")
+                        }
+                    })
+                    .collect();
+                self.emit(
+                    v.ty,
+                    dims,
+                    &format!("slice(%{}), slice={{{}}}", v.name, spec.join(", ")),
+                );
             }
             10 if self.levels < 4000 => {
                 // A nest: mostly shallow, sometimes thousands deep.
-                let depth = if self.rng.chance(1, 20) { 500 + self.rng.below(1500) } else { 1 + self.rng.below(12) };
+                let depth = if self.rng.chance(1, 20) {
+                    500 + self.rng.below(1500)
+                } else {
+                    1 + self.rng.below(12)
+                };
                 self.levels += depth;
                 let how = self.rng.below(4);
                 let outer = self.nest(v.ty, &v.dims, depth, how);
-                self.emit(v.ty, v.dims.clone(), &format!("call(%{}), to_apply=%{outer}", v.name));
+                self.emit(
+                    v.ty,
+                    v.dims.clone(),
+                    &format!("call(%{}), to_apply=%{outer}", v.name),
+                );
             }
             11 if rank > 0 => {
                 // A bitcast: sometimes a real one (same layout, merged
@@ -315,8 +404,17 @@ impl Builder<'_> {
                 let n: i64 = v.dims.iter().product();
                 let n = if self.rng.chance(1, 8) { n + 1 } else { n };
                 let name = self.fresh("v");
-                let _ = writeln!(self.body, "  %{name} = {} bitcast(%{})", array(v.ty, &[n]), v.name);
-                self.values.push(Val { name, ty: v.ty, dims: vec![n] });
+                let _ = writeln!(
+                    self.body,
+                    "  %{name} = {} bitcast(%{})",
+                    array(v.ty, &[n]),
+                    v.name
+                );
+                self.values.push(Val {
+                    name,
+                    ty: v.ty,
+                    dims: vec![n],
+                });
             }
             _ => {
                 let op = self.unary(v.ty);
@@ -328,12 +426,24 @@ impl Builder<'_> {
 
 /// A generated module.
 fn generated(rng: &mut Rng) -> String {
-    let mut b = Builder { rng, comps: String::new(), body: String::new(), params: Vec::new(), values: Vec::new(), next: 0, levels: 0 };
+    let mut b = Builder {
+        rng,
+        comps: String::new(),
+        body: String::new(),
+        params: Vec::new(),
+        values: Vec::new(),
+        next: 0,
+        levels: 0,
+    };
     let ty = b.rng.below(TYPES.len());
     let dims = b.random_dims();
     let nparams = 1 + b.rng.below(2);
     for i in 0..nparams {
-        let (ty, dims) = if i > 0 && b.rng.chance(1, 2) { (b.rng.below(TYPES.len()), b.random_dims()) } else { (ty, dims.clone()) };
+        let (ty, dims) = if i > 0 && b.rng.chance(1, 2) {
+            (b.rng.below(TYPES.len()), b.random_dims())
+        } else {
+            (ty, dims.clone())
+        };
         let name = format!("p{i}");
         let shape = b.shape(ty, &dims, true);
         let _ = writeln!(b.body, "  %{name} = {shape} parameter({i})");
@@ -349,14 +459,38 @@ fn generated(rng: &mut Rng) -> String {
     let last = b.values.last().cloned().expect("a value");
     let root = if b.rng.chance(1, 3) && b.values.len() > 2 {
         let other = b.rng.pick(&b.values[..b.values.len() - 1]).clone();
-        let shapes = format!("({}, {})", array(last.ty, &last.dims), array(other.ty, &other.dims));
-        format!("  ROOT %root = {shapes} tuple(%{}, %{})", last.name, other.name)
+        let shapes = format!(
+            "({}, {})",
+            array(last.ty, &last.dims),
+            array(other.ty, &other.dims)
+        );
+        format!(
+            "  ROOT %root = {shapes} tuple(%{}, %{})",
+            last.name, other.name
+        )
     } else {
-        format!("  ROOT %root = {} copy(%{})", array(last.ty, &last.dims), last.name)
+        format!(
+            "  ROOT %root = {} copy(%{})",
+            array(last.ty, &last.dims),
+            last.name
+        )
     };
-    let params: Vec<String> = b.params.iter().map(|p| format!("{}: {}", p.name, array(p.ty, &p.dims))).collect();
-    let result = if root.contains("tuple(") { root[root.find('(').unwrap_or(0)..root.find(" tuple(").unwrap_or(0)].to_string() } else { array(last.ty, &last.dims) };
-    format!("HloModule fuzz\n\n{}ENTRY %main ({}) -> {result} {{\n{}{root}\n}}\n", b.comps, params.join(", "), b.body)
+    let params: Vec<String> = b
+        .params
+        .iter()
+        .map(|p| format!("{}: {}", p.name, array(p.ty, &p.dims)))
+        .collect();
+    let result = if root.contains("tuple(") {
+        root[root.find('(').unwrap_or(0)..root.find(" tuple(").unwrap_or(0)].to_string()
+    } else {
+        array(last.ty, &last.dims)
+    };
+    format!(
+        "HloModule fuzz\n\n{}ENTRY %main ({}) -> {result} {{\n{}{root}\n}}\n",
+        b.comps,
+        params.join(", "),
+        b.body
+    )
 }
 
 /// A text edit that keeps the module parseable most of the time.
@@ -383,7 +517,13 @@ fn edit(rng: &mut Rng, text: &str) -> String {
             }
             let k = rng.below(dims.len());
             dims.rotate_left(k);
-            format!("{}{}{}{}", &text[..start], dims.join(","), rng.pick(TILES), &text[end..])
+            format!(
+                "{}{}{}{}",
+                &text[..start],
+                dims.join(","),
+                rng.pick(TILES),
+                &text[end..]
+            )
         }
         2 => {
             // An element type, wherever one is written.
@@ -391,7 +531,9 @@ fn edit(rng: &mut Rng, text: &str) -> String {
                 .iter()
                 .flat_map(|(t, _)| {
                     let pat = format!("{t}[");
-                    text.match_indices(&pat).map(|(i, _)| (i, t.len())).collect::<Vec<_>>()
+                    text.match_indices(&pat)
+                        .map(|(i, _)| (i, t.len()))
+                        .collect::<Vec<_>>()
                 })
                 .filter(|&(i, _)| i == 0 || !text.as_bytes()[i - 1].is_ascii_alphanumeric())
                 .collect();
@@ -403,24 +545,39 @@ fn edit(rng: &mut Rng, text: &str) -> String {
         }
         3 => {
             // A dimension list.
-            let hits: Vec<usize> = text.match_indices("dimensions={").map(|(i, _)| i + "dimensions={".len()).collect();
+            let hits: Vec<usize> = text
+                .match_indices("dimensions={")
+                .map(|(i, _)| i + "dimensions={".len())
+                .collect();
             if hits.is_empty() {
                 return text.to_string();
             }
             let start = hits[rng.below(hits.len())];
-            let Some(len) = text[start..].find('}') else { return text.to_string() };
-            let mut dims: Vec<&str> = text[start..start + len].split(',').filter(|d| !d.is_empty()).collect();
+            let Some(len) = text[start..].find('}') else {
+                return text.to_string();
+            };
+            let mut dims: Vec<&str> = text[start..start + len]
+                .split(',')
+                .filter(|d| !d.is_empty())
+                .collect();
             if dims.is_empty() {
                 return text.to_string();
             }
             let k = 1 + rng.below(3);
             let k = k % dims.len();
             dims.rotate_left(k);
-            format!("{}{}{}", &text[..start], dims.join(","), &text[start + len..])
+            format!(
+                "{}{}{}",
+                &text[..start],
+                dims.join(","),
+                &text[start + len..]
+            )
         }
         _ => {
             // AUTO entry layouts: drop the entry computation layout's layouts.
-            let Some(start) = text.find("entry_computation_layout={") else { return text.to_string() };
+            let Some(start) = text.find("entry_computation_layout={") else {
+                return text.to_string();
+            };
             let line_end = text[start..].find('\n').map_or(text.len(), |e| start + e);
             let mut header = String::new();
             let mut depth = 0;
@@ -451,7 +608,11 @@ fn edit(rng: &mut Rng, text: &str) -> String {
 /// The module of one case: generated (two cases in three) or a bundled
 /// dump, then edited zero to three times.
 pub(crate) fn module(rng: &mut Rng) -> String {
-    let mut text = if rng.chance(2, 3) { generated(rng) } else { rng.pick(SEEDS).to_string() };
+    let mut text = if rng.chance(2, 3) {
+        generated(rng)
+    } else {
+        rng.pick(SEEDS).to_string()
+    };
     let edits = rng.below(4);
     for _ in 0..edits {
         text = edit(rng, &text);

@@ -24,13 +24,17 @@ use std::sync::{Arc, OnceLock};
 use driver::PipelineError;
 use target::TargetSpec;
 
-
 /// The targets every case runs on.
 pub const TARGETS: [&str; 3] = ["cpu", "gpu", "tpu"];
 
 fn targets() -> &'static [Arc<TargetSpec>] {
     static T: OnceLock<Vec<Arc<TargetSpec>>> = OnceLock::new();
-    T.get_or_init(|| TARGETS.iter().map(|t| Arc::new(target::load_builtin(t).expect("a built-in target"))).collect())
+    T.get_or_init(|| {
+        TARGETS
+            .iter()
+            .map(|t| Arc::new(target::load_builtin(t).expect("a built-in target")))
+            .collect()
+    })
 }
 
 /// The random seed of case `index` of a run seeded `seed`.
@@ -58,7 +62,11 @@ pub enum Outcome {
 
 /// The limits of one semantic check: small, so a case stays fast.
 fn limits() -> interp::Limits {
-    interp::Limits { max_buffer_slots: 1 << 20, max_work: 1 << 24, ..interp::Limits::default() }
+    interp::Limits {
+        max_buffer_slots: 1 << 20,
+        max_work: 1 << 24,
+        ..interp::Limits::default()
+    }
 }
 
 /// Whether every input problem says `FILE:LINE:COL: error:`.
@@ -66,8 +74,12 @@ fn located(problems: &[String]) -> bool {
     problems.iter().all(|p| {
         let mut parts = p.splitn(4, ':');
         let _file = parts.next();
-        let line = parts.next().is_some_and(|l| l.parse::<u32>().is_ok_and(|l| l >= 1));
-        let col = parts.next().is_some_and(|c| c.parse::<u32>().is_ok_and(|c| c >= 1));
+        let line = parts
+            .next()
+            .is_some_and(|l| l.parse::<u32>().is_ok_and(|l| l >= 1));
+        let col = parts
+            .next()
+            .is_some_and(|c| c.parse::<u32>().is_ok_and(|c| c >= 1));
         line && col && parts.next().is_some_and(|r| r.starts_with(" error: "))
     })
 }
@@ -79,10 +91,15 @@ pub fn check(text: &str, target: usize, expand_relayouts: bool) -> Outcome {
     let run = catch_unwind(AssertUnwindSafe(|| driver::run(text, "fuzz.hlo", &opts)));
     let out = match run {
         Err(p) => {
-            let what = p.downcast_ref::<String>().cloned().or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()));
+            let what = p
+                .downcast_ref::<String>()
+                .cloned()
+                .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()));
             return Outcome::Failure(format!("panic: {}", what.unwrap_or_default()));
         }
-        Ok(Err(PipelineError::Parse(e))) if e.line >= 1 && e.col >= 1 => return Outcome::Refused(format!("parse: {}", e.message)),
+        Ok(Err(PipelineError::Parse(e))) if e.line >= 1 && e.col >= 1 => {
+            return Outcome::Refused(format!("parse: {}", e.message));
+        }
         Ok(Err(PipelineError::InvalidInput(p))) if !p.is_empty() && located(&p) => {
             return Outcome::Refused(format!("input: {}", p[0]));
         }
@@ -99,7 +116,9 @@ pub fn check(text: &str, target: usize, expand_relayouts: bool) -> Outcome {
         Ok(m) => m,
         Err(e) => return Outcome::Failure(format!("accepted text that does not parse: {e}")),
     };
-    let checked = catch_unwind(AssertUnwindSafe(|| interp::check_equivalent(&before, &after, &[1], &limits())));
+    let checked = catch_unwind(AssertUnwindSafe(|| {
+        interp::check_equivalent(&before, &after, &[1], &limits())
+    }));
     match checked {
         Err(_) => Outcome::Failure("the evaluator panicked".into()),
         Ok(Ok(_)) => Outcome::Equivalent,
@@ -126,7 +145,15 @@ pub fn first_words(message: &str) -> String {
     let words: Vec<String> = line
         .split_whitespace()
         .take(7)
-        .map(|w| if w.starts_with('%') { "%_".to_string() } else { w.chars().map(|c| if c.is_ascii_digit() { '#' } else { c }).collect() })
+        .map(|w| {
+            if w.starts_with('%') {
+                "%_".to_string()
+            } else {
+                w.chars()
+                    .map(|c| if c.is_ascii_digit() { '#' } else { c })
+                    .collect()
+            }
+        })
         .collect();
     words.join(" ")
 }
@@ -162,7 +189,10 @@ impl Summary {
             Outcome::Equivalent => self.equivalent += 1,
             Outcome::Refused(m) => {
                 self.refused += 1;
-                *self.messages.entry(format!("refused: {}", first_words(&m))).or_default() += 1;
+                *self
+                    .messages
+                    .entry(format!("refused: {}", first_words(&m)))
+                    .or_default() += 1;
             }
             Outcome::Unchecked(m) => {
                 self.unchecked += 1;
@@ -212,7 +242,10 @@ pub fn run(seed: u64, first: u64, count: u64, threads: usize) -> Summary {
                 })
             })
             .collect();
-        handles.into_iter().map(|h| h.join().unwrap_or_default()).collect()
+        handles
+            .into_iter()
+            .map(|h| h.join().unwrap_or_default())
+            .collect()
     });
     let mut total = Summary::default();
     for p in parts {

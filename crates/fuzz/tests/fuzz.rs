@@ -3,8 +3,14 @@
 
 #[test]
 fn fuzz_cases_run_clean() {
-    let cases = std::env::var("TESSERA_FUZZ_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(200);
-    let seed = std::env::var("TESSERA_FUZZ_SEED").ok().and_then(|v| v.parse().ok()).unwrap_or(0x7e55_e7a0);
+    let cases = std::env::var("TESSERA_FUZZ_CASES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(200);
+    let seed = std::env::var("TESSERA_FUZZ_SEED")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0x7e55_e7a0);
     let sum = fuzz::run(seed, 0, cases, 2);
     assert_eq!(sum.cases, cases);
     if let Some((index, target, expand, message)) = sum.failures.first() {

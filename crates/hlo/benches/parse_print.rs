@@ -16,10 +16,16 @@ fn main() {
     let (path, text) = input();
     // Named relative to the workspace so the line recorded in
     // docs/performance.md does not depend on where the clone lives.
-    let root = workspace_root().canonicalize().unwrap_or_else(|_| workspace_root());
+    let root = workspace_root()
+        .canonicalize()
+        .unwrap_or_else(|_| workspace_root());
     let shown = path.canonicalize().unwrap_or_else(|_| path.clone());
     let shown = pathdiff_from(&root, &shown);
-    eprintln!("input: {} ({:.1} MB)", shown.display(), text.len() as f64 / 1e6);
+    eprintln!(
+        "input: {} ({:.1} MB)",
+        shown.display(),
+        text.len() as f64 / 1e6
+    );
     divan::main();
 }
 

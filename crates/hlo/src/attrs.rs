@@ -118,7 +118,10 @@ impl KnownAttr {
 
     /// Looks a name up.
     pub fn from_name(name: &str) -> Option<KnownAttr> {
-        KNOWN_ATTR_NAMES.iter().find(|&&(_, n)| n == name).map(|&(k, _)| k)
+        KNOWN_ATTR_NAMES
+            .iter()
+            .find(|&&(_, n)| n == name)
+            .map(|&(k, _)| k)
     }
 
     /// True for attributes that name called computations.
@@ -270,17 +273,26 @@ pub struct Attrs(pub Vec<Attr>);
 impl Attrs {
     /// The value of a known attribute.
     pub fn get(&self, key: KnownAttr) -> Option<&AttrValue> {
-        self.0.iter().find(|a| a.key == AttrKey::Known(key)).map(|a| &a.value)
+        self.0
+            .iter()
+            .find(|a| a.key == AttrKey::Known(key))
+            .map(|a| &a.value)
     }
 
     /// The value of a known attribute, mutably.
     pub fn get_mut(&mut self, key: KnownAttr) -> Option<&mut AttrValue> {
-        self.0.iter_mut().find(|a| a.key == AttrKey::Known(key)).map(|a| &mut a.value)
+        self.0
+            .iter_mut()
+            .find(|a| a.key == AttrKey::Known(key))
+            .map(|a| &mut a.value)
     }
 
     /// The value of any attribute by its text name.
     pub fn get_by_name(&self, name: &str) -> Option<&AttrValue> {
-        self.0.iter().find(|a| a.key.name() == name).map(|a| &a.value)
+        self.0
+            .iter()
+            .find(|a| a.key.name() == name)
+            .map(|a| &a.value)
     }
 
     /// An integer-list attribute such as `dimensions`.
@@ -324,7 +336,13 @@ impl Attrs {
             .iter()
             .position(|a| matches!(a.key, AttrKey::Known(k) if k > key))
             .unwrap_or(self.0.len());
-        self.0.insert(at, Attr { key: AttrKey::Known(key), value });
+        self.0.insert(
+            at,
+            Attr {
+                key: AttrKey::Known(key),
+                value,
+            },
+        );
     }
 
     /// Removes a known attribute, returning its value.

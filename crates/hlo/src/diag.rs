@@ -35,12 +35,20 @@ impl std::error::Error for ParseError {}
 
 impl fmt::Display for ParseError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}:{}:{}: error: {}", self.file, self.line, self.col, self.message)?;
+        write!(
+            f,
+            "{}:{}:{}: error: {}",
+            self.file, self.line, self.col, self.message
+        )?;
         f.write_str("\n")?;
         f.write_str(&self.source_line)?;
         f.write_str("\n")?;
         // Keep tabs so that the caret lines up under tab-indented text.
-        for c in self.source_line.chars().take(self.col.saturating_sub(1) as usize) {
+        for c in self
+            .source_line
+            .chars()
+            .take(self.col.saturating_sub(1) as usize)
+        {
             f.write_str(if c == '\t' { "\t" } else { " " })?;
         }
         f.write_str("^")
@@ -57,7 +65,10 @@ pub(crate) struct RawError {
 
 impl RawError {
     pub(crate) fn new(offset: usize, message: impl Into<String>) -> RawError {
-        RawError { offset, message: message.into() }
+        RawError {
+            offset,
+            message: message.into(),
+        }
     }
 }
 
@@ -72,7 +83,11 @@ pub(crate) struct Origin {
 }
 
 impl Origin {
-    pub(crate) const START: Origin = Origin { line: 1, col: 1, offset: 0 };
+    pub(crate) const START: Origin = Origin {
+        line: 1,
+        col: 1,
+        offset: 0,
+    };
 }
 
 /// The line and column of byte `offset` in `text`, where `text` starts at
@@ -83,9 +98,14 @@ pub(crate) fn line_col(text: &[u8], offset: usize, origin: Origin) -> (u32, u32)
     let newlines = memchr::memchr_iter(b'\n', before).count();
     let line_start = memchr::memrchr(b'\n', before).map_or(0, |i| i + 1);
     let chars = count_chars(before.get(line_start..).unwrap_or_default());
-    let line = origin.line.saturating_add(u32::try_from(newlines).unwrap_or(u32::MAX));
-    let col =
-        if newlines == 0 { origin.col.saturating_add(chars) } else { chars.saturating_add(1) };
+    let line = origin
+        .line
+        .saturating_add(u32::try_from(newlines).unwrap_or(u32::MAX));
+    let col = if newlines == 0 {
+        origin.col.saturating_add(chars)
+    } else {
+        chars.saturating_add(1)
+    };
     (line, col)
 }
 
@@ -140,7 +160,11 @@ mod tests {
         assert_eq!(line_col(text.as_bytes(), 3, Origin::START), (2, 1));
         // 'x' is byte 7 but character 4 of line 2.
         assert_eq!(line_col(text.as_bytes(), 7, Origin::START), (2, 4));
-        let origin = Origin { line: 10, col: 5, offset: 100 };
+        let origin = Origin {
+            line: 10,
+            col: 5,
+            offset: 100,
+        };
         assert_eq!(line_col(text.as_bytes(), 1, origin), (10, 6));
         assert_eq!(line_col(text.as_bytes(), 4, origin), (11, 2));
     }
@@ -148,9 +172,16 @@ mod tests {
     #[test]
     fn display_has_caret_under_column() {
         let text = "HloModule m\n\tfoo bar\n";
-        let e =
-            make_error(text.as_bytes(), RawError::new(17, "expected x"), Origin::START, "f.hlo");
-        assert_eq!(e.to_string(), "f.hlo:2:6: error: expected x\n\tfoo bar\n\t    ^");
+        let e = make_error(
+            text.as_bytes(),
+            RawError::new(17, "expected x"),
+            Origin::START,
+            "f.hlo",
+        );
+        assert_eq!(
+            e.to_string(),
+            "f.hlo:2:6: error: expected x\n\tfoo bar\n\t    ^"
+        );
     }
 }
 
@@ -160,10 +191,15 @@ mod tests {
 /// `%name` or `ENTRY %name`; a definition is a line of its body starting
 /// (after indentation and `ROOT`) with `%name` and then ` ` or `=`. The
 /// column counts characters.
-pub fn find_definition(text: &str, computation: &str, instruction: Option<&str>) -> Option<(usize, usize)> {
+pub fn find_definition(
+    text: &str,
+    computation: &str,
+    instruction: Option<&str>,
+) -> Option<(usize, usize)> {
     let names = |line: &str, name: &str| -> bool {
         let rest = line.strip_prefix('%').unwrap_or(line);
-        rest.strip_prefix(name).is_some_and(|after| after.is_empty() || after.starts_with([' ', '=', '(', '{', '\t']))
+        rest.strip_prefix(name)
+            .is_some_and(|after| after.is_empty() || after.starts_with([' ', '=', '(', '{', '\t']))
     };
     let column = |line: &str, at: &str| line[..line.len() - at.len()].chars().count() + 1;
     let mut inside = false;

@@ -264,7 +264,11 @@ impl Computation {
     }
 
     fn check(&self, id: InstId) -> Result<(), EditError> {
-        if self.graph.contains_node(id) { Ok(()) } else { Err(EditError::NoSuchInstruction(id)) }
+        if self.graph.contains_node(id) {
+            Ok(())
+        } else {
+            Err(EditError::NoSuchInstruction(id))
+        }
     }
 
     /// Adds an instruction with the given operands at the end of the
@@ -318,7 +322,12 @@ impl Computation {
         if schedule.len() != self.graph.node_count() {
             return Err(EditError::BadSchedule);
         }
-        let bound = self.graph.node_indices().map(|n| n.index() + 1).max().unwrap_or(0);
+        let bound = self
+            .graph
+            .node_indices()
+            .map(|n| n.index() + 1)
+            .max()
+            .unwrap_or(0);
         let mut seen = vec![false; bound];
         for &id in &schedule {
             if !self.graph.contains_node(id) || std::mem::replace(&mut seen[id.index()], true) {
@@ -335,7 +344,12 @@ impl Computation {
     /// an edge walks both lists from their heads to it: this costs the
     /// position of the edge among the uses of the old operand. To redirect
     /// many uses of one value, use [`Computation::set_operands_at`].
-    pub fn set_operand(&mut self, user: InstId, index: usize, new: InstId) -> Result<(), EditError> {
+    pub fn set_operand(
+        &mut self,
+        user: InstId,
+        index: usize,
+        new: InstId,
+    ) -> Result<(), EditError> {
         self.check(user)?;
         self.check(new)?;
         let count = self.graph[user].operands.len();
@@ -374,7 +388,10 @@ impl Computation {
     /// are: redirecting all N uses of a value costs about N steps, not one
     /// walk of up to N per use. Returns the number of edges unlinked (lost
     /// and kept), the work count the tests bound.
-    pub fn set_operands_at(&mut self, edits: &[(InstId, usize, InstId)]) -> Result<usize, EditError> {
+    pub fn set_operands_at(
+        &mut self,
+        edits: &[(InstId, usize, InstId)],
+    ) -> Result<usize, EditError> {
         for &(user, index, new) in edits {
             self.check(user)?;
             self.check(new)?;
@@ -411,8 +428,11 @@ impl Computation {
         let mut olds: Vec<(InstId, usize)> = Vec::new();
         let mut at: rustc_hash::FxHashMap<(InstId, Direction), usize> = Default::default();
         for slot in &order {
-            let (list, node, direction) =
-                if by_user(slot) { (&mut users, slot.0, Direction::Incoming) } else { (&mut olds, lost[slot], Direction::Outgoing) };
+            let (list, node, direction) = if by_user(slot) {
+                (&mut users, slot.0, Direction::Incoming)
+            } else {
+                (&mut olds, lost[slot], Direction::Outgoing)
+            };
             let k = *at.entry((node, direction)).or_insert_with(|| {
                 list.push((node, 0));
                 list.len() - 1
@@ -453,7 +473,9 @@ impl Computation {
         let mut kept = Vec::new();
         let mut work = 0;
         while left > 0 {
-            let Some(e) = self.graph.edges_directed(node, direction).next() else { break };
+            let Some(e) = self.graph.edges_directed(node, direction).next() else {
+                break;
+            };
             let (id, source, target, weight) = (e.id(), e.source(), e.target(), *e.weight());
             self.graph.remove_edge(id);
             work += 1;
@@ -499,8 +521,12 @@ impl Computation {
     pub fn replace_all_uses(&mut self, old: InstId, new: InstId) -> Result<(), EditError> {
         self.check(old)?;
         self.check(new)?;
-        let edits: Vec<(InstId, usize, InstId)> =
-            self.uses(old).into_iter().filter(|&(user, _)| user != new).map(|(user, index)| (user, index as usize, new)).collect();
+        let edits: Vec<(InstId, usize, InstId)> = self
+            .uses(old)
+            .into_iter()
+            .filter(|&(user, _)| user != new)
+            .map(|(user, index)| (user, index as usize, new))
+            .collect();
         self.set_operands_at(&edits)?;
         if self.root == Some(old) {
             self.root = Some(new);
@@ -677,7 +703,10 @@ impl Module {
 
     /// Finds a computation by name.
     pub fn find_computation(&self, name: &str) -> Option<CompId> {
-        self.computations.iter().position(|c| c.name == name).map(|i| CompId(i as u32))
+        self.computations
+            .iter()
+            .position(|c| c.name == name)
+            .map(|i| CompId(i as u32))
     }
 
     /// Every computation id, in order.

@@ -43,7 +43,11 @@ pub(crate) struct Cursor<'a> {
 
 impl<'a> Cursor<'a> {
     pub(crate) fn new(text: &'a str) -> Cursor<'a> {
-        Cursor { text, bytes: text.as_bytes(), pos: 0 }
+        Cursor {
+            text,
+            bytes: text.as_bytes(),
+            pos: 0,
+        }
     }
 
     #[inline]
@@ -77,7 +81,11 @@ impl<'a> Cursor<'a> {
     /// the cursor has moved on to a later line.
     pub(crate) fn error_after(&self, token_end: usize, message: impl Into<String>) -> RawError {
         let gap = self.bytes.get(token_end..self.pos).unwrap_or_default();
-        let at = if memchr::memchr(b'\n', gap).is_some() { token_end } else { self.pos };
+        let at = if memchr::memchr(b'\n', gap).is_some() {
+            token_end
+        } else {
+            self.pos
+        };
         RawError::new(at, message)
     }
 
@@ -105,9 +113,10 @@ impl<'a> Cursor<'a> {
                 self.pos += 2 + i + 2;
                 Ok(())
             }
-            None => {
-                Err(RawError::new(start, "unterminated comment: expected '*/' to close this '/*'"))
-            }
+            None => Err(RawError::new(
+                start,
+                "unterminated comment: expected '*/' to close this '/*'",
+            )),
         }
     }
 
@@ -194,10 +203,13 @@ impl<'a> Cursor<'a> {
         let mut overflow = false;
         while let Some(c @ b'0'..=b'9') = self.peek() {
             let d = i64::from(c - b'0');
-            match value
-                .checked_mul(10)
-                .and_then(|v| if negative { v.checked_sub(d) } else { v.checked_add(d) })
-            {
+            match value.checked_mul(10).and_then(|v| {
+                if negative {
+                    v.checked_sub(d)
+                } else {
+                    v.checked_add(d)
+                }
+            }) {
                 Some(v) => value = v,
                 None => overflow = true,
             }
@@ -210,7 +222,10 @@ impl<'a> Cursor<'a> {
         if overflow {
             return Err(RawError::new(
                 start,
-                format!("integer {} does not fit in 64 bits", self.slice(start, self.pos)),
+                format!(
+                    "integer {} does not fit in 64 bits",
+                    self.slice(start, self.pos)
+                ),
             ));
         }
         Ok(value)
@@ -221,9 +236,10 @@ impl<'a> Cursor<'a> {
     pub(crate) fn string(&mut self) -> Result<&'a str, RawError> {
         let start = self.pos;
         let Some(quote @ (b'"' | b'\'')) = self.peek() else {
-            return Err(
-                self.error(format!("expected a quoted string, found {}", describe(self.peek())))
-            );
+            return Err(self.error(format!(
+                "expected a quoted string, found {}",
+                describe(self.peek())
+            )));
         };
         let mut i = self.pos + 1;
         loop {
@@ -571,7 +587,10 @@ mod tests {
         assert_eq!(cur("9223372036854775807").int("n").unwrap(), i64::MAX);
         assert_eq!(cur("-9223372036854775808").int("n").unwrap(), i64::MIN);
         let e = cur("9223372036854775808").int("an index").unwrap_err();
-        assert_eq!(e.message, "integer 9223372036854775808 does not fit in 64 bits");
+        assert_eq!(
+            e.message,
+            "integer 9223372036854775808 does not fit in 64 bits"
+        );
         let e = cur("x").int("an index").unwrap_err();
         assert_eq!(e.message, "expected an index, found 'x'");
     }
@@ -587,13 +606,21 @@ mod tests {
         assert_eq!(e.offset, 0);
         let mut c = cur(r#"x "open\"#);
         c.pos = 2;
-        assert!(c.string().unwrap_err().message.contains("unterminated string"));
+        assert!(
+            c.string()
+                .unwrap_err()
+                .message
+                .contains("unterminated string")
+        );
     }
 
     #[test]
     fn raw_values_are_balanced_and_string_aware() {
         let mut c = cur(r#"{op_name="a}b," x={1}}, next"#);
-        assert_eq!(c.raw_value("metadata").unwrap(), r#"{op_name="a}b," x={1}}"#);
+        assert_eq!(
+            c.raw_value("metadata").unwrap(),
+            r#"{op_name="a}b," x={1}}"#
+        );
         assert_eq!(c.peek(), Some(b','));
         let mut c = cur("[2,2]<=[4], x");
         assert_eq!(c.raw_value("replica_groups").unwrap(), "[2,2]<=[4]");
@@ -661,7 +688,11 @@ mod tests {
         assert!(cur(&spaced).check_shape_nesting().is_err());
         let deep = format!("{}f32[]", "(".repeat(MAX_NESTING + 1));
         assert!(cur(&deep).check_shape_nesting().is_err());
-        let ok = format!("{}f32[]{} %x", "(".repeat(MAX_NESTING - 1), ")".repeat(MAX_NESTING - 1));
+        let ok = format!(
+            "{}f32[]{} %x",
+            "(".repeat(MAX_NESTING - 1),
+            ")".repeat(MAX_NESTING - 1)
+        );
         assert!(cur(&ok).check_shape_nesting().is_ok());
     }
 }

@@ -41,12 +41,12 @@ pub use parse::{
 };
 pub use petgraph;
 pub use print::{
-    print_header, print_module, write_attr_value, write_computation, write_computation_in, write_instruction, write_module,
-    write_shape,
+    print_header, print_module, write_attr_value, write_computation, write_computation_in,
+    write_instruction, write_module, write_shape,
 };
 pub use verify::{
-    VerifyError, uses_before_definition, verify_computation, verify_entry_layout, verify_module, verify_module_checks,
-    verify_names,
+    VerifyError, uses_before_definition, verify_computation, verify_entry_layout, verify_module,
+    verify_module_checks, verify_names,
 };
 pub use view::ModuleView;
 

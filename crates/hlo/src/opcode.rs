@@ -149,7 +149,10 @@ impl Opcode {
     /// The opcode's text, e.g. `get-tuple-element`; `"unknown"` for
     /// [`Opcode::Unknown`], whose real text lives in the instruction.
     pub fn name(self) -> &'static str {
-        OPCODE_NAMES.iter().find(|&&(o, _)| o == self).map_or("unknown", |&(_, n)| n)
+        OPCODE_NAMES
+            .iter()
+            .find(|&&(o, _)| o == self)
+            .map_or("unknown", |&(_, n)| n)
     }
 
     /// Looks an opcode up by its text. Unknown text gives `None`.
@@ -158,7 +161,10 @@ impl Opcode {
         if name == "optimization-barrier" {
             return Some(Opcode::OptimizationBarrier);
         }
-        OPCODE_NAMES.iter().find(|&&(_, n)| n == name).map(|&(o, _)| o)
+        OPCODE_NAMES
+            .iter()
+            .find(|&&(_, n)| n == name)
+            .map(|&(o, _)| o)
     }
 
     /// Every known opcode.

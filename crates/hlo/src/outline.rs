@@ -39,7 +39,11 @@ impl Span {
     }
 
     pub(crate) fn origin(&self) -> Origin {
-        Origin { line: self.line, col: self.col, offset: self.start }
+        Origin {
+            line: self.line,
+            col: self.col,
+            offset: self.start,
+        }
     }
 }
 
@@ -97,7 +101,9 @@ impl LineCounter {
         let gap = bytes.get(self.offset..offset).unwrap_or_default();
         let n = memchr::memchr_iter(b'\n', gap).count();
         if n > 0 {
-            self.line = self.line.saturating_add(u32::try_from(n).unwrap_or(u32::MAX));
+            self.line = self
+                .line
+                .saturating_add(u32::try_from(n).unwrap_or(u32::MAX));
             self.line_start =
                 memchr::memrchr(b'\n', gap).map_or(self.line_start, |i| self.offset + i + 1);
         }
@@ -131,14 +137,20 @@ fn outline_raw(text: &str) -> Result<ModuleOutline, RawError> {
         input_output_alias: Vec::new(),
         header_attrs: Vec::new(),
         debug_tables: DebugTables::default(),
-        header_span: Span { start: 0, end: 0, line: 1, col: 1 },
+        header_span: Span {
+            start: 0,
+            end: 0,
+            line: 1,
+            col: 1,
+        },
         computations: Vec::new(),
         entry: 0,
     };
     header_attributes(&mut c, &mut out)?;
     // Canonical form: defaults dropped (XLA does not print them) and XLA's
     // print order, so that a parsed module equals its printed reparse.
-    out.header_attrs.retain(|a| !header_is_default(&a.name, &a.value));
+    out.header_attrs
+        .retain(|a| !header_is_default(&a.name, &a.value));
     out.header_attrs.sort_by_key(|a| header_rank(&a.name));
     for a in &mut out.input_output_alias {
         if a.kind == Some(AliasKind::May) {
@@ -149,7 +161,11 @@ fn outline_raw(text: &str) -> Result<ModuleOutline, RawError> {
     c.skip_trivia()?;
     out.header_span.end = c.pos;
 
-    let mut lines = LineCounter { offset: 0, line: 1, line_start: 0 };
+    let mut lines = LineCounter {
+        offset: 0,
+        line: 1,
+        line_start: 0,
+    };
     let mut names: FxHashMap<&str, ()> = FxHashMap::default();
     let mut entry: Option<usize> = None;
     while !c.at_end() {
@@ -159,7 +175,10 @@ fn outline_raw(text: &str) -> Result<ModuleOutline, RawError> {
             if let Some(first) = entry.and_then(|i| out.computations.get(i)) {
                 return Err(RawError::new(
                     start,
-                    format!("a second ENTRY computation: %{} is already the entry", first.name),
+                    format!(
+                        "a second ENTRY computation: %{} is already the entry",
+                        first.name
+                    ),
                 ));
             }
             c.skip_trivia()?;
@@ -172,7 +191,10 @@ fn outline_raw(text: &str) -> Result<ModuleOutline, RawError> {
             )));
         };
         if names.insert(name, ()).is_some() {
-            return Err(RawError::new(name_pos, format!("duplicate computation name %{name}")));
+            return Err(RawError::new(
+                name_pos,
+                format!("duplicate computation name %{name}"),
+            ));
         }
         skip_computation(&mut c, name)?;
         let (line, col) = lines.at(c.bytes, start);
@@ -181,7 +203,12 @@ fn outline_raw(text: &str) -> Result<ModuleOutline, RawError> {
         }
         out.computations.push(ComputationOutline {
             name: name.to_string(),
-            span: Span { start, end: c.pos, line, col },
+            span: Span {
+                start,
+                end: c.pos,
+                line,
+                col,
+            },
             is_entry,
         });
         c.skip_trivia()?;
@@ -262,7 +289,10 @@ fn header_attributes(c: &mut Cursor<'_>, out: &mut ModuleOutline) -> Result<(), 
             )));
         };
         if seen.contains(&attr) {
-            return Err(RawError::new(at, format!("duplicate header attribute '{attr}'")));
+            return Err(RawError::new(
+                at,
+                format!("duplicate header attribute '{attr}'"),
+            ));
         }
         seen.push(attr);
         let end = c.pos;
@@ -285,7 +315,10 @@ fn header_attributes(c: &mut Cursor<'_>, out: &mut ModuleOutline) -> Result<(), 
             "input_output_alias" => out.input_output_alias = io_aliases(c)?,
             _ => {
                 let value = c.raw_value(attr)?;
-                out.header_attrs.push(HeaderAttr { name: attr.into(), value: value.into() });
+                out.header_attrs.push(HeaderAttr {
+                    name: attr.into(),
+                    value: value.into(),
+                });
             }
         }
     }
@@ -308,7 +341,10 @@ pub(crate) fn boolean(c: &mut Cursor<'_>, attr: &str) -> Result<bool, RawError> 
 /// `{(shape, ...)->shape}`.
 fn computation_layout(c: &mut Cursor<'_>) -> Result<ComputationLayout, RawError> {
     c.expect(b'{', "'{' to start entry_computation_layout")?;
-    c.expect(b'(', "'(' to start the parameter shapes of entry_computation_layout")?;
+    c.expect(
+        b'(',
+        "'(' to start the parameter shapes of entry_computation_layout",
+    )?;
     let mut parameters = Vec::new();
     c.skip_trivia()?;
     if !c.eat(b')') {
@@ -357,9 +393,10 @@ pub(crate) fn shape_index(c: &mut Cursor<'_>, what: &str) -> Result<SmallVec<[i6
             return Ok(index);
         }
         if !c.eat(b',') {
-            return Err(
-                c.error(format!("expected ',' or '}}' in {what}, found {}", describe(c.peek())))
-            );
+            return Err(c.error(format!(
+                "expected ',' or '}}' in {what}, found {}",
+                describe(c.peek())
+            )));
         }
     }
 }
@@ -374,7 +411,10 @@ fn io_aliases(c: &mut Cursor<'_>) -> Result<Vec<IoAlias>, RawError> {
     }
     loop {
         let output_index = shape_index(c, "an output tuple index")?;
-        c.expect(b':', "':' after the output tuple index in input_output_alias")?;
+        c.expect(
+            b':',
+            "':' after the output tuple index in input_output_alias",
+        )?;
         c.expect(b'(', "'(' to start an alias in input_output_alias")?;
         c.skip_trivia()?;
         let parameter = c.int("a parameter number")?;
@@ -396,7 +436,12 @@ fn io_aliases(c: &mut Cursor<'_>) -> Result<Vec<IoAlias>, RawError> {
             });
         }
         c.expect(b')', "')' to close an alias in input_output_alias")?;
-        aliases.push(IoAlias { output_index, parameter, parameter_index, kind });
+        aliases.push(IoAlias {
+            output_index,
+            parameter,
+            parameter_index,
+            kind,
+        });
         c.skip_trivia()?;
         if c.eat(b'}') {
             return Ok(aliases);
@@ -471,7 +516,11 @@ fn debug_tables(c: &mut Cursor<'_>, tables: &mut DebugTables) -> Result<(), RawE
                     tables.file_locations.push(row);
                 }
                 _ => {
-                    let mut row = StackFrame { id, file_location_id: 0, parent_frame_id: 0 };
+                    let mut row = StackFrame {
+                        id,
+                        file_location_id: 0,
+                        parent_frame_id: 0,
+                    };
                     fields(c, name, &mut |key, value| {
                         let slot = match key {
                             "file_location_id" => &mut row.file_location_id,
@@ -495,9 +544,10 @@ fn fields(
     set: &mut dyn FnMut(&str, i64) -> bool,
 ) -> Result<(), RawError> {
     if !c.eat(b'{') {
-        return Err(
-            c.error(format!("expected '{{' to start a {table} row, found {}", describe(c.peek())))
-        );
+        return Err(c.error(format!(
+            "expected '{{' to start a {table} row, found {}",
+            describe(c.peek())
+        )));
     }
     loop {
         c.skip_trivia()?;
@@ -548,9 +598,17 @@ mod tests {
         assert_eq!(o.computations.len(), 2);
         assert_eq!(o.computations[0].name, "c");
         assert!(o.computations[0].span.text(text).ends_with("\"}\"}\n}"));
-        assert_eq!((o.computations[0].span.line, o.computations[0].span.col), (9, 1));
+        assert_eq!(
+            (o.computations[0].span.line, o.computations[0].span.col),
+            (9, 1)
+        );
         assert!(o.computations[1].is_entry);
-        assert!(o.computations[1].span.text(text).ends_with("execution_thread=\"main\""));
+        assert!(
+            o.computations[1]
+                .span
+                .text(text)
+                .ends_with("execution_thread=\"main\"")
+        );
         assert_eq!(o.entry, 1);
     }
 

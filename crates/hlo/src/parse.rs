@@ -65,7 +65,10 @@ pub struct ParseOptions {
 
 impl Default for ParseOptions {
     fn default() -> Self {
-        ParseOptions { parallel_threshold: PARALLEL_PARSE_THRESHOLD, forced_splits: None }
+        ParseOptions {
+            parallel_threshold: PARALLEL_PARSE_THRESHOLD,
+            forced_splits: None,
+        }
     }
 }
 
@@ -87,14 +90,20 @@ pub fn parse_module_with(
         parse_in_parallel(text, file_name, options)?
     } else {
         let outline = outline(text, file_name)?;
-        let spans: Vec<Range<usize>> =
-            outline.computations.iter().map(|c| c.span.start..c.span.end).collect();
+        let spans: Vec<Range<usize>> = outline
+            .computations
+            .iter()
+            .map(|c| c.span.start..c.span.end)
+            .collect();
         let names = outline.computations.iter().map(|c| c.name.as_str());
         let parsed = parse_in_order(text, &spans, &Resolver::new(names));
         (outline, parsed)
     };
     let computations = parsed.map_err(|(i, e)| {
-        let span = outline.computations.get(i).map_or(outline.header_span, |c| c.span);
+        let span = outline
+            .computations
+            .get(i)
+            .map_or(outline.header_span, |c| c.span);
         let mut e = make_error(span.text(text).as_bytes(), e, span.origin(), file_name);
         e.source_line = source_line(text.as_bytes(), e.offset);
         e
@@ -201,14 +210,21 @@ fn parse_in_parallel(
     );
     let outline = outline?;
     let confirmed = outline.computations.len() == guess.len()
-        && outline.computations.iter().zip(&guess).all(|(c, (name, span))| {
-            c.name == *name && c.span.start == span.start && c.span.end == span.end
-        });
+        && outline
+            .computations
+            .iter()
+            .zip(&guess)
+            .all(|(c, (name, span))| {
+                c.name == *name && c.span.start == span.start && c.span.end == span.end
+            });
     if confirmed {
         return Ok((outline, parsed));
     }
-    let spans: Vec<Range<usize>> =
-        outline.computations.iter().map(|c| c.span.start..c.span.end).collect();
+    let spans: Vec<Range<usize>> = outline
+        .computations
+        .iter()
+        .map(|c| c.span.start..c.span.end)
+        .collect();
     let resolver = Resolver::new(outline.computations.iter().map(|c| c.name.as_str()));
     let parsed = Plan::new(text, &spans, options).run(text, &spans, &resolver);
     Ok((outline, parsed))
@@ -309,8 +325,12 @@ impl<'a> Plan<'a> {
         // Enough pieces for the pool to balance, few enough that handing
         // them out stays cheap.
         let grain = (text.len() / (rayon::current_num_threads() * 16)).max(8 * 1024);
-        let mut plan =
-            Plan { heads: Vec::new(), batches: Vec::new(), pieces: Vec::new(), read_all_first: false };
+        let mut plan = Plan {
+            heads: Vec::new(),
+            batches: Vec::new(),
+            pieces: Vec::new(),
+            read_all_first: false,
+        };
         let mut batch: Option<(usize, usize, usize)> = None;
         for (i, span) in spans.iter().enumerate() {
             let body = text.get(span.clone()).unwrap_or_default();
@@ -329,7 +349,8 @@ impl<'a> Plan<'a> {
                 None => Vec::new(),
             };
             if let Some((&first, _)) = cuts.split_first() {
-                plan.batches.extend(batch.take().map(|(first, end, _)| (first, end)));
+                plan.batches
+                    .extend(batch.take().map(|(first, end, _)| (first, end)));
                 plan.heads.push((i, first));
                 for (k, &start) in cuts.iter().enumerate() {
                     let stop = cuts.get(k + 1).copied().unwrap_or(usize::MAX);
@@ -348,12 +369,14 @@ impl<'a> Plan<'a> {
                     Some((first, i + 1, bytes + body.len()))
                 }
                 done => {
-                    plan.batches.extend(done.map(|(first, end, _)| (first, end)));
+                    plan.batches
+                        .extend(done.map(|(first, end, _)| (first, end)));
                     Some((i, i + 1, body.len()))
                 }
             };
         }
-        plan.batches.extend(batch.map(|(first, end, _)| (first, end)));
+        plan.batches
+            .extend(batch.map(|(first, end, _)| (first, end)));
         plan.read_all_first = forced.is_some();
         plan
     }
@@ -366,7 +389,12 @@ impl<'a> Plan<'a> {
         resolver: &Resolver<'_>,
     ) -> Result<Vec<Computation>, CompError> {
         let resolve = &|name: &str| resolver.resolve(name);
-        let comp_text = |i: usize| spans.get(i).and_then(|s| text.get(s.clone())).unwrap_or_default();
+        let comp_text = |i: usize| {
+            spans
+                .get(i)
+                .and_then(|s| text.get(s.clone()))
+                .unwrap_or_default()
+        };
         // A reader takes the last piece nobody has claimed yet, so that the
         // readers work backwards towards the heads. A shared countdown makes
         // each slot looked at once in all.
@@ -375,7 +403,9 @@ impl<'a> Plan<'a> {
             while let Ok(k) =
                 unvisited.fetch_update(Ordering::AcqRel, Ordering::Acquire, |k| k.checked_sub(1))
             {
-                let Some(slot) = self.pieces.get(k - 1) else { return };
+                let Some(slot) = self.pieces.get(k - 1) else {
+                    return;
+                };
                 if slot.claim() {
                     let piece = read_piece(comp_text(slot.comp), resolve, slot.start, slot.stop);
                     if let Ok(mut read) = slot.read.lock() {
@@ -386,11 +416,17 @@ impl<'a> Plan<'a> {
             }
         };
         if self.read_all_first {
-            (0..self.pieces.len()).into_par_iter().with_max_len(1).for_each(read_one);
+            (0..self.pieces.len())
+                .into_par_iter()
+                .with_max_len(1)
+                .for_each(read_one);
         }
         let head = |&(i, stop): &(usize, usize)| {
             let pieces: Vec<&PieceSlot<'a>> = self.pieces.iter().filter(|p| p.comp == i).collect();
-            (i, CompParser::parse_split(comp_text(i), resolve, stop, &pieces))
+            (
+                i,
+                CompParser::parse_split(comp_text(i), resolve, stop, &pieces),
+            )
         };
         let batch = |&(first, end): &(usize, usize)| {
             let mut parsed = Vec::with_capacity(end - first);
@@ -412,11 +448,28 @@ impl<'a> Plan<'a> {
         // which the heads' threads help with once they are done. Each read
         // and each batch is its own task, so that the pool can balance them.
         let (heads, batches) = rayon::join(
-            || self.heads.par_iter().with_max_len(1).map(head).collect::<Vec<_>>(),
+            || {
+                self.heads
+                    .par_iter()
+                    .with_max_len(1)
+                    .map(head)
+                    .collect::<Vec<_>>()
+            },
             || {
                 let ((), batches) = rayon::join(
-                    || (0..self.pieces.len()).into_par_iter().with_max_len(1).for_each(read_one),
-                    || self.batches.par_iter().with_max_len(1).map(batch).collect::<Vec<_>>(),
+                    || {
+                        (0..self.pieces.len())
+                            .into_par_iter()
+                            .with_max_len(1)
+                            .for_each(read_one)
+                    },
+                    || {
+                        self.batches
+                            .par_iter()
+                            .with_max_len(1)
+                            .map(batch)
+                            .collect::<Vec<_>>()
+                    },
                 );
                 batches
             },
@@ -466,7 +519,8 @@ fn instruction_line_at_or_after(bytes: &[u8], from: usize) -> Option<usize> {
         let rest = bytes.get(line..)?;
         let indent = rest.iter().position(|&b| b != b' ' && b != b'\t')?;
         let rest = rest.get(indent..).unwrap_or_default();
-        let is_root = rest.starts_with(b"ROOT") && !rest.get(4).is_some_and(|&b| is_ident_continue(b));
+        let is_root =
+            rest.starts_with(b"ROOT") && !rest.get(4).is_some_and(|&b| is_ident_continue(b));
         if indent > 0 && (rest.first() == Some(&b'%') || is_root) {
             return Some(line + indent);
         }
@@ -477,10 +531,19 @@ fn instruction_line_at_or_after(bytes: &[u8], from: usize) -> Option<usize> {
 /// parameter shapes by number and the root shape, layouts as written.
 fn derived_entry_layout(entry: Option<&Computation>) -> ComputationLayout {
     let Some(comp) = entry else {
-        return ComputationLayout { parameters: Vec::new(), result: Shape::Tuple(Vec::new()) };
+        return ComputationLayout {
+            parameters: Vec::new(),
+            result: Shape::Tuple(Vec::new()),
+        };
     };
-    let parameters = comp.parameters().into_iter().map(|id| comp.inst(id).shape.clone()).collect();
-    let result = comp.root().map_or(Shape::Tuple(Vec::new()), |r| comp.inst(r).shape.clone());
+    let parameters = comp
+        .parameters()
+        .into_iter()
+        .map(|id| comp.inst(id).shape.clone())
+        .collect();
+    let result = comp
+        .root()
+        .map_or(Shape::Tuple(Vec::new()), |r| comp.inst(r).shape.clone());
     ComputationLayout { parameters, result }
 }
 
@@ -508,7 +571,10 @@ pub fn parse_computation(
 pub(crate) fn parse_shape(c: &mut Cursor<'_>) -> Result<Shape, RawError> {
     if let Some((shape, end)) = plain_array_shape(c.bytes, c.pos) {
         if let Some(problem) = size_problem(&shape) {
-            return Err(RawError::new(c.pos, format!("shape {} {problem}", c.slice(c.pos, end))));
+            return Err(RawError::new(
+                c.pos,
+                format!("shape {} {problem}", c.slice(c.pos, end)),
+            ));
         }
         c.pos = end;
         return Ok(shape);
@@ -519,7 +585,10 @@ pub(crate) fn parse_shape(c: &mut Cursor<'_>) -> Result<Shape, RawError> {
         Ok((shape, end)) => {
             c.pos = end;
             if let Some(problem) = size_problem(&shape) {
-                return Err(RawError::new(start, format!("shape {} {problem}", c.slice(start, end))));
+                return Err(RawError::new(
+                    start,
+                    format!("shape {} {problem}", c.slice(start, end)),
+                ));
             }
             Ok(shape)
         }
@@ -543,7 +612,10 @@ fn element_type_table() -> &'static FxHashMap<&'static [u8], PrimitiveType> {
 /// `shape` crate then parses, so both paths give identical results.
 pub(crate) fn plain_array_shape(bytes: &[u8], pos: usize) -> Option<(Shape, usize)> {
     let mut i = pos;
-    while bytes.get(i).is_some_and(|b| b.is_ascii_lowercase() || b.is_ascii_digit()) {
+    while bytes
+        .get(i)
+        .is_some_and(|b| b.is_ascii_lowercase() || b.is_ascii_digit())
+    {
         i += 1;
     }
     let element_type = *element_type_table().get(bytes.get(pos..i)?)?;
@@ -616,7 +688,15 @@ pub(crate) fn plain_array_shape(bytes: &[u8], pos: usize) -> Option<(Shape, usiz
         }
         _ => {}
     }
-    Some((Shape::Array(shape::ArrayShape { element_type, dims, dynamic: 0, layout }), i))
+    Some((
+        Shape::Array(shape::ArrayShape {
+            element_type,
+            dims,
+            dynamic: 0,
+            layout,
+        }),
+        i,
+    ))
 }
 
 /// Decimal digits at `i` as a non-negative integer with at most 18 digits.
@@ -651,20 +731,27 @@ fn size_problem(shape: &Shape) -> Option<String> {
 /// [`size_problem`] for one array, also what the verifier asks of every
 /// array a module holds.
 pub(crate) fn array_size_problem(a: &shape::ArrayShape) -> Option<String> {
-    let elements = a.dims.iter().filter(|&&d| d >= 0).try_fold(1i64, |acc, &d| acc.checked_mul(d));
+    let elements = a
+        .dims
+        .iter()
+        .filter(|&&d| d >= 0)
+        .try_fold(1i64, |acc, &d| acc.checked_mul(d));
     let Some(elements) = elements else {
         return Some("has more elements than fit in a 64-bit integer".to_string());
     };
     // A plain layout of fewer than 2^56 elements of at most 64 bits fits:
     // only large or tiled (padded) shapes need the algebra.
-    let plain = a.layout.as_ref().is_none_or(|l| l.tiles.is_empty() && l.padded_dimensions.is_none());
+    let plain = a
+        .layout
+        .as_ref()
+        .is_none_or(|l| l.tiles.is_empty() && l.padded_dimensions.is_none());
     if plain && elements < 1 << 56 {
         return None;
     }
     match shape::storage_size(a) {
-        Err(shape::AlgebraError::Overflow { what }) => {
-            Some(format!("needs more storage than a 64-bit size can count: {what} overflows 64 bits"))
-        }
+        Err(shape::AlgebraError::Overflow { what }) => Some(format!(
+            "needs more storage than a 64-bit size can count: {what} overflows 64 bits"
+        )),
         _ => None,
     }
 }
@@ -840,7 +927,12 @@ fn read_piece<'a>(
             Err(e) => break Some(e),
         }
     };
-    Piece { start, instructions, end: r.c.pos, error }
+    Piece {
+        start,
+        instructions,
+        end: r.c.pos,
+        error,
+    }
 }
 
 /// The part of the computation parser that reads an instruction: what it
@@ -974,10 +1066,10 @@ impl<'a, 'r> CompParser<'a, 'r> {
             match self.r.c.peek() {
                 Some(b'}') => return Ok(true),
                 None => {
-                    return Err(self
-                        .r
-                        .c
-                        .error(format!("expected '}}' to close computation %{}", self.comp.name)));
+                    return Err(self.r.c.error(format!(
+                        "expected '}}' to close computation %{}",
+                        self.comp.name
+                    )));
                 }
                 _ => {
                     let inst = self.r.instruction()?;
@@ -1009,7 +1101,9 @@ impl<'a, 'r> CompParser<'a, 'r> {
         };
         self.resolve_pending()?;
         let root = self.root.map_or(last, |(id, _)| id);
-        self.comp.set_root(root).map_err(|e| RawError::new(close, e.to_string()))?;
+        self.comp
+            .set_root(root)
+            .map_err(|e| RawError::new(close, e.to_string()))?;
         if let Some((shape, at)) = signature {
             let root_shape = &self.comp.inst(root).shape;
             if !shape.same_logical_shape(root_shape) {
@@ -1109,7 +1203,14 @@ impl<'a, 'r> CompParser<'a, 'r> {
     // transformer, under callgrind).
     #[inline(always)]
     fn register(&mut self, parsed: ParsedInstruction<'a>) -> Result<(), RawError> {
-        let ParsedInstruction { inst, name, name_pos, root_pos, operands, control } = parsed;
+        let ParsedInstruction {
+            inst,
+            name,
+            name_pos,
+            root_pos,
+            operands,
+            control,
+        } = parsed;
         let mut ids: SmallVec<[InstId; 4]> = SmallVec::with_capacity(operands.len());
         let mut all_known = true;
         for &(op, _) in &operands {
@@ -1126,13 +1227,22 @@ impl<'a, 'r> CompParser<'a, 'r> {
             .add(inst, if all_known { &ids } else { &[] })
             .map_err(|e| RawError::new(name_pos, e.to_string()))?;
         if self.names.insert(name, id).is_some() {
-            return Err(RawError::new(name_pos, format!("duplicate instruction name %{name}")));
+            return Err(RawError::new(
+                name_pos,
+                format!("duplicate instruction name %{name}"),
+            ));
         }
         if !all_known {
-            self.pending_operands.push(Pending { user: id, names: operands });
+            self.pending_operands.push(Pending {
+                user: id,
+                names: operands,
+            });
         }
         if !control.is_empty() {
-            self.pending_control.push(Pending { user: id, names: control });
+            self.pending_control.push(Pending {
+                user: id,
+                names: control,
+            });
         }
         if let Some(root_pos) = root_pos {
             if let Some((_, first)) = self.root {
@@ -1159,12 +1269,17 @@ impl<'a, 'r> CompParser<'a, 'r> {
                 };
                 ids.push(id);
             }
-            self.comp.set_operands(p.user, &ids).map_err(|e| RawError::new(0, e.to_string()))?;
+            self.comp
+                .set_operands(p.user, &ids)
+                .map_err(|e| RawError::new(0, e.to_string()))?;
         }
         for p in std::mem::take(&mut self.pending_control) {
             for (name, at) in p.names {
                 let Some(&id) = self.names.get(name) else {
-                    return Err(RawError::new(at, format!("unknown control predecessor %{name}")));
+                    return Err(RawError::new(
+                        at,
+                        format!("unknown control predecessor %{name}"),
+                    ));
                 };
                 self.comp
                     .add_control_dependency(id, p.user)
@@ -1177,7 +1292,11 @@ impl<'a, 'r> CompParser<'a, 'r> {
 
 impl<'a, 'r> InstructionReader<'a, 'r> {
     fn new(text: &'a str, resolve: &'r ResolveComputation<'r>) -> Self {
-        InstructionReader { c: Cursor::new(text), resolve, attr_buf: Vec::new() }
+        InstructionReader {
+            c: Cursor::new(text),
+            resolve,
+            attr_buf: Vec::new(),
+        }
     }
 
     /// One instruction, from its first byte (`ROOT` or its name) to the end
@@ -1193,9 +1312,10 @@ impl<'a, 'r> InstructionReader<'a, 'r> {
         }
         let name_pos = c.pos;
         let Some(name) = c.name() else {
-            return Err(
-                c.error(format!("expected an instruction name, found {}", describe(c.peek())))
-            );
+            return Err(c.error(format!(
+                "expected an instruction name, found {}",
+                describe(c.peek())
+            )));
         };
         let end = c.pos;
         c.skip_trivia()?;
@@ -1221,13 +1341,19 @@ impl<'a, 'r> InstructionReader<'a, 'r> {
                 ),
             ));
         };
-        let opcode = opcode_table().get(op_text).copied().unwrap_or(Opcode::Unknown);
+        let opcode = opcode_table()
+            .get(op_text)
+            .copied()
+            .unwrap_or(Opcode::Unknown);
         let end = c.pos;
         c.skip_trivia()?;
         if !c.eat(b'(') {
             return Err(c.error_after(
                 end,
-                format!("expected '(' after opcode '{op_text}', found {}", describe(c.peek())),
+                format!(
+                    "expected '(' after opcode '{op_text}', found {}",
+                    describe(c.peek())
+                ),
             ));
         }
         let mut payload = match opcode {
@@ -1301,7 +1427,10 @@ impl<'a, 'r> InstructionReader<'a, 'r> {
         if !c.eat(b'=') {
             return Err(c.error_after(
                 end,
-                format!("expected '=' after attribute name '{name}', found {}", describe(c.peek())),
+                format!(
+                    "expected '=' after attribute name '{name}', found {}",
+                    describe(c.peek())
+                ),
             ));
         }
         c.skip_trivia()?;
@@ -1309,7 +1438,9 @@ impl<'a, 'r> InstructionReader<'a, 'r> {
         let duplicate = match known {
             Some(KnownAttr::ControlPredecessors) => !control.is_empty(),
             Some(k) => attrs.iter().any(|a| a.key == AttrKey::Known(k)),
-            None => attrs.iter().any(|a| matches!(&a.key, AttrKey::Other(n) if &**n == name)),
+            None => attrs
+                .iter()
+                .any(|a| matches!(&a.key, AttrKey::Other(n) if &**n == name)),
         };
         if duplicate {
             return Err(RawError::new(at, format!("duplicate attribute '{name}'")));
@@ -1322,7 +1453,8 @@ impl<'a, 'r> InstructionReader<'a, 'r> {
             ValueKind::Computation => AttrValue::Computation(self.computation_ref(name)?),
             ValueKind::Computations => {
                 let mut ids = Vec::new();
-                self.c.expect(b'{', &format!("'{{' to start the computations of '{name}'"))?;
+                self.c
+                    .expect(b'{', &format!("'{{' to start the computations of '{name}'"))?;
                 self.c.skip_trivia()?;
                 if !self.c.eat(b'}') {
                     loop {
@@ -1396,7 +1528,10 @@ fn operand_list<'a>(
         }
         let at = c.pos;
         let Some(name) = c.name() else {
-            return Err(c.error(format!("expected an operand name, found {}", describe(c.peek()))));
+            return Err(c.error(format!(
+                "expected an operand name, found {}",
+                describe(c.peek())
+            )));
         };
         operands.push((name, at));
         c.skip_trivia()?;
@@ -1419,7 +1554,10 @@ fn inline_shape_follows(c: &Cursor<'_>) -> bool {
         Some(b'(') => true,
         Some(b) if b.is_ascii_alphabetic() => {
             let rest = c.bytes.get(c.pos..).unwrap_or_default();
-            let n = rest.iter().position(|&b| !b.is_ascii_alphanumeric()).unwrap_or(rest.len());
+            let n = rest
+                .iter()
+                .position(|&b| !b.is_ascii_alphanumeric())
+                .unwrap_or(rest.len());
             rest.get(n) == Some(&b'[')
         }
         _ => false,
@@ -1445,9 +1583,10 @@ fn name_list<'a>(
         c.skip_trivia()?;
         let at = c.pos;
         let Some(name) = c.name() else {
-            return Err(
-                c.error(format!("expected an instruction name, found {}", describe(c.peek())))
-            );
+            return Err(c.error(format!(
+                "expected an instruction name, found {}",
+                describe(c.peek())
+            )));
         };
         out.push((name, at));
         c.skip_trivia()?;
@@ -1472,7 +1611,10 @@ fn literal<'a>(c: &mut Cursor<'a>) -> Result<&'a str, RawError> {
     loop {
         match c.peek() {
             None => {
-                return Err(RawError::new(open, "expected ')' to close this constant's literal"));
+                return Err(RawError::new(
+                    open,
+                    "expected ')' to close this constant's literal",
+                ));
             }
             Some(b'"' | b'\'') => {
                 c.string()?;
@@ -1488,7 +1630,9 @@ fn literal<'a>(c: &mut Cursor<'a>) -> Result<&'a str, RawError> {
                 c.pos += 1;
             }
             Some(b')') if depth == 0 => {
-                let text = c.slice(start, c.pos).trim_matches(|ch: char| ch.is_ascii_whitespace());
+                let text = c
+                    .slice(start, c.pos)
+                    .trim_matches(|ch: char| ch.is_ascii_whitespace());
                 c.pos += 1;
                 return Ok(text);
             }
@@ -1528,9 +1672,10 @@ fn ints(c: &mut Cursor<'_>, attr: &str) -> Result<SmallVec<[i64; 4]>, RawError> 
             return Ok(v);
         }
         if !c.eat(b',') {
-            return Err(
-                c.error(format!("expected ',' or '}}' in '{attr}', found {}", describe(c.peek())))
-            );
+            return Err(c.error(format!(
+                "expected ',' or '}}' in '{attr}', found {}",
+                describe(c.peek())
+            )));
         }
     }
 }
@@ -1538,9 +1683,10 @@ fn ints(c: &mut Cursor<'_>, attr: &str) -> Result<SmallVec<[i64; 4]>, RawError> 
 /// `{[0:3], [0:4:2]}`.
 fn slice(c: &mut Cursor<'_>) -> Result<Vec<SliceDim>, RawError> {
     if !c.eat(b'{') {
-        return Err(
-            c.error(format!("expected '{{' to start 'slice', found {}", describe(c.peek())))
-        );
+        return Err(c.error(format!(
+            "expected '{{' to start 'slice', found {}",
+            describe(c.peek())
+        )));
     }
     let mut dims = Vec::new();
     c.skip_trivia()?;
@@ -1562,15 +1708,20 @@ fn slice(c: &mut Cursor<'_>) -> Result<Vec<SliceDim>, RawError> {
             1
         };
         c.expect(b']', "']' to close a slice dimension")?;
-        dims.push(SliceDim { start, limit, stride });
+        dims.push(SliceDim {
+            start,
+            limit,
+            stride,
+        });
         c.skip_trivia()?;
         if c.eat(b'}') {
             return Ok(dims);
         }
         if !c.eat(b',') {
-            return Err(
-                c.error(format!("expected ',' or '}}' in 'slice', found {}", describe(c.peek())))
-            );
+            return Err(c.error(format!(
+                "expected ',' or '}}' in 'slice', found {}",
+                describe(c.peek())
+            )));
         }
     }
 }
@@ -1578,7 +1729,10 @@ fn slice(c: &mut Cursor<'_>) -> Result<Vec<SliceDim>, RawError> {
 /// `0_1x2_3_1`: low_high[_interior] per dimension, joined by `x`.
 fn padding(c: &mut Cursor<'_>) -> Result<Vec<PadDim>, RawError> {
     let mut dims = Vec::new();
-    if matches!(c.peek(), None | Some(b',' | b' ' | b'\t' | b'\r' | b'\n' | b'}')) {
+    if matches!(
+        c.peek(),
+        None | Some(b',' | b' ' | b'\t' | b'\r' | b'\n' | b'}')
+    ) {
         return Ok(dims);
     }
     loop {
@@ -1590,16 +1744,27 @@ fn padding(c: &mut Cursor<'_>) -> Result<Vec<PadDim>, RawError> {
             )));
         }
         let high = c.int("a high padding")?;
-        let interior = if c.eat(b'_') { c.int("an interior padding")? } else { 0 };
-        dims.push(PadDim { low, high, interior });
+        let interior = if c.eat(b'_') {
+            c.int("an interior padding")?
+        } else {
+            0
+        };
+        dims.push(PadDim {
+            low,
+            high,
+            interior,
+        });
         if !c.eat(b'x') {
             break;
         }
     }
-    if c.peek().is_some_and(|b| b.is_ascii_alphanumeric() || b == b'_') {
-        return Err(
-            c.error(format!("expected 'x' or the end of 'padding', found {}", describe(c.peek())))
-        );
+    if c.peek()
+        .is_some_and(|b| b.is_ascii_alphanumeric() || b == b'_')
+    {
+        return Err(c.error(format!(
+            "expected 'x' or the end of 'padding', found {}",
+            describe(c.peek())
+        )));
     }
     Ok(dims)
 }
@@ -1607,9 +1772,10 @@ fn padding(c: &mut Cursor<'_>) -> Result<Vec<PadDim>, RawError> {
 /// `{shape, shape}`.
 fn shapes(c: &mut Cursor<'_>, attr: &str) -> Result<Vec<Shape>, RawError> {
     if !c.eat(b'{') {
-        return Err(
-            c.error(format!("expected '{{' to start '{attr}', found {}", describe(c.peek())))
-        );
+        return Err(c.error(format!(
+            "expected '{{' to start '{attr}', found {}",
+            describe(c.peek())
+        )));
     }
     let mut v = Vec::new();
     c.skip_trivia()?;
@@ -1624,9 +1790,10 @@ fn shapes(c: &mut Cursor<'_>, attr: &str) -> Result<Vec<Shape>, RawError> {
             return Ok(v);
         }
         if !c.eat(b',') {
-            return Err(
-                c.error(format!("expected ',' or '}}' in '{attr}', found {}", describe(c.peek())))
-            );
+            return Err(c.error(format!(
+                "expected ',' or '}}' in '{attr}', found {}",
+                describe(c.peek())
+            )));
         }
     }
 }
@@ -1653,7 +1820,11 @@ fn aliasing(c: &mut Cursor<'_>) -> Result<Vec<OperandAlias>, RawError> {
         c.expect(b',', "',' after the operand number")?;
         let operand_index = shape_index(c, "an operand tuple index")?;
         c.expect(b')', "')' to close an operand alias")?;
-        v.push(OperandAlias { output_index, operand, operand_index });
+        v.push(OperandAlias {
+            output_index,
+            operand,
+            operand_index,
+        });
         c.skip_trivia()?;
         if c.eat(b'}') {
             return Ok(v);
@@ -1684,7 +1855,9 @@ fn dim_labels(c: &mut Cursor<'_>) -> Result<ConvDimLabels, RawError> {
 /// Resolves convolution dimension labels into dimension numbers.
 pub(crate) fn conv_dim_labels(text: &str) -> Result<ConvDimLabels, String> {
     let (lhs, rest) = text.split_once('_').ok_or("expected lhs_rhs->out")?;
-    let (rhs, out) = rest.split_once("->").ok_or("expected '->' before the output labels")?;
+    let (rhs, out) = rest
+        .split_once("->")
+        .ok_or("expected '->' before the output labels")?;
     struct Part {
         a: i64,
         b: i64,
@@ -1716,7 +1889,10 @@ pub(crate) fn conv_dim_labels(text: &str) -> Result<ConvDimLabels, String> {
                 return Err(format!("unexpected '{}' in the {what} labels", ch as char));
             };
             if slot.replace(i).is_some() {
-                return Err(format!("'{}' appears twice in the {what} labels", ch as char));
+                return Err(format!(
+                    "'{}' appears twice in the {what} labels",
+                    ch as char
+                ));
             }
         }
         let (Some(a), Some(b)) = (pa, pb) else {
@@ -1756,7 +1932,12 @@ mod tests {
     use super::*;
 
     fn one(text: &str) -> Computation {
-        let span = Span { start: 0, end: text.len(), line: 1, col: 1 };
+        let span = Span {
+            start: 0,
+            end: text.len(),
+            line: 1,
+            col: 1,
+        };
         let resolve = |n: &str| (n == "add").then_some(CompId(7));
         parse_computation(text, &span, &resolve, "t").unwrap()
     }
@@ -1772,8 +1953,16 @@ mod tests {
         assert_eq!(
             s.attrs.get(KnownAttr::Slice),
             Some(&AttrValue::Slice(vec![
-                SliceDim { start: 0, limit: 4, stride: 2 },
-                SliceDim { start: 0, limit: 3, stride: 1 }
+                SliceDim {
+                    start: 0,
+                    limit: 4,
+                    stride: 2
+                },
+                SliceDim {
+                    start: 0,
+                    limit: 3,
+                    stride: 1
+                }
             ]))
         );
         assert_eq!(
@@ -1784,13 +1973,24 @@ mod tests {
         assert_eq!(
             pd.attrs.get(KnownAttr::Padding),
             Some(&AttrValue::Padding(vec![
-                PadDim { low: 0, high: 1, interior: 0 },
-                PadDim { low: 1, high: 2, interior: 0 }
+                PadDim {
+                    low: 0,
+                    high: 1,
+                    interior: 0
+                },
+                PadDim {
+                    low: 1,
+                    high: 2,
+                    interior: 0
+                }
             ]))
         );
         let r = c.inst(c.root().unwrap());
         assert_eq!(r.attrs.ints(KnownAttr::Dimensions), Some(&[0i64, 1][..]));
-        assert_eq!(r.attrs.get(KnownAttr::ToApply), Some(&AttrValue::Computation(CompId(7))));
+        assert_eq!(
+            r.attrs.get(KnownAttr::ToApply),
+            Some(&AttrValue::Computation(CompId(7)))
+        );
         assert_eq!(c.operands(c.root().unwrap()).len(), 2);
     }
 
@@ -1810,8 +2010,13 @@ mod tests {
         let c = one(
             "%c {\n  ROOT %a = f32[2]{0} broadcast(%x), metadata={}, foo=1, dimensions={0}, sharding={replicated}\n  %x = f32[] constant(1)\n}",
         );
-        let names: Vec<_> =
-            c.inst(c.root().unwrap()).attrs.0.iter().map(|a| a.key.name().to_string()).collect();
+        let names: Vec<_> = c
+            .inst(c.root().unwrap())
+            .attrs
+            .0
+            .iter()
+            .map(|a| a.key.name().to_string())
+            .collect();
         assert_eq!(names, ["foo", "dimensions", "sharding", "metadata"]);
     }
 
@@ -1877,15 +2082,28 @@ mod tests {
                 Ok(())
             })
             .unwrap();
-        for text in
-            ["f32[2,3]{1,0} add", "bf16[]", "pred[7]{0}", "s32[1,2,3]{0,2,1}", "f32[4]\n  ROOT"]
-        {
+        for text in [
+            "f32[2,3]{1,0} add",
+            "bf16[]",
+            "pred[7]{0}",
+            "s32[1,2,3]{0,2,1}",
+            "f32[4]\n  ROOT",
+        ] {
             let (fast, end) = plain_array_shape(text.as_bytes(), 0).unwrap();
-            assert_eq!(shape::parse_shape_at(text.as_bytes(), 0), Ok((fast, end)), "{text}");
+            assert_eq!(
+                shape::parse_shape_at(text.as_bytes(), 0),
+                Ok((fast, end)),
+                "{text}"
+            );
         }
-        for text in
-            ["f32[2]{0:T(2)}", "f32[2] {0}", "f32[<=2]", "(f32[])", "f32[2,3]{0}", "f32[2]/*c*/{0}"]
-        {
+        for text in [
+            "f32[2]{0:T(2)}",
+            "f32[2] {0}",
+            "f32[<=2]",
+            "(f32[])",
+            "f32[2,3]{0}",
+            "f32[2]/*c*/{0}",
+        ] {
             assert_eq!(plain_array_shape(text.as_bytes(), 0), None, "{text}");
         }
     }
@@ -1897,11 +2115,27 @@ mod tests {
         assert_eq!(c.peek(), Some(b'x'));
         assert_eq!(ints(&mut Cursor::new("{}"), "d").unwrap().len(), 0);
         assert!(ints(&mut Cursor::new("{1,}"), "d").is_err());
-        assert!(ints(&mut Cursor::new("1"), "d").unwrap_err().message.contains("expected '{'"));
+        assert!(
+            ints(&mut Cursor::new("1"), "d")
+                .unwrap_err()
+                .message
+                .contains("expected '{'")
+        );
         let mut c = Cursor::new("-1_2x0_0_3, next");
         assert_eq!(
             padding(&mut c).unwrap(),
-            vec![PadDim { low: -1, high: 2, interior: 0 }, PadDim { low: 0, high: 0, interior: 3 }]
+            vec![
+                PadDim {
+                    low: -1,
+                    high: 2,
+                    interior: 0
+                },
+                PadDim {
+                    low: 0,
+                    high: 0,
+                    interior: 3
+                }
+            ]
         );
         assert_eq!(c.peek(), Some(b','));
         assert_eq!(padding(&mut Cursor::new(", x")).unwrap(), vec![]);
@@ -1909,13 +2143,25 @@ mod tests {
         assert_eq!(
             slice(&mut Cursor::new("{[0:4], [1:9:3]}")).unwrap(),
             vec![
-                SliceDim { start: 0, limit: 4, stride: 1 },
-                SliceDim { start: 1, limit: 9, stride: 3 }
+                SliceDim {
+                    start: 0,
+                    limit: 4,
+                    stride: 1
+                },
+                SliceDim {
+                    start: 1,
+                    limit: 9,
+                    stride: 3
+                }
             ]
         );
         let v = aliasing(&mut Cursor::new("{{0,1}: (2, {3}), {}: (0, {})}")).unwrap();
         assert_eq!(
-            (v[0].output_index.as_slice(), v[0].operand, v[0].operand_index.as_slice()),
+            (
+                v[0].output_index.as_slice(),
+                v[0].operand,
+                v[0].operand_index.as_slice()
+            ),
             (&[0i64, 1][..], 2, &[3i64][..])
         );
         assert_eq!(v[1].output_index.len(), 0);
@@ -1952,7 +2198,10 @@ mod tests {
         let spans: Vec<Range<usize>> = guess.into_iter().map(|(_, span)| span).collect();
         let inside_b = spans[1].start + text[spans[1].clone()].find("ROOT").unwrap();
         for cuts in [vec![], vec![inside_b], vec![spans[3].start + 8]] {
-            let options = ParseOptions { forced_splits: Some(cuts.clone()), ..ParseOptions::default() };
+            let options = ParseOptions {
+                forced_splits: Some(cuts.clone()),
+                ..ParseOptions::default()
+            };
             let plan = Plan::new(text, &spans, &options);
             let mut seen = vec![0; spans.len()];
             for &(first, end) in &plan.batches {

@@ -103,16 +103,22 @@ enum Piece {
     Computations(std::ops::Range<usize>),
     /// A large computation's first line, its instructions at these
     /// schedule positions, and whether its closing brace follows.
-    Part { computation: usize, head: bool, lines: std::ops::Range<usize>, tail: bool },
+    Part {
+        computation: usize,
+        head: bool,
+        lines: std::ops::Range<usize>,
+        tail: bool,
+    },
 }
 
 impl Piece {
     /// How many instructions the piece prints.
     fn instructions(&self, module: &Module) -> usize {
         match self {
-            Piece::Computations(range) => {
-                module.computations.get(range.clone()).map_or(0, |comps| comps.iter().map(|c| c.schedule().len()).sum())
-            }
+            Piece::Computations(range) => module
+                .computations
+                .get(range.clone())
+                .map_or(0, |comps| comps.iter().map(|c| c.schedule().len()).sum()),
             Piece::Part { lines, .. } => lines.len(),
         }
     }
@@ -125,8 +131,15 @@ impl Piece {
                     out.push_str("\n\n");
                 }
             }
-            &Piece::Part { computation, head, ref lines, tail } => {
-                let Some(comp) = module.computations.get(computation) else { return };
+            &Piece::Part {
+                computation,
+                head,
+                ref lines,
+                tail,
+            } => {
+                let Some(comp) = module.computations.get(computation) else {
+                    return;
+                };
                 let id = CompId(computation as u32);
                 if head {
                     write_computation_head(out, module, comp, id);
@@ -162,7 +175,12 @@ fn pieces(module: &Module, grain: usize) -> Vec<Piece> {
         let mut at = 0;
         while at < n {
             let end = (at + grain).min(n);
-            pieces.push(Piece::Part { computation: i, head: at == 0, lines: at..end, tail: end == n });
+            pieces.push(Piece::Part {
+                computation: i,
+                head: at == 0,
+                lines: at..end,
+                tail: end == n,
+            });
             at = end;
         }
         (run_start, run_size) = (i + 1, 0);
@@ -335,7 +353,12 @@ pub fn write_computation(out: &mut String, module: &Module, id: CompId) {
 /// [`write_computation`] for a computation `comp` with id `id` in the
 /// module `view` shows (which needs only the names of the computations
 /// `comp` calls, and the entry).
-pub fn write_computation_in(out: &mut String, view: &dyn ModuleView, id: CompId, comp: &Computation) {
+pub fn write_computation_in(
+    out: &mut String,
+    view: &dyn ModuleView,
+    id: CompId,
+    comp: &Computation,
+) {
     write_computation_head(out, view, comp, id);
     write_instruction_lines(out, view, comp, comp.schedule());
     write_computation_tail(out, comp);
@@ -367,7 +390,12 @@ fn write_computation_head(out: &mut String, view: &dyn ModuleView, comp: &Comput
 }
 
 /// The lines of the instructions `ids`, indented, the root marked.
-fn write_instruction_lines(out: &mut String, view: &dyn ModuleView, comp: &Computation, ids: &[InstId]) {
+fn write_instruction_lines(
+    out: &mut String,
+    view: &dyn ModuleView,
+    comp: &Computation,
+    ids: &[InstId],
+) {
     let root = comp.root();
     for &inst_id in ids {
         out.push_str("  ");
@@ -752,12 +780,24 @@ mod tests {
             for grain in [1, 3, PRINT_GRAIN] {
                 let mut parallel = String::new();
                 write_module_from(&mut parallel, &module, 0, grain);
-                assert!(sequential == parallel, "{} in pieces of {grain}", path.display());
+                assert!(
+                    sequential == parallel,
+                    "{} in pieces of {grain}",
+                    path.display()
+                );
             }
             checked += 1;
-            split += usize::from(module.computations.iter().any(|c| c.schedule().len() >= 2 * 3));
+            split += usize::from(
+                module
+                    .computations
+                    .iter()
+                    .any(|c| c.schedule().len() >= 2 * 3),
+            );
         }
-        assert!(checked > 100 && split > 50, "{checked} modules checked, {split} with a computation cut in parts");
+        assert!(
+            checked > 100 && split > 50,
+            "{checked} modules checked, {split} with a computation cut in parts"
+        );
     }
 
     #[test]

@@ -38,7 +38,10 @@ impl VerifyError {
     /// problem is reported, so the happy path never counts lines.
     pub fn locate(&self, text: &str) -> Option<(usize, usize)> {
         if self.computation.is_empty() {
-            let (i, line) = text.lines().enumerate().find(|(_, l)| l.starts_with("HloModule"))?;
+            let (i, line) = text
+                .lines()
+                .enumerate()
+                .find(|(_, l)| l.starts_with("HloModule"))?;
             let col = self
                 .message
                 .contains("entry_computation_layout")
@@ -84,7 +87,13 @@ fn verify_module_from(module: &Module, parallel_from: usize, grain: usize) -> Ve
     let total = module.instruction_count();
     if total < parallel_from {
         let mut errors = verify_module_checks(module);
-        let mut v = Verifier { view: module, errors: Vec::new(), total, parallel_from, grain };
+        let mut v = Verifier {
+            view: module,
+            errors: Vec::new(),
+            total,
+            parallel_from,
+            grain,
+        };
         for (i, comp) in module.computations.iter().enumerate() {
             v.computation(CompId(i as u32), comp);
         }
@@ -105,7 +114,13 @@ fn verify_module_from(module: &Module, parallel_from: usize, grain: usize) -> Ve
                 .par_iter()
                 .enumerate()
                 .map(|(i, comp)| {
-                    let mut part = Verifier { view: module, errors: Vec::new(), total, parallel_from, grain };
+                    let mut part = Verifier {
+                        view: module,
+                        errors: Vec::new(),
+                        total,
+                        parallel_from,
+                        grain,
+                    };
                     part.computation(CompId(i as u32), comp);
                     part.errors
                 })
@@ -120,8 +135,18 @@ fn verify_module_from(module: &Module, parallel_from: usize, grain: usize) -> Ve
 /// shows, which gives it the signatures of the computations it calls: what
 /// [`verify_module`] reports for it beside the module-wide checks
 /// ([`verify_module_checks`]). A large computation is checked in parallel.
-pub fn verify_computation(view: &dyn ModuleView, id: CompId, comp: &Computation) -> Vec<VerifyError> {
-    let mut v = Verifier { view, errors: Vec::new(), total: comp.len(), parallel_from: PARALLEL_VERIFY_INSTRUCTIONS, grain: VERIFY_GRAIN };
+pub fn verify_computation(
+    view: &dyn ModuleView,
+    id: CompId,
+    comp: &Computation,
+) -> Vec<VerifyError> {
+    let mut v = Verifier {
+        view,
+        errors: Vec::new(),
+        total: comp.len(),
+        parallel_from: PARALLEL_VERIFY_INSTRUCTIONS,
+        grain: VERIFY_GRAIN,
+    };
     v.computation(id, comp);
     v.errors
 }
@@ -129,7 +154,12 @@ pub fn verify_computation(view: &dyn ModuleView, id: CompId, comp: &Computation)
 /// The checks of a module as a whole: unique computation and instruction
 /// names, and the entry computation layout against the entry computation.
 pub fn verify_module_checks(module: &Module) -> Vec<VerifyError> {
-    let names = module.computations.iter().map(|c| (c.name.as_str(), c.instructions().map(|(_, i)| i.name.as_str())));
+    let names = module.computations.iter().map(|c| {
+        (
+            c.name.as_str(),
+            c.instructions().map(|(_, i)| i.name.as_str()),
+        )
+    });
     let mut errors = verify_names(names, module.instruction_count());
     match module.computations.get(module.entry.index()) {
         Some(entry) => errors.extend(verify_entry_layout(entry, &module.entry_computation_layout)),
@@ -157,7 +187,11 @@ pub fn verify_names<'a, I: Iterator<Item = &'a str>>(
     let mut comp_names = FxHashSet::default();
     for (c, _) in computations.clone() {
         if !comp_names.insert(c) {
-            errors.push(VerifyError { computation: String::new(), instruction: None, message: format!("computation name %{c} is used twice") });
+            errors.push(VerifyError {
+                computation: String::new(),
+                instruction: None,
+                message: format!("computation name %{c} is used twice"),
+            });
         }
     }
     let mut inst_names: FxHashMap<&str, &str> = FxHashMap::default();
@@ -168,7 +202,9 @@ pub fn verify_names<'a, I: Iterator<Item = &'a str>>(
                 errors.push(VerifyError {
                     computation: c.to_string(),
                     instruction: Some(inst.to_string()),
-                    message: format!("instruction name %{inst} is already used in computation %{first}"),
+                    message: format!(
+                        "instruction name %{inst} is already used in computation %{first}"
+                    ),
                 });
             }
         }
@@ -178,9 +214,18 @@ pub fn verify_names<'a, I: Iterator<Item = &'a str>>(
 
 /// The entry computation layout against the entry computation: valid
 /// layouts, and the parameters' and root's logical shapes.
-pub fn verify_entry_layout(entry: &Computation, layout: &crate::ComputationLayout) -> Vec<VerifyError> {
+pub fn verify_entry_layout(
+    entry: &Computation,
+    layout: &crate::ComputationLayout,
+) -> Vec<VerifyError> {
     let mut errors = Vec::new();
-    let mut module_error = |message: String| errors.push(VerifyError { computation: String::new(), instruction: None, message });
+    let mut module_error = |message: String| {
+        errors.push(VerifyError {
+            computation: String::new(),
+            instruction: None,
+            message,
+        })
+    };
     let params = entry.parameters();
     // A leaf equal to the instruction's shape is checked with the
     // instruction; report only the layouts the header adds.
@@ -193,8 +238,10 @@ pub fn verify_entry_layout(entry: &Computation, layout: &crate::ComputationLayou
             ));
         }
     }
-    let root_same =
-        entry.root().and_then(|r| entry.get(r)).is_some_and(|r| r.shape == layout.result);
+    let root_same = entry
+        .root()
+        .and_then(|r| entry.get(r))
+        .is_some_and(|r| r.shape == layout.result);
     if let (false, Err(e)) = (root_same, layout.result.validate()) {
         module_error(format!(
             "entry_computation_layout result {}: {e}",
@@ -248,11 +295,20 @@ const VERIFY_GRAIN: usize = 512;
 pub fn uses_before_definition(module: &Module) -> Vec<(String, String, String)> {
     let mut found = Vec::new();
     for comp in &module.computations {
-        let position: FxHashMap<InstId, usize> = comp.schedule().iter().enumerate().map(|(i, &id)| (id, i)).collect();
+        let position: FxHashMap<InstId, usize> = comp
+            .schedule()
+            .iter()
+            .enumerate()
+            .map(|(i, &id)| (id, i))
+            .collect();
         for (i, (_, inst)) in comp.instructions().enumerate() {
             for &op in inst.operands().iter().chain(inst.control_predecessors()) {
                 if position.get(&op).is_some_and(|&j| j > i) {
-                    found.push((comp.name.clone(), inst.name.clone(), comp.inst(op).name.clone()));
+                    found.push((
+                        comp.name.clone(),
+                        inst.name.clone(),
+                        comp.inst(op).name.clone(),
+                    ));
                 }
             }
         }
@@ -270,7 +326,11 @@ fn schedule_is_topological(comp: &Computation) -> bool {
     if schedule.len() != graph.node_count() {
         return false;
     }
-    let bound = graph.node_indices().map(|n| n.index() + 1).max().unwrap_or(0);
+    let bound = graph
+        .node_indices()
+        .map(|n| n.index() + 1)
+        .max()
+        .unwrap_or(0);
     let mut position = vec![usize::MAX; bound];
     for (i, &id) in schedule.iter().enumerate() {
         match position.get_mut(id.index()) {
@@ -279,7 +339,9 @@ fn schedule_is_topological(comp: &Computation) -> bool {
         }
     }
     schedule.iter().enumerate().all(|(i, &id)| {
-        graph.neighbors_directed(id, petgraph::Direction::Incoming).all(|p| position.get(p.index()).is_some_and(|&j| j < i))
+        graph
+            .neighbors_directed(id, petgraph::Direction::Incoming)
+            .all(|p| position.get(p.index()).is_some_and(|&j| j < i))
     })
 }
 
@@ -339,9 +401,10 @@ impl<'m> Verifier<'m> {
     fn computation(&mut self, id: CompId, comp: &Computation) {
         match comp.root() {
             None => self.comp_error(comp, "has no ROOT instruction".into()),
-            Some(r) if comp.get(r).is_none() => {
-                self.comp_error(comp, "the ROOT instruction is not in the computation".into())
-            }
+            Some(r) if comp.get(r).is_none() => self.comp_error(
+                comp,
+                "the ROOT instruction is not in the computation".into(),
+            ),
             Some(_) => {}
         }
         if comp.is_empty() {
@@ -351,7 +414,11 @@ impl<'m> Verifier<'m> {
             && let Err(cycle) = toposort(comp.graph(), None)
         {
             let inst = comp.inst(cycle.node_id());
-            self.error(comp, inst, "is part of a cycle of operand and control dependencies".into());
+            self.error(
+                comp,
+                inst,
+                "is part of a cycle of operand and control dependencies".into(),
+            );
         }
         // Parameter numbers: unique and dense.
         let mut numbers: FxHashMap<u32, &str> = FxHashMap::default();
@@ -359,7 +426,11 @@ impl<'m> Verifier<'m> {
             if let Some(n) = inst.parameter_number()
                 && let Some(first) = numbers.insert(n, inst.name.as_str())
             {
-                self.error(comp, inst, format!("parameter number {n} is already used by %{first}"));
+                self.error(
+                    comp,
+                    inst,
+                    format!("parameter number {n} is already used by %{first}"),
+                );
             }
         }
         let count = numbers.len() as u32;
@@ -375,8 +446,12 @@ impl<'m> Verifier<'m> {
             }
         }
         if self.view.is_scheduled() {
-            let position: FxHashMap<InstId, usize> =
-                comp.schedule().iter().enumerate().map(|(i, &id)| (id, i)).collect();
+            let position: FxHashMap<InstId, usize> = comp
+                .schedule()
+                .iter()
+                .enumerate()
+                .map(|(i, &id)| (id, i))
+                .collect();
             for (i, (_, inst)) in comp.instructions().enumerate() {
                 for &op in inst.operands().iter().chain(inst.control_predecessors()) {
                     if position.get(&op).is_some_and(|&j| j > i) {
@@ -396,11 +471,18 @@ impl<'m> Verifier<'m> {
             return;
         }
         use rayon::prelude::*;
-        let (view, total, parallel_from, grain) = (self.view, self.total, self.parallel_from, self.grain);
+        let (view, total, parallel_from, grain) =
+            (self.view, self.total, self.parallel_from, self.grain);
         let parts: Vec<Vec<VerifyError>> = schedule
             .par_chunks(grain)
             .map(|run| {
-                let mut part = Verifier { view, errors: Vec::new(), total, parallel_from, grain };
+                let mut part = Verifier {
+                    view,
+                    errors: Vec::new(),
+                    total,
+                    parallel_from,
+                    grain,
+                };
                 part.instructions(comp, run);
                 part.errors
             })
@@ -438,7 +520,11 @@ impl<'m> Verifier<'m> {
         {
             for s in shapes {
                 if let Err(e) = s.validate() {
-                    self.error(comp, inst, format!("operand layout constraint {}: {e}", show(s)));
+                    self.error(
+                        comp,
+                        inst,
+                        format!("operand layout constraint {}: {e}", show(s)),
+                    );
                 }
             }
         }
@@ -454,7 +540,11 @@ impl<'m> Verifier<'m> {
                 all_called = false;
             }
         }
-        let operands: Vec<&Shape> = inst.operands().iter().map(|&o| &comp.inst(o).shape).collect();
+        let operands: Vec<&Shape> = inst
+            .operands()
+            .iter()
+            .map(|&o| &comp.inst(o).shape)
+            .collect();
         if !self.arity(comp, inst, operands.len()) {
             return;
         }
@@ -501,10 +591,14 @@ impl<'m> Verifier<'m> {
             Dot | Convolution | Pad | Gather | TriangularSolve | SetDimensionSize
             | AddDependency | Rng | Send | Outfeed => (n == 2, "2 operands"),
             Select | Clamp | SelectAndScatter => (n == 3, "3 operands"),
-            Reduce | ReduceWindow => {
-                (n >= 2 && n.is_multiple_of(2), "an even number of operands, at least 2")
-            }
-            Scatter => (n >= 3 && n % 2 == 1, "an odd number of operands, at least 3"),
+            Reduce | ReduceWindow => (
+                n >= 2 && n.is_multiple_of(2),
+                "an even number of operands, at least 2",
+            ),
+            Scatter => (
+                n >= 3 && n % 2 == 1,
+                "an odd number of operands, at least 3",
+            ),
             DynamicSlice | Conditional => (n >= 2, "at least 2 operands"),
             DynamicUpdateSlice => (n >= 2, "at least 2 operands"),
             Concatenate
@@ -522,7 +616,11 @@ impl<'m> Verifier<'m> {
             _ => (true, ""),
         };
         if !ok {
-            self.error(comp, inst, format!("{} takes {expected}, but has {n}", inst.opcode_name()));
+            self.error(
+                comp,
+                inst,
+                format!("{} takes {expected}, but has {n}", inst.opcode_name()),
+            );
         }
         ok
     }
@@ -541,10 +639,15 @@ impl<'m> Verifier<'m> {
         params: &[PrimitiveType],
         result: &[PrimitiveType],
     ) {
-        let scalar = |s: &Shape, t: PrimitiveType| s.as_array().is_some_and(|a| a.rank() == 0 && a.element_type == t);
+        let scalar = |s: &Shape, t: PrimitiveType| {
+            s.as_array()
+                .is_some_and(|a| a.rank() == 0 && a.element_type == t)
+        };
         let op = inst.opcode_name();
         for (k, p) in callee.parameters().into_iter().enumerate() {
-            let (Some(param), Some(&t)) = (callee.get(p), params.get(k)) else { continue };
+            let (Some(param), Some(&t)) = (callee.get(p), params.get(k)) else {
+                continue;
+            };
             if !scalar(&param.shape, t) {
                 self.error(
                     comp,
@@ -558,19 +661,31 @@ impl<'m> Verifier<'m> {
                 );
             }
         }
-        let Some(root) = callee.root().and_then(|r| callee.get(r)) else { return };
+        let Some(root) = callee.root().and_then(|r| callee.get(r)) else {
+            return;
+        };
         let fits = match (result, &root.shape) {
             ([t], s) => scalar(s, *t),
-            (ts, Shape::Tuple(es)) => es.len() == ts.len() && es.iter().zip(ts).all(|(e, &t)| scalar(e, t)),
+            (ts, Shape::Tuple(es)) => {
+                es.len() == ts.len() && es.iter().zip(ts).all(|(e, &t)| scalar(e, t))
+            }
             _ => false,
         };
         if !fits {
             let want: Vec<String> = result.iter().map(|t| format!("{}[]", t.name())).collect();
-            let want = if want.len() == 1 { want.join("") } else { format!("({})", want.join(", ")) };
+            let want = if want.len() == 1 {
+                want.join("")
+            } else {
+                format!("({})", want.join(", "))
+            };
             self.error(
                 comp,
                 inst,
-                format!("computation %{} ({what}) returns {}, but {op} needs {want}", callee.name, root.shape.display_without_layout()),
+                format!(
+                    "computation %{} ({what}) returns {}, but {op} needs {want}",
+                    callee.name,
+                    root.shape.display_without_layout()
+                ),
             );
         }
     }
@@ -611,7 +726,9 @@ impl<'m> Verifier<'m> {
         // rely on it when they carry layouts across the boundary.
         let params_take = |this: &mut Self, what: &str, callee: &Computation, given: &[&Shape]| {
             for (k, p) in callee.parameters().into_iter().enumerate() {
-                let (Some(param), Some(&expected)) = (callee.get(p), given.get(k)) else { continue };
+                let (Some(param), Some(&expected)) = (callee.get(p), given.get(k)) else {
+                    continue;
+                };
                 if !param.shape.same_logical_shape(expected) {
                     this.error(
                         comp,
@@ -628,14 +745,22 @@ impl<'m> Verifier<'m> {
         };
         // The element types of the operands: a computation applied to
         // elements takes scalars of these types.
-        let element = |i: usize| operands.get(i).and_then(|s| s.as_array()).map(|a| a.element_type);
-        let elements = |range: std::ops::Range<usize>| range.map(element).collect::<Option<Vec<_>>>();
+        let element = |i: usize| {
+            operands
+                .get(i)
+                .and_then(|s| s.as_array())
+                .map(|a| a.element_type)
+        };
+        let elements =
+            |range: std::ops::Range<usize>| range.map(element).collect::<Option<Vec<_>>>();
         match inst.opcode {
             Reduce | ReduceWindow => {
                 let callee = expect(self, "to_apply", comp_attr(KnownAttr::ToApply), n);
                 // Accumulators take the init values' types, then the inputs'.
                 let half = n / 2;
-                if let (Some(callee), Some(inputs), Some(inits)) = (callee, elements(0..half), elements(half..n)) {
+                if let (Some(callee), Some(inputs), Some(inits)) =
+                    (callee, elements(0..half), elements(half..n))
+                {
                     let params: Vec<_> = inits.iter().chain(&inputs).copied().collect();
                     self.applied(comp, inst, "to_apply", callee, &params, &inits);
                 }
@@ -643,7 +768,10 @@ impl<'m> Verifier<'m> {
             AllReduce | AllReduceStart | ReduceScatter => {
                 let callee = expect(self, "to_apply", comp_attr(KnownAttr::ToApply), 2);
                 // Each leaf is reduced with the same scalar computation.
-                let leaf = operands.first().and_then(|s| first_array_leaf(s)).map(|a| a.element_type);
+                let leaf = operands
+                    .first()
+                    .and_then(|s| first_array_leaf(s))
+                    .map(|a| a.element_type);
                 if let (Some(callee), Some(t)) = (callee, leaf) {
                     self.applied(comp, inst, "to_apply", callee, &[t, t], &[t]);
                 }
@@ -663,12 +791,21 @@ impl<'m> Verifier<'m> {
                 let callee = expect(self, "to_apply", comp_attr(KnownAttr::ToApply), 2 * n);
                 if let (Some(callee), Some(types)) = (callee, elements(0..n)) {
                     let params: Vec<_> = types.iter().flat_map(|&t| [t, t]).collect();
-                    self.applied(comp, inst, "comparator", callee, &params, &[PrimitiveType::Pred]);
+                    self.applied(
+                        comp,
+                        inst,
+                        "comparator",
+                        callee,
+                        &params,
+                        &[PrimitiveType::Pred],
+                    );
                 }
             }
             Map => {
                 let callee = expect(self, "to_apply", comp_attr(KnownAttr::ToApply), n);
-                if let (Some(callee), Some(types), Some(out)) = (callee, elements(0..n), inst.shape.as_array()) {
+                if let (Some(callee), Some(types), Some(out)) =
+                    (callee, elements(0..n), inst.shape.as_array())
+                {
                     self.applied(comp, inst, "to_apply", callee, &types, &[out.element_type]);
                 }
             }
@@ -676,7 +813,14 @@ impl<'m> Verifier<'m> {
                 let select = expect(self, "select", comp_attr(KnownAttr::Select), 2);
                 let scatter = expect(self, "scatter", comp_attr(KnownAttr::Scatter), 2);
                 if let (Some(select), Some(t)) = (select, element(0)) {
-                    self.applied(comp, inst, "select", select, &[t, t], &[PrimitiveType::Pred]);
+                    self.applied(
+                        comp,
+                        inst,
+                        "select",
+                        select,
+                        &[t, t],
+                        &[PrimitiveType::Pred],
+                    );
                 }
                 if let (Some(scatter), Some(t)) = (scatter, element(1)) {
                     self.applied(comp, inst, "scatter", scatter, &[t, t], &[t]);
@@ -963,8 +1107,10 @@ impl<'m> Verifier<'m> {
                 need_array_result(&mut problems);
                 if let (Some(pred), Some(r)) = (a0, res) {
                     if pred.element_type != PrimitiveType::Pred {
-                        problems
-                            .push(format!("the selector must be pred, not {}", pred.element_type));
+                        problems.push(format!(
+                            "the selector must be pred, not {}",
+                            pred.element_type
+                        ));
                     }
                     if pred.rank() != 0 && !same_dims(pred, r) {
                         problems.push("the selector's dimensions differ from the result's".into());
@@ -1042,7 +1188,10 @@ impl<'m> Verifier<'m> {
                             o.rank()
                         ));
                     } else if r.rank() != o.rank()
-                        || dims.iter().enumerate().any(|(i, &d)| r.dims[i] != o.dims[d as usize])
+                        || dims
+                            .iter()
+                            .enumerate()
+                            .any(|(i, &d)| r.dims[i] != o.dims[d as usize])
                     {
                         problems.push(format!(
                             "transposing {} by {dims:?} does not give {}",
@@ -1224,7 +1373,10 @@ impl<'m> Verifier<'m> {
                 let ok = match result {
                     Shape::Tuple(elements) => {
                         elements.len() == ops.len()
-                            && elements.iter().zip(ops).all(|(e, o)| e.same_logical_shape(o))
+                            && elements
+                                .iter()
+                                .zip(ops)
+                                .all(|(e, o)| e.same_logical_shape(o))
                     }
                     _ => false,
                 };
@@ -1309,10 +1461,14 @@ impl<'m> Verifier<'m> {
                 need_array_result(&mut problems);
                 if let (Some(l), Some(r), Some(out)) = (a0, ops.get(1).and_then(|s| array(s)), res)
                 {
-                    let (lb, lc) =
-                        (ints(KnownAttr::LhsBatchDims), ints(KnownAttr::LhsContractingDims));
-                    let (rb, rc) =
-                        (ints(KnownAttr::RhsBatchDims), ints(KnownAttr::RhsContractingDims));
+                    let (lb, lc) = (
+                        ints(KnownAttr::LhsBatchDims),
+                        ints(KnownAttr::LhsContractingDims),
+                    );
+                    let (rb, rc) = (
+                        ints(KnownAttr::RhsBatchDims),
+                        ints(KnownAttr::RhsContractingDims),
+                    );
                     let in_range = |v: &[i64], a: &ArrayShape| {
                         v.iter().all(|&d| d >= 0 && (d as usize) < a.rank())
                     };
@@ -1535,13 +1691,20 @@ mod tests {
                 let sequential = verify_module_from(m, usize::MAX, VERIFY_GRAIN);
                 for grain in [1, 3, VERIFY_GRAIN] {
                     let parallel = verify_module_from(m, 0, grain);
-                    assert!(sequential == parallel, "{} in runs of {grain}", path.display());
+                    assert!(
+                        sequential == parallel,
+                        "{} in runs of {grain}",
+                        path.display()
+                    );
                 }
                 problems += sequential.len();
             }
             checked += 1;
         }
-        assert!(checked > 100 && problems > 1000, "{checked} modules checked, {problems} problems compared");
+        assert!(
+            checked > 100 && problems > 1000,
+            "{checked} modules checked, {problems} problems compared"
+        );
     }
 
     /// Module-wide problems (checked beside the computations on the
@@ -1556,9 +1719,16 @@ mod tests {
         let sequential = verify_module_from(&module, usize::MAX, VERIFY_GRAIN);
         let messages: Vec<&str> = sequential.iter().map(|e| e.message.as_str()).collect();
         assert_eq!(messages.len(), 5, "{messages:?}");
-        assert!(messages[0].contains("already used") && messages[2].contains("entry_computation_layout"));
+        assert!(
+            messages[0].contains("already used")
+                && messages[2].contains("entry_computation_layout")
+        );
         for grain in [1, 2, VERIFY_GRAIN] {
-            assert_eq!(verify_module_from(&module, 0, grain), sequential, "runs of {grain}");
+            assert_eq!(
+                verify_module_from(&module, 0, grain),
+                sequential,
+                "runs of {grain}"
+            );
         }
     }
 }

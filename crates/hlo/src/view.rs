@@ -50,7 +50,8 @@ impl Computation {
         let mut root = None;
         for p in self.parameters() {
             let inst = self.inst(p);
-            let mut copy = Instruction::new(inst.name.clone(), Opcode::Parameter, inst.shape.clone());
+            let mut copy =
+                Instruction::new(inst.name.clone(), Opcode::Parameter, inst.shape.clone());
             copy.payload = inst.payload.clone();
             // Adding an instruction without operands cannot fail.
             if let Ok(id) = stub.add(copy, &[]) {
@@ -61,7 +62,10 @@ impl Computation {
         }
         if root.is_none()
             && let Some(r) = self.root().and_then(|r| self.get(r))
-            && let Ok(id) = stub.add(Instruction::new(r.name.clone(), STUB_ROOT, r.shape.clone()), &[])
+            && let Ok(id) = stub.add(
+                Instruction::new(r.name.clone(), STUB_ROOT, r.shape.clone()),
+                &[],
+            )
         {
             root = Some(id);
         }
@@ -75,14 +79,23 @@ impl Computation {
     /// building either.
     pub fn same_signature(&self, other: &Computation) -> bool {
         let (a, b) = (self.parameters(), other.parameters());
-        let same_inst = |x: &Instruction, y: &Instruction| x.name == y.name && x.shape == y.shape && x.payload == y.payload;
+        let same_inst = |x: &Instruction, y: &Instruction| {
+            x.name == y.name && x.shape == y.shape && x.payload == y.payload
+        };
         self.name == other.name
             && self.execution_thread == other.execution_thread
             && a.len() == b.len()
-            && a.iter().zip(&b).all(|(&x, &y)| same_inst(self.inst(x), other.inst(y)))
-            && match (self.root().and_then(|r| self.get(r)), other.root().and_then(|r| other.get(r))) {
+            && a.iter()
+                .zip(&b)
+                .all(|(&x, &y)| same_inst(self.inst(x), other.inst(y)))
+            && match (
+                self.root().and_then(|r| self.get(r)),
+                other.root().and_then(|r| other.get(r)),
+            ) {
                 (Some(x), Some(y)) => {
-                    x.name == y.name && x.shape == y.shape && (x.opcode == Opcode::Parameter) == (y.opcode == Opcode::Parameter)
+                    x.name == y.name
+                        && x.shape == y.shape
+                        && (x.opcode == Opcode::Parameter) == (y.opcode == Opcode::Parameter)
                 }
                 (None, None) => true,
                 _ => false,

@@ -21,16 +21,28 @@ fn shared_and_wide(n: usize) -> (Computation, InstId, InstId, Vec<InstId>, InstI
     };
     let p = c.add(param("p", 0), &[]).unwrap();
     let q = c.add(param("q", 1), &[]).unwrap();
-    let users: Vec<InstId> = (0..n).map(|k| c.add(Instruction::new(format!("u{k}"), Opcode::Add, scalar()), &[p, p]).unwrap()).collect();
+    let users: Vec<InstId> = (0..n)
+        .map(|k| {
+            c.add(
+                Instruction::new(format!("u{k}"), Opcode::Add, scalar()),
+                &[p, p],
+            )
+            .unwrap()
+        })
+        .collect();
     let tuple_shape = Shape::Tuple(vec![scalar(); n]);
-    let root = c.add(Instruction::new("t", Opcode::Tuple, tuple_shape), &users).unwrap();
+    let root = c
+        .add(Instruction::new("t", Opcode::Tuple, tuple_shape), &users)
+        .unwrap();
     c.set_root(root).unwrap();
     (c, p, q, users, root)
 }
 
 /// Every instruction's operands and uses, as the graph says.
 fn relations(c: &Computation) -> Vec<(Vec<InstId>, Vec<(InstId, u32)>)> {
-    c.instructions().map(|(id, _)| (c.operands(id).to_vec(), c.uses(id).to_vec())).collect()
+    c.instructions()
+        .map(|(id, _)| (c.operands(id).to_vec(), c.uses(id).to_vec()))
+        .collect()
 }
 
 #[test]
@@ -64,7 +76,11 @@ fn a_batch_edits_as_single_edits_do() {
     assert_eq!(batch.graph().edge_count(), base.graph().edge_count());
     // An invalid edit changes nothing.
     let mut refused = base.clone();
-    assert!(refused.set_operands_at(&[(users[0], 0, q), (users[0], 2, q)]).is_err());
+    assert!(
+        refused
+            .set_operands_at(&[(users[0], 0, q), (users[0], 2, q)])
+            .is_err()
+    );
     assert_eq!(relations(&refused), relations(&base));
 }
 
@@ -99,9 +115,14 @@ fn replacing_all_uses_is_linear() {
     let n = 10_000;
     let (mut c, p, q, users, _) = shared_and_wide(n);
     // Each user loses two edges and p loses 2n: p's list is taken.
-    let edits: Vec<(InstId, usize, InstId)> = users.iter().flat_map(|&u| [(u, 0, q), (u, 1, q)]).collect();
+    let edits: Vec<(InstId, usize, InstId)> =
+        users.iter().flat_map(|&u| [(u, 0, q), (u, 1, q)]).collect();
     let work = c.set_operands_at(&edits).unwrap();
-    assert!(work <= 2 * n, "{work} edges unlinked to redirect {} uses", 2 * n);
+    assert!(
+        work <= 2 * n,
+        "{work} edges unlinked to redirect {} uses",
+        2 * n
+    );
     c.replace_all_uses(q, p).unwrap();
     assert!(c.uses(q).is_empty());
     assert_eq!(c.uses(p).len(), 2 * n);

@@ -409,9 +409,10 @@ const CASES: &[(&str, &str, u32, u32, &str)] = &[
 fn check(name: &str, text: &str, line: u32, col: u32, message: &str) -> Result<(), String> {
     match parse_module(text, "t.hlo") {
         Ok(_) => Err(format!("{name}: parsed, but an error was expected")),
-        Err(e) if !e.message.contains(message) => {
-            Err(format!("{name}: message '{}' does not contain '{message}'", e.message))
-        }
+        Err(e) if !e.message.contains(message) => Err(format!(
+            "{name}: message '{}' does not contain '{message}'",
+            e.message
+        )),
         Err(e) if (e.line, e.col) != (line, col) => Err(format!(
             "{name}: error at {}:{}, expected {line}:{col}: {}",
             e.line, e.col, e.message
@@ -423,8 +424,10 @@ fn check(name: &str, text: &str, line: u32, col: u32, message: &str) -> Result<(
 #[test]
 fn malformed_inputs_report_message_and_position() {
     assert!(CASES.len() >= 40, "{} cases", CASES.len());
-    let failures: Vec<String> =
-        CASES.iter().filter_map(|&(n, t, l, c, m)| check(n, t, l, c, m).err()).collect();
+    let failures: Vec<String> = CASES
+        .iter()
+        .filter_map(|&(n, t, l, c, m)| check(n, t, l, c, m).err())
+        .collect();
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
@@ -438,7 +441,11 @@ fn deep_nesting_is_an_error_not_a_stack_overflow() {
         ")".repeat(n)
     );
     let e = parse_module(&text, "t").unwrap_err();
-    assert!(e.message.contains("nesting is deeper than 256 levels"), "{}", e.message);
+    assert!(
+        e.message.contains("nesting is deeper than 256 levels"),
+        "{}",
+        e.message
+    );
     assert_eq!((e.line, e.col), (3, 13 + MAX_NESTING as u32));
     // Braces in a verbatim attribute value.
     let text = format!(
@@ -489,14 +496,23 @@ fn invalid_utf8_is_reported_with_its_position() {
     let bytes = b"HloModule m\nENTRY %main {\n  ROOT %a = f32[] parameter(0), metadata={op_name=\"\xff\"}\n}\n";
     let e = parse_module_bytes(bytes, "bytes.hlo").unwrap_err();
     assert_eq!((e.line, e.col), (3, 52));
-    assert_eq!(e.message, "invalid UTF-8: byte 0xff does not start a valid character");
-    assert!(e.to_string().starts_with("bytes.hlo:3:52: error: invalid UTF-8"));
+    assert_eq!(
+        e.message,
+        "invalid UTF-8: byte 0xff does not start a valid character"
+    );
+    assert!(
+        e.to_string()
+            .starts_with("bytes.hlo:3:52: error: invalid UTF-8")
+    );
 }
 
 #[test]
 fn display_shows_file_line_column_source_and_caret() {
-    let e = parse_module("HloModule m\nENTRY %main {\n  %x f32[] constant(0)\n}\n", "dir/x.hlo")
-        .unwrap_err();
+    let e = parse_module(
+        "HloModule m\nENTRY %main {\n  %x f32[] constant(0)\n}\n",
+        "dir/x.hlo",
+    )
+    .unwrap_err();
     assert_eq!(
         e.to_string(),
         "dir/x.hlo:3:6: error: expected '=' after instruction name %x, found 'f'\n  %x f32[] constant(0)\n     ^"
@@ -514,23 +530,98 @@ fn columns_count_characters_not_bytes() {
 /// The files under `testdata/errors/`, with what each must report. Leading
 /// `//` lines (RUN lines a golden harness may add) are stripped first.
 const FILES: &[(&str, u32, u32, &str)] = &[
-    ("bad_element_type.hlo", 4, 13, "expected an element type such as f32 or bf16, found 'f33'"),
-    ("bad_integer.hlo", 5, 50, "expected an integer in 'dimensions', found 'x'"),
-    ("deep_tile_nest.hlo", 4, 71, "more than 8 tiling levels; at most 8 are supported"),
+    (
+        "bad_element_type.hlo",
+        4,
+        13,
+        "expected an element type such as f32 or bf16, found 'f33'",
+    ),
+    (
+        "bad_integer.hlo",
+        5,
+        50,
+        "expected an integer in 'dimensions', found 'x'",
+    ),
+    (
+        "deep_tile_nest.hlo",
+        4,
+        71,
+        "more than 8 tiling levels; at most 8 are supported",
+    ),
     ("duplicate_name.hlo", 5, 3, "duplicate instruction name %a"),
-    ("empty.hlo", 1, 1, "expected 'HloModule' at the start of the module"),
-    ("layout_rank_mismatch.hlo", 4, 21, "Dimensions size is 2, but minor to major size is 1."),
-    ("minus_one_tile.hlo", 4, 28, "tile 0 entry 0 is -1; tile sizes must be positive or '*'"),
-    ("missing_equals.hlo", 4, 6, "expected '=' after instruction name %x"),
-    ("missing_opcode.hlo", 5, 19, "expected an opcode after the shape of %b"),
-    ("overflowing_shape.hlo", 4, 13, "has more elements than fit in a 64-bit integer"),
-    ("storage_overflow.hlo", 4, 13, "needs more storage than a 64-bit size can count: the buffer size in bytes overflows 64 bits"),
-    ("tile_padding_overflow.hlo", 4, 13, "needs more storage than a 64-bit size can count: a padded dimension overflows 64 bits"),
-    ("two_entry.hlo", 7, 1, "a second ENTRY computation: %a is already the entry"),
-    ("two_root.hlo", 5, 3, "a second ROOT instruction %b in computation %main"),
-    ("undefined_computation.hlo", 6, 60, "computation %sum is not defined"),
+    (
+        "empty.hlo",
+        1,
+        1,
+        "expected 'HloModule' at the start of the module",
+    ),
+    (
+        "layout_rank_mismatch.hlo",
+        4,
+        21,
+        "Dimensions size is 2, but minor to major size is 1.",
+    ),
+    (
+        "minus_one_tile.hlo",
+        4,
+        28,
+        "tile 0 entry 0 is -1; tile sizes must be positive or '*'",
+    ),
+    (
+        "missing_equals.hlo",
+        4,
+        6,
+        "expected '=' after instruction name %x",
+    ),
+    (
+        "missing_opcode.hlo",
+        5,
+        19,
+        "expected an opcode after the shape of %b",
+    ),
+    (
+        "overflowing_shape.hlo",
+        4,
+        13,
+        "has more elements than fit in a 64-bit integer",
+    ),
+    (
+        "storage_overflow.hlo",
+        4,
+        13,
+        "needs more storage than a 64-bit size can count: the buffer size in bytes overflows 64 bits",
+    ),
+    (
+        "tile_padding_overflow.hlo",
+        4,
+        13,
+        "needs more storage than a 64-bit size can count: a padded dimension overflows 64 bits",
+    ),
+    (
+        "two_entry.hlo",
+        7,
+        1,
+        "a second ENTRY computation: %a is already the entry",
+    ),
+    (
+        "two_root.hlo",
+        5,
+        3,
+        "a second ROOT instruction %b in computation %main",
+    ),
+    (
+        "undefined_computation.hlo",
+        6,
+        60,
+        "computation %sum is not defined",
+    ),
     ("unknown_operand.hlo", 5, 27, "unknown operand %foo"),
-    ("unterminated_body.hlo", 5, 1, "expected '}' to close computation %main"),
+    (
+        "unterminated_body.hlo",
+        5,
+        1,
+        "expected '}' to close computation %main",
+    ),
     ("unterminated_comment.hlo", 4, 3, "unterminated comment"),
     ("unterminated_string.hlo", 4, 51, "unterminated string"),
 ];
@@ -545,12 +636,21 @@ fn error_files_report_message_and_position() {
         .collect();
     on_disk.sort();
     let listed: Vec<String> = FILES.iter().map(|f| f.0.to_string()).collect();
-    assert_eq!(on_disk, listed, "every file under testdata/errors needs an expectation");
+    assert_eq!(
+        on_disk, listed,
+        "every file under testdata/errors needs an expectation"
+    );
     assert!(FILES.len() >= 10);
     let mut failures = Vec::new();
     for &(file, line, col, message) in FILES {
         let text = std::fs::read_to_string(dir.join(file)).unwrap();
-        if let Err(f) = check(file, hlo::strip_leading_comment_lines(&text), line, col, message) {
+        if let Err(f) = check(
+            file,
+            hlo::strip_leading_comment_lines(&text),
+            line,
+            col,
+            message,
+        ) {
             failures.push(f);
         }
     }

@@ -81,7 +81,9 @@ ENTRY %main (a: f32[8,16], b: f32[16], c: s32[], d: f32[4,4]) -> (f32[8,16], f32
 "#;
 
 fn find<'a>(c: &'a Computation, name: &str) -> (InstId, &'a hlo::Instruction) {
-    c.instructions().find(|(_, i)| i.name == name).unwrap_or_else(|| panic!("no %{name}"))
+    c.instructions()
+        .find(|(_, i)| i.name == name)
+        .unwrap_or_else(|| panic!("no %{name}"))
 }
 
 fn names(c: &Computation, ids: &[InstId]) -> Vec<String> {
@@ -115,13 +117,23 @@ fn every_field_survives_the_round_trip() {
     assert_eq!(m.input_output_alias[0].kind, Some(AliasKind::Must));
     assert_eq!(m.input_output_alias[1].kind, None);
     assert_eq!(m.input_output_alias[1].parameter, 1);
-    let header: Vec<(&str, &str)> = m.header_attrs.iter().map(|a| (&*a.name, &*a.value)).collect();
+    let header: Vec<(&str, &str)> = m
+        .header_attrs
+        .iter()
+        .map(|a| (&*a.name, &*a.value))
+        .collect();
     assert_eq!(
         header,
         [
-            ("allow_spmd_sharding_propagation_to_parameters", "{false,false,false,false}"),
+            (
+                "allow_spmd_sharding_propagation_to_parameters",
+                "{false,false,false,false}"
+            ),
             ("replica_count", "2"),
-            ("frontend_attributes", "{xla.sdy.meshes={empty_mesh = #sdy.mesh<[]>}}"),
+            (
+                "frontend_attributes",
+                "{xla.sdy.meshes={empty_mesh = #sdy.mesh<[]>}}"
+            ),
             ("some_future_attr", "\"x\""),
         ]
     );
@@ -135,10 +147,19 @@ fn every_field_survives_the_round_trip() {
 
     // Tables, strings with their escapes.
     let t = &m.debug_tables;
-    assert_eq!(t.file_names, vec![(1, "a.py".into()), (2, "b\\\"q.py".into())]);
+    assert_eq!(
+        t.file_names,
+        vec![(1, "a.py".into()), (2, "b\\\"q.py".into())]
+    );
     assert_eq!(t.function_names, vec![(1, "f".into())]);
     assert_eq!(t.file_locations[0].end_column, 6);
-    assert_eq!((t.stack_frames[0].file_location_id, t.stack_frames[0].parent_frame_id), (1, 0));
+    assert_eq!(
+        (
+            t.stack_frames[0].file_location_id,
+            t.stack_frames[0].parent_frame_id
+        ),
+        (1, 0)
+    );
 
     // Computations and signatures.
     let comp_names: Vec<&str> = m.computations.iter().map(|c| c.name.as_str()).collect();
@@ -160,7 +181,10 @@ fn every_field_survives_the_round_trip() {
     assert!(c.shape.as_array().unwrap().layout.is_none());
     // Sharding and metadata, verbatim.
     let (_, a) = find(main, "a");
-    assert_eq!(a.attrs.get(KnownAttr::Sharding), Some(&AttrValue::Raw("{replicated}".into())));
+    assert_eq!(
+        a.attrs.get(KnownAttr::Sharding),
+        Some(&AttrValue::Raw("{replicated}".into()))
+    );
     assert_eq!(
         a.attrs.get(KnownAttr::Metadata),
         Some(&AttrValue::Raw("{op_name=\"a\\\"b\"}".into()))
@@ -168,14 +192,20 @@ fn every_field_survives_the_round_trip() {
     // Operand order.
     let (dot_id, dot) = find(main, "dot");
     assert_eq!(names(main, main.operands(dot_id)), ["a", "a"]);
-    assert_eq!(dot.attrs.ints(KnownAttr::LhsContractingDims), Some(&[1i64][..]));
+    assert_eq!(
+        dot.attrs.ints(KnownAttr::LhsContractingDims),
+        Some(&[1i64][..])
+    );
     assert_eq!(
         dot.attrs.get_by_name("operand_precision"),
         Some(&AttrValue::Raw("{high,high}".into()))
     );
     let (ds_id, ds) = find(main, "ds");
     assert_eq!(names(main, main.operands(ds_id)), ["a", "c", "c"]);
-    assert_eq!(ds.attrs.ints(KnownAttr::DynamicSliceSizes), Some(&[2i64, 8][..]));
+    assert_eq!(
+        ds.attrs.ints(KnownAttr::DynamicSliceSizes),
+        Some(&[2i64, 8][..])
+    );
     // Typed attributes.
     let (_, sum) = find(main, "sum.1");
     assert_eq!(
@@ -183,7 +213,10 @@ fn every_field_survives_the_round_trip() {
         Some(&AttrValue::Raw("{\"k\":[1,2]}".into()))
     );
     let (_, red) = find(main, "red");
-    assert_eq!(red.attrs.get(KnownAttr::ToApply), Some(&AttrValue::Computation(CompId(0))));
+    assert_eq!(
+        red.attrs.get(KnownAttr::ToApply),
+        Some(&AttrValue::Computation(CompId(0)))
+    );
     assert_eq!(
         red.attrs.get(KnownAttr::FrontendAttributes),
         Some(&AttrValue::Raw("{_x=\"1\"}".into()))
@@ -192,34 +225,68 @@ fn every_field_survives_the_round_trip() {
     assert_eq!(
         sl.attrs.get(KnownAttr::Slice),
         Some(&AttrValue::Slice(vec![
-            SliceDim { start: 0, limit: 8, stride: 2 },
-            SliceDim { start: 0, limit: 16, stride: 2 }
+            SliceDim {
+                start: 0,
+                limit: 8,
+                stride: 2
+            },
+            SliceDim {
+                start: 0,
+                limit: 16,
+                stride: 2
+            }
         ]))
     );
     let (_, pd) = find(main, "pd");
     assert_eq!(
         pd.attrs.get(KnownAttr::Padding),
         Some(&AttrValue::Padding(vec![
-            PadDim { low: 1, high: 2, interior: 1 },
-            PadDim { low: 3, high: 5, interior: 0 }
+            PadDim {
+                low: 1,
+                high: 2,
+                interior: 1
+            },
+            PadDim {
+                low: 3,
+                high: 5,
+                interior: 0
+            }
         ]))
     );
     let (_, w) = find(main, "w");
-    assert_eq!(w.attrs.get(KnownAttr::Condition), Some(&AttrValue::Computation(CompId(2))));
-    assert_eq!(w.attrs.get(KnownAttr::Body), Some(&AttrValue::Computation(CompId(3))));
+    assert_eq!(
+        w.attrs.get(KnownAttr::Condition),
+        Some(&AttrValue::Computation(CompId(2)))
+    );
+    assert_eq!(
+        w.attrs.get(KnownAttr::Body),
+        Some(&AttrValue::Computation(CompId(3)))
+    );
     assert_eq!(
         w.attrs.get(KnownAttr::BackendConfig),
-        Some(&AttrValue::Raw(r#""{\"known_trip_count\":{\"n\":\"10\"}}""#.into()))
+        Some(&AttrValue::Raw(
+            r#""{\"known_trip_count\":{\"n\":\"10\"}}""#.into()
+        ))
     );
     let (_, cc) = find(main, "cc");
-    assert_eq!(cc.attrs.string(KnownAttr::CustomCallTarget), Some("Sharding"));
+    assert_eq!(
+        cc.attrs.string(KnownAttr::CustomCallTarget),
+        Some("Sharding")
+    );
     match cc.attrs.get(KnownAttr::OperandLayoutConstraints) {
         Some(AttrValue::Shapes(s)) => assert_eq!(s[0].to_string(), "f32[4,4]{0,1}"),
         other => panic!("{other:?}"),
     }
     match cc.attrs.get(KnownAttr::OutputToOperandAliasing) {
         Some(AttrValue::Aliasing(v)) => {
-            assert_eq!((v[0].output_index.len(), v[0].operand, v[0].operand_index.len()), (0, 0, 0))
+            assert_eq!(
+                (
+                    v[0].output_index.len(),
+                    v[0].operand,
+                    v[0].operand_index.len()
+                ),
+                (0, 0, 0)
+            )
         }
         other => panic!("{other:?}"),
     }
@@ -237,11 +304,17 @@ fn every_field_survives_the_round_trip() {
         }
         other => panic!("{other:?}"),
     }
-    assert_eq!(conv.attrs.get(KnownAttr::Window), Some(&AttrValue::Raw("{size=1x1}".into())));
+    assert_eq!(
+        conv.attrs.get(KnownAttr::Window),
+        Some(&AttrValue::Raw("{size=1x1}".into()))
+    );
     let (_, k) = find(main, "k");
     assert_eq!(k.payload, Payload::Constant("{ { { {1} } } }".into()));
     let (_, fut) = find(main, "fut");
-    assert_eq!((fut.opcode, fut.opcode_name()), (Opcode::Unknown, "frobnicate"));
+    assert_eq!(
+        (fut.opcode, fut.opcode_name()),
+        (Opcode::Unknown, "frobnicate")
+    );
     assert_eq!(fut.attrs.0[0].key, AttrKey::Other("new_attr".into()));
     assert_eq!(fut.attrs.0[0].value, AttrValue::Raw("{x, y}".into()));
     let (_, iota) = find(main, "iota");
@@ -256,7 +329,10 @@ fn every_field_survives_the_round_trip() {
     // Other computations.
     let cond = comp(&m, "cond");
     let (_, lt) = find(cond, "lt");
-    assert_eq!(lt.attrs.get(KnownAttr::Direction), Some(&AttrValue::Raw("LT".into())));
+    assert_eq!(
+        lt.attrs.get(KnownAttr::Direction),
+        Some(&AttrValue::Raw("LT".into()))
+    );
     let (_, i) = find(cond, "i");
     assert_eq!(i.attrs.int(KnownAttr::Index), Some(0));
 }
@@ -269,10 +345,22 @@ fn diff_notices_every_kind_of_change() {
     type Mutation = Box<dyn Fn(&mut Module)>;
     let mutations: Vec<(&str, Mutation)> = vec![
         ("module name", Box::new(|m| m.name.push('x'))),
-        ("header attribute", Box::new(|m| m.header_attrs[1].value = "3".into())),
-        ("table row", Box::new(|m| m.debug_tables.file_locations[0].line += 1)),
-        ("io alias", Box::new(|m| m.input_output_alias.pop().map(drop).unwrap_or(()))),
-        ("execution thread", Box::new(|m| m.computations[3].execution_thread = None)),
+        (
+            "header attribute",
+            Box::new(|m| m.header_attrs[1].value = "3".into()),
+        ),
+        (
+            "table row",
+            Box::new(|m| m.debug_tables.file_locations[0].line += 1),
+        ),
+        (
+            "io alias",
+            Box::new(|m| m.input_output_alias.pop().map(drop).unwrap_or(())),
+        ),
+        (
+            "execution thread",
+            Box::new(|m| m.computations[3].execution_thread = None),
+        ),
         (
             "instruction name",
             Box::new(move |m| {
@@ -302,9 +390,10 @@ fn diff_notices_every_kind_of_change() {
             Box::new(move |m| {
                 let c = m.computation_mut(main);
                 let (bc, _) = find(c, "bc");
-                c.inst_mut(bc)
-                    .attrs
-                    .set(KnownAttr::Dimensions, AttrValue::Ints([0].into_iter().collect()));
+                c.inst_mut(bc).attrs.set(
+                    KnownAttr::Dimensions,
+                    AttrValue::Ints([0].into_iter().collect()),
+                );
             }),
         ),
         (
@@ -329,7 +418,9 @@ fn diff_notices_every_kind_of_change() {
             Box::new(move |m| {
                 let c = m.computation_mut(main);
                 let (red, _) = find(c, "red");
-                c.inst_mut(red).attrs.set(KnownAttr::ToApply, AttrValue::Computation(CompId(1)));
+                c.inst_mut(red)
+                    .attrs
+                    .set(KnownAttr::ToApply, AttrValue::Computation(CompId(1)));
             }),
         ),
         (
@@ -352,7 +443,10 @@ fn diff_notices_every_kind_of_change() {
     for (what, mutate) in mutations {
         let mut changed = m.clone();
         mutate(&mut changed);
-        assert!(diff_modules(&m, &changed).is_some(), "{what} went unnoticed");
+        assert!(
+            diff_modules(&m, &changed).is_some(),
+            "{what} went unnoticed"
+        );
     }
 }
 

@@ -228,7 +228,11 @@ fn exercise(bytes: &[u8]) -> Result<(), TestCaseError> {
         let again = parse_module(&printed, "printed.hlo").map_err(|e| {
             TestCaseError::fail(format!("printed text does not parse: {e}\n{printed}"))
         })?;
-        prop_assert_eq!(print_module(&again), printed.clone(), "printing is not idempotent");
+        prop_assert_eq!(
+            print_module(&again),
+            printed.clone(),
+            "printing is not idempotent"
+        );
         if module.entry_computation_layout_given {
             prop_assert_eq!(diff_modules(&module, &again), None);
         }

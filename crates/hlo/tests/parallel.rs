@@ -10,11 +10,17 @@ use proptest::prelude::*;
 use hlo::{Module, ParseError, ParseOptions, diff_modules, parse_module_with, print_module};
 
 fn sequential() -> ParseOptions {
-    ParseOptions { parallel_threshold: usize::MAX, ..ParseOptions::default() }
+    ParseOptions {
+        parallel_threshold: usize::MAX,
+        ..ParseOptions::default()
+    }
 }
 
 fn cut_at(offsets: Vec<usize>) -> ParseOptions {
-    ParseOptions { forced_splits: Some(offsets), ..ParseOptions::default() }
+    ParseOptions {
+        forced_splits: Some(offsets),
+        ..ParseOptions::default()
+    }
 }
 
 fn parse(text: &str, options: &ParseOptions) -> Result<Module, ParseError> {
@@ -29,10 +35,7 @@ fn large_module() -> String {
 
 /// The first difference between two parse results, ids included, or
 /// `None` when they are identical.
-fn difference(
-    a: &Result<Module, ParseError>,
-    b: &Result<Module, ParseError>,
-) -> Option<String> {
+fn difference(a: &Result<Module, ParseError>, b: &Result<Module, ParseError>) -> Option<String> {
     let (a, b) = match (a, b) {
         (Ok(a), Ok(b)) => (a, b),
         (Err(a), Err(b)) if a == b => return None,
@@ -52,7 +55,10 @@ fn difference(
         for &id in x.schedule() {
             let (i, j) = (x.inst(id), y.inst(id));
             if i != j || i.operands() != j.operands() {
-                return Some(format!("computation %{}: instruction {id:?} differs", x.name));
+                return Some(format!(
+                    "computation %{}: instruction {id:?} differs",
+                    x.name
+                ));
             }
         }
     }
@@ -88,13 +94,22 @@ fn every_testdata_module_parses_the_same() {
         // Cut at every instruction start, then at awkward places: inside
         // the first token of every line, and at every line end.
         let starts = line_starts(&text);
-        assert_same(&text, &cut_at(starts.clone()), &format!("{name}, every line"));
+        assert_same(
+            &text,
+            &cut_at(starts.clone()),
+            &format!("{name}, every line"),
+        );
         let inside: Vec<usize> = starts.iter().map(|s| s + 1).collect();
         assert_same(&text, &cut_at(inside), &format!("{name}, inside tokens"));
         let ends: Vec<usize> = text.match_indices('\n').map(|(i, _)| i).collect();
         assert_same(&text, &cut_at(ends), &format!("{name}, line ends"));
         // One cut at the middle instruction line of each computation.
-        let middles: Vec<usize> = starts.iter().copied().skip(starts.len() / 2).take(1).collect();
+        let middles: Vec<usize> = starts
+            .iter()
+            .copied()
+            .skip(starts.len() / 2)
+            .take(1)
+            .collect();
         assert_same(&text, &cut_at(middles), &format!("{name}, middle"));
     }
 }
@@ -142,7 +157,11 @@ fn any_single_cut_gives_the_sequential_module() {
     }
     for k in 0..AWKWARD.len() {
         for d in [1, 2, 5, 17, 40, 90] {
-            assert_same(AWKWARD, &cut_at(vec![k, k + d]), &format!("cuts at {k} and {}", k + d));
+            assert_same(
+                AWKWARD,
+                &cut_at(vec![k, k + d]),
+                &format!("cuts at {k} and {}", k + d),
+            );
         }
     }
 }
@@ -153,10 +172,16 @@ fn any_single_cut_gives_the_sequential_module() {
 #[test]
 fn misleading_lines_are_no_problem() {
     let variants = [
-        AWKWARD.replace("\nENTRY %main", "\n// a comment between computations\nENTRY %main"),
+        AWKWARD.replace(
+            "\nENTRY %main",
+            "\n// a comment between computations\nENTRY %main",
+        ),
         AWKWARD.replace("}\n\nENTRY", "} /* a comment */\n\nENTRY"),
         AWKWARD.replace("\n%add (x", "\n  %add (x"),
-        AWKWARD.replace("op_name=\"first\n", "op_name=\"first\n%fake (x: f32[]) -> f32[] {\n"),
+        AWKWARD.replace(
+            "op_name=\"first\n",
+            "op_name=\"first\n%fake (x: f32[]) -> f32[] {\n",
+        ),
         AWKWARD.replace("\n%add (x", "\n%main (x"),
         format!("{AWKWARD}// the end\n"),
         {
@@ -177,7 +202,11 @@ fn misleading_lines_are_no_problem() {
         format!("{large}// the end\n"),
         format!("{}\n/* a comment */{}", &large[..entry], &large[entry..]),
     ] {
-        assert_same(&text, &ParseOptions::default(), "large module with a comment");
+        assert_same(
+            &text,
+            &ParseOptions::default(),
+            "large module with a comment",
+        );
     }
 }
 
@@ -206,12 +235,24 @@ fn check_error(text: &str, at: f64, what: &str, edit: impl Fn(&str, &[String]) -
     let names = entry_names(text);
     let name = &names[(names.len() as f64 * at) as usize];
     let (start, end) = line_of(text, name);
-    let edited = format!("{}{}{}", &text[..start], edit(&text[start..end], &names), &text[end..]);
+    let edited = format!(
+        "{}{}{}",
+        &text[..start],
+        edit(&text[start..end], &names),
+        &text[end..]
+    );
     let expected = parse(&edited, &sequential());
-    let Err(e) = &expected else { panic!("{what}: parsed") };
+    let Err(e) = &expected else {
+        panic!("{what}: parsed")
+    };
     // The cuts: the default ones, on the edited line and around it.
     let mut options = vec![ParseOptions::default()];
-    for cuts in [vec![start], vec![start - 1, start + 2], vec![start + 2], vec![end + 1, end + 3]] {
+    for cuts in [
+        vec![start],
+        vec![start - 1, start + 2],
+        vec![start + 2],
+        vec![end + 1, end + 3],
+    ] {
         options.push(cut_at(cuts));
     }
     let middle = start / 2 + text[start / 2..].find("\n  %").unwrap() + 3;
@@ -221,25 +262,38 @@ fn check_error(text: &str, at: f64, what: &str, edit: impl Fn(&str, &[String]) -
         if let Some(d) = difference(&expected, &got) {
             panic!("{what} ({o:?}): {d}");
         }
-        assert_eq!(got.as_ref().err().map(ToString::to_string), Some(e.to_string()));
+        assert_eq!(
+            got.as_ref().err().map(ToString::to_string),
+            Some(e.to_string())
+        );
     }
 }
 
 #[test]
 fn errors_in_the_second_half_are_the_sequential_ones() {
     let text = large_module();
-    check_error(&text, 0.8, "syntax error", |line, _| line.replacen(" = ", " ", 1));
-    check_error(&text, 0.8, "bad shape", |line, _| line.replacen("f32[", "f33[", 1));
+    check_error(&text, 0.8, "syntax error", |line, _| {
+        line.replacen(" = ", " ", 1)
+    });
+    check_error(&text, 0.8, "bad shape", |line, _| {
+        line.replacen("f32[", "f33[", 1)
+    });
     check_error(&text, 0.8, "duplicate name", |line, names| {
         let name = line.trim_start().split(' ').next().unwrap();
         line.replacen(name, &format!("%{}", names[names.len() / 2]), 1)
     });
-    check_error(&text, 0.8, "unknown operand", |line, _| line.replacen("(%", "(%nowhere_", 1));
-    check_error(&text, 0.8, "second ROOT", |line, _| line.replacen("  %", "  ROOT %", 1));
+    check_error(&text, 0.8, "unknown operand", |line, _| {
+        line.replacen("(%", "(%nowhere_", 1)
+    });
+    check_error(&text, 0.8, "second ROOT", |line, _| {
+        line.replacen("  %", "  ROOT %", 1)
+    });
     check_error(&text, 0.8, "unknown computation", |line, _| {
         format!("{line}, to_apply=%nowhere")
     });
-    check_error(&text, 0.8, "unterminated string", |line, _| format!("{line}, x=\"open"));
+    check_error(&text, 0.8, "unterminated string", |line, _| {
+        format!("{line}, x=\"open")
+    });
     check_error(&text, 0.97, "duplicate name near the end", |line, names| {
         let name = line.trim_start().split(' ').next().unwrap();
         line.replacen(name, &format!("%{}", names[1]), 1)
@@ -254,7 +308,9 @@ fn errors_in_the_second_half_are_the_sequential_ones() {
         1,
     );
     let two = format!("{}{line}{}", &text[..start], &text[end..]);
-    check_error(&two, 0.8, "two errors", |line, _| line.replacen(" = ", " ", 1));
+    check_error(&two, 0.8, "two errors", |line, _| {
+        line.replacen(" = ", " ", 1)
+    });
 }
 
 fn corpus_seed() -> &'static str {

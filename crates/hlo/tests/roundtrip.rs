@@ -49,9 +49,14 @@ fn corpus_round_trips_byte_for_byte() {
         };
         let printed = print_module(&module);
         if printed != text {
-            let line =
-                printed.lines().zip(text.lines()).position(|(a, b)| a != b).map_or(0, |i| i + 1);
-            failures.push(format!("{name}: printed text differs from the input at line {line}"));
+            let line = printed
+                .lines()
+                .zip(text.lines())
+                .position(|(a, b)| a != b)
+                .map_or(0, |i| i + 1);
+            failures.push(format!(
+                "{name}: printed text differs from the input at line {line}"
+            ));
             continue;
         }
         let again = parse_module(&printed, &name).expect("printed text parses");
@@ -77,7 +82,11 @@ fn corpus_round_trips_byte_for_byte() {
 /// the two by hand gives the same computations.
 #[test]
 fn module_equals_outline_plus_computations() {
-    for path in corpus_files().into_iter().filter(|p| p.ends_with("optimized.hlo")).take(4) {
+    for path in corpus_files()
+        .into_iter()
+        .filter(|p| p.ends_with("optimized.hlo"))
+        .take(4)
+    {
         let text = std::fs::read_to_string(&path).unwrap();
         let module = parse_module(&text, "t").unwrap();
         let o = outline(&text, "t").unwrap();

@@ -23,7 +23,10 @@ fn problems(extra: &str, body: &str) -> Vec<(String, String)> {
 fn expect(extra: &str, body: &str, expected: &[(&str, &str)]) {
     let got = problems(extra, body);
     let ok = got.len() == expected.len()
-        && got.iter().zip(expected).all(|((i, m), (ei, em))| i == ei && m.contains(em));
+        && got
+            .iter()
+            .zip(expected)
+            .all(|((i, m), (ei, em))| i == ei && m.contains(em));
     assert!(ok, "expected {expected:?}\n     got {got:?}");
 }
 
@@ -52,7 +55,10 @@ fn broadcast_dimensions_must_map_sizes() {
     expect(
         "",
         "  %a = f32[3]{0} parameter(0)\n  ROOT %b = f32[2,4]{1,0} broadcast(%a), dimensions={1}",
-        &[("b", "operand dimension 0 (size 3) maps to result dimension 1 of size 4")],
+        &[(
+            "b",
+            "operand dimension 0 (size 3) maps to result dimension 1 of size 4",
+        )],
     );
 }
 
@@ -93,7 +99,10 @@ fn dot_dimensions_must_match() {
     expect(
         "",
         "  %a = f32[2,3]{1,0} parameter(0)\n  %b = f32[4,5]{1,0} parameter(1)\n  ROOT %d = f32[2,5]{1,0} dot(%a, %b), lhs_contracting_dims={1}, rhs_contracting_dims={0}",
-        &[("d", "lhs dimension 1 (size 3) and rhs dimension 0 (size 4) must match")],
+        &[(
+            "d",
+            "lhs dimension 1 (size 3) and rhs dimension 0 (size 4) must match",
+        )],
     );
     expect(
         "",
@@ -171,7 +180,10 @@ fn dynamic_slice_sizes() {
     expect(
         "",
         "  %a = f32[4,4]{1,0} parameter(0)\n  %i = s32[] parameter(1)\n  ROOT %d = f32[2,2]{1,0} dynamic-slice(%a, %i, %i), dynamic_slice_sizes={2,5}",
-        &[("d", "does not fit the operand"), ("d", "differs from the result")],
+        &[
+            ("d", "does not fit the operand"),
+            ("d", "differs from the result"),
+        ],
     );
 }
 
@@ -190,7 +202,10 @@ fn iota_select_clamp_reverse() {
     expect(
         "",
         "  %lo = f32[3]{0} parameter(0)\n  %a = f32[2]{0} parameter(1)\n  ROOT %c = f32[2]{0} clamp(%lo, %a, %lo)",
-        &[("c", "bound 0 must be a scalar"), ("c", "bound 2 must be a scalar")],
+        &[
+            ("c", "bound 0 must be a scalar"),
+            ("c", "bound 2 must be a scalar"),
+        ],
     );
     expect(
         "",
@@ -231,7 +246,10 @@ fn called_computations_have_matching_parameter_counts() {
     expect(
         three,
         "  %a = f32[2]{0} parameter(0)\n  %i = f32[] constant(0)\n  ROOT %r = f32[] reduce(%a, %i), dimensions={0}, to_apply=%three",
-        &[("r", "computation %three (to_apply) has 3 parameters, but 2 are expected")],
+        &[(
+            "r",
+            "computation %three (to_apply) has 3 parameters, but 2 are expected",
+        )],
     );
 }
 
@@ -242,7 +260,10 @@ fn while_condition_and_body_shapes() {
     expect(
         &format!("{cond}{body}"),
         "  %a = f32[] parameter(0)\n  ROOT %w = f32[] while(%a), condition=%cond, body=%body",
-        &[("w", "condition %cond returns f32[], not pred[]"), ("w", "body %body returns s32[]")],
+        &[
+            ("w", "condition %cond returns f32[], not pred[]"),
+            ("w", "body %body returns s32[]"),
+        ],
     );
 }
 
@@ -268,14 +289,25 @@ fn names_are_unique_in_the_module() {
     expect(
         other,
         "  %x = f32[] parameter(0)\n  ROOT %c = f32[] call(%x), to_apply=%other",
-        &[("x", "instruction name %x is already used in computation %other")],
+        &[(
+            "x",
+            "instruction name %x is already used in computation %other",
+        )],
     );
 }
 
 #[test]
 fn layouts_must_be_valid_for_their_shapes() {
-    expect("", "  ROOT %a = f32[4,6]{1,0:T(2,*)} parameter(0)", &[("a", "tile 0 ends with '*'")]);
-    expect("", "  ROOT %a = f32[4,6]{0,0} parameter(0)", &[("a", "not a permutation")]);
+    expect(
+        "",
+        "  ROOT %a = f32[4,6]{1,0:T(2,*)} parameter(0)",
+        &[("a", "tile 0 ends with '*'")],
+    );
+    expect(
+        "",
+        "  ROOT %a = f32[4,6]{0,0} parameter(0)",
+        &[("a", "not a permutation")],
+    );
     // The parser refuses a tile size of zero, so the verifier's own check
     // (for modules built in code) is reached by editing a parsed layout.
     let text = "HloModule t\nENTRY %main {\n  ROOT %a = f32[4,6]{1,0:T(2,2)} parameter(0)\n}\n";
@@ -283,11 +315,19 @@ fn layouts_must_be_valid_for_their_shapes() {
     let entry = m.entry;
     let comp = m.computation_mut(entry);
     let root = comp.root().expect("the entry has a root");
-    let layout = comp.inst_mut(root).shape.as_array_mut().and_then(|a| a.layout.as_mut()).expect("an array with a layout");
+    let layout = comp
+        .inst_mut(root)
+        .shape
+        .as_array_mut()
+        .and_then(|a| a.layout.as_mut())
+        .expect("an array with a layout");
     layout.tiles[0].dims[0] = 0;
     let errors: Vec<String> = verify_module(&m).iter().map(ToString::to_string).collect();
     assert_eq!(errors.len(), 1, "{errors:?}");
-    assert!(errors[0].contains("tile sizes must be positive"), "{errors:?}");
+    assert!(
+        errors[0].contains("tile sizes must be positive"),
+        "{errors:?}"
+    );
 }
 
 #[test]
@@ -295,7 +335,10 @@ fn custom_call_layout_constraints_match_operands() {
     expect(
         "",
         "  %a = f32[4]{0} parameter(0)\n  ROOT %c = f32[4]{0} custom-call(%a), custom_call_target=\"x\", operand_layout_constraints={f32[5]{0}}",
-        &[("c", "operand layout constraint 0 f32[5] does not match the operand f32[4]")],
+        &[(
+            "c",
+            "operand layout constraint 0 f32[5] does not match the operand f32[4]",
+        )],
     );
 }
 
@@ -317,8 +360,10 @@ fn entry_computation_layout_matches_the_entry() {
 #[test]
 fn entry_computation_layout_layouts_are_validated() {
     let text = "HloModule t, entry_computation_layout={(f32[2,3]{0,0})->f32[2,3]{1,0}}\nENTRY %main {\n  ROOT %a = f32[2,3]{1,0} parameter(0)\n}\n";
-    let messages: Vec<String> =
-        verify_module(&parse_module(text, "t").unwrap()).iter().map(ToString::to_string).collect();
+    let messages: Vec<String> = verify_module(&parse_module(text, "t").unwrap())
+        .iter()
+        .map(ToString::to_string)
+        .collect();
     assert_eq!(messages.len(), 1, "{messages:?}");
     assert!(
         messages[0].starts_with("module: entry_computation_layout parameter 0 f32[2,3]{0,0}: "),
@@ -367,7 +412,8 @@ fn problems_of_built_modules() {
         // A call to a computation that does not exist.
         let mut call =
             Instruction::new("call", Opcode::Call, Shape::array(PrimitiveType::F32, &[2]));
-        call.attrs.set(KnownAttr::ToApply, AttrValue::Computation(CompId(9)));
+        call.attrs
+            .set(KnownAttr::ToApply, AttrValue::Computation(CompId(9)));
         c.add(call, &[a]).unwrap();
     }
     m.computations.push(Computation::new("empty"));
@@ -392,26 +438,41 @@ fn called_computations_take_the_shapes_they_are_passed() {
     expect(
         &format!("{body}{cond}"),
         "  %a = f32[4]{0} parameter(0)\n  ROOT %w = f32[4]{0} while(%a), condition=%cond, body=%body",
-        &[("w", "passes f32[4] as parameter 0 of %cond (condition), which takes bf16[4]")],
+        &[(
+            "w",
+            "passes f32[4] as parameter 0 of %cond (condition), which takes bf16[4]",
+        )],
     );
     let callee = "%f (x: f32[2,3], y: f32[3]) -> f32[3] {\n  %x = f32[2,3] parameter(0)\n  ROOT %y = f32[3] parameter(1)\n}\n";
     expect(
         callee,
         "  %a = f32[3,2]{1,0} parameter(0)\n  %b = f32[3]{0} parameter(1)\n  ROOT %c = f32[3]{0} call(%a, %b), to_apply=%f",
-        &[("c", "passes f32[3,2] as parameter 0 of %f (to_apply), which takes f32[2,3]")],
+        &[(
+            "c",
+            "passes f32[3,2] as parameter 0 of %f (to_apply), which takes f32[2,3]",
+        )],
     );
     expect(
         callee,
         "  %a = f32[3,2]{1,0} parameter(0)\n  %b = f32[3]{0} parameter(1)\n  ROOT %c = f32[3]{0} fusion(%a, %b), kind=kLoop, calls=%f",
-        &[("c", "passes f32[3,2] as parameter 0 of %f (calls), which takes f32[2,3]")],
+        &[(
+            "c",
+            "passes f32[3,2] as parameter 0 of %f (calls), which takes f32[2,3]",
+        )],
     );
     let branch = "%br (x: s32[2]) -> f32[3] {\n  %x = s32[2] parameter(0)\n  ROOT %k = f32[3] constant({1, 2, 3})\n}\n";
     expect(
         branch,
         "  %p = pred[] parameter(0)\n  %a = f32[2]{0} parameter(1)\n  ROOT %c = f32[3]{0} conditional(%p, %a, %a), true_computation=%br, false_computation=%br",
         &[
-            ("c", "passes f32[2] as parameter 0 of %br (branch), which takes s32[2]"),
-            ("c", "passes f32[2] as parameter 0 of %br (branch), which takes s32[2]"),
+            (
+                "c",
+                "passes f32[2] as parameter 0 of %br (branch), which takes s32[2]",
+            ),
+            (
+                "c",
+                "passes f32[2] as parameter 0 of %br (branch), which takes s32[2]",
+            ),
         ],
     );
     // Matching shapes pass, layouts aside.

@@ -305,7 +305,11 @@ impl<'m> Interp<'m> {
         data: Vec<u64>,
         poison: Option<Vec<bool>>,
     ) -> Result<Value, EvalError> {
-        Ok(Value::Array(Buffer::from_logical_bits_poison(shape.clone(), data, poison)?))
+        Ok(Value::Array(Buffer::from_logical_bits_poison(
+            shape.clone(),
+            data,
+            poison,
+        )?))
     }
 
     /// The topological order (operands first) of the instructions the
@@ -387,7 +391,12 @@ impl<'m> Interp<'m> {
     }
 
     /// Pushes a frame for `comp_id` (what a recursive call's prologue did).
-    fn enter(&mut self, stack: &mut Vec<Frame>, comp_id: CompId, args: Vec<Value>) -> Result<(), EvalError> {
+    fn enter(
+        &mut self,
+        stack: &mut Vec<Frame>,
+        comp_id: CompId,
+        args: Vec<Value>,
+    ) -> Result<(), EvalError> {
         if self.depth >= self.limits.max_call_depth {
             return Err(EvalError::limit(format!(
                 "calls nest deeper than max_call_depth = {} (a recursive computation?)",
@@ -404,8 +413,15 @@ impl<'m> Interp<'m> {
                 args.len()
             )));
         }
-        let root = comp.root().ok_or_else(|| EvalError::msg("computation has no root"))?;
-        let bound = comp.graph().node_indices().map(|n| n.index() + 1).max().unwrap_or(0);
+        let root = comp
+            .root()
+            .ok_or_else(|| EvalError::msg("computation has no root"))?;
+        let bound = comp
+            .graph()
+            .node_indices()
+            .map(|n| n.index() + 1)
+            .max()
+            .unwrap_or(0);
         let mut remaining = vec![0u32; bound];
         for &id in order.iter() {
             for op in comp.operands(id) {
@@ -413,12 +429,26 @@ impl<'m> Interp<'m> {
             }
         }
         self.depth += 1;
-        stack.push(Frame { comp: comp_id, order, pos: 0, args, values: vec![None; bound], remaining, root, then: Then::Nothing });
+        stack.push(Frame {
+            comp: comp_id,
+            order,
+            pos: 0,
+            args,
+            values: vec![None; bound],
+            remaining,
+            root,
+            then: Then::Nothing,
+        });
         Ok(())
     }
 
     /// Runs frames until the one pushed for `comp_id` returns.
-    fn run_frames(&mut self, stack: &mut Vec<Frame>, comp_id: CompId, args: Vec<Value>) -> Result<Value, EvalError> {
+    fn run_frames(
+        &mut self,
+        stack: &mut Vec<Frame>,
+        comp_id: CompId,
+        args: Vec<Value>,
+    ) -> Result<Value, EvalError> {
         self.enter(stack, comp_id, args)?;
         // What the frame on top receives from the callee that just returned.
         let mut returned: Option<Result<Value, EvalError>> = None;
@@ -490,7 +520,11 @@ impl<'m> Interp<'m> {
 
     /// Finishes the frame's current instruction with its result (what the
     /// loop of a recursive evaluator did after `instruction`).
-    fn complete(&mut self, frame: &mut Frame, result: Result<Value, EvalError>) -> Result<(), EvalError> {
+    fn complete(
+        &mut self,
+        frame: &mut Frame,
+        result: Result<Value, EvalError>,
+    ) -> Result<(), EvalError> {
         let module = self.module;
         let comp = &module.computations[frame.comp.index()];
         let id = frame.order[frame.pos];
@@ -516,7 +550,11 @@ impl<'m> Interp<'m> {
     /// For an instruction that runs another computation (call, fusion,
     /// conditional, while), the computation to enter first, its arguments,
     /// and what to do with its result.
-    fn control(&mut self, inst: &Instruction, ops: &[&Value]) -> Result<Option<(CompId, Vec<Value>, Then)>, EvalError> {
+    fn control(
+        &mut self,
+        inst: &Instruction,
+        ops: &[&Value],
+    ) -> Result<Option<(CompId, Vec<Value>, Then)>, EvalError> {
         use Opcode as O;
         match inst.opcode {
             O::Call | O::Fusion | O::While | O::Conditional => {}
@@ -527,16 +565,28 @@ impl<'m> Interp<'m> {
         }
         match inst.opcode {
             O::Call | O::Fusion => {
-                let key = if inst.opcode == O::Call { KnownAttr::ToApply } else { KnownAttr::Calls };
+                let key = if inst.opcode == O::Call {
+                    KnownAttr::ToApply
+                } else {
+                    KnownAttr::Calls
+                };
                 let comp = comp_attr(inst, key)?;
-                Ok(Some((comp, ops.iter().map(|v| (*v).clone()).collect(), Then::Result)))
+                Ok(Some((
+                    comp,
+                    ops.iter().map(|v| (*v).clone()).collect(),
+                    Then::Result,
+                )))
             }
             O::While => {
                 arity(ops, 1)?;
                 let cond = comp_attr(inst, KnownAttr::Condition)?;
                 comp_attr(inst, KnownAttr::Body)?;
                 let state = ops[0].clone();
-                Ok(Some((cond, vec![state.clone()], Then::Condition { state, trips: 0 })))
+                Ok(Some((
+                    cond,
+                    vec![state.clone()],
+                    Then::Condition { state, trips: 0 },
+                )))
             }
             _ => {
                 let (comp, arg) = self.branch(inst, ops)?;
@@ -547,7 +597,11 @@ impl<'m> Interp<'m> {
 
     /// Hands the frame's current instruction the result of the computation
     /// it ran, and goes on with the loop it runs, if any.
-    fn resume(&mut self, frame: &mut Frame, r: Result<Value, EvalError>) -> Result<Step, EvalError> {
+    fn resume(
+        &mut self,
+        frame: &mut Frame,
+        r: Result<Value, EvalError>,
+    ) -> Result<Step, EvalError> {
         let module = self.module;
         let inst = module.computations[frame.comp.index()].inst(frame.order[frame.pos]);
         let result = match std::mem::replace(&mut frame.then, Then::Nothing) {
@@ -555,12 +609,19 @@ impl<'m> Interp<'m> {
             Then::Result => r,
             Then::Condition { state, trips } => {
                 let cond = comp_attr(inst, KnownAttr::Condition)?;
-                match r.map_err(|e| e.within(&self.comp_name(cond))).and_then(|c| scalar_pred(&c)) {
+                match r
+                    .map_err(|e| e.within(&self.comp_name(cond)))
+                    .and_then(|c| scalar_pred(&c))
+                {
                     Ok(false) => Ok(state),
                     Ok(true) => match self.next_trip(trips) {
                         Ok(()) => {
                             let body = comp_attr(inst, KnownAttr::Body)?;
-                            return Ok(Step::Enter(body, vec![state], Then::Body { trips: trips + 1 }));
+                            return Ok(Step::Enter(
+                                body,
+                                vec![state],
+                                Then::Body { trips: trips + 1 },
+                            ));
                         }
                         Err(e) => Err(e),
                     },
@@ -572,7 +633,11 @@ impl<'m> Interp<'m> {
                 match r.map_err(|e| e.within(&self.comp_name(body))) {
                     Ok(state) => {
                         let cond = comp_attr(inst, KnownAttr::Condition)?;
-                        return Ok(Step::Enter(cond, vec![state.clone()], Then::Condition { state, trips }));
+                        return Ok(Step::Enter(
+                            cond,
+                            vec![state.clone()],
+                            Then::Condition { state, trips },
+                        ));
                     }
                     Err(e) => Err(e),
                 }

@@ -208,7 +208,11 @@ impl SlotMap {
             return Ok(SlotMap::Strided(strides));
         }
         let expansion = Expansion::new(shape).map_err(EvalError::layout)?;
-        if layout.tiles.iter().all(|t| !t.dims.contains(&shape::Tile::COMBINE)) {
+        if layout
+            .tiles
+            .iter()
+            .all(|t| !t.dims.contains(&shape::Tile::COMBINE))
+        {
             // Each output dimension of every level is a function of one
             // logical dimension, so the slot is the sum of each
             // dimension's own term (all zero at index 0).
@@ -233,9 +237,15 @@ impl SlotMap {
     /// The slot of the element at `index` (in range).
     fn slot_of(&self, dims: &[i64], index: &[i64]) -> u64 {
         match self {
-            SlotMap::Identity => row_major_strides(dims).iter().zip(index).map(|(s, i)| s * i).sum::<i64>() as u64,
+            SlotMap::Identity => row_major_strides(dims)
+                .iter()
+                .zip(index)
+                .map(|(s, i)| s * i)
+                .sum::<i64>() as u64,
             SlotMap::Strided(st) => st.iter().zip(index).map(|(s, i)| s * i).sum::<i64>() as u64,
-            SlotMap::Separable(offsets) => offsets.iter().zip(index).map(|(o, &i)| o[i as usize]).sum(),
+            SlotMap::Separable(offsets) => {
+                offsets.iter().zip(index).map(|(o, &i)| o[i as usize]).sum()
+            }
             SlotMap::Tiled(e) => e.linear_index_unchecked(index),
         }
     }
@@ -365,7 +375,9 @@ impl Buffer {
         poison: Option<Vec<bool>>,
     ) -> Result<Buffer, EvalError> {
         let mut out = Buffer::from_logical_bits(shape, data)?;
-        let Some(poison) = poison.filter(|p| p.contains(&true)) else { return Ok(out) };
+        let Some(poison) = poison.filter(|p| p.contains(&true)) else {
+            return Ok(out);
+        };
         let table = SlotMap::new(&out.shape)?.table(&out.shape.dims);
         let mut mask = match out.poison.take() {
             Some(m) => Arc::unwrap_or_clone(m),
@@ -384,7 +396,9 @@ impl Buffer {
     /// them are poison (`None` when none is): for data movements, which
     /// carry a physical view's padding along instead of reading it.
     pub(crate) fn logical_bits_poison(&self) -> Result<LogicalBits<'_>, EvalError> {
-        let Some(mask) = &self.poison else { return Ok((self.logical_bits()?, None)) };
+        let Some(mask) = &self.poison else {
+            return Ok((self.logical_bits()?, None));
+        };
         let table = SlotMap::new(&self.shape)?.table(&self.shape.dims);
         let mut bits = Vec::with_capacity(table.len());
         let mut poison = Vec::with_capacity(table.len());
@@ -613,7 +627,9 @@ mod tests {
     fn separable_slots_match_the_expansion() {
         let mut state = 0x9E37_79B9u64;
         let mut next = |n: u64| {
-            state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            state = state
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
             (state >> 33) % n
         };
         let mut separable = 0;
@@ -624,18 +640,45 @@ mod tests {
             for i in (1..rank).rev() {
                 m2m.swap(i, next(i as u64 + 1) as usize);
             }
-            let tiles: &[&str] = &["", "T(2,4)", "T(8,128)", "T(4,128)(2,1)", "T(3)", "T(256)(128)(2,1)", "T(2)(2,1)", "T(2,2)(1,2)"];
+            let tiles: &[&str] = &[
+                "",
+                "T(2,4)",
+                "T(8,128)",
+                "T(4,128)(2,1)",
+                "T(3)",
+                "T(256)(128)(2,1)",
+                "T(2)(2,1)",
+                "T(2,2)(1,2)",
+            ];
             let order: Vec<String> = m2m.iter().map(ToString::to_string).collect();
-            let text = format!("s8[{}]{{{}:{}}}", dims.iter().map(ToString::to_string).collect::<Vec<_>>().join(","), order.join(","), tiles[next(tiles.len() as u64) as usize]);
+            let text = format!(
+                "s8[{}]{{{}:{}}}",
+                dims.iter()
+                    .map(ToString::to_string)
+                    .collect::<Vec<_>>()
+                    .join(","),
+                order.join(","),
+                tiles[next(tiles.len() as u64) as usize]
+            );
             let text = text.replace(":}", "}").replace("[]{}", "[]");
-            let Ok(shape::Shape::Array(a)) = shape::parse_shape(&text) else { panic!("{text}") };
+            let Ok(shape::Shape::Array(a)) = shape::parse_shape(&text) else {
+                panic!("{text}")
+            };
             let Ok(map) = SlotMap::new(&a) else { continue };
             let Ok(e) = Expansion::new(&a) else { continue };
             let table = map.table(&a.dims);
             let mut i = 0;
             for_each_index(&a.dims, |idx| {
-                assert_eq!(table[i], e.linear_index_unchecked(idx), "case {case}: {text} at {idx:?}");
-                assert_eq!(map.slot_of(&a.dims, idx), table[i], "case {case}: {text} at {idx:?}");
+                assert_eq!(
+                    table[i],
+                    e.linear_index_unchecked(idx),
+                    "case {case}: {text} at {idx:?}"
+                );
+                assert_eq!(
+                    map.slot_of(&a.dims, idx),
+                    table[i],
+                    "case {case}: {text} at {idx:?}"
+                );
                 i += 1;
             });
             separable += usize::from(matches!(map, SlotMap::Separable(_)));

@@ -150,7 +150,10 @@ ENTRY %main (p: f32[3,5]) -> f32[5,3] {
 }
 "#;
     let e = run(text, &args).unwrap_err();
-    assert!(matches!(&e, EvalError::Poison { inst, .. } if inst == "%b"), "{e}");
+    assert!(
+        matches!(&e, EvalError::Poison { inst, .. } if inst == "%b"),
+        "{e}"
+    );
 }
 
 #[test]
@@ -179,10 +182,23 @@ ENTRY %main (p: f32[3,5]) -> f32[3,5] {
     // Without the slice the padding reaches the negate: an error.
     let unsliced = expanded
         .replace("  %s = f32[3,5]{1,0} slice(%m), slice={[0:3], [0:5]}\n", "")
-        .replace("ROOT %n = f32[3,5]{1,0} negate(%s)", "ROOT %n = f32[4,6]{1,0} negate(%m)")
+        .replace(
+            "ROOT %n = f32[3,5]{1,0} negate(%s)",
+            "ROOT %n = f32[4,6]{1,0} negate(%m)",
+        )
         .replace("-> f32[3,5] {", "-> f32[4,6] {");
-    let e = run(&unsliced, &[floats("f32[3,5]", &(0..15).map(f64::from).collect::<Vec<_>>())]).unwrap_err();
-    assert!(matches!(&e, EvalError::Poison { inst, .. } if inst == "%n"), "{e}");
+    let e = run(
+        &unsliced,
+        &[floats(
+            "f32[3,5]",
+            &(0..15).map(f64::from).collect::<Vec<_>>(),
+        )],
+    )
+    .unwrap_err();
+    assert!(
+        matches!(&e, EvalError::Poison { inst, .. } if inst == "%n"),
+        "{e}"
+    );
 }
 
 #[test]

@@ -253,8 +253,15 @@ fn an_untiled_constraint_fixes_only_the_order() {
     // On a tiled target the operand of a call constrained to {1,0} is
     // tiled in that order: the callee reads it as it is (docs/tpu.md).
     let tiled = OPAQUE
-        .replace("%p = f32[4,8]{1,0} parameter(0)", "%p = f32[4,8]{1,0:T(8,128)} parameter(0)")
-        .replace("HloModule t", "HloModule t, entry_computation_layout={(f32[4,8]{1,0:T(8,128)})->f32[4,8]{1,0}}");
-    let report = check_equivalent(&module(OPAQUE), &module(&tiled), &[1], &Limits::default()).unwrap();
+        .replace(
+            "%p = f32[4,8]{1,0} parameter(0)",
+            "%p = f32[4,8]{1,0:T(8,128)} parameter(0)",
+        )
+        .replace(
+            "HloModule t",
+            "HloModule t, entry_computation_layout={(f32[4,8]{1,0:T(8,128)})->f32[4,8]{1,0}}",
+        );
+    let report =
+        check_equivalent(&module(OPAQUE), &module(&tiled), &[1], &Limits::default()).unwrap();
     assert_eq!(report.elements_compared, 32);
 }

@@ -20,7 +20,10 @@ fn negated(nesting: Nesting, depth: usize) {
     let input: Vec<f64> = (0..32).map(|i| f64::from(i) - 7.5).collect();
     let arg = floats("f32[4,8]", &input);
     let sign = if nesting == Nesting::While { 1.0 } else { -1.0 };
-    let expected = floats("f32[4,8]", &input.iter().map(|x| sign * x).collect::<Vec<_>>());
+    let expected = floats(
+        "f32[4,8]",
+        &input.iter().map(|x| sign * x).collect::<Vec<_>>(),
+    );
     for physical in [false, true] {
         let out = if physical {
             interp::evaluate(&m, std::slice::from_ref(&arg), &Limits::default())
@@ -28,7 +31,8 @@ fn negated(nesting: Nesting, depth: usize) {
             interp::evaluate_logical(&m, std::slice::from_ref(&arg), &Limits::default())
         };
         let out = out.unwrap_or_else(|e| panic!("{nesting:?} x {depth}: {e}"));
-        interp::logical_eq(&out, &expected).unwrap_or_else(|e| panic!("{nesting:?} x {depth}: {e}"));
+        interp::logical_eq(&out, &expected)
+            .unwrap_or_else(|e| panic!("{nesting:?} x {depth}: {e}"));
     }
 }
 
@@ -47,8 +51,13 @@ fn deep_loops_conditionals_and_fusions_evaluate() {
 #[test]
 fn a_deep_chain_checks_equivalent_to_itself() {
     let m = parse(&deep_module(100_000, Nesting::Call));
-    let report = interp::check_equivalent(&m, &m, &[1], &Limits::default()).expect("the chain is equivalent to itself");
-    assert_eq!((report.seeds, report.elements_compared), (1, 32), "{report:?}");
+    let report = interp::check_equivalent(&m, &m, &[1], &Limits::default())
+        .expect("the chain is equivalent to itself");
+    assert_eq!(
+        (report.seeds, report.elements_compared),
+        (1, 32),
+        "{report:?}"
+    );
 }
 
 #[test]
@@ -56,14 +65,25 @@ fn an_error_at_the_bottom_of_a_deep_chain_names_both_ends() {
     let depth = 100_000;
     let m = parse(&deep_module(depth, Nesting::Call));
     // The innermost negate is the first instruction that produces elements.
-    let limits = Limits { max_work: 10, ..Limits::default() };
+    let limits = Limits {
+        max_work: 10,
+        ..Limits::default()
+    };
     let e = interp::evaluate(&m, &[floats("f32[4,8]", &[0.; 32])], &limits).unwrap_err();
     assert!(matches!(e, EvalError::Limit { .. }), "{e}");
     let text = e.to_string();
     // The outermost caller, the cut, and the innermost instruction; the
     // path does not grow with the depth.
-    assert!(text.starts_with("%r > … > "), "{}", &text[..text.len().min(300)]);
-    assert!(text.contains("%r1 > %r0: "), "{}", &text[..text.len().min(300)]);
+    assert!(
+        text.starts_with("%r > … > "),
+        "{}",
+        &text[..text.len().min(300)]
+    );
+    assert!(
+        text.contains("%r1 > %r0: "),
+        "{}",
+        &text[..text.len().min(300)]
+    );
     assert!(text.len() < 2000, "{} bytes", text.len());
 }
 
@@ -82,5 +102,9 @@ ENTRY %main (p: f32[]) -> f32[] {
     let m = parse(text);
     let e = interp::evaluate(&m, &[floats("f32[]", &[1.])], &Limits::default()).unwrap_err();
     assert!(matches!(e, EvalError::Limit { .. }), "{e}");
-    assert!(e.to_string().contains("max_call_depth = 262144"), "{}", &e.to_string()[..200]);
+    assert!(
+        e.to_string().contains("max_call_depth = 262144"),
+        "{}",
+        &e.to_string()[..200]
+    );
 }

@@ -11,8 +11,13 @@ use std::time::Duration;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut args = std::env::args().skip(1);
-    let addr: SocketAddr = args.next().unwrap_or_else(|| "127.0.0.1:8080".into()).parse()?;
-    let path = args.next().ok_or("usage: client ADDR MODULE.hlo [TARGET]")?;
+    let addr: SocketAddr = args
+        .next()
+        .unwrap_or_else(|| "127.0.0.1:8080".into())
+        .parse()?;
+    let path = args
+        .next()
+        .ok_or("usage: client ADDR MODULE.hlo [TARGET]")?;
     let target = args.next().unwrap_or_else(|| "cpu".into());
     let text = std::fs::read_to_string(&path)?;
 
@@ -22,20 +27,40 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let answer = client.request(
         "POST",
         "/v1/layout-assignment",
-        &[("content-type", "application/json"), ("accept", "application/json")],
+        &[
+            ("content-type", "application/json"),
+            ("accept", "application/json"),
+        ],
         body.to_string().as_bytes(),
     )?;
     let v: serde_json::Value = serde_json::from_slice(&answer.body)?;
     if answer.status != 200 {
         // Every error answer is {"error": {"kind", "message", ...}}.
-        return Err(format!("{} {}: {}", answer.status, v["error"]["kind"], v["error"]["message"]).into());
+        return Err(format!(
+            "{} {}: {}",
+            answer.status, v["error"]["kind"], v["error"]["message"]
+        )
+        .into());
     }
     let module = v["module"].as_str().unwrap_or_default();
     let stats = &v["report"]["stats"];
     println!("{}", module.lines().next().unwrap_or_default());
-    println!("{} copies, {} bitcasts, {} bytes moved", stats["copies"], stats["bitcasts"], stats["bytes_moved"]);
-    for copy in v["report"]["layout_assignment"]["copies"].as_array().into_iter().flatten() {
-        println!("  copy %{} {} -> {}: {}", copy["name"].as_str().unwrap_or(""), copy["from"], copy["to"], copy["why"]);
+    println!(
+        "{} copies, {} bitcasts, {} bytes moved",
+        stats["copies"], stats["bitcasts"], stats["bytes_moved"]
+    );
+    for copy in v["report"]["layout_assignment"]["copies"]
+        .as_array()
+        .into_iter()
+        .flatten()
+    {
+        println!(
+            "  copy %{} {} -> {}: {}",
+            copy["name"].as_str().unwrap_or(""),
+            copy["from"],
+            copy["to"],
+            copy["why"]
+        );
     }
     println!("semantic check: {}", v["semantic_check"]["result"]);
     Ok(())

@@ -22,7 +22,10 @@ impl ClientResponse {
     /// The first value of a header.
     pub fn header(&self, name: &str) -> Option<&str> {
         let name = name.to_ascii_lowercase();
-        self.headers.iter().find(|(n, _)| *n == name).map(|(_, v)| v.as_str())
+        self.headers
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map(|(_, v)| v.as_str())
     }
 
     /// The body as text (lossy).
@@ -41,7 +44,11 @@ pub struct Client {
 impl Client {
     /// A client of `addr`; each read and write waits at most `timeout`.
     pub fn new(addr: SocketAddr, timeout: Duration) -> Client {
-        Client { addr, timeout, conn: None }
+        Client {
+            addr,
+            timeout,
+            conn: None,
+        }
     }
 
     fn connect(&self) -> io::Result<BufReader<TcpStream>> {
@@ -54,7 +61,13 @@ impl Client {
 
     /// Sends one request and reads its answer. A request on a kept-alive
     /// connection that the server had closed is retried once on a new one.
-    pub fn request(&mut self, method: &str, path: &str, headers: &[(&str, &str)], body: &[u8]) -> io::Result<ClientResponse> {
+    pub fn request(
+        &mut self,
+        method: &str,
+        path: &str,
+        headers: &[(&str, &str)],
+        body: &[u8],
+    ) -> io::Result<ClientResponse> {
         let reused = self.conn.is_some();
         match self.try_request(method, path, headers, body) {
             Ok(r) => Ok(r),
@@ -75,12 +88,22 @@ impl Client {
         }
     }
 
-    fn try_request(&mut self, method: &str, path: &str, headers: &[(&str, &str)], body: &[u8]) -> io::Result<ClientResponse> {
+    fn try_request(
+        &mut self,
+        method: &str,
+        path: &str,
+        headers: &[(&str, &str)],
+        body: &[u8],
+    ) -> io::Result<ClientResponse> {
         let mut conn = match self.conn.take() {
             Some(c) => c,
             None => self.connect()?,
         };
-        let mut head = format!("{method} {path} HTTP/1.1\r\nHost: {}\r\nContent-Length: {}\r\n", self.addr, body.len());
+        let mut head = format!(
+            "{method} {path} HTTP/1.1\r\nHost: {}\r\nContent-Length: {}\r\n",
+            self.addr,
+            body.len()
+        );
         for (k, v) in headers {
             head.push_str(k);
             head.push_str(": ");
@@ -95,7 +118,9 @@ impl Client {
             s.flush()?;
         }
         let response = read_response(&mut conn)?;
-        let close = response.header("connection").is_some_and(|v| v.eq_ignore_ascii_case("close"));
+        let close = response
+            .header("connection")
+            .is_some_and(|v| v.eq_ignore_ascii_case("close"));
         if !close {
             self.conn = Some(conn);
         }
@@ -107,13 +132,21 @@ impl Client {
 pub fn read_response(r: &mut impl BufRead) -> io::Result<ClientResponse> {
     let mut line = String::new();
     if r.read_line(&mut line)? == 0 {
-        return Err(io::Error::new(io::ErrorKind::UnexpectedEof, "the server closed the connection"));
+        return Err(io::Error::new(
+            io::ErrorKind::UnexpectedEof,
+            "the server closed the connection",
+        ));
     }
     let status = line
         .split_whitespace()
         .nth(1)
         .and_then(|s| s.parse().ok())
-        .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidData, format!("bad status line: {line:?}")))?;
+        .ok_or_else(|| {
+            io::Error::new(
+                io::ErrorKind::InvalidData,
+                format!("bad status line: {line:?}"),
+            )
+        })?;
     let mut headers = Vec::new();
     loop {
         line.clear();
@@ -143,13 +176,19 @@ pub fn read_response(r: &mut impl BufRead) -> io::Result<ClientResponse> {
             }
         }
     } else if let Some(n) = get("content-length") {
-        let n: usize = n.parse().map_err(|_| io::Error::new(io::ErrorKind::InvalidData, "bad content-length"))?;
+        let n: usize = n
+            .parse()
+            .map_err(|_| io::Error::new(io::ErrorKind::InvalidData, "bad content-length"))?;
         body = vec![0; n];
         r.read_exact(&mut body)?;
     } else if status != 204 && status != 304 {
         r.read_to_end(&mut body)?;
     }
-    Ok(ClientResponse { status, headers, body })
+    Ok(ClientResponse {
+        status,
+        headers,
+        body,
+    })
 }
 
 /// A session kept by a client that restores it when the server lost it.
@@ -206,13 +245,26 @@ impl SessionClient {
             Some(t) => format!("/v1/modules/{}?target={t}", self.id),
             None => format!("/v1/modules/{}", self.id),
         };
-        self.client.request("PUT", &path, &[("content-type", "text/plain")], self.module.as_bytes())
+        self.client.request(
+            "PUT",
+            &path,
+            &[("content-type", "text/plain")],
+            self.module.as_bytes(),
+        )
     }
 
-    fn send_patch(&mut self, computations: &std::collections::BTreeMap<String, String>) -> io::Result<ClientResponse> {
+    fn send_patch(
+        &mut self,
+        computations: &std::collections::BTreeMap<String, String>,
+    ) -> io::Result<ClientResponse> {
         let body = serde_json::json!({ "computations": computations }).to_string();
         let path = format!("/v1/modules/{}", self.id);
-        self.client.request("PATCH", &path, &[("content-type", "application/json")], body.as_bytes())
+        self.client.request(
+            "PATCH",
+            &path,
+            &[("content-type", "application/json")],
+            body.as_bytes(),
+        )
     }
 
     /// Loads the module again and re-applies the patches.
@@ -220,13 +272,23 @@ impl SessionClient {
         self.restores += 1;
         let r = self.put()?;
         if r.status != 200 && r.status != 201 {
-            return Err(io::Error::other(format!("restoring session {}: PUT answered {}: {}", self.id, r.status, r.text())));
+            return Err(io::Error::other(format!(
+                "restoring session {}: PUT answered {}: {}",
+                self.id,
+                r.status,
+                r.text()
+            )));
         }
         if !self.patches.is_empty() {
             let patches = self.patches.clone();
             let r = self.send_patch(&patches)?;
             if r.status != 200 {
-                return Err(io::Error::other(format!("restoring session {}: PATCH answered {}: {}", self.id, r.status, r.text())));
+                return Err(io::Error::other(format!(
+                    "restoring session {}: PATCH answered {}: {}",
+                    self.id,
+                    r.status,
+                    r.text()
+                )));
             }
         }
         Ok(())
@@ -234,7 +296,10 @@ impl SessionClient {
 
     /// Sends a request on the session; on 404 `session_not_found`, restores
     /// the session and sends it again.
-    fn with_restore(&mut self, send: impl Fn(&mut Self) -> io::Result<ClientResponse>) -> io::Result<ClientResponse> {
+    fn with_restore(
+        &mut self,
+        send: impl Fn(&mut Self) -> io::Result<ClientResponse>,
+    ) -> io::Result<ClientResponse> {
         let r = send(self)?;
         if !is_session_not_found(&r) {
             return Ok(r);
@@ -246,8 +311,10 @@ impl SessionClient {
     /// Replaces whole computations (`PATCH /v1/modules/{id}`), each given as
     /// (name, whole new text).
     pub fn patch(&mut self, computations: &[(&str, &str)]) -> io::Result<ClientResponse> {
-        let patch: std::collections::BTreeMap<String, String> =
-            computations.iter().map(|(n, t)| (n.trim_start_matches('%').to_string(), t.to_string())).collect();
+        let patch: std::collections::BTreeMap<String, String> = computations
+            .iter()
+            .map(|(n, t)| (n.trim_start_matches('%').to_string(), t.to_string()))
+            .collect();
         let r = self.with_restore(|s| s.send_patch(&patch))?;
         if r.status == 200 {
             self.patches.extend(patch);

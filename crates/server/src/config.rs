@@ -165,15 +165,20 @@ pub enum ConfigError {
 impl Config {
     /// Reads a configuration file.
     pub fn from_file(path: &Path) -> Result<Config, ConfigError> {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| ConfigError::Io { file: path.display().to_string(), message: e.to_string() })?;
+        let text = std::fs::read_to_string(path).map_err(|e| ConfigError::Io {
+            file: path.display().to_string(),
+            message: e.to_string(),
+        })?;
         Config::from_yaml(&text, &path.display().to_string())
     }
 
     /// Parses a configuration; `file` names it in errors.
     pub fn from_yaml(text: &str, file: &str) -> Result<Config, ConfigError> {
         // An empty file (or one holding only comments) is the defaults.
-        let wire: ConfigFile = if text.lines().all(|l| l.trim().is_empty() || l.trim_start().starts_with('#')) {
+        let wire: ConfigFile = if text
+            .lines()
+            .all(|l| l.trim().is_empty() || l.trim_start().starts_with('#'))
+        {
             ConfigFile::default()
         } else {
             serde_yaml::from_str(text).map_err(|e| {
@@ -183,7 +188,12 @@ impl Config {
                     Some(at) => message[..at].to_string(),
                     None => message,
                 };
-                ConfigError::Invalid { file: file.to_string(), line, column, message }
+                ConfigError::Invalid {
+                    file: file.to_string(),
+                    line,
+                    column,
+                    message,
+                }
             })?
         };
         let d = Config::default();
@@ -208,11 +218,18 @@ impl Config {
             max_sessions: wire.max_sessions.unwrap_or(d.max_sessions),
             max_session_bytes: wire.max_session_bytes.unwrap_or(d.max_session_bytes),
             shutdown_grace: ms(wire.shutdown_grace_ms, d.shutdown_grace),
-            semantic_max_elements: wire.semantic_max_elements.unwrap_or(d.semantic_max_elements),
+            semantic_max_elements: wire
+                .semantic_max_elements
+                .unwrap_or(d.semantic_max_elements),
         };
         let invalid = |key: &str, message: String| {
             let (line, column) = locate_key(text, key);
-            ConfigError::Invalid { file: file.to_string(), line, column, message }
+            ConfigError::Invalid {
+                file: file.to_string(),
+                line,
+                column,
+                message,
+            }
         };
         // Limits of 0 would refuse everything or never time out. The queue
         // may be empty (shed at once), and the body rate check may be off.
@@ -222,7 +239,10 @@ impl Config {
             ("max_body_nesting", config.max_body_nesting == 0),
             ("max_body_nodes", config.max_body_nodes == 0),
             ("request_timeout_ms", config.request_timeout.is_zero()),
-            ("header_read_timeout_ms", config.header_read_timeout.is_zero()),
+            (
+                "header_read_timeout_ms",
+                config.header_read_timeout.is_zero(),
+            ),
             ("idle_timeout_ms", config.idle_timeout.is_zero()),
             ("max_headers", config.max_headers == 0),
             ("max_header_bytes", config.max_header_bytes == 0),
@@ -238,7 +258,10 @@ impl Config {
             }
         }
         if config.max_body_nesting > MAX_BODY_NESTING {
-            return Err(invalid("max_body_nesting", format!("max_body_nesting must be at most {MAX_BODY_NESTING}")));
+            return Err(invalid(
+                "max_body_nesting",
+                format!("max_body_nesting must be at most {MAX_BODY_NESTING}"),
+            ));
         }
         Ok(config)
     }
@@ -248,7 +271,10 @@ impl Config {
 fn locate_key(text: &str, key: &str) -> (usize, usize) {
     for (i, line) in text.lines().enumerate() {
         let trimmed = line.trim_start();
-        if trimmed.strip_prefix(key).is_some_and(|rest| rest.trim_start().starts_with(':')) {
+        if trimmed
+            .strip_prefix(key)
+            .is_some_and(|rest| rest.trim_start().starts_with(':'))
+        {
             return (i + 1, line.len() - trimmed.len() + 1);
         }
     }
@@ -261,7 +287,10 @@ mod tests {
 
     #[test]
     fn keys_override_defaults() {
-        let c = Config::from_yaml("max_body_bytes: 1024\nrequest_timeout_ms: 250\nmax_sessions: 3\n", "s.yaml");
+        let c = Config::from_yaml(
+            "max_body_bytes: 1024\nrequest_timeout_ms: 250\nmax_sessions: 3\n",
+            "s.yaml",
+        );
         let c = c.expect("valid config");
         assert_eq!(c.max_body_bytes, 1024);
         assert_eq!(c.request_timeout, Duration::from_millis(250));
@@ -271,26 +300,38 @@ mod tests {
 
     #[test]
     fn empty_file_is_the_defaults() {
-        assert_eq!(Config::from_yaml("# nothing\n\n", "s.yaml"), Ok(Config::default()));
+        assert_eq!(
+            Config::from_yaml("# nothing\n\n", "s.yaml"),
+            Ok(Config::default())
+        );
     }
 
     #[test]
     fn unknown_key_names_file_and_line() {
-        let err = Config::from_yaml("max_sessions: 3\nmax_sesions: 4\n", "serve.yaml").expect_err("unknown key");
+        let err = Config::from_yaml("max_sessions: 3\nmax_sesions: 4\n", "serve.yaml")
+            .expect_err("unknown key");
         let text = err.to_string();
-        assert!(text.starts_with("serve.yaml:2:1: error: unknown field `max_sesions`"), "{text}");
+        assert!(
+            text.starts_with("serve.yaml:2:1: error: unknown field `max_sesions`"),
+            "{text}"
+        );
     }
 
     #[test]
     fn bad_value_is_located() {
-        let err = Config::from_yaml("max_sessions: 3\nmax_in_flight: many\n", "serve.yaml").expect_err("bad value");
+        let err = Config::from_yaml("max_sessions: 3\nmax_in_flight: many\n", "serve.yaml")
+            .expect_err("bad value");
         assert!(err.to_string().starts_with("serve.yaml:2:"), "{err}");
     }
 
     #[test]
     fn zero_limit_is_rejected() {
-        let err = Config::from_yaml("max_sessions: 3\nmax_concurrency: 0\n", "serve.yaml").expect_err("zero");
-        assert_eq!(err.to_string(), "serve.yaml:2:1: error: max_concurrency must be at least 1");
+        let err = Config::from_yaml("max_sessions: 3\nmax_concurrency: 0\n", "serve.yaml")
+            .expect_err("zero");
+        assert_eq!(
+            err.to_string(),
+            "serve.yaml:2:1: error: max_concurrency must be at least 1"
+        );
     }
 
     #[test]
@@ -328,11 +369,18 @@ mod tests {
 
     #[test]
     fn no_queue_and_no_rate_check_are_allowed_and_nesting_is_capped() {
-        let c = Config::from_yaml("max_queue: 0\nmin_body_rate: 0\n", "s.yaml").expect("valid config");
+        let c =
+            Config::from_yaml("max_queue: 0\nmin_body_rate: 0\n", "s.yaml").expect("valid config");
         assert_eq!((c.max_queue, c.min_body_rate), (0, 0));
         let err = Config::from_yaml("max_body_nesting: 129\n", "serve.yaml").expect_err("too deep");
-        assert_eq!(err.to_string(), "serve.yaml:1:1: error: max_body_nesting must be at most 128");
+        assert_eq!(
+            err.to_string(),
+            "serve.yaml:1:1: error: max_body_nesting must be at most 128"
+        );
         let err = Config::from_yaml("idle_timeout_ms: 0\n", "serve.yaml").expect_err("zero");
-        assert_eq!(err.to_string(), "serve.yaml:1:1: error: idle_timeout_ms must be at least 1");
+        assert_eq!(
+            err.to_string(),
+            "serve.yaml:1:1: error: idle_timeout_ms must be at least 1"
+        );
     }
 }

@@ -121,8 +121,16 @@ impl Tracker {
         let open = self.open();
         let victim = open
             .iter()
-            .filter(|(_, c)| c.busy.load(Ordering::Acquire) == 0 && !c.close_now.load(Ordering::Relaxed))
-            .min_by_key(|(id, c)| (c.head_since.load(Ordering::Relaxed) != 0, c.idle_since.load(Ordering::Relaxed), **id))
+            .filter(|(_, c)| {
+                c.busy.load(Ordering::Acquire) == 0 && !c.close_now.load(Ordering::Relaxed)
+            })
+            .min_by_key(|(id, c)| {
+                (
+                    c.head_since.load(Ordering::Relaxed) != 0,
+                    c.idle_since.load(Ordering::Relaxed),
+                    **id,
+                )
+            })
             .map(|(_, c)| c);
         match victim {
             Some(c) => {
@@ -161,7 +169,9 @@ impl Busy {
 impl Drop for Busy {
     fn drop(&mut self) {
         if self.conn.busy.fetch_sub(1, Ordering::AcqRel) == 1 {
-            self.conn.idle_since.store(self.tracker.now(), Ordering::Relaxed);
+            self.conn
+                .idle_since
+                .store(self.tracker.now(), Ordering::Relaxed);
             self.conn.wake.notify_one();
         }
     }
@@ -212,14 +222,20 @@ struct Watched {
 }
 
 impl AsyncRead for Watched {
-    fn poll_read(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<io::Result<()>> {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
         let before = buf.filled().len();
         ready!(Pin::new(&mut self.stream).poll_read(cx, buf))?;
         if buf.filled().len() > before
             && self.conn.busy.load(Ordering::Acquire) == 0
             && self.conn.head_since.load(Ordering::Relaxed) == 0
         {
-            self.conn.head_since.store(self.tracker.now(), Ordering::Relaxed);
+            self.conn
+                .head_since
+                .store(self.tracker.now(), Ordering::Relaxed);
             self.conn.wake.notify_one();
         }
         Poll::Ready(Ok(()))
@@ -227,7 +243,11 @@ impl AsyncRead for Watched {
 }
 
 impl AsyncWrite for Watched {
-    fn poll_write(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
         if self.replacement.is_none()
             && self.conn.busy.load(Ordering::Acquire) == 0
             && let Some(status) = hyper_error_status(buf)
@@ -271,7 +291,9 @@ impl AsyncWrite for Watched {
 /// has one), at the start of what it writes while no request is in flight
 /// on the connection.
 fn hyper_error_status(buf: &[u8]) -> Option<StatusCode> {
-    let rest = buf.strip_prefix(b"HTTP/1.1 ").or_else(|| buf.strip_prefix(b"HTTP/1.0 "))?;
+    let rest = buf
+        .strip_prefix(b"HTTP/1.1 ")
+        .or_else(|| buf.strip_prefix(b"HTTP/1.0 "))?;
     let status = StatusCode::from_bytes(rest.get(..3)?).ok()?;
     if !(status.is_client_error() || status.is_server_error()) {
         return None;
@@ -309,7 +331,9 @@ fn json_answer(state: &AppState, status: StatusCode) -> Vec<u8> {
     let id = state.shared.request_ids.next_id();
     tracing::info!(request_id = %id, kind = error.kind, status = status.as_u16(), "error answer to a request that did not parse");
     state.metrics().record_error(error.kind);
-    state.metrics().record_request("unparsed", "other", status.as_u16(), Duration::ZERO);
+    state
+        .metrics()
+        .record_request("unparsed", "other", status.as_u16(), Duration::ZERO);
     format!(
         "HTTP/1.1 {} {}\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\nx-request-id: {id}\r\n\r\n{body}",
         status.as_u16(),
@@ -328,9 +352,17 @@ impl ConnState {
         }
         let head = self.head_since.load(Ordering::Relaxed);
         if head != 0 {
-            return Some((head.saturating_add(millis(config.header_read_timeout)), "header_timeout"));
+            return Some((
+                head.saturating_add(millis(config.header_read_timeout)),
+                "header_timeout",
+            ));
         }
-        Some((self.idle_since.load(Ordering::Relaxed).saturating_add(millis(config.idle_timeout)), "idle_timeout"))
+        Some((
+            self.idle_since
+                .load(Ordering::Relaxed)
+                .saturating_add(millis(config.idle_timeout)),
+            "idle_timeout",
+        ))
     }
 }
 
@@ -349,13 +381,24 @@ pub async fn serve(
     let config = state.config().clone();
     let cap = connection_cap(&config);
     if cap < config.max_connections {
-        tracing::warn!(max_connections = config.max_connections, cap, "max_connections lowered to stay below the file limit");
+        tracing::warn!(
+            max_connections = config.max_connections,
+            cap,
+            "max_connections lowered to stay below the file limit"
+        );
     }
-    let tracker = Arc::new(Tracker { epoch: Instant::now(), open: Mutex::default(), next_id: AtomicU64::new(0) });
+    let tracker = Arc::new(Tracker {
+        epoch: Instant::now(),
+        open: Mutex::default(),
+        next_id: AtomicU64::new(0),
+    });
     let permits = Arc::new(Semaphore::new(cap));
     let router = crate::router(state.clone());
     let mut http = hyper::server::conn::http1::Builder::new();
-    http.keep_alive(true).max_header_size(config.max_header_bytes).writev(false).header_read_timeout(None);
+    http.keep_alive(true)
+        .max_header_size(config.max_header_bytes)
+        .writev(false)
+        .header_read_timeout(None);
     if config.max_headers != 100 {
         // hyper's default; setting it moves the header array to the heap.
         http.max_headers(config.max_headers);
@@ -393,8 +436,18 @@ pub async fn serve(
         let (id, conn) = tracker.add();
         state.metrics().connection_opened();
         let task = Connection {
-            io: Watched { stream, conn: conn.clone(), tracker: tracker.clone(), state: state.clone(), replacement: None },
-            service: ConnService { router: router.clone(), conn: conn.clone(), tracker: tracker.clone() },
+            io: Watched {
+                stream,
+                conn: conn.clone(),
+                tracker: tracker.clone(),
+                state: state.clone(),
+                replacement: None,
+            },
+            service: ConnService {
+                router: router.clone(),
+                conn: conn.clone(),
+                tracker: tracker.clone(),
+            },
             conn,
             tracker: tracker.clone(),
             stop: stop_rx.clone(),
@@ -413,7 +466,10 @@ pub async fn serve(
     drop(stop_rx);
     let grace = config.shutdown_grace;
     if tokio::time::timeout(grace, stop_tx.closed()).await.is_err() {
-        tracing::warn!(grace_ms = millis(grace), "requests still in flight after the shutdown grace; closing their connections");
+        tracing::warn!(
+            grace_ms = millis(grace),
+            "requests still in flight after the shutdown grace; closing their connections"
+        );
         tracker.close_all();
         // Their tasks end at the next poll; a moment is plenty.
         let _ = tokio::time::timeout(Duration::from_secs(1), stop_tx.closed()).await;
@@ -426,7 +482,12 @@ pub async fn serve(
 /// turn the accept loop into a busy loop; a connection that went away
 /// before it was accepted needs no pause.
 async fn accept_error(e: io::Error) {
-    if matches!(e.kind(), io::ErrorKind::ConnectionAborted | io::ErrorKind::ConnectionReset | io::ErrorKind::Interrupted) {
+    if matches!(
+        e.kind(),
+        io::ErrorKind::ConnectionAborted
+            | io::ErrorKind::ConnectionReset
+            | io::ErrorKind::Interrupted
+    ) {
         return;
     }
     tracing::warn!(error = %e, "accept failed; pausing");
@@ -445,8 +506,18 @@ struct Connection {
 impl Connection {
     /// Serves the connection until it ends; returns why the service closed
     /// it, if it did.
-    async fn run(self, http: &hyper::server::conn::http1::Builder, config: &Config) -> Option<&'static str> {
-        let Connection { io, service, conn, tracker, mut stop } = self;
+    async fn run(
+        self,
+        http: &hyper::server::conn::http1::Builder,
+        config: &Config,
+    ) -> Option<&'static str> {
+        let Connection {
+            io,
+            service,
+            conn,
+            tracker,
+            mut stop,
+        } = self;
         let served = http.serve_connection(TokioIo::new(io), service);
         let mut served = std::pin::pin!(served);
         let mut stopping = false;
@@ -501,21 +572,39 @@ mod tests {
         let ours = b"HTTP/1.1 400 Bad Request\r\ncontent-type: application/json\r\nx-request-id: a-1\r\ncontent-length: 2\r\n\r\n{}";
         assert_eq!(hyper_error_status(ours), None);
         let hypers = b"HTTP/1.1 431 Request Header Fields Too Large\r\ncontent-length: 0\r\ndate: Thu, 01 Jan 2026 00:00:00 GMT\r\n\r\n";
-        assert_eq!(hyper_error_status(hypers), Some(StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE));
+        assert_eq!(
+            hyper_error_status(hypers),
+            Some(StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE)
+        );
         let ok = b"HTTP/1.1 200 OK\r\ncontent-length: 0\r\n\r\n";
         assert_eq!(hyper_error_status(ok), None);
         // A body that happens to look like a head is not at the start.
-        assert_eq!(hyper_error_status(b"{\"x\": 1}HTTP/1.1 400 Bad Request\r\n\r\n"), None);
+        assert_eq!(
+            hyper_error_status(b"{\"x\": 1}HTTP/1.1 400 Bad Request\r\n\r\n"),
+            None
+        );
         // Only a whole head.
-        assert_eq!(hyper_error_status(b"HTTP/1.1 400 Bad Request\r\ncontent-"), None);
+        assert_eq!(
+            hyper_error_status(b"HTTP/1.1 400 Bad Request\r\ncontent-"),
+            None
+        );
     }
 
     #[test]
     fn the_connection_cap_stays_below_the_file_limit() {
         let soft = rlimit::getrlimit(rlimit::Resource::NOFILE).map_or(1024, |(soft, _)| soft);
-        let config = Config { max_connections: usize::MAX, ..Config::default() };
+        let config = Config {
+            max_connections: usize::MAX,
+            ..Config::default()
+        };
         let cap = connection_cap(&config) as u64;
         assert!(cap < soft, "{cap} < {soft}");
-        assert_eq!(connection_cap(&Config { max_connections: 5, ..Config::default() }), 5);
+        assert_eq!(
+            connection_cap(&Config {
+                max_connections: 5,
+                ..Config::default()
+            }),
+            5
+        );
     }
 }

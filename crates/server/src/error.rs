@@ -28,13 +28,22 @@ pub struct ApiError {
 impl ApiError {
     /// An error without extra fields.
     pub fn new(status: StatusCode, kind: &'static str, message: impl Into<String>) -> ApiError {
-        ApiError { status, kind, message: message.into(), extra: Map::new(), retry_after: None }
+        ApiError {
+            status,
+            kind,
+            message: message.into(),
+            extra: Map::new(),
+            retry_after: None,
+        }
     }
 
     /// 503 `overloaded`, with `Retry-After: 1`: the service is busy now,
     /// not broken, and a second later is a fair time to try again.
     pub fn overloaded(message: impl Into<String>) -> ApiError {
-        ApiError { retry_after: Some(1), ..ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "overloaded", message) }
+        ApiError {
+            retry_after: Some(1),
+            ..ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "overloaded", message)
+        }
     }
 
     /// Adds a field to the `error` object.
@@ -78,7 +87,9 @@ impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let mut response = json_error_response(self.status, self.kind, self.body());
         if let Some(seconds) = self.retry_after {
-            response.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from(seconds));
+            response
+                .headers_mut()
+                .insert(header::RETRY_AFTER, HeaderValue::from(seconds));
         }
         response
     }
@@ -86,9 +97,13 @@ impl IntoResponse for ApiError {
 
 /// A JSON error response carrying its [`ErrorKind`].
 pub fn json_error_response(status: StatusCode, kind: &'static str, body: Value) -> Response {
-    let text = serde_json::to_string(&body).unwrap_or_else(|_| String::from("{\"error\":{\"kind\":\"internal\"}}"));
+    let text = serde_json::to_string(&body)
+        .unwrap_or_else(|_| String::from("{\"error\":{\"kind\":\"internal\"}}"));
     let mut response = (status, text).into_response();
-    response.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
     response.extensions_mut().insert(ErrorKind(kind));
     response
 }
@@ -99,12 +114,23 @@ pub fn json_error_response(status: StatusCode, kind: &'static str, body: Value) 
 pub fn kind_for_status(status: StatusCode) -> (&'static str, &'static str) {
     match status {
         StatusCode::NOT_FOUND => ("not_found", "no route matches this path"),
-        StatusCode::METHOD_NOT_ALLOWED => ("method_not_allowed", "this route does not accept this method"),
-        StatusCode::PAYLOAD_TOO_LARGE => ("payload_too_large", "the request body is larger than the limit"),
+        StatusCode::METHOD_NOT_ALLOWED => (
+            "method_not_allowed",
+            "this route does not accept this method",
+        ),
+        StatusCode::PAYLOAD_TOO_LARGE => (
+            "payload_too_large",
+            "the request body is larger than the limit",
+        ),
         StatusCode::REQUEST_TIMEOUT => ("timeout", "the request took longer than its time limit"),
-        StatusCode::UNSUPPORTED_MEDIA_TYPE => ("unsupported_media_type", "this content type is not accepted"),
+        StatusCode::UNSUPPORTED_MEDIA_TYPE => (
+            "unsupported_media_type",
+            "this content type is not accepted",
+        ),
         StatusCode::SERVICE_UNAVAILABLE => ("overloaded", "the service is saturated; retry later"),
-        StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE => ("headers_too_large", "the request head is too large"),
+        StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE => {
+            ("headers_too_large", "the request head is too large")
+        }
         StatusCode::URI_TOO_LONG => ("uri_too_long", "the request target is too long"),
         StatusCode::INTERNAL_SERVER_ERROR => ("internal", "internal error"),
         s if s.is_client_error() => ("invalid_request", "the request is invalid"),

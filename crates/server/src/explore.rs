@@ -22,8 +22,8 @@ use serde::Deserialize;
 
 use crate::AppState;
 use crate::error::ApiError;
-use crate::request::hlo_text;
 use crate::queue::job_error;
+use crate::request::hlo_text;
 
 const INDEX_HTML: &str = include_str!("explorer/index.html");
 const EXPLORER_JS: &str = include_str!("explorer/explorer.js");

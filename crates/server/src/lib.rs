@@ -33,14 +33,16 @@ use axum::http::{HeaderValue, Request, StatusCode};
 use axum::response::Response;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tower::ServiceBuilder;
-use tower_http::request_id::{MakeRequestId, PropagateRequestIdLayer, RequestId, SetRequestIdLayer};
+use tower_http::request_id::{
+    MakeRequestId, PropagateRequestIdLayer, RequestId, SetRequestIdLayer,
+};
 
 pub mod client;
 pub mod config;
 mod conn;
 pub mod error;
-pub mod metrics;
 mod explore;
+pub mod metrics;
 mod middleware;
 mod queue;
 mod request;
@@ -90,20 +92,30 @@ impl AppState {
                 Ok(spec) => {
                     targets.insert(name.to_string(), Arc::new(spec));
                 }
-                Err(e) => tracing::error!(target_name = name, error = %e, "a built-in target does not load"),
+                Err(e) => {
+                    tracing::error!(target_name = name, error = %e, "a built-in target does not load")
+                }
             }
         }
         let shared = Shared {
             metrics: Metrics::default(),
             sessions: Sessions::new(config.max_sessions, config.max_session_bytes),
-            workers: Workers::new(config.max_concurrency, config.max_queue, config.queue_timeout),
+            workers: Workers::new(
+                config.max_concurrency,
+                config.max_queue,
+                config.queue_timeout,
+            ),
             in_flight: Arc::new(Semaphore::new(config.max_in_flight)),
-            body_budget: Arc::new(Semaphore::new(config.max_body_memory.min(Semaphore::MAX_PERMITS))),
+            body_budget: Arc::new(Semaphore::new(
+                config.max_body_memory.min(Semaphore::MAX_PERMITS),
+            )),
             request_ids: RequestIds::new(),
             targets,
             config,
         };
-        AppState { shared: Arc::new(shared) }
+        AppState {
+            shared: Arc::new(shared),
+        }
     }
 
     /// The configuration.
@@ -143,7 +155,9 @@ impl AppState {
             workers_busy: self.shared.workers.busy(),
             workers_max: config.max_concurrency,
             queue_waiting: self.shared.workers.waiting(),
-            body_bytes: config.max_body_memory.saturating_sub(self.shared.body_budget.available_permits()),
+            body_bytes: config
+                .max_body_memory
+                .saturating_sub(self.shared.body_budget.available_permits()),
         };
         self.shared.metrics.render(&gauges)
     }
@@ -161,7 +175,10 @@ impl RequestIds {
         let nanos = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.subsec_nanos() ^ (d.as_secs() as u32));
-        RequestIds { prefix: nanos ^ std::process::id().rotate_left(16), next: Arc::new(AtomicU64::new(1)) }
+        RequestIds {
+            prefix: nanos ^ std::process::id().rotate_left(16),
+            next: Arc::new(AtomicU64::new(1)),
+        }
     }
 }
 
@@ -175,7 +192,9 @@ impl RequestIds {
 
 impl MakeRequestId for RequestIds {
     fn make_request_id<B>(&mut self, _request: &Request<B>) -> Option<RequestId> {
-        HeaderValue::from_str(&self.next_id()).ok().map(RequestId::new)
+        HeaderValue::from_str(&self.next_id())
+            .ok()
+            .map(RequestId::new)
     }
 }
 
@@ -193,13 +212,25 @@ pub fn router(state: AppState) -> Router {
 fn layered(routes: Router<AppState>, state: AppState) -> Router {
     let config = state.config().clone();
     let layers = ServiceBuilder::new()
-        .layer(SetRequestIdLayer::x_request_id(state.shared.request_ids.clone()))
+        .layer(SetRequestIdLayer::x_request_id(
+            state.shared.request_ids.clone(),
+        ))
         .layer(middleware::trace_layer())
         .layer(PropagateRequestIdLayer::x_request_id())
-        .layer(axum::middleware::from_fn_with_state(state.clone(), middleware::track))
-        .layer(tower_http::catch_panic::CatchPanicLayer::custom(middleware::panic_response))
-        .layer(tower_http::timeout::TimeoutLayer::with_status_code(StatusCode::REQUEST_TIMEOUT, config.request_timeout))
-        .layer(tower_http::limit::RequestBodyLimitLayer::new(config.max_body_bytes));
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            middleware::track,
+        ))
+        .layer(tower_http::catch_panic::CatchPanicLayer::custom(
+            middleware::panic_response,
+        ))
+        .layer(tower_http::timeout::TimeoutLayer::with_status_code(
+            StatusCode::REQUEST_TIMEOUT,
+            config.request_timeout,
+        ))
+        .layer(tower_http::limit::RequestBodyLimitLayer::new(
+            config.max_body_bytes,
+        ));
     routes.layer(layers).with_state(state)
 }
 
@@ -274,16 +305,34 @@ mod tests {
             }),
         );
         let app = layered(routes, state.clone());
-        let req = Request::builder().uri("/boom").body(Body::empty()).expect("request");
+        let req = Request::builder()
+            .uri("/boom")
+            .body(Body::empty())
+            .expect("request");
         let response = app.oneshot(req).await.expect("infallible");
         assert_eq!(response.status(), StatusCode::INTERNAL_SERVER_ERROR);
         assert!(response.headers().get("x-request-id").is_some());
-        let body = response.into_body().collect().await.expect("body").to_bytes();
+        let body = response
+            .into_body()
+            .collect()
+            .await
+            .expect("body")
+            .to_bytes();
         let v: serde_json::Value = serde_json::from_slice(&body).expect("JSON");
         assert_eq!(v["error"]["kind"], "internal");
-        assert!(v["error"]["message"].as_str().is_some_and(|m| m.contains("index out of bounds")), "{v}");
+        assert!(
+            v["error"]["message"]
+                .as_str()
+                .is_some_and(|m| m.contains("index out of bounds")),
+            "{v}"
+        );
         assert_eq!(state.metrics().requests("/boom", 500), 1);
         assert_eq!(state.metrics().in_flight(), 0);
-        assert!(state.render_metrics().lines().any(|l| l == "tessera_errors_total{kind=\"internal\"} 1"));
+        assert!(
+            state
+                .render_metrics()
+                .lines()
+                .any(|l| l == "tessera_errors_total{kind=\"internal\"} 1")
+        );
     }
 }

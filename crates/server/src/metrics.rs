@@ -8,7 +8,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 /// Upper bounds of the latency histogram's buckets, in seconds.
-pub const LATENCY_BUCKETS: &[f64] = &[0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0];
+pub const LATENCY_BUCKETS: &[f64] = &[
+    0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0,
+];
 
 #[derive(Default)]
 struct Histogram {
@@ -69,14 +71,21 @@ pub struct Gauges {
 
 impl Metrics {
     fn tables(&self) -> std::sync::MutexGuard<'_, Tables> {
-        self.tables.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+        self.tables
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     /// Records one answered request.
     pub fn record_request(&self, route: &str, method: &str, status: u16, elapsed: Duration) {
         let mut t = self.tables();
-        *t.requests.entry((route.to_string(), method.to_string(), status)).or_default() += 1;
-        t.latency.entry(route.to_string()).or_default().observe(elapsed.as_secs_f64());
+        *t.requests
+            .entry((route.to_string(), method.to_string(), status))
+            .or_default() += 1;
+        t.latency
+            .entry(route.to_string())
+            .or_default()
+            .observe(elapsed.as_secs_f64());
     }
 
     /// Records one error answer.
@@ -86,7 +95,8 @@ impl Metrics {
 
     /// Records a module the pipeline processed.
     pub fn record_module(&self, instructions: usize) {
-        self.instructions.fetch_add(instructions as u64, Ordering::Relaxed);
+        self.instructions
+            .fetch_add(instructions as u64, Ordering::Relaxed);
         self.modules.fetch_add(1, Ordering::Relaxed);
     }
 
@@ -136,7 +146,12 @@ impl Metrics {
 
     /// How many requests were answered on `route` with `status`.
     pub fn requests(&self, route: &str, status: u16) -> u64 {
-        self.tables().requests.iter().filter(|((r, _, s), _)| r == route && *s == status).map(|(_, n)| n).sum()
+        self.tables()
+            .requests
+            .iter()
+            .filter(|((r, _, s), _)| r == route && *s == status)
+            .map(|(_, n)| n)
+            .sum()
     }
 
     /// The Prometheus text exposition.
@@ -144,7 +159,10 @@ impl Metrics {
         let t = self.tables();
         let mut out = String::new();
         let w = &mut out;
-        let _ = writeln!(w, "# HELP tessera_http_requests_total HTTP requests answered, by route, method and status.");
+        let _ = writeln!(
+            w,
+            "# HELP tessera_http_requests_total HTTP requests answered, by route, method and status."
+        );
         let _ = writeln!(w, "# TYPE tessera_http_requests_total counter");
         for ((route, method, status), n) in &t.requests {
             let _ = writeln!(
@@ -154,40 +172,122 @@ impl Metrics {
                 escape(method)
             );
         }
-        let _ = writeln!(w, "# HELP tessera_http_request_duration_seconds Time from request to response head, by route.");
+        let _ = writeln!(
+            w,
+            "# HELP tessera_http_request_duration_seconds Time from request to response head, by route."
+        );
         let _ = writeln!(w, "# TYPE tessera_http_request_duration_seconds histogram");
         for (route, h) in &t.latency {
             let route = escape(route);
             for (i, le) in LATENCY_BUCKETS.iter().enumerate() {
                 let n = h.counts.get(i).copied().unwrap_or(0);
-                let _ = writeln!(w, "tessera_http_request_duration_seconds_bucket{{route=\"{route}\",le=\"{le}\"}} {n}");
+                let _ = writeln!(
+                    w,
+                    "tessera_http_request_duration_seconds_bucket{{route=\"{route}\",le=\"{le}\"}} {n}"
+                );
             }
-            let _ = writeln!(w, "tessera_http_request_duration_seconds_bucket{{route=\"{route}\",le=\"+Inf\"}} {}", h.count);
-            let _ = writeln!(w, "tessera_http_request_duration_seconds_sum{{route=\"{route}\"}} {}", h.sum);
-            let _ = writeln!(w, "tessera_http_request_duration_seconds_count{{route=\"{route}\"}} {}", h.count);
+            let _ = writeln!(
+                w,
+                "tessera_http_request_duration_seconds_bucket{{route=\"{route}\",le=\"+Inf\"}} {}",
+                h.count
+            );
+            let _ = writeln!(
+                w,
+                "tessera_http_request_duration_seconds_sum{{route=\"{route}\"}} {}",
+                h.sum
+            );
+            let _ = writeln!(
+                w,
+                "tessera_http_request_duration_seconds_count{{route=\"{route}\"}} {}",
+                h.count
+            );
         }
-        let _ = writeln!(w, "# HELP tessera_errors_total Error answers, by error kind.");
+        let _ = writeln!(
+            w,
+            "# HELP tessera_errors_total Error answers, by error kind."
+        );
         let _ = writeln!(w, "# TYPE tessera_errors_total counter");
         for (kind, n) in &t.errors {
             let _ = writeln!(w, "tessera_errors_total{{kind=\"{kind}\"}} {n}");
         }
-        let _ = writeln!(w, "# HELP tessera_connections_closed_total Connections the service closed, by reason.");
+        let _ = writeln!(
+            w,
+            "# HELP tessera_connections_closed_total Connections the service closed, by reason."
+        );
         let _ = writeln!(w, "# TYPE tessera_connections_closed_total counter");
         for (reason, n) in &t.closed {
-            let _ = writeln!(w, "tessera_connections_closed_total{{reason=\"{reason}\"}} {n}");
+            let _ = writeln!(
+                w,
+                "tessera_connections_closed_total{{reason=\"{reason}\"}} {n}"
+            );
         }
         let gauges_and_counters: [(&str, &str, &str, u64); 11] = [
-            ("tessera_instructions_processed_total", "counter", "Instructions in the modules the pipeline produced.", self.instructions.load(Ordering::Relaxed)),
-            ("tessera_modules_processed_total", "counter", "Modules the pipeline produced.", self.modules.load(Ordering::Relaxed)),
-            ("tessera_sessions_active", "gauge", "Sessions alive.", gauges.sessions as u64),
-            ("tessera_session_bytes", "gauge", "Memory held by sessions, as estimated, in bytes.", gauges.session_bytes as u64),
-            ("tessera_sessions_evicted_total", "counter", "Sessions evicted to respect the session limits.", self.evictions.load(Ordering::Relaxed)),
-            ("tessera_http_requests_in_flight", "gauge", "Requests being handled (health and metrics excluded).", self.in_flight()),
-            ("tessera_workers_busy", "gauge", "Worker slots running the pipeline.", gauges.workers_busy as u64),
-            ("tessera_workers_max", "gauge", "Worker slots in all (max_concurrency).", gauges.workers_max as u64),
-            ("tessera_queue_waiting", "gauge", "Requests waiting for a worker slot.", gauges.queue_waiting as u64),
-            ("tessera_request_body_bytes", "gauge", "Bytes of request bodies held (max_body_memory).", gauges.body_bytes as u64),
-            ("tessera_connections_open", "gauge", "Connections open.", self.connections()),
+            (
+                "tessera_instructions_processed_total",
+                "counter",
+                "Instructions in the modules the pipeline produced.",
+                self.instructions.load(Ordering::Relaxed),
+            ),
+            (
+                "tessera_modules_processed_total",
+                "counter",
+                "Modules the pipeline produced.",
+                self.modules.load(Ordering::Relaxed),
+            ),
+            (
+                "tessera_sessions_active",
+                "gauge",
+                "Sessions alive.",
+                gauges.sessions as u64,
+            ),
+            (
+                "tessera_session_bytes",
+                "gauge",
+                "Memory held by sessions, as estimated, in bytes.",
+                gauges.session_bytes as u64,
+            ),
+            (
+                "tessera_sessions_evicted_total",
+                "counter",
+                "Sessions evicted to respect the session limits.",
+                self.evictions.load(Ordering::Relaxed),
+            ),
+            (
+                "tessera_http_requests_in_flight",
+                "gauge",
+                "Requests being handled (health and metrics excluded).",
+                self.in_flight(),
+            ),
+            (
+                "tessera_workers_busy",
+                "gauge",
+                "Worker slots running the pipeline.",
+                gauges.workers_busy as u64,
+            ),
+            (
+                "tessera_workers_max",
+                "gauge",
+                "Worker slots in all (max_concurrency).",
+                gauges.workers_max as u64,
+            ),
+            (
+                "tessera_queue_waiting",
+                "gauge",
+                "Requests waiting for a worker slot.",
+                gauges.queue_waiting as u64,
+            ),
+            (
+                "tessera_request_body_bytes",
+                "gauge",
+                "Bytes of request bodies held (max_body_memory).",
+                gauges.body_bytes as u64,
+            ),
+            (
+                "tessera_connections_open",
+                "gauge",
+                "Connections open.",
+                self.connections(),
+            ),
         ];
         for (name, kind, help, value) in gauges_and_counters {
             let _ = writeln!(w, "# HELP {name} {help}");
@@ -200,7 +300,9 @@ impl Metrics {
 
 /// Escapes a label value.
 fn escape(s: &str) -> String {
-    s.replace('\\', "\\\\").replace('"', "\\\"").replace('\n', "\\n")
+    s.replace('\\', "\\\\")
+        .replace('"', "\\\"")
+        .replace('\n', "\\n")
 }
 
 #[cfg(test)]
@@ -212,12 +314,42 @@ mod tests {
         let m = Metrics::default();
         m.record_request("/healthz", "GET", 200, Duration::from_millis(3));
         m.record_request("/healthz", "GET", 200, Duration::from_millis(300));
-        let g = Gauges { sessions: 0, session_bytes: 0, workers_busy: 0, workers_max: 2, queue_waiting: 0, body_bytes: 0 };
+        let g = Gauges {
+            sessions: 0,
+            session_bytes: 0,
+            workers_busy: 0,
+            workers_max: 2,
+            queue_waiting: 0,
+            body_bytes: 0,
+        };
         let text = m.render(&g);
-        assert!(text.contains("tessera_http_requests_total{route=\"/healthz\",method=\"GET\",status=\"200\"} 2"), "{text}");
-        assert!(text.contains("tessera_http_request_duration_seconds_bucket{route=\"/healthz\",le=\"0.001\"} 0"), "{text}");
-        assert!(text.contains("tessera_http_request_duration_seconds_bucket{route=\"/healthz\",le=\"0.005\"} 1"), "{text}");
-        assert!(text.contains("tessera_http_request_duration_seconds_bucket{route=\"/healthz\",le=\"0.5\"} 2"), "{text}");
-        assert!(text.contains("tessera_http_request_duration_seconds_count{route=\"/healthz\"} 2"), "{text}");
+        assert!(
+            text.contains(
+                "tessera_http_requests_total{route=\"/healthz\",method=\"GET\",status=\"200\"} 2"
+            ),
+            "{text}"
+        );
+        assert!(
+            text.contains(
+                "tessera_http_request_duration_seconds_bucket{route=\"/healthz\",le=\"0.001\"} 0"
+            ),
+            "{text}"
+        );
+        assert!(
+            text.contains(
+                "tessera_http_request_duration_seconds_bucket{route=\"/healthz\",le=\"0.005\"} 1"
+            ),
+            "{text}"
+        );
+        assert!(
+            text.contains(
+                "tessera_http_request_duration_seconds_bucket{route=\"/healthz\",le=\"0.5\"} 2"
+            ),
+            "{text}"
+        );
+        assert!(
+            text.contains("tessera_http_request_duration_seconds_count{route=\"/healthz\"} 2"),
+            "{text}"
+        );
     }
 }

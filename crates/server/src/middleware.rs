@@ -35,7 +35,10 @@ impl Drop for InFlight<'_> {
 /// answer into JSON, and records requests, latency and errors by kind.
 pub async fn track(State(state): State<AppState>, req: Request, next: Next) -> Response {
     let started = Instant::now();
-    let route = req.extensions().get::<MatchedPath>().map_or_else(|| "unmatched".to_string(), |m| m.as_str().to_string());
+    let route = req
+        .extensions()
+        .get::<MatchedPath>()
+        .map_or_else(|| "unmatched".to_string(), |m| m.as_str().to_string());
     // Known methods only: a client must not grow the metrics with labels.
     let method: &'static str = match req.method().as_str() {
         "GET" => "GET",
@@ -76,7 +79,9 @@ pub async fn track(State(state): State<AppState>, req: Request, next: Next) -> R
             tracing::info!(kind = kind.0, status = status.as_u16(), "error answer");
         }
     }
-    state.metrics().record_request(&route, method, status.as_u16(), started.elapsed());
+    state
+        .metrics()
+        .record_request(&route, method, status.as_u16(), started.elapsed());
     response
 }
 
@@ -85,12 +90,18 @@ pub async fn track(State(state): State<AppState>, req: Request, next: Next) -> R
 /// rejection) into the JSON error form, keeping its status and headers.
 async fn json_errors(response: Response, state: &AppState) -> Response {
     let status = response.status();
-    if !(status.is_client_error() || status.is_server_error()) || response.extensions().get::<ErrorKind>().is_some() {
+    if !(status.is_client_error() || status.is_server_error())
+        || response.extensions().get::<ErrorKind>().is_some()
+    {
         return response;
     }
     let (mut parts, body) = response.into_parts();
     let original = axum::body::to_bytes(body, 4096).await.ok();
-    let original = original.as_deref().map(String::from_utf8_lossy).map(|s| s.trim().to_string()).unwrap_or_default();
+    let original = original
+        .as_deref()
+        .map(String::from_utf8_lossy)
+        .map(|s| s.trim().to_string())
+        .unwrap_or_default();
     let (kind, default_message) = kind_for_status(status);
     let message = match status {
         StatusCode::REQUEST_TIMEOUT => format!(
@@ -98,7 +109,10 @@ async fn json_errors(response: Response, state: &AppState) -> Response {
             state.config().request_timeout.as_millis()
         ),
         StatusCode::PAYLOAD_TOO_LARGE => {
-            format!("the request body is larger than the limit of {} bytes", state.config().max_body_bytes)
+            format!(
+                "the request body is larger than the limit of {} bytes",
+                state.config().max_body_bytes
+            )
         }
         _ if !original.is_empty() => original,
         _ => default_message.to_string(),
@@ -110,7 +124,10 @@ async fn json_errors(response: Response, state: &AppState) -> Response {
     let fresh = json_error_response(status, kind, error.body());
     let (fresh_parts, fresh_body) = fresh.into_parts();
     parts.headers.remove(header::CONTENT_LENGTH);
-    parts.headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    parts.headers.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
     parts.extensions.extend(fresh_parts.extensions);
     Response::from_parts(parts, fresh_body)
 }
@@ -119,7 +136,9 @@ async fn json_errors(response: Response, state: &AppState) -> Response {
 pub fn panic_response(err: Box<dyn Any + Send + 'static>) -> Response<Body> {
     let detail = panic_message(err.as_ref());
     tracing::error!(panic = %detail, "a request handler panicked");
-    crate::error_response(ApiError::internal(format!("internal error (a panic was caught: {detail})")))
+    crate::error_response(ApiError::internal(format!(
+        "internal error (a panic was caught: {detail})"
+    )))
 }
 
 /// The text of a panic payload.
@@ -139,15 +158,28 @@ pub struct RequestSpan;
 
 impl<B> MakeSpan<B> for RequestSpan {
     fn make_span(&mut self, req: &axum::http::Request<B>) -> tracing::Span {
-        let id = req.headers().get("x-request-id").and_then(|v| v.to_str().ok()).unwrap_or("");
+        let id = req
+            .headers()
+            .get("x-request-id")
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("");
         tracing::info_span!("request", request_id = %id, method = %req.method(), path = %req.uri().path())
     }
 }
 
 /// The tracing layer: a span per request, the response logged at INFO.
-pub fn trace_layer() -> TraceLayer<SharedClassifier<ServerErrorsAsFailures>, RequestSpan, DefaultOnRequest, DefaultOnResponse> {
+pub fn trace_layer() -> TraceLayer<
+    SharedClassifier<ServerErrorsAsFailures>,
+    RequestSpan,
+    DefaultOnRequest,
+    DefaultOnResponse,
+> {
     TraceLayer::new_for_http()
         .make_span_with(RequestSpan)
         .on_request(DefaultOnRequest::new().level(Level::DEBUG))
-        .on_response(DefaultOnResponse::new().level(Level::INFO).latency_unit(tower_http::LatencyUnit::Micros))
+        .on_response(
+            DefaultOnResponse::new()
+                .level(Level::INFO)
+                .latency_unit(tower_http::LatencyUnit::Micros),
+        )
 }

@@ -68,7 +68,13 @@ pub(crate) enum JobError {
 
 impl Workers {
     pub(crate) fn new(max: usize, max_queue: usize, queue_timeout: Duration) -> Workers {
-        Workers { slots: Arc::new(Semaphore::new(max)), max, waiting: AtomicUsize::new(0), max_queue, queue_timeout }
+        Workers {
+            slots: Arc::new(Semaphore::new(max)),
+            max,
+            waiting: AtomicUsize::new(0),
+            max_queue,
+            queue_timeout,
+        }
     }
 
     /// Slots in use.
@@ -119,12 +125,20 @@ impl Workers {
 }
 
 fn shutting_down() -> ApiError {
-    ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "shutting_down", "the service is shutting down")
+    ApiError::new(
+        StatusCode::SERVICE_UNAVAILABLE,
+        "shutting_down",
+        "the service is shutting down",
+    )
 }
 
 /// The request's deadline passed before its work could start.
 fn timed_out() -> ApiError {
-    ApiError::new(StatusCode::REQUEST_TIMEOUT, "timeout", "the request reached its time limit before its work could start")
+    ApiError::new(
+        StatusCode::REQUEST_TIMEOUT,
+        "timeout",
+        "the request reached its time limit before its work could start",
+    )
 }
 
 impl AppState {
@@ -181,13 +195,24 @@ mod tests {
         assert_eq!(w.waiting(), 2);
         // A third finds the queue full.
         let e = w.acquire().await.expect_err("the queue is full");
-        assert_eq!((e.status, e.kind), (StatusCode::SERVICE_UNAVAILABLE, "overloaded"));
+        assert_eq!(
+            (e.status, e.kind),
+            (StatusCode::SERVICE_UNAVAILABLE, "overloaded")
+        );
         assert!(e.message.contains("max_queue"), "{}", e.message);
         assert_eq!(e.retry_after, Some(1));
         tokio::time::sleep(Duration::from_secs(1)).await;
         drop(held);
-        let first = first.await.expect("joins").map_err(|e| e.message).expect("got a slot");
-        let second = second.await.expect("joins").map_err(|e| e.message).expect("got a slot");
+        let first = first
+            .await
+            .expect("joins")
+            .map_err(|e| e.message)
+            .expect("got a slot");
+        let second = second
+            .await
+            .expect("joins")
+            .map_err(|e| e.message)
+            .expect("got a slot");
         // First come, first served: the second got its slot when the
         // first's permit (dropped at once) came back.
         assert!(first <= second);
@@ -200,12 +225,17 @@ mod tests {
         let _held = w.try_acquire().expect("a free slot");
         let started = Instant::now();
         let e = w.acquire().await.expect_err("the wait expires");
-        assert_eq!((e.status, e.kind), (StatusCode::SERVICE_UNAVAILABLE, "overloaded"));
+        assert_eq!(
+            (e.status, e.kind),
+            (StatusCode::SERVICE_UNAVAILABLE, "overloaded")
+        );
         assert!(e.message.contains("queue_timeout"), "{}", e.message);
         assert_eq!(started.elapsed(), Duration::from_secs(2));
         // A request deadline sooner than the queue timeout ends it sooner.
         let started = Instant::now();
-        let e = with_deadline(started + Duration::from_millis(500), w.acquire()).await.expect_err("the deadline passes");
+        let e = with_deadline(started + Duration::from_millis(500), w.acquire())
+            .await
+            .expect_err("the deadline passes");
         assert_eq!((e.status, e.kind), (StatusCode::REQUEST_TIMEOUT, "timeout"));
         assert_eq!(started.elapsed(), Duration::from_millis(500));
         assert_eq!(w.waiting(), 0);

@@ -7,8 +7,8 @@ use std::time::{Duration, Instant};
 use axum::body::{Body, Bytes};
 use axum::extract::Query;
 use axum::http::{HeaderMap, StatusCode, Uri, header};
-use serde::Deserialize;
 use http_body_util::BodyExt;
+use serde::Deserialize;
 use serde::de::DeserializeOwned;
 use target::TargetSpec;
 use tokio::sync::OwnedSemaphorePermit;
@@ -36,16 +36,27 @@ pub fn body_format(headers: &HeaderMap, allowed: &[BodyFormat]) -> Result<BodyFo
         None => BodyFormat::Text,
         Some(v) => {
             let v = v.to_str().unwrap_or("");
-            let media = v.split(';').next().unwrap_or("").trim().to_ascii_lowercase();
+            let media = v
+                .split(';')
+                .next()
+                .unwrap_or("")
+                .trim()
+                .to_ascii_lowercase();
             match media.as_str() {
                 "text/plain" => BodyFormat::Text,
                 "application/json" => BodyFormat::Json,
-                "application/yaml" | "application/x-yaml" | "text/yaml" | "text/x-yaml" => BodyFormat::Yaml,
+                "application/yaml" | "application/x-yaml" | "text/yaml" | "text/x-yaml" => {
+                    BodyFormat::Yaml
+                }
                 _ => return Err(unsupported(v, allowed)),
             }
         }
     };
-    if allowed.contains(&format) { Ok(format) } else { Err(unsupported(media_name(format), allowed)) }
+    if allowed.contains(&format) {
+        Ok(format)
+    } else {
+        Err(unsupported(media_name(format), allowed))
+    }
 }
 
 fn media_name(f: BodyFormat) -> &'static str {
@@ -61,7 +72,10 @@ fn unsupported(got: &str, allowed: &[BodyFormat]) -> ApiError {
     ApiError::new(
         StatusCode::UNSUPPORTED_MEDIA_TYPE,
         "unsupported_media_type",
-        format!("content type '{got}' is not accepted here; send {}", names.join(", ")),
+        format!(
+            "content type '{got}' is not accepted here; send {}",
+            names.join(", ")
+        ),
     )
     .with("accepted", names)
 }
@@ -69,9 +83,20 @@ fn unsupported(got: &str, allowed: &[BodyFormat]) -> ApiError {
 /// True when the client asked for HLO text alone (`Accept: text/plain`
 /// and not JSON).
 pub fn wants_text(headers: &HeaderMap) -> bool {
-    let accept = headers.get(header::ACCEPT).and_then(|v| v.to_str().ok()).unwrap_or("");
-    let types: Vec<String> =
-        accept.split(',').map(|t| t.split(';').next().unwrap_or("").trim().to_ascii_lowercase()).collect();
+    let accept = headers
+        .get(header::ACCEPT)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("");
+    let types: Vec<String> = accept
+        .split(',')
+        .map(|t| {
+            t.split(';')
+                .next()
+                .unwrap_or("")
+                .trim()
+                .to_ascii_lowercase()
+        })
+        .collect();
     types.iter().any(|t| t == "text/plain") && !types.iter().any(|t| t == "application/json")
 }
 
@@ -101,7 +126,11 @@ fn too_large(limit: usize) -> ApiError {
 
 impl AppState {
     /// Takes `n` more bytes of `max_body_memory` for a body, or 503.
-    fn reserve_body(&self, n: usize, held: &mut Option<OwnedSemaphorePermit>) -> Result<(), ApiError> {
+    fn reserve_body(
+        &self,
+        n: usize,
+        held: &mut Option<OwnedSemaphorePermit>,
+    ) -> Result<(), ApiError> {
         if n == 0 {
             return Ok(());
         }
@@ -132,7 +161,9 @@ impl AppState {
         let mut held = None;
         // A declared length is reserved whole at once, so a body that
         // cannot fit is refused before any of it is read.
-        let declared = axum::body::HttpBody::size_hint(&body).exact().and_then(|n| usize::try_from(n).ok());
+        let declared = axum::body::HttpBody::size_hint(&body)
+            .exact()
+            .and_then(|n| usize::try_from(n).ok());
         if let Some(n) = declared {
             if n > limit {
                 return Err(too_large(limit));
@@ -151,7 +182,9 @@ impl AppState {
                 next.await
             } else {
                 // The time by which `received` bytes were due.
-                let due = started + config.body_grace + Duration::from_secs_f64(received as f64 / config.min_body_rate as f64);
+                let due = started
+                    + config.body_grace
+                    + Duration::from_secs_f64(received as f64 / config.min_body_rate as f64);
                 match tokio::time::timeout_at(due.into(), next).await {
                     Ok(frame) => frame,
                     Err(_) => return Err(too_slow(received, started.elapsed(), config)),
@@ -159,7 +192,9 @@ impl AppState {
             };
             let Some(frame) = frame else { break };
             let frame = frame.map_err(|e| body_error(&e, limit))?;
-            let Ok(data) = frame.into_data() else { continue };
+            let Ok(data) = frame.into_data() else {
+                continue;
+            };
             received += data.len();
             if received > limit {
                 return Err(too_large(limit));
@@ -180,7 +215,10 @@ impl AppState {
             1 => chunks.pop().unwrap_or_default(),
             _ => Bytes::from(chunks.concat()),
         };
-        Ok(Received { bytes, _budget: held })
+        Ok(Received {
+            bytes,
+            _budget: held,
+        })
     }
 }
 
@@ -307,12 +345,24 @@ pub struct RunOptions {
 
 /// The query parameters (400 on an unknown one or a bad value).
 pub fn query(uri: &Uri) -> Result<RunOptions, ApiError> {
-    let Query(q) = Query::<QueryWire>::try_from_uri(uri)
-        .map_err(|e| ApiError::invalid_request(format!("bad query parameters: {}", e.body_text())))?;
-    let passes = q.passes.map(|p| p.split(',').map(|s| s.trim().to_string()).filter(|s| !s.is_empty()).collect());
+    let Query(q) = Query::<QueryWire>::try_from_uri(uri).map_err(|e| {
+        ApiError::invalid_request(format!("bad query parameters: {}", e.body_text()))
+    })?;
+    let passes = q.passes.map(|p| {
+        p.split(',')
+            .map(|s| s.trim().to_string())
+            .filter(|s| !s.is_empty())
+            .collect()
+    });
     Ok(RunOptions {
         target: q.target.map(TargetWire::Name),
-        options: OptionsWire { expand_relayouts: q.expand_relayouts, passes, verify: q.verify, solver: q.solver, solver_time_limit: q.solver_time_limit },
+        options: OptionsWire {
+            expand_relayouts: q.expand_relayouts,
+            passes,
+            verify: q.verify,
+            solver: q.solver,
+            solver_time_limit: q.solver_time_limit,
+        },
     })
 }
 
@@ -350,17 +400,24 @@ impl RunOptions {
 /// [`crate::scan`]), then deserializes it. Errors are 400
 /// `invalid_request` with the line and column, or 413 for a body that
 /// holds or expands to too much.
-pub fn decode<T: DeserializeOwned>(format: BodyFormat, bytes: &[u8], limits: Limits) -> Result<T, ApiError> {
+pub fn decode<T: DeserializeOwned>(
+    format: BodyFormat,
+    bytes: &[u8],
+    limits: Limits,
+) -> Result<T, ApiError> {
     match format {
         BodyFormat::Json => {
             scan::check_json(bytes, limits).map_err(|e| excess(e, "JSON", limits))?;
             serde_json::from_slice(bytes).map_err(|e| {
-                ApiError::invalid_request(format!("the JSON body is invalid: {e}")).with("line", e.line()).with("col", e.column())
+                ApiError::invalid_request(format!("the JSON body is invalid: {e}"))
+                    .with("line", e.line())
+                    .with("col", e.column())
             })
         }
         BodyFormat::Yaml => {
-            let text = std::str::from_utf8(bytes)
-                .map_err(|e| ApiError::invalid_request(format!("the YAML body is not UTF-8: {e}")))?;
+            let text = std::str::from_utf8(bytes).map_err(|e| {
+                ApiError::invalid_request(format!("the YAML body is not UTF-8: {e}"))
+            })?;
             scan::check_yaml(text, limits).map_err(|e| excess(e, "YAML", limits))?;
             serde_yaml::from_str(text).map_err(|e| {
                 let mut err = ApiError::invalid_request(format!("the YAML body is invalid: {e}"));
@@ -408,15 +465,25 @@ impl AppState {
     /// What a JSON or YAML body may hold.
     pub(crate) fn body_limits(&self) -> Limits {
         let c = self.config();
-        Limits { max_nesting: c.max_body_nesting, max_nodes: c.max_body_nodes, max_expanded_bytes: c.max_body_bytes }
+        Limits {
+            max_nesting: c.max_body_nesting,
+            max_nodes: c.max_body_nodes,
+            max_expanded_bytes: c.max_body_bytes,
+        }
     }
 
     /// [`decode`] on the blocking pool, through the worker queue: a large
     /// body takes CPU time, which the async runtime must not spend.
-    pub(crate) async fn decode_body<T: DeserializeOwned + Send + 'static>(&self, format: BodyFormat, body: &Received) -> Result<T, ApiError> {
+    pub(crate) async fn decode_body<T: DeserializeOwned + Send + 'static>(
+        &self,
+        format: BodyFormat,
+        body: &Received,
+    ) -> Result<T, ApiError> {
         let bytes = body.bytes.clone();
         let limits = self.body_limits();
-        self.run_blocking(move || decode(format, &bytes, limits)).await?.map_err(job_error)?
+        self.run_blocking(move || decode(format, &bytes, limits))
+            .await?
+            .map_err(job_error)?
     }
 }
 
@@ -426,7 +493,11 @@ pub fn hlo_text(bytes: &Bytes, file_name: &str) -> Result<String, ApiError> {
         Ok(s) => Ok(s.to_string()),
         Err(_) => match hlo::parse_module_bytes(bytes, file_name) {
             Err(e) => Err(ApiError::parse(&e)),
-            Ok(_) => Err(ApiError::new(StatusCode::BAD_REQUEST, "parse_error", "the module is not UTF-8")),
+            Ok(_) => Err(ApiError::new(
+                StatusCode::BAD_REQUEST,
+                "parse_error",
+                "the module is not UTF-8",
+            )),
         },
     }
 }
@@ -438,7 +509,10 @@ impl AppState {
     pub async fn resolve_target(&self, t: &TargetWire) -> Result<Arc<TargetSpec>, ApiError> {
         if let TargetWire::Inline(value) = t {
             let value = value.clone();
-            return self.run_blocking(move || load_inline(&value)).await?.map_err(job_error)?;
+            return self
+                .run_blocking(move || load_inline(&value))
+                .await?
+                .map_err(job_error)?;
         }
         self.resolve_named(t)
     }
@@ -463,7 +537,11 @@ impl AppState {
 
     /// The pipeline options for a request; `fallback` is the target when
     /// the request names none.
-    pub async fn driver_options(&self, o: &RunOptions, fallback: Option<Arc<TargetSpec>>) -> Result<driver::Options, ApiError> {
+    pub async fn driver_options(
+        &self,
+        o: &RunOptions,
+        fallback: Option<Arc<TargetSpec>>,
+    ) -> Result<driver::Options, ApiError> {
         let target = match (&o.target, fallback) {
             (Some(t), _) => self.resolve_target(t).await?,
             (None, Some(t)) => t,
@@ -479,7 +557,8 @@ impl AppState {
                 match driver::PassName::from_name(name) {
                     Some(p) => passes.push(p),
                     None => {
-                        let known: Vec<&str> = driver::PassName::all().iter().map(|p| p.name()).collect();
+                        let known: Vec<&str> =
+                            driver::PassName::all().iter().map(|p| p.name()).collect();
                         return Err(ApiError::new(
                             StatusCode::BAD_REQUEST,
                             "unknown_pass",
@@ -494,8 +573,12 @@ impl AppState {
         opts.expand_relayouts = o.options.expand_relayouts.unwrap_or(false);
         if let Some(name) = &o.options.solver {
             opts.solver.kind = driver::SolverKind::from_name(name).ok_or_else(|| {
-                ApiError::new(StatusCode::BAD_REQUEST, "unknown_solver", format!("unknown solver '{name}'; the solvers are heuristic, exact"))
-                    .with("known", ["heuristic", "exact"])
+                ApiError::new(
+                    StatusCode::BAD_REQUEST,
+                    "unknown_solver",
+                    format!("unknown solver '{name}'; the solvers are heuristic, exact"),
+                )
+                .with("known", ["heuristic", "exact"])
             })?;
         }
         if let Some(secs) = o.options.solver_time_limit {
@@ -504,7 +587,9 @@ impl AppState {
             // longer than any client waits.
             let most = self.config().request_timeout;
             match std::time::Duration::try_from_secs_f64(secs) {
-                Ok(limit) if limit > std::time::Duration::ZERO && limit <= most => opts.solver.time_limit = limit,
+                Ok(limit) if limit > std::time::Duration::ZERO && limit <= most => {
+                    opts.solver.time_limit = limit
+                }
                 _ => {
                     return Err(ApiError::invalid_request(format!(
                         "solver_time_limit must be a positive number of seconds, at most the request timeout ({} s), not {secs}",
@@ -531,12 +616,19 @@ fn load_inline(value: &serde_json::Value) -> Result<Arc<TargetSpec>, ApiError> {
     // JSON is YAML: the target loader reads the object as it would read a
     // file. The object passed the body's structural limits, so its text is
     // within a small multiple of them.
-    let text = serde_json::to_string_pretty(value).map_err(|e| ApiError::internal(e.to_string()))?;
-    target::load_str(&text, "<inline target>").map(Arc::new).map_err(|e| {
-        let message = match &e {
-            target::LoadError::Yaml { message, .. } => message.clone(),
-            other => other.to_string(),
-        };
-        ApiError::new(StatusCode::BAD_REQUEST, "invalid_target", format!("the inline target is invalid: {message}"))
-    })
+    let text =
+        serde_json::to_string_pretty(value).map_err(|e| ApiError::internal(e.to_string()))?;
+    target::load_str(&text, "<inline target>")
+        .map(Arc::new)
+        .map_err(|e| {
+            let message = match &e {
+                target::LoadError::Yaml { message, .. } => message.clone(),
+                other => other.to_string(),
+            };
+            ApiError::new(
+                StatusCode::BAD_REQUEST,
+                "invalid_target",
+                format!("the inline target is invalid: {message}"),
+            )
+        })
 }

@@ -15,7 +15,8 @@ use crate::AppState;
 use crate::error::ApiError;
 use crate::queue::{JobError, job_error};
 use crate::request::{
-    BodyFormat, ModuleWire, PatchWire, RunWire, SessionRunWire, TargetWire, body_format, hlo_text, query, wants_text,
+    BodyFormat, ModuleWire, PatchWire, RunWire, SessionRunWire, TargetWire, body_format, hlo_text,
+    query, wants_text,
 };
 use crate::sessions::{CompInfo, Session, SessionHandle, estimated_bytes, valid_id};
 
@@ -23,7 +24,13 @@ use crate::sessions::{CompInfo, Session, SessionHandle, estimated_bytes, valid_i
 pub fn routes() -> Router<AppState> {
     Router::new()
         .route("/v1/layout-assignment", post(stateless_run))
-        .route("/v1/modules/{id}", put(put_module).patch(patch_module).delete(delete_module).get(get_module))
+        .route(
+            "/v1/modules/{id}",
+            put(put_module)
+                .patch(patch_module)
+                .delete(delete_module)
+                .get(get_module),
+        )
         .route("/v1/modules/{id}/layout-assignment", post(session_run))
         .route("/v1/targets", get(targets))
         .route("/healthz", get(healthz))
@@ -43,8 +50,12 @@ fn pipeline_error(e: driver::PipelineError) -> ApiError {
             "the module parses but is not well formed",
         )
         .with("problems", problems),
-        driver::PipelineError::Assign(m) => ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "assign_error", m),
-        driver::PipelineError::Relayout(m) => ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "relayout_error", m),
+        driver::PipelineError::Assign(m) => {
+            ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "assign_error", m)
+        }
+        driver::PipelineError::Relayout(m) => {
+            ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "relayout_error", m)
+        }
         driver::PipelineError::Verify(problems) => ApiError::new(
             StatusCode::INTERNAL_SERVER_ERROR,
             "verify_error",
@@ -65,7 +76,14 @@ fn run_answer(
 ) -> Response {
     state.metrics().record_module(out.report.stats.instructions);
     if text_only {
-        return ([(header::CONTENT_TYPE, HeaderValue::from_static("text/plain; charset=utf-8"))], out.text).into_response();
+        return (
+            [(
+                header::CONTENT_TYPE,
+                HeaderValue::from_static("text/plain; charset=utf-8"),
+            )],
+            out.text,
+        )
+            .into_response();
     }
     let mut timings = match wire::timings_json(&out.report.timings) {
         Value::Object(m) => m,
@@ -86,9 +104,17 @@ fn run_answer(
 }
 
 /// `POST /v1/layout-assignment`.
-async fn stateless_run(State(state): State<AppState>, headers: HeaderMap, uri: Uri, body: Body) -> Result<Response, ApiError> {
+async fn stateless_run(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    uri: Uri,
+    body: Body,
+) -> Result<Response, ApiError> {
     let started = Instant::now();
-    let format = body_format(&headers, &[BodyFormat::Text, BodyFormat::Json, BodyFormat::Yaml])?;
+    let format = body_format(
+        &headers,
+        &[BodyFormat::Text, BodyFormat::Json, BodyFormat::Yaml],
+    )?;
     let from_query = query(&uri)?;
     let bytes = state.read_body(body).await?;
     let file_name = "request.hlo";
@@ -100,7 +126,9 @@ async fn stateless_run(State(state): State<AppState>, headers: HeaderMap, uri: U
         }
     };
     let opts = state.driver_options(&options, None).await?;
-    let semantic = options.semantic().then_some(state.config().semantic_max_elements);
+    let semantic = options
+        .semantic()
+        .then_some(state.config().semantic_max_elements);
     let (out, check) = state
         .run_blocking(move || {
             let out = driver::run(&text, file_name, &opts)?;
@@ -116,7 +144,14 @@ async fn stateless_run(State(state): State<AppState>, headers: HeaderMap, uri: U
         .await?
         .map_err(job_error)?
         .map_err(pipeline_error)?;
-    Ok(run_answer(&state, out, wants_text(&headers), started, None, check))
+    Ok(run_answer(
+        &state,
+        out,
+        wants_text(&headers),
+        started,
+        None,
+        check,
+    ))
 }
 
 fn check_id(id: &str) -> Result<(), ApiError> {
@@ -130,7 +165,12 @@ fn check_id(id: &str) -> Result<(), ApiError> {
 }
 
 fn session_not_found(id: &str) -> ApiError {
-    ApiError::new(StatusCode::NOT_FOUND, "session_not_found", format!("no session is named '{id}'")).with("id", id)
+    ApiError::new(
+        StatusCode::NOT_FOUND,
+        "session_not_found",
+        format!("no session is named '{id}'"),
+    )
+    .with("id", id)
 }
 
 fn session_too_large(text_bytes: usize, max: usize) -> ApiError {
@@ -158,7 +198,12 @@ fn session_json(id: &str, s: &Session) -> Value {
 }
 
 /// Drops a session whose work panicked: its database may be half updated.
-fn discard_after_panic(state: &AppState, id: &str, handle: &SessionHandle, e: JobError) -> ApiError {
+fn discard_after_panic(
+    state: &AppState,
+    id: &str,
+    handle: &SessionHandle,
+    e: JobError,
+) -> ApiError {
     if matches!(e, JobError::Panic(_)) {
         state.shared.sessions.remove_if_same(id, handle);
     }
@@ -176,10 +221,18 @@ async fn put_module(
     body: Body,
 ) -> Result<Response, ApiError> {
     check_id(&id)?;
-    let format = body_format(&headers, &[BodyFormat::Text, BodyFormat::Json, BodyFormat::Yaml])?;
+    let format = body_format(
+        &headers,
+        &[BodyFormat::Text, BodyFormat::Json, BodyFormat::Yaml],
+    )?;
     let q = query(&uri)?;
     let o = &q.options;
-    if o.expand_relayouts.is_some() || o.passes.is_some() || o.verify.is_some() || o.solver.is_some() || o.solver_time_limit.is_some() {
+    if o.expand_relayouts.is_some()
+        || o.passes.is_some()
+        || o.verify.is_some()
+        || o.solver.is_some()
+        || o.solver_time_limit.is_some()
+    {
         return Err(ApiError::invalid_request(
             "PUT takes only the 'target' query parameter; give run options to POST /v1/modules/{id}/layout-assignment",
         ));
@@ -193,7 +246,9 @@ async fn put_module(
             (w.module, w.target.or(q.target))
         }
     };
-    let target = state.resolve_target(&target.unwrap_or_else(|| TargetWire::Name("cpu".into()))).await?;
+    let target = state
+        .resolve_target(&target.unwrap_or_else(|| TargetWire::Name("cpu".into())))
+        .await?;
     let max = state.shared.sessions.max_bytes();
     if estimated_bytes(text.len(), true) > max {
         return Err(session_too_large(text.len(), max));
@@ -241,7 +296,11 @@ async fn put_module(
     };
     let evicted = state.shared.sessions.commit(&id, &handle, bytes);
     state.metrics().record_evictions(evicted);
-    let status = if created { StatusCode::CREATED } else { StatusCode::OK };
+    let status = if created {
+        StatusCode::CREATED
+    } else {
+        StatusCode::OK
+    };
     Ok((status, axum::Json(answer)).into_response())
 }
 
@@ -253,7 +312,9 @@ fn declared_name(text: &str) -> (String, bool) {
         Some(rest) if rest.starts_with(char::is_whitespace) => (rest.trim_start(), true),
         _ => (t, false),
     };
-    let end = t.find(|c: char| c.is_whitespace() || c == '(' || c == '{').unwrap_or(t.len());
+    let end = t
+        .find(|c: char| c.is_whitespace() || c == '(' || c == '{')
+        .unwrap_or(t.len());
     (t[..end].trim_start_matches('%').to_string(), entry)
 }
 
@@ -269,9 +330,15 @@ async fn patch_module(
     let bytes = state.read_body(body).await?;
     let patch: PatchWire = state.decode_body(format, &bytes).await?;
     if patch.computations.is_empty() {
-        return Err(ApiError::invalid_request("'computations' names no computation"));
+        return Err(ApiError::invalid_request(
+            "'computations' names no computation",
+        ));
     }
-    let handle = state.shared.sessions.get(&id).ok_or_else(|| session_not_found(&id))?;
+    let handle = state
+        .shared
+        .sessions
+        .get(&id)
+        .ok_or_else(|| session_not_found(&id))?;
     let mut guard = handle.clone().lock_owned().await;
     let max = state.shared.sessions.max_bytes();
     let job_id = id.clone();
@@ -352,7 +419,10 @@ async fn session_run(
 ) -> Result<Response, ApiError> {
     let started = Instant::now();
     check_id(&id)?;
-    let format = body_format(&headers, &[BodyFormat::Text, BodyFormat::Json, BodyFormat::Yaml])?;
+    let format = body_format(
+        &headers,
+        &[BodyFormat::Text, BodyFormat::Json, BodyFormat::Yaml],
+    )?;
     let mut options = query(&uri)?;
     let bytes = state.read_body(body).await?;
     if !bytes.iter().all(u8::is_ascii_whitespace) {
@@ -366,27 +436,41 @@ async fn session_run(
         let w: SessionRunWire = state.decode_body(format, &bytes).await?;
         options = options.overridden_by(w.target, w.options);
     }
-    let handle = state.shared.sessions.get(&id).ok_or_else(|| session_not_found(&id))?;
+    let handle = state
+        .shared
+        .sessions
+        .get(&id)
+        .ok_or_else(|| session_not_found(&id))?;
     let mut guard = handle.clone().lock_owned().await;
-    let Some(current) = guard.as_ref().map(|s| s.target.clone()) else { return Err(session_not_found(&id)) };
+    let Some(current) = guard.as_ref().map(|s| s.target.clone()) else {
+        return Err(session_not_found(&id));
+    };
     let opts = state.driver_options(&options, Some(current)).await?;
-    let semantic = options.semantic().then_some(state.config().semantic_max_elements);
+    let semantic = options
+        .semantic()
+        .then_some(state.config().semantic_max_elements);
     let job_id = id.clone();
     let job = state
         .run_blocking(move || {
-            let Some(s) = guard.as_mut() else { return Err(session_not_found(&job_id)) };
+            let Some(s) = guard.as_mut() else {
+                return Err(session_not_found(&job_id));
+            };
             if *s.target != *opts.target {
-                s.db.set_target(opts.target.clone()).map_err(|e| ApiError::internal(e.to_string()))?;
+                s.db.set_target(opts.target.clone())
+                    .map_err(|e| ApiError::internal(e.to_string()))?;
                 s.target = opts.target.clone();
             }
-            s.db.set_solver(opts.solver).map_err(|e| ApiError::internal(e.to_string()))?;
+            s.db.set_solver(opts.solver)
+                .map_err(|e| ApiError::internal(e.to_string()))?;
             s.db.clear_executions();
             let out = driver::run_loaded(&mut s.db, &opts);
             let recomputed = s.db.recomputed_computations();
             s.ran = true;
             let check = match (&out, semantic) {
                 (Ok(o), Some(max)) => {
-                    let before = s.db.parsed_module().map_err(|e| ApiError::internal(e.to_string()))?;
+                    let before =
+                        s.db.parsed_module()
+                            .map_err(|e| ApiError::internal(e.to_string()))?;
                     let after = o.module().map_err(|e| ApiError::internal(e.to_string()))?;
                     Some(crate::semantic::check_json(&before, &after, max))
                 }
@@ -403,22 +487,43 @@ async fn session_run(
     let evicted = state.shared.sessions.recharge(&id, &handle, held);
     state.metrics().record_evictions(evicted);
     let out = out.map_err(pipeline_error)?;
-    Ok(run_answer(&state, out, wants_text(&headers), started, Some(recomputed), check))
+    Ok(run_answer(
+        &state,
+        out,
+        wants_text(&headers),
+        started,
+        Some(recomputed),
+        check,
+    ))
 }
 
 /// `GET /v1/modules/{id}`.
-async fn get_module(State(state): State<AppState>, Path(id): Path<String>) -> Result<Response, ApiError> {
+async fn get_module(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+) -> Result<Response, ApiError> {
     check_id(&id)?;
-    let handle = state.shared.sessions.get(&id).ok_or_else(|| session_not_found(&id))?;
+    let handle = state
+        .shared
+        .sessions
+        .get(&id)
+        .ok_or_else(|| session_not_found(&id))?;
     let guard = handle.lock().await;
     let s = guard.as_ref().ok_or_else(|| session_not_found(&id))?;
     Ok(axum::Json(session_json(&id, s)).into_response())
 }
 
 /// `DELETE /v1/modules/{id}`.
-async fn delete_module(State(state): State<AppState>, Path(id): Path<String>) -> Result<Response, ApiError> {
+async fn delete_module(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+) -> Result<Response, ApiError> {
     check_id(&id)?;
-    if state.shared.sessions.remove(&id) { Ok(StatusCode::NO_CONTENT.into_response()) } else { Err(session_not_found(&id)) }
+    if state.shared.sessions.remove(&id) {
+        Ok(StatusCode::NO_CONTENT.into_response())
+    } else {
+        Err(session_not_found(&id))
+    }
 }
 
 /// `GET /v1/targets`.
@@ -440,17 +545,35 @@ async fn healthz() -> Response {
 /// `GET /metrics`.
 async fn metrics(State(state): State<AppState>) -> Response {
     let text = state.render_metrics();
-    ([(header::CONTENT_TYPE, HeaderValue::from_static("text/plain; version=0.0.4; charset=utf-8"))], text).into_response()
+    (
+        [(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("text/plain; version=0.0.4; charset=utf-8"),
+        )],
+        text,
+    )
+        .into_response()
 }
 
 /// `GET /openapi.json`.
 async fn openapi() -> Response {
-    ([(header::CONTENT_TYPE, HeaderValue::from_static("application/json"))], crate::OPENAPI).into_response()
+    (
+        [(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        )],
+        crate::OPENAPI,
+    )
+        .into_response()
 }
 
 /// Any other path.
 async fn not_found(method: Method, uri: Uri) -> ApiError {
-    ApiError::new(StatusCode::NOT_FOUND, "not_found", format!("no route for {method} {}", uri.path()))
+    ApiError::new(
+        StatusCode::NOT_FOUND,
+        "not_found",
+        format!("no route for {method} {}", uri.path()),
+    )
 }
 
 impl Session {
@@ -475,7 +598,11 @@ impl Session {
             self.module_name = m.header(&self.db).name.clone();
             let entry = m.entry(&self.db) as usize;
             for (i, c) in m.computations(&self.db).iter().enumerate() {
-                self.computations.push(CompInfo { name: c.name(&self.db).clone(), bytes: c.text(&self.db).len(), entry: i == entry });
+                self.computations.push(CompInfo {
+                    name: c.name(&self.db).clone(),
+                    bytes: c.text(&self.db).len(),
+                    entry: i == entry,
+                });
             }
         }
     }
@@ -487,7 +614,10 @@ mod tests {
 
     #[tokio::test]
     async fn a_panic_on_the_blocking_pool_becomes_a_500_and_frees_the_slot() {
-        let state = AppState::new(crate::Config { max_concurrency: 1, ..crate::Config::default() });
+        let state = AppState::new(crate::Config {
+            max_concurrency: 1,
+            ..crate::Config::default()
+        });
         let job = state
             .run_blocking(|| {
                 let v: Vec<u8> = Vec::new();
@@ -503,7 +633,11 @@ mod tests {
         };
         assert_eq!(err.status, StatusCode::INTERNAL_SERVER_ERROR);
         assert_eq!(err.kind, "internal");
-        assert!(err.message.contains("index out of bounds"), "{}", err.message);
+        assert!(
+            err.message.contains("index out of bounds"),
+            "{}",
+            err.message
+        );
         // The slot came back.
         assert!(state.try_acquire_worker().is_some());
     }

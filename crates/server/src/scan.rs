@@ -93,7 +93,10 @@ struct Totals {
 
 impl Totals {
     fn new(limits: Limits) -> Totals {
-        Totals { limits, shape: Shape::default() }
+        Totals {
+            limits,
+            shape: Shape::default(),
+        }
     }
 
     /// Adds `nodes` values of `bytes` bytes reaching `depth` levels.
@@ -136,12 +139,25 @@ fn walk_yaml(text: &str, totals: &mut Totals) -> Result<(), Excess> {
         match event {
             Event::Scalar(value, _, anchor, _) => {
                 totals.add(1, value.len(), level)?;
-                set_anchor(&mut anchors, anchor, Some(Size { nodes: 1, bytes: value.len(), depth: 0 }));
+                set_anchor(
+                    &mut anchors,
+                    anchor,
+                    Some(Size {
+                        nodes: 1,
+                        bytes: value.len(),
+                        depth: 0,
+                    }),
+                );
             }
             Event::SequenceStart(anchor, _) | Event::MappingStart(anchor, _) => {
                 totals.add(1, 0, level + 1)?;
                 set_anchor(&mut anchors, anchor, None);
-                open.push(Open { anchor, nodes: totals.shape.nodes - 1, bytes: totals.shape.expanded_bytes, depth: 0 });
+                open.push(Open {
+                    anchor,
+                    nodes: totals.shape.nodes - 1,
+                    bytes: totals.shape.expanded_bytes,
+                    depth: 0,
+                });
             }
             Event::SequenceEnd | Event::MappingEnd => {
                 let Some(o) = open.pop() else { continue };
@@ -166,7 +182,11 @@ fn walk_yaml(text: &str, totals: &mut Totals) -> Result<(), Excess> {
                     parent.depth = parent.depth.max(size.depth);
                 }
             }
-            Event::Nothing | Event::StreamStart | Event::StreamEnd | Event::DocumentStart(_) | Event::DocumentEnd => {}
+            Event::Nothing
+            | Event::StreamStart
+            | Event::StreamEnd
+            | Event::DocumentStart(_)
+            | Event::DocumentEnd => {}
         }
     }
     Ok(())
@@ -241,7 +261,11 @@ fn string_end(bytes: &[u8], from: usize) -> usize {
 mod tests {
     use super::*;
 
-    const LIMITS: Limits = Limits { max_nesting: 64, max_nodes: 1000, max_expanded_bytes: 1 << 20 };
+    const LIMITS: Limits = Limits {
+        max_nesting: 64,
+        max_nodes: 1000,
+        max_expanded_bytes: 1 << 20,
+    };
 
     #[test]
     fn a_request_body_passes_with_its_shape() {
@@ -272,10 +296,16 @@ mod tests {
         for k in 1..250 {
             yaml.push_str(&format!("  k{k}: *a\n"));
         }
-        let limits = Limits { max_expanded_bytes: 64 * 1024, ..LIMITS };
+        let limits = Limits {
+            max_expanded_bytes: 64 * 1024,
+            ..LIMITS
+        };
         assert_eq!(check_yaml(&yaml, limits), Err(Excess::TooManyBytes));
         // The same body with a budget for it passes.
-        let roomy = Limits { max_expanded_bytes: 2 << 20, ..LIMITS };
+        let roomy = Limits {
+            max_expanded_bytes: 2 << 20,
+            ..LIMITS
+        };
         assert!(check_yaml(&yaml, roomy).is_ok());
     }
 
@@ -296,7 +326,10 @@ mod tests {
         let yaml = "a: &x [[[[1]]]]\nb: [[[[[[*x]]]]]]\n";
         let s = check_yaml(yaml, LIMITS).expect("passes");
         assert_eq!(s.nesting, 1 + 6 + 4, "{s:?}");
-        let shallow = Limits { max_nesting: 8, ..LIMITS };
+        let shallow = Limits {
+            max_nesting: 8,
+            ..LIMITS
+        };
         assert_eq!(check_yaml(yaml, shallow), Err(Excess::TooDeep));
     }
 
@@ -306,12 +339,23 @@ mod tests {
         for n in [1_000usize, 50_000, 500_000] {
             let yaml = format!("module: x\ntarget: {}{}", "[".repeat(n), "]".repeat(n));
             let e = check_yaml(&yaml, LIMITS).expect_err("refused");
-            assert!(matches!(e, Excess::TooDeep | Excess::Invalid { .. }), "{e:?}");
+            assert!(
+                matches!(e, Excess::TooDeep | Excess::Invalid { .. }),
+                "{e:?}"
+            );
             // The walk stopped within the first levels, whatever the depth.
             let mut totals = Totals::new(LIMITS);
             assert!(walk_yaml(&yaml, &mut totals).is_err());
-            assert!(totals.shape.steps < 200, "n = {n}: {} events", totals.shape.steps);
-            let json = format!("{{\"module\": \"x\", \"target\": {}{}}}", "[".repeat(n), "]".repeat(n));
+            assert!(
+                totals.shape.steps < 200,
+                "n = {n}: {} events",
+                totals.shape.steps
+            );
+            let json = format!(
+                "{{\"module\": \"x\", \"target\": {}{}}}",
+                "[".repeat(n),
+                "]".repeat(n)
+            );
             assert_eq!(check_json(json.as_bytes(), LIMITS), Err(Excess::TooDeep));
         }
     }
@@ -328,12 +372,17 @@ mod tests {
 
     #[test]
     fn a_recursive_alias_is_refused() {
-        assert_eq!(check_yaml("a: &x [1, *x]\n", LIMITS), Err(Excess::RecursiveAlias));
+        assert_eq!(
+            check_yaml("a: &x [1, *x]\n", LIMITS),
+            Err(Excess::RecursiveAlias)
+        );
     }
 
     #[test]
     fn invalid_yaml_is_located() {
-        let Err(Excess::Invalid { line, col, .. }) = check_yaml("module: x\noptions: [a, b\n", LIMITS) else {
+        let Err(Excess::Invalid { line, col, .. }) =
+            check_yaml("module: x\noptions: [a, b\n", LIMITS)
+        else {
             panic!("refused as invalid")
         };
         assert!(line >= 2 && col >= 1, "{line}:{col}");
@@ -345,6 +394,9 @@ mod tests {
         let s = check_json(json.as_bytes(), LIMITS).expect("passes");
         assert_eq!((s.nesting, s.nodes), (2, 9), "{s:?}");
         let many = format!("[{}0]", "0,".repeat(2000));
-        assert_eq!(check_json(many.as_bytes(), LIMITS), Err(Excess::TooManyNodes));
+        assert_eq!(
+            check_json(many.as_bytes(), LIMITS),
+            Err(Excess::TooManyNodes)
+        );
     }
 }

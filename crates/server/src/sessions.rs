@@ -48,7 +48,11 @@ const RUN_PER_TEXT_BYTE: usize = 20;
 /// The memory a session holds, estimated from its module text and whether
 /// the pipeline ran on it.
 pub fn estimated_bytes(text_bytes: usize, ran: bool) -> usize {
-    let per_byte = if ran { RUN_PER_TEXT_BYTE } else { LOADED_PER_TEXT_BYTE };
+    let per_byte = if ran {
+        RUN_PER_TEXT_BYTE
+    } else {
+        LOADED_PER_TEXT_BYTE
+    };
     BASE_BYTES.saturating_add(text_bytes.saturating_mul(per_byte))
 }
 
@@ -97,7 +101,11 @@ pub struct Sessions {
 impl Sessions {
     /// An empty table with these limits.
     pub fn new(max_sessions: usize, max_bytes: usize) -> Sessions {
-        Sessions { table: Mutex::default(), max_sessions, max_bytes }
+        Sessions {
+            table: Mutex::default(),
+            max_sessions,
+            max_bytes,
+        }
     }
 
     fn table(&self) -> MutexGuard<'_, Table> {
@@ -137,7 +145,14 @@ impl Sessions {
         let mut t = self.table();
         t.tick += 1;
         let tick = t.tick;
-        let old = t.entries.insert(id.to_string(), Entry { session: session.clone(), last_used: tick, bytes });
+        let old = t.entries.insert(
+            id.to_string(),
+            Entry {
+                session: session.clone(),
+                last_used: tick,
+                bytes,
+            },
+        );
         t.bytes = t.bytes - old.map_or(0, |e| e.bytes) + bytes;
         let mut evicted = 0;
         while t.entries.len() > self.max_sessions || t.bytes > self.max_bytes {
@@ -161,8 +176,16 @@ impl Sessions {
     /// `session`, and evicts the least recently used others until the
     /// limits hold. Returns how many were evicted.
     pub fn recharge(&self, id: &str, session: &SessionHandle, bytes: usize) -> usize {
-        let still_there = self.table().entries.get(id).is_some_and(|e| Arc::ptr_eq(&e.session, session));
-        if still_there { self.commit(id, session, bytes) } else { 0 }
+        let still_there = self
+            .table()
+            .entries
+            .get(id)
+            .is_some_and(|e| Arc::ptr_eq(&e.session, session));
+        if still_there {
+            self.commit(id, session, bytes)
+        } else {
+            0
+        }
     }
 
     /// Removes the session named `id`; false if there was none.
@@ -180,7 +203,9 @@ impl Sessions {
     /// Removes the session named `id` if it is still `session`.
     pub fn remove_if_same(&self, id: &str, session: &SessionHandle) {
         let mut t = self.table();
-        if t.entries.get(id).is_some_and(|e| Arc::ptr_eq(&e.session, session))
+        if t.entries
+            .get(id)
+            .is_some_and(|e| Arc::ptr_eq(&e.session, session))
             && let Some(e) = t.entries.remove(id)
         {
             t.bytes -= e.bytes;
@@ -190,7 +215,11 @@ impl Sessions {
 
 /// A session id is 1 to 128 characters from `[A-Za-z0-9._-]`.
 pub fn valid_id(id: &str) -> bool {
-    !id.is_empty() && id.len() <= 128 && id.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'.' || b == b'_' || b == b'-')
+    !id.is_empty()
+        && id.len() <= 128
+        && id
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'.' || b == b'_' || b == b'-')
 }
 
 #[cfg(test)]

@@ -15,7 +15,10 @@ use server::Config;
 const DEADLINE: Duration = Duration::from_secs(20);
 
 fn config() -> Config {
-    Config { request_timeout: DEADLINE, ..Config::default() }
+    Config {
+        request_timeout: DEADLINE,
+        ..Config::default()
+    }
 }
 
 /// `key: &a <8 MiB>` and 249 more keys `*a`: 2 GiB once expanded.
@@ -37,33 +40,80 @@ fn anchored_string_repeated(prefix: &str, indent: &str, entry: impl Fn(usize) ->
 /// The healthy requests that must still get their stateless answer.
 async fn healthy_still_answered(router: &axum::Router) {
     for (text, want) in healthy_modules().iter() {
-        let a = call(router, request("POST", "/v1/layout-assignment", Some("text/plain"), text.clone())).await;
+        let a = call(
+            router,
+            request(
+                "POST",
+                "/v1/layout-assignment",
+                Some("text/plain"),
+                text.clone(),
+            ),
+        )
+        .await;
         assert_eq!(a.status, 200, "{}", String::from_utf8_lossy(&a.body));
         assert_eq!(a.json()["module"].as_str(), Some(want.as_str()));
     }
     let text = corpus("mlp_fwd");
-    let yaml = format!("module: |\n{}", text.lines().map(|l| format!("  {l}\n")).collect::<String>());
-    let a = call(router, request("POST", "/v1/layout-assignment", Some("application/yaml"), yaml)).await;
+    let yaml = format!(
+        "module: |\n{}",
+        text.lines().map(|l| format!("  {l}\n")).collect::<String>()
+    );
+    let a = call(
+        router,
+        request(
+            "POST",
+            "/v1/layout-assignment",
+            Some("application/yaml"),
+            yaml,
+        ),
+    )
+    .await;
     assert_eq!(a.status, 200, "{}", String::from_utf8_lossy(&a.body));
-    assert_eq!(a.json()["module"].as_str(), Some(expected(&text, "cpu").0.as_str()));
+    assert_eq!(
+        a.json()["module"].as_str(),
+        Some(expected(&text, "cpu").0.as_str())
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_string_repeated_by_aliases_is_refused_with_413() {
     let (router, state) = app(config());
     let bodies = [
-        ("POST", "/v1/layout-assignment", anchored_string_repeated("module: x\ntarget:\n", "  ", |k| format!("k{k}:"))),
-        ("POST", "/v1/layout-assignment", anchored_string_repeated("module: x\noptions:\n  passes:\n", "    ", |_| "-".into())),
-        ("PUT", "/v1/modules/s", anchored_string_repeated("module: x\ntarget:\n", "  ", |k| format!("k{k}:"))),
+        (
+            "POST",
+            "/v1/layout-assignment",
+            anchored_string_repeated("module: x\ntarget:\n", "  ", |k| format!("k{k}:")),
+        ),
+        (
+            "POST",
+            "/v1/layout-assignment",
+            anchored_string_repeated("module: x\noptions:\n  passes:\n", "    ", |_| "-".into()),
+        ),
+        (
+            "PUT",
+            "/v1/modules/s",
+            anchored_string_repeated("module: x\ntarget:\n", "  ", |k| format!("k{k}:")),
+        ),
         // The session does not exist: the body is refused before that.
-        ("PATCH", "/v1/modules/ghost", anchored_string_repeated("computations:\n", "  ", |k| format!("c{k}:"))),
+        (
+            "PATCH",
+            "/v1/modules/ghost",
+            anchored_string_repeated("computations:\n", "  ", |k| format!("c{k}:")),
+        ),
     ];
     for (method, uri, yaml) in bodies {
         assert!(yaml.len() > 8 << 20 && yaml.len() < 9 << 20);
         let started = std::time::Instant::now();
-        let a = call(&router, request(method, uri, Some("application/yaml"), yaml)).await;
+        let a = call(
+            &router,
+            request(method, uri, Some("application/yaml"), yaml),
+        )
+        .await;
         let e = a.error(413, "payload_too_large");
-        assert!(e["message"].as_str().is_some_and(|m| m.contains("aliases")), "{method} {uri}: {e}");
+        assert!(
+            e["message"].as_str().is_some_and(|m| m.contains("aliases")),
+            "{method} {uri}: {e}"
+        );
         assert_eq!(e["limit"].as_u64(), Some(64 << 20));
         assert!(started.elapsed() < DEADLINE);
     }
@@ -77,18 +127,43 @@ async fn aliases_within_the_limits_still_decode() {
     let text = corpus("softmax_axes");
     let module = text.lines().map(|l| format!("  {l}\n")).collect::<String>();
     // An anchor named and used once: legitimate YAML, well within bounds.
-    let yaml = format!("module: &m |\n{module}options:\n  passes: &p [layout-assignment]\ntarget: gpu\n");
-    let a = call(&router, request("POST", "/v1/layout-assignment", Some("application/yaml"), yaml)).await;
+    let yaml =
+        format!("module: &m |\n{module}options:\n  passes: &p [layout-assignment]\ntarget: gpu\n");
+    let a = call(
+        &router,
+        request(
+            "POST",
+            "/v1/layout-assignment",
+            Some("application/yaml"),
+            yaml,
+        ),
+    )
+    .await;
     assert_eq!(a.status, 200, "{}", String::from_utf8_lossy(&a.body));
-    let mut opts = driver::Options::new(std::sync::Arc::new(target::load_builtin("gpu").expect("gpu")));
+    let mut opts = driver::Options::new(std::sync::Arc::new(
+        target::load_builtin("gpu").expect("gpu"),
+    ));
     opts.passes = vec![driver::PassName::LayoutAssignment];
     let want = driver::run(&text, "request.hlo", &opts).expect("runs").text;
     assert_eq!(a.json()["module"].as_str(), Some(want.as_str()));
     // A patch whose two computations share one text through an alias.
-    let a = call(&router, request("PUT", "/v1/modules/p", Some("text/plain"), corpus("reductions_mixed"))).await;
+    let a = call(
+        &router,
+        request(
+            "PUT",
+            "/v1/modules/p",
+            Some("text/plain"),
+            corpus("reductions_mixed"),
+        ),
+    )
+    .await;
     assert_eq!(a.status, 201);
     let yaml = "computations:\n  \"%nope\": &t \"%nope () -> f32[] { ROOT %c = f32[] constant(0) }\"\n  \"%nope2\": *t\n";
-    let a = call(&router, request("PATCH", "/v1/modules/p", Some("application/yaml"), yaml)).await;
+    let a = call(
+        &router,
+        request("PATCH", "/v1/modules/p", Some("application/yaml"), yaml),
+    )
+    .await;
     // Decoded: the patch is judged on its content (unknown computations).
     a.error(400, "unknown_computation");
 }
@@ -105,7 +180,13 @@ async fn deep_nesting_is_refused_with_400_before_the_deadline() {
         }
         y
     };
-    let json = |n: usize| format!("{{\"module\": \"x\", \"target\": {}{}}}", "[".repeat(n), "]".repeat(n));
+    let json = |n: usize| {
+        format!(
+            "{{\"module\": \"x\", \"target\": {}{}}}",
+            "[".repeat(n),
+            "]".repeat(n)
+        )
+    };
     let bodies = [
         // 100 KB: 3.9 s in serde_yaml's loader (release build), 17 s here.
         ("application/yaml", flow(50_000)),
@@ -116,35 +197,104 @@ async fn deep_nesting_is_refused_with_400_before_the_deadline() {
     ];
     for (content_type, body) in bodies {
         let started = std::time::Instant::now();
-        let a = call(&router, request("POST", "/v1/layout-assignment", Some(content_type), body)).await;
+        let a = call(
+            &router,
+            request("POST", "/v1/layout-assignment", Some(content_type), body),
+        )
+        .await;
         let e = a.error(400, "invalid_request");
         let m = e["message"].as_str().unwrap_or_default();
-        assert!(m.contains("nests deeper than 64") || m.contains("recursion limit"), "{content_type}: {e}");
+        assert!(
+            m.contains("nests deeper than 64") || m.contains("recursion limit"),
+            "{content_type}: {e}"
+        );
         assert!(started.elapsed() < DEADLINE);
     }
     // The same refusal for a session's run options.
-    assert_eq!(call(&router, request("PUT", "/v1/modules/d", Some("text/plain"), corpus("mlp_fwd"))).await.status, 201);
+    assert_eq!(
+        call(
+            &router,
+            request(
+                "PUT",
+                "/v1/modules/d",
+                Some("text/plain"),
+                corpus("mlp_fwd")
+            )
+        )
+        .await
+        .status,
+        201
+    );
     let body = format!("options: {}{}", "{a: ".repeat(1000), "}".repeat(1000));
-    call(&router, request("POST", "/v1/modules/d/layout-assignment", Some("application/yaml"), body)).await.error(400, "invalid_request");
+    call(
+        &router,
+        request(
+            "POST",
+            "/v1/modules/d/layout-assignment",
+            Some("application/yaml"),
+            body,
+        ),
+    )
+    .await
+    .error(400, "invalid_request");
     assert_eq!(state.metrics().in_flight(), 0);
     healthy_still_answered(&router).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_body_with_too_many_values_is_refused_with_413() {
-    let (router, _) = app(Config { max_body_nodes: 1000, ..config() });
-    let json = format!("{{\"module\": \"x\", \"target\": {{\"rules\": [{}0]}}}}", "0,".repeat(5000));
-    let e = call(&router, request("POST", "/v1/layout-assignment", Some("application/json"), json)).await.error(413, "payload_too_large");
+    let (router, _) = app(Config {
+        max_body_nodes: 1000,
+        ..config()
+    });
+    let json = format!(
+        "{{\"module\": \"x\", \"target\": {{\"rules\": [{}0]}}}}",
+        "0,".repeat(5000)
+    );
+    let e = call(
+        &router,
+        request(
+            "POST",
+            "/v1/layout-assignment",
+            Some("application/json"),
+            json,
+        ),
+    )
+    .await
+    .error(413, "payload_too_large");
     assert_eq!(e["limit"].as_u64(), Some(1000));
     let yaml = format!("module: x\ntarget:\n  rules:\n{}", "  - 0\n".repeat(5000));
-    call(&router, request("POST", "/v1/layout-assignment", Some("application/yaml"), yaml)).await.error(413, "payload_too_large");
+    call(
+        &router,
+        request(
+            "POST",
+            "/v1/layout-assignment",
+            Some("application/yaml"),
+            yaml,
+        ),
+    )
+    .await
+    .error(413, "payload_too_large");
     // A billion laughs, nine levels of ten: refused by its node count
     // long before it is expanded.
     let mut yaml = String::from("module: x\ntarget:\n  a0: &a0 [lol]\n");
     for i in 1..10 {
-        yaml.push_str(&format!("  a{i}: &a{i} [{}]\n", vec![format!("*a{}", i - 1); 10].join(", ")));
+        yaml.push_str(&format!(
+            "  a{i}: &a{i} [{}]\n",
+            vec![format!("*a{}", i - 1); 10].join(", ")
+        ));
     }
-    call(&router, request("POST", "/v1/layout-assignment", Some("application/yaml"), yaml)).await.error(413, "payload_too_large");
+    call(
+        &router,
+        request(
+            "POST",
+            "/v1/layout-assignment",
+            Some("application/yaml"),
+            yaml,
+        ),
+    )
+    .await
+    .error(413, "payload_too_large");
     healthy_still_answered(&router).await;
 }
 
@@ -152,24 +302,45 @@ async fn a_body_with_too_many_values_is_refused_with_413() {
 async fn an_inline_target_is_decoded_and_loaded_off_the_async_runtime() {
     // One worker slot, held: decoding a JSON body needs it, so the request
     // waits in the queue instead of decoding on the async runtime.
-    let (router, state) = app(Config { max_concurrency: 1, ..config() });
+    let (router, state) = app(Config {
+        max_concurrency: 1,
+        ..config()
+    });
     let slot = state.try_acquire_worker().expect("a free slot");
-    let spec = std::fs::read_to_string(testdata_dir().join("../targets/gpu.yaml")).expect("targets/gpu.yaml");
+    let spec = std::fs::read_to_string(testdata_dir().join("../targets/gpu.yaml"))
+        .expect("targets/gpu.yaml");
     let inline: serde_json::Value = serde_yaml::from_str(&spec).expect("the target is YAML");
     let text = corpus("mlp_fwd");
     let body = serde_json::json!({ "module": text, "target": inline }).to_string();
     let pending = {
         let router = router.clone();
-        tokio::spawn(async move { call(&router, request("POST", "/v1/layout-assignment", Some("application/json"), body)).await })
+        tokio::spawn(async move {
+            call(
+                &router,
+                request(
+                    "POST",
+                    "/v1/layout-assignment",
+                    Some("application/json"),
+                    body,
+                ),
+            )
+            .await
+        })
     };
     let deadline = std::time::Instant::now() + Duration::from_secs(10);
     while state.queue_len() < 1 {
-        assert!(std::time::Instant::now() < deadline, "the decode waits for a worker slot");
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the decode waits for a worker slot"
+        );
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
     assert!(!pending.is_finished());
     drop(slot);
     let a = pending.await.expect("the request ends");
     assert_eq!(a.status, 200, "{}", String::from_utf8_lossy(&a.body));
-    assert_eq!(a.json()["module"].as_str(), Some(expected(&text, "gpu").0.as_str()));
+    assert_eq!(
+        a.json()["module"].as_str(),
+        Some(expected(&text, "gpu").0.as_str())
+    );
 }

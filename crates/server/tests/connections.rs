@@ -19,11 +19,15 @@ const TIMEOUT: Duration = Duration::from_secs(60);
 /// `None` if it stayed open for `limit`.
 fn closed_within(stream: &mut TcpStream, limit: Duration) -> Option<Duration> {
     let started = Instant::now();
-    stream.set_read_timeout(Some(limit)).expect("a read timeout");
+    stream
+        .set_read_timeout(Some(limit))
+        .expect("a read timeout");
     let mut sink = Vec::new();
     match stream.read_to_end(&mut sink) {
         Ok(_) => Some(started.elapsed()),
-        Err(e) if matches!(e.kind(), std::io::ErrorKind::ConnectionReset) => Some(started.elapsed()),
+        Err(e) if matches!(e.kind(), std::io::ErrorKind::ConnectionReset) => {
+            Some(started.elapsed())
+        }
         Err(_) => None,
     }
 }
@@ -33,7 +37,14 @@ fn healthy_request(addr: SocketAddr) {
     let text = corpus("mlp_fwd");
     let want = expected(&text, "cpu").0;
     let mut c = Client::new(addr, TIMEOUT);
-    let a = c.request("POST", "/v1/layout-assignment", &[("content-type", "text/plain")], text.as_bytes()).expect("answered");
+    let a = c
+        .request(
+            "POST",
+            "/v1/layout-assignment",
+            &[("content-type", "text/plain")],
+            text.as_bytes(),
+        )
+        .expect("answered");
     assert_eq!(a.status, 200, "{}", a.text());
     let v: serde_json::Value = serde_json::from_slice(&a.body).expect("JSON");
     assert_eq!(v["module"].as_str(), Some(want.as_str()));
@@ -50,23 +61,35 @@ async fn eventually(what: &str, done: impl Fn() -> bool) {
 }
 
 async fn blocking<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {
-    tokio::task::spawn_blocking(f).await.expect("the client thread ends")
+    tokio::task::spawn_blocking(f)
+        .await
+        .expect("the client thread ends")
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_half_sent_head_is_closed_after_the_header_read_timeout() {
-    let config = Config { header_read_timeout: Duration::from_millis(300), ..Config::default() };
+    let config = Config {
+        header_read_timeout: Duration::from_millis(300),
+        ..Config::default()
+    };
     let mut running = start(config).await;
     let addr = running.addr;
     let waited = blocking(move || {
         let mut s = TcpStream::connect(addr).expect("connects");
-        s.write_all(b"POST /v1/layout-assignment HTTP/1.1\r\nHost: x\r\nContent-Le").expect("writes");
+        s.write_all(b"POST /v1/layout-assignment HTTP/1.1\r\nHost: x\r\nContent-Le")
+            .expect("writes");
         closed_within(&mut s, Duration::from_secs(30))
     })
     .await
     .expect("the server closed the connection");
-    assert!(waited >= Duration::from_millis(250), "not before the timeout: {waited:?}");
-    eventually("one connection closed by the header timeout", || running.state.metrics().connections_closed("header_timeout") == 1).await;
+    assert!(
+        waited >= Duration::from_millis(250),
+        "not before the timeout: {waited:?}"
+    );
+    eventually("one connection closed by the header timeout", || {
+        running.state.metrics().connections_closed("header_timeout") == 1
+    })
+    .await;
     // A head sent in pieces within the timeout is served.
     blocking(move || {
         let mut s = TcpStream::connect(addr).expect("connects");
@@ -85,7 +108,10 @@ async fn a_half_sent_head_is_closed_after_the_header_read_timeout() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn idle_connections_are_closed_after_the_idle_timeout() {
-    let config = Config { idle_timeout: Duration::from_millis(300), ..Config::default() };
+    let config = Config {
+        idle_timeout: Duration::from_millis(300),
+        ..Config::default()
+    };
     let mut running = start(config).await;
     let addr = running.addr;
     let (silent, kept_alive) = blocking(move || {
@@ -93,16 +119,26 @@ async fn idle_connections_are_closed_after_the_idle_timeout() {
         let mut silent = TcpStream::connect(addr).expect("connects");
         // Kept alive after an answer.
         let mut kept = TcpStream::connect(addr).expect("connects");
-        kept.write_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n").expect("writes");
+        kept.write_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+            .expect("writes");
         kept.set_read_timeout(Some(TIMEOUT)).expect("timeout");
         let mut r = BufReader::new(kept.try_clone().expect("clones"));
         assert_eq!(read_response(&mut r).expect("answered").status, 200);
-        (closed_within(&mut silent, Duration::from_secs(30)), closed_within(&mut kept, Duration::from_secs(30)))
+        (
+            closed_within(&mut silent, Duration::from_secs(30)),
+            closed_within(&mut kept, Duration::from_secs(30)),
+        )
     })
     .await;
-    assert!(silent.is_some_and(|w| w >= Duration::from_millis(250)), "{silent:?}");
+    assert!(
+        silent.is_some_and(|w| w >= Duration::from_millis(250)),
+        "{silent:?}"
+    );
     assert!(kept_alive.is_some(), "the kept-alive connection was closed");
-    eventually("two connections closed by the idle timeout", || running.state.metrics().connections_closed("idle_timeout") == 2).await;
+    eventually("two connections closed by the idle timeout", || {
+        running.state.metrics().connections_closed("idle_timeout") == 2
+    })
+    .await;
     blocking(move || healthy_request(addr)).await;
     running.shut_down();
     let _ = tokio::time::timeout(Duration::from_secs(10), &mut running.task).await;
@@ -111,7 +147,11 @@ async fn idle_connections_are_closed_after_the_idle_timeout() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn at_the_connection_cap_idle_connections_make_room() {
     // Idle connections never time out here: only the cap can close them.
-    let config = Config { max_connections: 8, idle_timeout: Duration::from_secs(600), ..Config::default() };
+    let config = Config {
+        max_connections: 8,
+        idle_timeout: Duration::from_secs(600),
+        ..Config::default()
+    };
     let mut running = start(config).await;
     let (addr, state) = (running.addr, running.state.clone());
     // A request in flight (half its body sent) on one connection: it must
@@ -133,7 +173,9 @@ async fn at_the_connection_cap_idle_connections_make_room() {
     }
     // Far more idle connections than the cap; the process's file limit is
     // what the cap protects, and 40 stays well below it.
-    let idle: Vec<TcpStream> = (0..40).map(|_| TcpStream::connect(addr).expect("connects")).collect();
+    let idle: Vec<TcpStream> = (0..40)
+        .map(|_| TcpStream::connect(addr).expect("connects"))
+        .collect();
     let sampler = {
         let state = state.clone();
         tokio::spawn(async move {
@@ -152,11 +194,19 @@ async fn at_the_connection_cap_idle_connections_make_room() {
     })
     .await;
     assert_eq!(health.status, 200);
-    assert!(sampler.await.expect("the sampler ends") <= 8, "never more open than the cap");
-    assert!(state.metrics().connections_closed("evicted") >= 32, "{}", state.metrics().connections_closed("evicted"));
+    assert!(
+        sampler.await.expect("the sampler ends") <= 8,
+        "never more open than the cap"
+    );
+    assert!(
+        state.metrics().connections_closed("evicted") >= 32,
+        "{}",
+        state.metrics().connections_closed("evicted")
+    );
     // The request in flight completes.
     let answer = blocking(move || {
-        busy.write_all(&text.as_bytes()[half..]).expect("writes the rest");
+        busy.write_all(&text.as_bytes()[half..])
+            .expect("writes the rest");
         busy.set_read_timeout(Some(TIMEOUT)).expect("timeout");
         read_response(&mut BufReader::new(busy))
     })
@@ -172,7 +222,11 @@ async fn at_the_connection_cap_idle_connections_make_room() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn slow_uploads_get_408_and_do_not_starve_other_requests() {
-    let config = Config { min_body_rate: 1000, body_grace: Duration::from_millis(300), ..Config::default() };
+    let config = Config {
+        min_body_rate: 1000,
+        body_grace: Duration::from_millis(300),
+        ..Config::default()
+    };
     let mut running = start(config).await;
     let (addr, state) = (running.addr, running.state.clone());
     // 64 uploads of 10 kB, a byte every 50 ms (20 bytes/s).
@@ -204,7 +258,11 @@ async fn slow_uploads_get_408_and_do_not_starve_other_requests() {
     // Meanwhile, healthy requests are answered, not refused.
     let deadline = Instant::now() + Duration::from_secs(10);
     while state.metrics().in_flight() < 64 {
-        assert!(Instant::now() < deadline, "the slow uploads are in flight: {}", state.metrics().in_flight());
+        assert!(
+            Instant::now() < deadline,
+            "the slow uploads are in flight: {}",
+            state.metrics().in_flight()
+        );
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
     blocking(move || {
@@ -219,7 +277,12 @@ async fn slow_uploads_get_408_and_do_not_starve_other_requests() {
         assert_eq!(a.status, 408, "{}", a.text());
         let v: serde_json::Value = serde_json::from_slice(&a.body).expect("JSON");
         assert_eq!(v["error"]["kind"], "timeout");
-        assert!(v["error"]["message"].as_str().is_some_and(|m| m.contains("min_body_rate")), "{v}");
+        assert!(
+            v["error"]["message"]
+                .as_str()
+                .is_some_and(|m| m.contains("min_body_rate")),
+            "{v}"
+        );
         assert!(took < Duration::from_secs(30), "{took:?}");
     }
     assert_eq!(state.metrics().requests("/v1/layout-assignment", 503), 0);
@@ -231,15 +294,26 @@ async fn slow_uploads_get_408_and_do_not_starve_other_requests() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bodies_beyond_max_body_memory_get_503_with_retry_after() {
-    let config = Config { max_body_memory: 64 << 10, ..Config::default() };
+    let config = Config {
+        max_body_memory: 64 << 10,
+        ..Config::default()
+    };
     let mut running = start(config).await;
     let addr = running.addr;
     // A body of 60 KiB declared and not yet sent holds its share.
     let mut held = TcpStream::connect(addr).expect("connects");
-    let head = format!("POST /v1/layout-assignment HTTP/1.1\r\nHost: x\r\nContent-Length: {}\r\n\r\n", 60 << 10);
+    let head = format!(
+        "POST /v1/layout-assignment HTTP/1.1\r\nHost: x\r\nContent-Length: {}\r\n\r\n",
+        60 << 10
+    );
     held.write_all(head.as_bytes()).expect("writes");
     let deadline = Instant::now() + Duration::from_secs(10);
-    while running.state.render_metrics().lines().all(|l| l != format!("tessera_request_body_bytes {}", 60 << 10)) {
+    while running
+        .state
+        .render_metrics()
+        .lines()
+        .all(|l| l != format!("tessera_request_body_bytes {}", 60 << 10))
+    {
         assert!(Instant::now() < deadline, "the body's share is held");
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
@@ -247,15 +321,30 @@ async fn bodies_beyond_max_body_memory_get_503_with_retry_after() {
     assert!(text.len() > 4 << 10);
     let refused: ClientResponse = blocking(move || {
         let mut c = Client::new(addr, TIMEOUT);
-        c.request("POST", "/v1/layout-assignment", &[("content-type", "text/plain")], text.as_bytes()).expect("answered")
+        c.request(
+            "POST",
+            "/v1/layout-assignment",
+            &[("content-type", "text/plain")],
+            text.as_bytes(),
+        )
+        .expect("answered")
     })
     .await;
     assert_eq!(refused.status, 503, "{}", refused.text());
     assert_eq!(refused.header("retry-after"), Some("1"));
-    assert!(refused.text().contains("max_body_memory"), "{}", refused.text());
+    assert!(
+        refused.text().contains("max_body_memory"),
+        "{}",
+        refused.text()
+    );
     drop(held);
     let deadline = Instant::now() + Duration::from_secs(10);
-    while running.state.render_metrics().lines().all(|l| l != "tessera_request_body_bytes 0") {
+    while running
+        .state
+        .render_metrics()
+        .lines()
+        .all(|l| l != "tessera_request_body_bytes 0")
+    {
         assert!(Instant::now() < deadline, "the share comes back");
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
@@ -266,16 +355,28 @@ async fn bodies_beyond_max_body_memory_get_503_with_retry_after() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn shutdown_closes_connections_with_no_request_at_once() {
-    let mut running = start(Config { shutdown_grace: Duration::from_secs(30), ..Config::default() }).await;
+    let mut running = start(Config {
+        shutdown_grace: Duration::from_secs(30),
+        ..Config::default()
+    })
+    .await;
     let addr = running.addr;
     let mut half_head = TcpStream::connect(addr).expect("connects");
-    half_head.write_all(b"GET /healthz HTTP/1.1\r\nHo").expect("writes");
+    half_head
+        .write_all(b"GET /healthz HTTP/1.1\r\nHo")
+        .expect("writes");
     let silent = TcpStream::connect(addr).expect("connects");
     let kept = blocking(move || {
         let mut c = TcpStream::connect(addr).expect("connects");
-        c.write_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n").expect("writes");
+        c.write_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+            .expect("writes");
         c.set_read_timeout(Some(TIMEOUT)).expect("timeout");
-        assert_eq!(read_response(&mut BufReader::new(c.try_clone().expect("clones"))).expect("answered").status, 200);
+        assert_eq!(
+            read_response(&mut BufReader::new(c.try_clone().expect("clones")))
+                .expect("answered")
+                .status,
+            200
+        );
         c
     })
     .await;
@@ -289,7 +390,10 @@ async fn shutdown_closes_connections_with_no_request_at_once() {
     let done = tokio::time::timeout(Duration::from_secs(10), &mut running.task).await;
     assert!(matches!(done, Ok(Ok(Ok(())))), "serve returns: {done:?}");
     let waited = stopped_at.elapsed();
-    assert!(waited < Duration::from_secs(5), "not the 30 s grace: {waited:?}");
+    assert!(
+        waited < Duration::from_secs(5),
+        "not the 30 s grace: {waited:?}"
+    );
     assert_eq!(running.state.metrics().connections(), 0);
     assert_eq!(running.state.metrics().connections_closed("shutdown"), 3);
     drop((half_head, silent, kept));
@@ -312,7 +416,10 @@ async fn heads_hyper_refuses_are_answered_in_json() {
             many.push_str(&format!("x-header-{i}: {i}\r\n"));
         }
         many.push_str("\r\n");
-        let huge = format!("GET /healthz HTTP/1.1\r\nHost: x\r\nx-big: {}\r\n\r\n", "b".repeat(100 << 10));
+        let huge = format!(
+            "GET /healthz HTTP/1.1\r\nHost: x\r\nx-big: {}\r\n\r\n",
+            "b".repeat(100 << 10)
+        );
         let long = format!("GET /{} HTTP/1.1\r\nHost: x\r\n\r\n", "a".repeat(100 << 10));
         vec![
             send(many.into_bytes()),
@@ -322,7 +429,12 @@ async fn heads_hyper_refuses_are_answered_in_json() {
         ]
     })
     .await;
-    let want = [(431, "headers_too_large"), (431, "headers_too_large"), (431, "headers_too_large"), (400, "invalid_request")];
+    let want = [
+        (431, "headers_too_large"),
+        (431, "headers_too_large"),
+        (431, "headers_too_large"),
+        (400, "invalid_request"),
+    ];
     for (a, (status, kind)) in answers.iter().zip(want) {
         assert_eq!(a.status, status, "{}", a.text());
         assert_eq!(a.header("content-type"), Some("application/json"));
@@ -332,8 +444,16 @@ async fn heads_hyper_refuses_are_answered_in_json() {
         assert_eq!(v["error"]["kind"], kind, "{v}");
     }
     let m = running.state.render_metrics();
-    assert!(m.lines().any(|l| l == "tessera_errors_total{kind=\"headers_too_large\"} 3"), "{m}");
-    assert!(m.lines().any(|l| l == "tessera_http_requests_total{route=\"unparsed\",method=\"other\",status=\"431\"} 3"), "{m}");
+    assert!(
+        m.lines()
+            .any(|l| l == "tessera_errors_total{kind=\"headers_too_large\"} 3"),
+        "{m}"
+    );
+    assert!(
+        m.lines().any(|l| l
+            == "tessera_http_requests_total{route=\"unparsed\",method=\"other\",status=\"431\"} 3"),
+        "{m}"
+    );
     blocking(move || healthy_request(addr)).await;
     running.shut_down();
     let _ = tokio::time::timeout(Duration::from_secs(10), &mut running.task).await;
@@ -341,7 +461,10 @@ async fn heads_hyper_refuses_are_answered_in_json() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn eight_clients_on_two_workers_queue_without_errors() {
-    let config = Config { max_concurrency: 2, ..Config::default() };
+    let config = Config {
+        max_concurrency: 2,
+        ..Config::default()
+    };
     let mut running = start(config).await;
     let (addr, state) = (running.addr, running.state.clone());
     let healthy = healthy_modules();
@@ -354,7 +477,12 @@ async fn eight_clients_on_two_workers_queue_without_errors() {
                     for i in 0..12 {
                         let (text, want) = &healthy[(t + i) % healthy.len()];
                         let a = c
-                            .request("POST", "/v1/layout-assignment", &[("content-type", "text/plain")], text.as_bytes())
+                            .request(
+                                "POST",
+                                "/v1/layout-assignment",
+                                &[("content-type", "text/plain")],
+                                text.as_bytes(),
+                            )
                             .expect("answered");
                         assert_eq!(a.status, 200, "client {t}, request {i}: {}", a.text());
                         let v: serde_json::Value = serde_json::from_slice(&a.body).expect("JSON");
@@ -364,7 +492,10 @@ async fn eight_clients_on_two_workers_queue_without_errors() {
                 })
             })
             .collect();
-        threads.into_iter().map(|t| t.join().expect("every request answered")).sum::<usize>()
+        threads
+            .into_iter()
+            .map(|t| t.join().expect("every request answered"))
+            .sum::<usize>()
     })
     .await;
     assert_eq!(counts, 96);

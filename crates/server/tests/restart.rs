@@ -14,10 +14,15 @@ const TIMEOUT: Duration = Duration::from_secs(60);
 
 /// `region_0.1` of `reductions_mixed` with `add` turned into `maximum`.
 fn edited_region(module: &str) -> (String, String) {
-    let start = module.find("%region_0.1 (").expect("region_0.1 is in the module");
+    let start = module
+        .find("%region_0.1 (")
+        .expect("region_0.1 is in the module");
     let end = start + module[start..].find("\n}\n").expect("its closing brace") + 2;
     let old = &module[start..end];
-    let new = old.replace("add(%reduce_sum.3, %reduce_sum.4)", "maximum(%reduce_sum.3, %reduce_sum.4)");
+    let new = old.replace(
+        "add(%reduce_sum.3, %reduce_sum.4)",
+        "maximum(%reduce_sum.3, %reduce_sum.4)",
+    );
     assert_ne!(old, new, "the edit changes the body");
     (old.to_string(), new)
 }
@@ -39,9 +44,17 @@ async fn the_session_client_restores_its_session_after_a_restart() {
     let mut session = {
         let (module, new) = (module.clone(), new.clone());
         tokio::task::spawn_blocking(move || {
-            let mut s = SessionClient::new(Client::new(addr, TIMEOUT), "restartable", &module, Some("cpu"));
+            let mut s = SessionClient::new(
+                Client::new(addr, TIMEOUT),
+                "restartable",
+                &module,
+                Some("cpu"),
+            );
             assert_eq!(s.load().expect("answered").status, 201);
-            assert_eq!(s.patch(&[("region_0.1", &new)]).expect("answered").status, 200);
+            assert_eq!(
+                s.patch(&[("region_0.1", &new)]).expect("answered").status,
+                200
+            );
             s
         })
         .await
@@ -62,8 +75,13 @@ async fn the_session_client_restores_its_session_after_a_restart() {
     let mut first = first;
     first.shut_down();
     let done = tokio::time::timeout(Duration::from_secs(30), &mut first.task).await;
-    assert!(matches!(done, Ok(Ok(Ok(())))), "the first server stops: {done:?}");
-    let listener = tokio::net::TcpListener::bind(addr).await.expect("the same address again");
+    assert!(
+        matches!(done, Ok(Ok(Ok(())))),
+        "the first server stops: {done:?}"
+    );
+    let listener = tokio::net::TcpListener::bind(addr)
+        .await
+        .expect("the same address again");
     let state = server::AppState::new(Config::default());
     let (tx, rx) = tokio::sync::oneshot::channel::<()>();
     let second = tokio::spawn(server::serve(listener, state.clone(), async move {
@@ -80,18 +98,40 @@ async fn the_session_client_restores_its_session_after_a_restart() {
     .expect("the client ends");
     assert_eq!(a.status, 200, "{}", a.text());
     let v = json(&a);
-    assert_eq!(v["module"].as_str(), Some(want.as_str()), "the restored session holds the patched module");
-    assert_eq!(v["recomputed_computations"].as_array().map(Vec::len), Some(12), "a fresh database computes everything");
+    assert_eq!(
+        v["module"].as_str(),
+        Some(want.as_str()),
+        "the restored session holds the patched module"
+    );
+    assert_eq!(
+        v["recomputed_computations"].as_array().map(Vec::len),
+        Some(12),
+        "a fresh database computes everything"
+    );
     assert_eq!(session.restores(), 1);
-    assert_eq!(state.metrics().requests("/v1/modules/{id}/layout-assignment", 404), 1);
-    assert_eq!(state.metrics().requests("/v1/modules/{id}", 200), 1, "one re-PATCH");
+    assert_eq!(
+        state
+            .metrics()
+            .requests("/v1/modules/{id}/layout-assignment", 404),
+        1
+    );
+    assert_eq!(
+        state.metrics().requests("/v1/modules/{id}", 200),
+        1,
+        "one re-PATCH"
+    );
 
     // An eviction (here a DELETE) is restored the same way, and a patch
     // that finds no session restores it before it applies.
     let mut session = session;
     let mut c = Client::new(addr, TIMEOUT);
     let (a, session) = tokio::task::spawn_blocking(move || {
-        assert_eq!(c.request("DELETE", "/v1/modules/restartable", &[], b"").expect("answered").status, 204);
+        assert_eq!(
+            c.request("DELETE", "/v1/modules/restartable", &[], b"")
+                .expect("answered")
+                .status,
+            204
+        );
         let p = session.patch(&[("region_0.1", &old)]).expect("answered");
         assert_eq!(p.status, 200, "{}", p.text());
         let a = session.run("").expect("answered");
@@ -100,7 +140,11 @@ async fn the_session_client_restores_its_session_after_a_restart() {
     .await
     .expect("the client ends");
     assert_eq!(a.status, 200, "{}", a.text());
-    assert_eq!(json(&a)["module"].as_str(), Some(expected(&module, "cpu").0.as_str()), "the patch back to the original");
+    assert_eq!(
+        json(&a)["module"].as_str(),
+        Some(expected(&module, "cpu").0.as_str()),
+        "the patch back to the original"
+    );
     assert_eq!(session.restores(), 2);
 
     let _ = tx.send(());

@@ -13,10 +13,15 @@ const MODULE: &str = "reductions_mixed";
 /// `region_0.1` with `add` turned into `maximum`: its body changes, its
 /// signature does not.
 fn edited_region(module: &str) -> (String, String) {
-    let start = module.find("%region_0.1 (").expect("region_0.1 is in the module");
+    let start = module
+        .find("%region_0.1 (")
+        .expect("region_0.1 is in the module");
     let end = start + module[start..].find("\n}\n").expect("its closing brace") + 2;
     let old = &module[start..end];
-    let new = old.replace("add(%reduce_sum.3, %reduce_sum.4)", "maximum(%reduce_sum.3, %reduce_sum.4)");
+    let new = old.replace(
+        "add(%reduce_sum.3, %reduce_sum.4)",
+        "maximum(%reduce_sum.3, %reduce_sum.4)",
+    );
     assert_ne!(old, new, "the edit changes the body");
     (old.to_string(), new)
 }
@@ -26,11 +31,19 @@ async fn patching_one_body_recomputes_exactly_that_computation() {
     let (router, _) = app(Config::default());
     let text = corpus(MODULE);
 
-    let a = call(&router, request("PUT", "/v1/modules/s1", Some("text/plain"), text.clone())).await;
+    let a = call(
+        &router,
+        request("PUT", "/v1/modules/s1", Some("text/plain"), text.clone()),
+    )
+    .await;
     assert_eq!(a.status, 201, "{}", String::from_utf8_lossy(&a.body));
     let v = a.json();
-    let computations: Vec<String> =
-        v["computations"].as_array().expect("names").iter().filter_map(|n| n.as_str().map(str::to_string)).collect();
+    let computations: Vec<String> = v["computations"]
+        .as_array()
+        .expect("names")
+        .iter()
+        .filter_map(|n| n.as_str().map(str::to_string))
+        .collect();
     assert!(computations.len() >= 4, "{computations:?}");
     assert_eq!(v["id"], "s1");
     assert_eq!(v["module"], "jit_reductions_mixed");
@@ -38,7 +51,11 @@ async fn patching_one_body_recomputes_exactly_that_computation() {
     assert_eq!(v["bytes"].as_u64(), Some(text.len() as u64));
 
     // The first run assigns every computation.
-    let a = call(&router, request("POST", "/v1/modules/s1/layout-assignment", None, "")).await;
+    let a = call(
+        &router,
+        request("POST", "/v1/modules/s1/layout-assignment", None, ""),
+    )
+    .await;
     assert_eq!(a.status, 200, "{}", String::from_utf8_lossy(&a.body));
     let first = a.json();
     let all: Vec<String> = first["recomputed_computations"]
@@ -50,23 +67,46 @@ async fn patching_one_body_recomputes_exactly_that_computation() {
     assert_eq!(all, computations);
     let (fresh_module, fresh_report) = expected(&text, "cpu");
     assert_eq!(first["module"].as_str(), Some(fresh_module.as_str()));
-    assert_eq!(without_timings(&first["report"]), without_timings(&fresh_report));
+    assert_eq!(
+        without_timings(&first["report"]),
+        without_timings(&fresh_report)
+    );
 
     // Nothing changed: nothing is recomputed.
-    let a = call(&router, request("POST", "/v1/modules/s1/layout-assignment", None, "")).await;
+    let a = call(
+        &router,
+        request("POST", "/v1/modules/s1/layout-assignment", None, ""),
+    )
+    .await;
     assert_eq!(a.status, 200);
     assert_eq!(a.json()["recomputed_computations"], json!([]));
 
     // Edit one body.
     let (old, new) = edited_region(&text);
     let patch = json!({ "computations": { "region_0.1": new } });
-    let a = call(&router, request("PATCH", "/v1/modules/s1", Some("application/json"), patch.to_string())).await;
+    let a = call(
+        &router,
+        request(
+            "PATCH",
+            "/v1/modules/s1",
+            Some("application/json"),
+            patch.to_string(),
+        ),
+    )
+    .await;
     assert_eq!(a.status, 200, "{}", String::from_utf8_lossy(&a.body));
     let v = a.json();
     assert_eq!(v["replaced"], json!(["region_0.1"]));
-    assert_eq!(v["bytes"].as_u64(), Some((text.len() - old.len() + new.len()) as u64));
+    assert_eq!(
+        v["bytes"].as_u64(),
+        Some((text.len() - old.len() + new.len()) as u64)
+    );
 
-    let a = call(&router, request("POST", "/v1/modules/s1/layout-assignment", None, "")).await;
+    let a = call(
+        &router,
+        request("POST", "/v1/modules/s1/layout-assignment", None, ""),
+    )
+    .await;
     assert_eq!(a.status, 200, "{}", String::from_utf8_lossy(&a.body));
     let after = a.json();
     assert_eq!(after["recomputed_computations"], json!(["region_0.1"]));
@@ -74,16 +114,40 @@ async fn patching_one_body_recomputes_exactly_that_computation() {
     // The session's answer is a fresh stateless run of the edited module,
     // byte for byte.
     let edited = text.replace(&old, &new);
-    let fresh = call(&router, request("POST", "/v1/layout-assignment", Some("text/plain"), edited.clone())).await;
+    let fresh = call(
+        &router,
+        request(
+            "POST",
+            "/v1/layout-assignment",
+            Some("text/plain"),
+            edited.clone(),
+        ),
+    )
+    .await;
     assert_eq!(fresh.status, 200);
     let fresh = fresh.json();
     assert_eq!(after["module"].as_str(), fresh["module"].as_str());
-    assert!(after["module"].as_str().is_some_and(|m| m.contains("maximum(")), "the edit is in the output");
-    assert_eq!(without_timings(&after["report"]), without_timings(&fresh["report"]));
-    assert_eq!(after["module"].as_str(), Some(expected(&edited, "cpu").0.as_str()));
+    assert!(
+        after["module"]
+            .as_str()
+            .is_some_and(|m| m.contains("maximum(")),
+        "the edit is in the output"
+    );
+    assert_eq!(
+        without_timings(&after["report"]),
+        without_timings(&fresh["report"])
+    );
+    assert_eq!(
+        after["module"].as_str(),
+        Some(expected(&edited, "cpu").0.as_str())
+    );
 
     // A repeat call recomputes nothing, and answers the same.
-    let a = call(&router, request("POST", "/v1/modules/s1/layout-assignment", None, "")).await;
+    let a = call(
+        &router,
+        request("POST", "/v1/modules/s1/layout-assignment", None, ""),
+    )
+    .await;
     let repeat = a.json();
     assert_eq!(repeat["recomputed_computations"], json!([]));
     assert_eq!(repeat["module"], after["module"]);
@@ -93,21 +157,53 @@ async fn patching_one_body_recomputes_exactly_that_computation() {
 async fn session_runs_take_options_and_targets() {
     let (router, _) = app(Config::default());
     let text = corpus(MODULE);
-    let a = call(&router, request("PUT", "/v1/modules/opts?target=gpu", Some("text/plain"), text.clone())).await;
+    let a = call(
+        &router,
+        request(
+            "PUT",
+            "/v1/modules/opts?target=gpu",
+            Some("text/plain"),
+            text.clone(),
+        ),
+    )
+    .await;
     assert_eq!(a.status, 201);
     assert_eq!(a.json()["target"], "gpu");
-    let a = call(&router, request("POST", "/v1/modules/opts/layout-assignment", None, "")).await;
+    let a = call(
+        &router,
+        request("POST", "/v1/modules/opts/layout-assignment", None, ""),
+    )
+    .await;
     assert_eq!(a.json()["report"]["target"], "gpu");
-    assert_eq!(a.json()["module"].as_str(), Some(expected(&text, "gpu").0.as_str()));
+    assert_eq!(
+        a.json()["module"].as_str(),
+        Some(expected(&text, "gpu").0.as_str())
+    );
 
     // A new target in the body: everything is recomputed for it.
-    let body = json!({ "target": "cpu", "options": { "passes": ["layout-assignment", "relayout"] } });
-    let a = call(&router, request("POST", "/v1/modules/opts/layout-assignment", Some("application/json"), body.to_string())).await;
+    let body =
+        json!({ "target": "cpu", "options": { "passes": ["layout-assignment", "relayout"] } });
+    let a = call(
+        &router,
+        request(
+            "POST",
+            "/v1/modules/opts/layout-assignment",
+            Some("application/json"),
+            body.to_string(),
+        ),
+    )
+    .await;
     assert_eq!(a.status, 200, "{}", String::from_utf8_lossy(&a.body));
     let v = a.json();
     assert_eq!(v["report"]["target"], "cpu");
-    assert_eq!(v["recomputed_computations"].as_array().map(Vec::len), Some(12));
-    assert_eq!(v["module"].as_str(), Some(expected(&text, "cpu").0.as_str()));
+    assert_eq!(
+        v["recomputed_computations"].as_array().map(Vec::len),
+        Some(12)
+    );
+    assert_eq!(
+        v["module"].as_str(),
+        Some(expected(&text, "cpu").0.as_str())
+    );
 
     // The target stays the session's: a run without one keeps cpu.
     let a = call(&router, request("GET", "/v1/modules/opts", None, "")).await;
@@ -125,15 +221,64 @@ async fn session_runs_take_options_and_targets() {
     assert_eq!(a.text(), expected(&text, "cpu").0);
 
     // YAML options.
-    let a = call(&router, request("POST", "/v1/modules/opts/layout-assignment", Some("application/yaml"), "options:\n  passes: [layout-assignment]\n")).await;
+    let a = call(
+        &router,
+        request(
+            "POST",
+            "/v1/modules/opts/layout-assignment",
+            Some("application/yaml"),
+            "options:\n  passes: [layout-assignment]\n",
+        ),
+    )
+    .await;
     assert_eq!(a.status, 200, "{}", String::from_utf8_lossy(&a.body));
     assert_eq!(a.json()["report"]["passes"], json!(["layout-assignment"]));
 
     // Errors.
-    call(&router, request("POST", "/v1/modules/opts/layout-assignment?target=nope", None, "")).await.error(400, "unknown_target");
-    call(&router, request("POST", "/v1/modules/opts/layout-assignment", Some("text/plain"), "HloModule x")).await.error(415, "unsupported_media_type");
-    call(&router, request("POST", "/v1/modules/opts/layout-assignment", Some("application/json"), "{\"module\": \"x\"}")).await.error(400, "invalid_request");
-    call(&router, request("PUT", "/v1/modules/opts?passes=relayout", Some("text/plain"), text)).await.error(400, "invalid_request");
+    call(
+        &router,
+        request(
+            "POST",
+            "/v1/modules/opts/layout-assignment?target=nope",
+            None,
+            "",
+        ),
+    )
+    .await
+    .error(400, "unknown_target");
+    call(
+        &router,
+        request(
+            "POST",
+            "/v1/modules/opts/layout-assignment",
+            Some("text/plain"),
+            "HloModule x",
+        ),
+    )
+    .await
+    .error(415, "unsupported_media_type");
+    call(
+        &router,
+        request(
+            "POST",
+            "/v1/modules/opts/layout-assignment",
+            Some("application/json"),
+            "{\"module\": \"x\"}",
+        ),
+    )
+    .await
+    .error(400, "invalid_request");
+    call(
+        &router,
+        request(
+            "PUT",
+            "/v1/modules/opts?passes=relayout",
+            Some("text/plain"),
+            text,
+        ),
+    )
+    .await
+    .error(400, "invalid_request");
 }
 
 #[tokio::test]
@@ -141,21 +286,58 @@ async fn put_accepts_json_and_replaces() {
     let (router, _) = app(Config::default());
     let text = corpus("mlp_fwd");
     let body = json!({ "module": text, "target": "cpu" });
-    let a = call(&router, request("PUT", "/v1/modules/j", Some("application/json"), body.to_string())).await;
+    let a = call(
+        &router,
+        request(
+            "PUT",
+            "/v1/modules/j",
+            Some("application/json"),
+            body.to_string(),
+        ),
+    )
+    .await;
     assert_eq!(a.status, 201, "{}", String::from_utf8_lossy(&a.body));
-    let a = call(&router, request("POST", "/v1/modules/j/layout-assignment", None, "")).await;
+    let a = call(
+        &router,
+        request("POST", "/v1/modules/j/layout-assignment", None, ""),
+    )
+    .await;
     assert_eq!(a.status, 200);
     // Replacing the module with itself: 200, and nothing to recompute.
-    let a = call(&router, request("PUT", "/v1/modules/j", Some("application/json"), body.to_string())).await;
+    let a = call(
+        &router,
+        request(
+            "PUT",
+            "/v1/modules/j",
+            Some("application/json"),
+            body.to_string(),
+        ),
+    )
+    .await;
     assert_eq!(a.status, 200);
-    let a = call(&router, request("POST", "/v1/modules/j/layout-assignment", None, "")).await;
+    let a = call(
+        &router,
+        request("POST", "/v1/modules/j/layout-assignment", None, ""),
+    )
+    .await;
     assert_eq!(a.json()["recomputed_computations"], json!([]));
     // Replacing it with another module: its answer.
     let other = corpus("softmax_axes");
-    let a = call(&router, request("PUT", "/v1/modules/j", Some("text/plain"), other.clone())).await;
+    let a = call(
+        &router,
+        request("PUT", "/v1/modules/j", Some("text/plain"), other.clone()),
+    )
+    .await;
     assert_eq!(a.status, 200);
-    let a = call(&router, request("POST", "/v1/modules/j/layout-assignment", None, "")).await;
-    assert_eq!(a.json()["module"].as_str(), Some(expected(&other, "cpu").0.as_str()));
+    let a = call(
+        &router,
+        request("POST", "/v1/modules/j/layout-assignment", None, ""),
+    )
+    .await;
+    assert_eq!(
+        a.json()["module"].as_str(),
+        Some(expected(&other, "cpu").0.as_str())
+    );
 }
 
 #[tokio::test]
@@ -165,52 +347,161 @@ async fn unknown_sessions_are_404() {
         ("GET", "/v1/modules/nope", None, ""),
         ("DELETE", "/v1/modules/nope", None, ""),
         ("POST", "/v1/modules/nope/layout-assignment", None, ""),
-        ("PATCH", "/v1/modules/nope", Some("application/json"), "{\"computations\": {\"a\": \"%a () -> f32[] {}\"}}"),
+        (
+            "PATCH",
+            "/v1/modules/nope",
+            Some("application/json"),
+            "{\"computations\": {\"a\": \"%a () -> f32[] {}\"}}",
+        ),
     ] {
-        let e = call(&router, request(method, uri, ct, body)).await.error(404, "session_not_found");
+        let e = call(&router, request(method, uri, ct, body))
+            .await
+            .error(404, "session_not_found");
         assert_eq!(e["id"], "nope", "{method} {uri}");
     }
-    let a = call(&router, request("PUT", "/v1/modules/bad%2Fid", Some("text/plain"), corpus("mlp_fwd"))).await;
+    let a = call(
+        &router,
+        request(
+            "PUT",
+            "/v1/modules/bad%2Fid",
+            Some("text/plain"),
+            corpus("mlp_fwd"),
+        ),
+    )
+    .await;
     a.error(400, "invalid_request");
 }
 
 #[tokio::test]
 async fn delete_removes_a_session() {
     let (router, state) = app(Config::default());
-    assert_eq!(call(&router, request("PUT", "/v1/modules/d", Some("text/plain"), corpus("mlp_fwd"))).await.status, 201);
+    assert_eq!(
+        call(
+            &router,
+            request(
+                "PUT",
+                "/v1/modules/d",
+                Some("text/plain"),
+                corpus("mlp_fwd")
+            )
+        )
+        .await
+        .status,
+        201
+    );
     assert_eq!(state.session_count(), 1);
     let a = call(&router, request("DELETE", "/v1/modules/d", None, "")).await;
     assert_eq!(a.status, 204);
     assert!(a.body.is_empty());
     assert_eq!(state.session_count(), 0);
-    call(&router, request("POST", "/v1/modules/d/layout-assignment", None, "")).await.error(404, "session_not_found");
+    call(
+        &router,
+        request("POST", "/v1/modules/d/layout-assignment", None, ""),
+    )
+    .await
+    .error(404, "session_not_found");
 }
 
 #[tokio::test]
 async fn bad_patches_are_refused_and_change_nothing() {
     let (router, _) = app(Config::default());
     let text = corpus(MODULE);
-    assert_eq!(call(&router, request("PUT", "/v1/modules/p", Some("text/plain"), text.clone())).await.status, 201);
-    assert_eq!(call(&router, request("POST", "/v1/modules/p/layout-assignment", None, "")).await.status, 200);
+    assert_eq!(
+        call(
+            &router,
+            request("PUT", "/v1/modules/p", Some("text/plain"), text.clone())
+        )
+        .await
+        .status,
+        201
+    );
+    assert_eq!(
+        call(
+            &router,
+            request("POST", "/v1/modules/p/layout-assignment", None, "")
+        )
+        .await
+        .status,
+        200
+    );
     let (_, new) = edited_region(&text);
 
     // One unknown name refuses the whole patch.
-    let patch = json!({ "computations": { "region_0.1": new, "region_99": "%region_99 () -> f32[] {}" } });
-    let e = call(&router, request("PATCH", "/v1/modules/p", Some("application/json"), patch.to_string())).await.error(400, "unknown_computation");
+    let patch =
+        json!({ "computations": { "region_0.1": new, "region_99": "%region_99 () -> f32[] {}" } });
+    let e = call(
+        &router,
+        request(
+            "PATCH",
+            "/v1/modules/p",
+            Some("application/json"),
+            patch.to_string(),
+        ),
+    )
+    .await
+    .error(400, "unknown_computation");
     assert_eq!(e["computation"], "region_99");
     // A text that declares another computation.
     let patch = json!({ "computations": { "region_2.3": new } });
-    call(&router, request("PATCH", "/v1/modules/p", Some("application/json"), patch.to_string())).await.error(400, "invalid_request");
+    call(
+        &router,
+        request(
+            "PATCH",
+            "/v1/modules/p",
+            Some("application/json"),
+            patch.to_string(),
+        ),
+    )
+    .await
+    .error(400, "invalid_request");
     // The same computation twice (with and without `%`).
     let patch = json!({ "computations": { "region_0.1": new, "%region_0.1": new } });
-    let e = call(&router, request("PATCH", "/v1/modules/p", Some("application/json"), patch.to_string())).await.error(400, "invalid_request");
+    let e = call(
+        &router,
+        request(
+            "PATCH",
+            "/v1/modules/p",
+            Some("application/json"),
+            patch.to_string(),
+        ),
+    )
+    .await
+    .error(400, "invalid_request");
     assert_eq!(e["computation"], "region_0.1");
     // Empty, or not the expected form.
-    call(&router, request("PATCH", "/v1/modules/p", Some("application/json"), "{\"computations\": {}}")).await.error(400, "invalid_request");
-    call(&router, request("PATCH", "/v1/modules/p", Some("application/json"), "{\"comps\": {}}")).await.error(400, "invalid_request");
+    call(
+        &router,
+        request(
+            "PATCH",
+            "/v1/modules/p",
+            Some("application/json"),
+            "{\"computations\": {}}",
+        ),
+    )
+    .await
+    .error(400, "invalid_request");
+    call(
+        &router,
+        request(
+            "PATCH",
+            "/v1/modules/p",
+            Some("application/json"),
+            "{\"comps\": {}}",
+        ),
+    )
+    .await
+    .error(400, "invalid_request");
 
-    let a = call(&router, request("POST", "/v1/modules/p/layout-assignment", None, "")).await;
-    assert_eq!(a.json()["recomputed_computations"], json!([]), "nothing was replaced");
+    let a = call(
+        &router,
+        request("POST", "/v1/modules/p/layout-assignment", None, ""),
+    )
+    .await;
+    assert_eq!(
+        a.json()["recomputed_computations"],
+        json!([]),
+        "nothing was replaced"
+    );
 
     // A YAML patch, and a `%` in the name, are fine.
     let mut yaml = String::from("computations:\n  \"%region_0.1\": |\n");
@@ -219,9 +510,17 @@ async fn bad_patches_are_refused_and_change_nothing() {
         yaml.push_str(line);
         yaml.push('\n');
     }
-    let a = call(&router, request("PATCH", "/v1/modules/p", Some("application/yaml"), yaml)).await;
+    let a = call(
+        &router,
+        request("PATCH", "/v1/modules/p", Some("application/yaml"), yaml),
+    )
+    .await;
     assert_eq!(a.status, 200, "{}", String::from_utf8_lossy(&a.body));
-    let a = call(&router, request("POST", "/v1/modules/p/layout-assignment", None, "")).await;
+    let a = call(
+        &router,
+        request("POST", "/v1/modules/p/layout-assignment", None, ""),
+    )
+    .await;
     assert_eq!(a.json()["recomputed_computations"], json!(["region_0.1"]));
 }
 
@@ -229,24 +528,70 @@ async fn bad_patches_are_refused_and_change_nothing() {
 async fn a_malformed_patch_is_a_located_400_and_changes_nothing() {
     let (router, _) = app(Config::default());
     let text = corpus(MODULE);
-    assert_eq!(call(&router, request("PUT", "/v1/modules/m", Some("text/plain"), text.clone())).await.status, 201);
+    assert_eq!(
+        call(
+            &router,
+            request("PUT", "/v1/modules/m", Some("text/plain"), text.clone())
+        )
+        .await
+        .status,
+        201
+    );
     let (old, _) = edited_region(&text);
     let broken = old.replace("ROOT %reduce_sum.5 = f32[]", "ROOT %reduce_sum.5 f32[]");
     let patch = json!({ "computations": { "region_0.1": broken } });
-    let e = call(&router, request("PATCH", "/v1/modules/m", Some("application/json"), patch.to_string())).await.error(400, "parse_error");
+    let e = call(
+        &router,
+        request(
+            "PATCH",
+            "/v1/modules/m",
+            Some("application/json"),
+            patch.to_string(),
+        ),
+    )
+    .await
+    .error(400, "parse_error");
     // The ROOT line of region_0.1, in the module's own line numbers.
-    let root_line = text.lines().position(|l| l.contains("ROOT %reduce_sum.5 = f32[]")).expect("the line") + 1;
+    let root_line = text
+        .lines()
+        .position(|l| l.contains("ROOT %reduce_sum.5 = f32[]"))
+        .expect("the line")
+        + 1;
     assert_eq!(e["line"].as_u64(), Some(root_line as u64), "{e}");
     assert_eq!(e["col"].as_u64(), Some(22), "{e}");
     assert_eq!(e["file"], "modules/m");
     // The session kept its module.
-    let a = call(&router, request("POST", "/v1/modules/m/layout-assignment", None, "")).await;
+    let a = call(
+        &router,
+        request("POST", "/v1/modules/m/layout-assignment", None, ""),
+    )
+    .await;
     assert_eq!(a.status, 200);
-    assert_eq!(a.json()["module"].as_str(), Some(expected(&text, "cpu").0.as_str()));
+    assert_eq!(
+        a.json()["module"].as_str(),
+        Some(expected(&text, "cpu").0.as_str())
+    );
     // Putting the old text back is a no-op edit.
     let patch = json!({ "computations": { "region_0.1": old } });
-    assert_eq!(call(&router, request("PATCH", "/v1/modules/m", Some("application/json"), patch.to_string())).await.status, 200);
-    let a = call(&router, request("POST", "/v1/modules/m/layout-assignment", None, "")).await;
+    assert_eq!(
+        call(
+            &router,
+            request(
+                "PATCH",
+                "/v1/modules/m",
+                Some("application/json"),
+                patch.to_string()
+            )
+        )
+        .await
+        .status,
+        200
+    );
+    let a = call(
+        &router,
+        request("POST", "/v1/modules/m/layout-assignment", None, ""),
+    )
+    .await;
     assert_eq!(a.status, 200);
     assert_eq!(a.json()["recomputed_computations"], json!([]));
 }
@@ -254,34 +599,122 @@ async fn a_malformed_patch_is_a_located_400_and_changes_nothing() {
 #[tokio::test]
 async fn a_malformed_module_creates_no_session() {
     let (router, state) = app(Config::default());
-    let e = call(&router, request("PUT", "/v1/modules/x", Some("text/plain"), testdata("errors/missing_equals.hlo"))).await.error(400, "parse_error");
-    assert_eq!((e["line"].as_u64(), e["col"].as_u64()), (Some(7), Some(6)), "{e}");
+    let e = call(
+        &router,
+        request(
+            "PUT",
+            "/v1/modules/x",
+            Some("text/plain"),
+            testdata("errors/missing_equals.hlo"),
+        ),
+    )
+    .await
+    .error(400, "parse_error");
+    assert_eq!(
+        (e["line"].as_u64(), e["col"].as_u64()),
+        (Some(7), Some(6)),
+        "{e}"
+    );
     assert_eq!(state.session_count(), 0);
-    call(&router, request("GET", "/v1/modules/x", None, "")).await.error(404, "session_not_found");
+    call(&router, request("GET", "/v1/modules/x", None, ""))
+        .await
+        .error(404, "session_not_found");
     // And a malformed replacement keeps the old module.
     let text = corpus("mlp_fwd");
-    assert_eq!(call(&router, request("PUT", "/v1/modules/x", Some("text/plain"), text.clone())).await.status, 201);
-    call(&router, request("PUT", "/v1/modules/x", Some("text/plain"), testdata("errors/missing_equals.hlo"))).await.error(400, "parse_error");
-    let a = call(&router, request("POST", "/v1/modules/x/layout-assignment", None, "")).await;
-    assert_eq!(a.json()["module"].as_str(), Some(expected(&text, "cpu").0.as_str()));
+    assert_eq!(
+        call(
+            &router,
+            request("PUT", "/v1/modules/x", Some("text/plain"), text.clone())
+        )
+        .await
+        .status,
+        201
+    );
+    call(
+        &router,
+        request(
+            "PUT",
+            "/v1/modules/x",
+            Some("text/plain"),
+            testdata("errors/missing_equals.hlo"),
+        ),
+    )
+    .await
+    .error(400, "parse_error");
+    let a = call(
+        &router,
+        request("POST", "/v1/modules/x/layout-assignment", None, ""),
+    )
+    .await;
+    assert_eq!(
+        a.json()["module"].as_str(),
+        Some(expected(&text, "cpu").0.as_str())
+    );
 }
 
 #[tokio::test]
 async fn sessions_are_evicted_least_recently_used_first() {
-    let (router, state) = app(Config { max_sessions: 2, ..Config::default() });
+    let (router, state) = app(Config {
+        max_sessions: 2,
+        ..Config::default()
+    });
     let text = corpus("mlp_fwd");
     for id in ["a", "b"] {
-        assert_eq!(call(&router, request("PUT", &format!("/v1/modules/{id}"), Some("text/plain"), text.clone())).await.status, 201);
+        assert_eq!(
+            call(
+                &router,
+                request(
+                    "PUT",
+                    &format!("/v1/modules/{id}"),
+                    Some("text/plain"),
+                    text.clone()
+                )
+            )
+            .await
+            .status,
+            201
+        );
     }
     // Touch "a": "b" becomes the least recently used.
-    assert_eq!(call(&router, request("POST", "/v1/modules/a/layout-assignment", None, "")).await.status, 200);
-    assert_eq!(call(&router, request("PUT", "/v1/modules/c", Some("text/plain"), text)).await.status, 201);
+    assert_eq!(
+        call(
+            &router,
+            request("POST", "/v1/modules/a/layout-assignment", None, "")
+        )
+        .await
+        .status,
+        200
+    );
+    assert_eq!(
+        call(
+            &router,
+            request("PUT", "/v1/modules/c", Some("text/plain"), text)
+        )
+        .await
+        .status,
+        201
+    );
     assert_eq!(state.session_count(), 2);
-    call(&router, request("GET", "/v1/modules/b", None, "")).await.error(404, "session_not_found");
-    assert_eq!(call(&router, request("GET", "/v1/modules/a", None, "")).await.status, 200);
-    assert_eq!(call(&router, request("GET", "/v1/modules/c", None, "")).await.status, 200);
+    call(&router, request("GET", "/v1/modules/b", None, ""))
+        .await
+        .error(404, "session_not_found");
+    assert_eq!(
+        call(&router, request("GET", "/v1/modules/a", None, ""))
+            .await
+            .status,
+        200
+    );
+    assert_eq!(
+        call(&router, request("GET", "/v1/modules/c", None, ""))
+            .await
+            .status,
+        200
+    );
     let m = call(&router, get("/metrics")).await.text();
-    assert!(m.lines().any(|l| l == "tessera_sessions_evicted_total 1"), "{m}");
+    assert!(
+        m.lines().any(|l| l == "tessera_sessions_evicted_total 1"),
+        "{m}"
+    );
     assert!(m.lines().any(|l| l == "tessera_sessions_active 2"), "{m}");
 }
 
@@ -291,32 +724,105 @@ async fn sessions_are_charged_what_they_hold_and_capped() {
     let big = corpus("mlp_fwd_bwd");
     let loaded = |t: &str| server::estimated_session_bytes(t.len(), false);
     let ran = |t: &str| server::estimated_session_bytes(t.len(), true);
-    assert!(ran(&small) > loaded(&small) && loaded(&small) > small.len(), "a session holds more than its text");
+    assert!(
+        ran(&small) > loaded(&small) && loaded(&small) > small.len(),
+        "a session holds more than its text"
+    );
     let cap = ran(&small) + ran(&big) - 1;
-    let (router, state) = app(Config { max_session_bytes: cap, ..Config::default() });
-    assert_eq!(call(&router, request("PUT", "/v1/modules/small", Some("text/plain"), small.clone())).await.status, 201);
-    assert_eq!(call(&router, request("PUT", "/v1/modules/big", Some("text/plain"), big.clone())).await.status, 201);
+    let (router, state) = app(Config {
+        max_session_bytes: cap,
+        ..Config::default()
+    });
+    assert_eq!(
+        call(
+            &router,
+            request(
+                "PUT",
+                "/v1/modules/small",
+                Some("text/plain"),
+                small.clone()
+            )
+        )
+        .await
+        .status,
+        201
+    );
+    assert_eq!(
+        call(
+            &router,
+            request("PUT", "/v1/modules/big", Some("text/plain"), big.clone())
+        )
+        .await
+        .status,
+        201
+    );
     let a = call(&router, get("/v1/modules/small")).await;
-    assert_eq!(a.json()["memory_bytes"].as_u64(), Some(loaded(&small) as u64));
+    assert_eq!(
+        a.json()["memory_bytes"].as_u64(),
+        Some(loaded(&small) as u64)
+    );
     assert_eq!(a.json()["bytes"].as_u64(), Some(small.len() as u64));
     let m = call(&router, get("/metrics")).await.text();
-    assert!(m.lines().any(|l| l == format!("tessera_session_bytes {}", loaded(&small) + loaded(&big))), "{m}");
+    assert!(
+        m.lines()
+            .any(|l| l == format!("tessera_session_bytes {}", loaded(&small) + loaded(&big))),
+        "{m}"
+    );
     // A run fills the database: the session is charged more.
-    assert_eq!(call(&router, request("POST", "/v1/modules/big/layout-assignment", None, "")).await.status, 200);
-    assert_eq!(call(&router, get("/v1/modules/big")).await.json()["memory_bytes"].as_u64(), Some(ran(&big) as u64));
+    assert_eq!(
+        call(
+            &router,
+            request("POST", "/v1/modules/big/layout-assignment", None, "")
+        )
+        .await
+        .status,
+        200
+    );
+    assert_eq!(
+        call(&router, get("/v1/modules/big")).await.json()["memory_bytes"].as_u64(),
+        Some(ran(&big) as u64)
+    );
     assert_eq!(state.session_count(), 2);
     // Running the other too would exceed the cap: the least recently used
     // other session goes.
-    assert_eq!(call(&router, request("POST", "/v1/modules/small/layout-assignment", None, "")).await.status, 200);
+    assert_eq!(
+        call(
+            &router,
+            request("POST", "/v1/modules/small/layout-assignment", None, "")
+        )
+        .await
+        .status,
+        200
+    );
     assert_eq!(state.session_count(), 1);
-    call(&router, get("/v1/modules/big")).await.error(404, "session_not_found");
+    call(&router, get("/v1/modules/big"))
+        .await
+        .error(404, "session_not_found");
     let m = call(&router, get("/metrics")).await.text();
-    assert!(m.lines().any(|l| l == "tessera_sessions_evicted_total 1"), "{m}");
-    assert!(m.lines().any(|l| l == format!("tessera_session_bytes {}", ran(&small))), "{m}");
+    assert!(
+        m.lines().any(|l| l == "tessera_sessions_evicted_total 1"),
+        "{m}"
+    );
+    assert!(
+        m.lines()
+            .any(|l| l == format!("tessera_session_bytes {}", ran(&small))),
+        "{m}"
+    );
     // A module whose session would not fit on its own once run is refused.
-    let (router, state) = app(Config { max_session_bytes: ran(&small) - 1, ..Config::default() });
-    let e = call(&router, request("PUT", "/v1/modules/huge", Some("text/plain"), small)).await.error(413, "session_too_large");
-    assert_eq!(e["limit"].as_u64(), Some(ran(&corpus("mlp_fwd")) as u64 - 1));
+    let (router, state) = app(Config {
+        max_session_bytes: ran(&small) - 1,
+        ..Config::default()
+    });
+    let e = call(
+        &router,
+        request("PUT", "/v1/modules/huge", Some("text/plain"), small),
+    )
+    .await
+    .error(413, "session_too_large");
+    assert_eq!(
+        e["limit"].as_u64(),
+        Some(ran(&corpus("mlp_fwd")) as u64 - 1)
+    );
     assert_eq!(state.session_count(), 0);
 }
 
@@ -324,11 +830,25 @@ async fn sessions_are_charged_what_they_hold_and_capped() {
 async fn concurrent_runs_on_one_session_are_serialized() {
     let (router, _) = app(Config::default());
     let text = corpus(MODULE);
-    assert_eq!(call(&router, request("PUT", "/v1/modules/c", Some("text/plain"), text.clone())).await.status, 201);
+    assert_eq!(
+        call(
+            &router,
+            request("PUT", "/v1/modules/c", Some("text/plain"), text.clone())
+        )
+        .await
+        .status,
+        201
+    );
     let mut tasks = Vec::new();
     for _ in 0..6 {
         let router = router.clone();
-        tasks.push(tokio::spawn(async move { call(&router, request("POST", "/v1/modules/c/layout-assignment", None, "")).await }));
+        tasks.push(tokio::spawn(async move {
+            call(
+                &router,
+                request("POST", "/v1/modules/c/layout-assignment", None, ""),
+            )
+            .await
+        }));
     }
     let mut recomputed_total = 0;
     let expected_module = expected(&text, "cpu").0;

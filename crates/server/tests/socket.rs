@@ -17,7 +17,11 @@ const TIMEOUT: Duration = Duration::from_secs(60);
 async fn serves_over_loopback_and_survives_a_storm() {
     // Worker slots for every thread at once, so that nothing is shed: each
     // request must get exactly its own answer.
-    let config = Config { max_body_bytes: 64 * 1024, max_concurrency: 16, ..Config::default() };
+    let config = Config {
+        max_body_bytes: 64 * 1024,
+        max_concurrency: 16,
+        ..Config::default()
+    };
     let mut running = start(config).await;
     let addr = running.addr;
     // Healthy modules with their stateless answers, computed beforehand.
@@ -105,7 +109,10 @@ async fn serves_over_loopback_and_survives_a_storm() {
     };
     let (storm, healthy_answered) = storm;
     assert_eq!(storm.len(), 96);
-    assert_eq!(healthy_answered, 32, "every healthy request in the storm was answered correctly");
+    assert_eq!(
+        healthy_answered, 32,
+        "every healthy request in the storm was answered correctly"
+    );
     assert!(storm.contains(&415) && storm.contains(&400), "{storm:?}");
     assert!(storm.iter().any(|&s| s == 413 || s == 0), "{storm:?}");
 
@@ -116,9 +123,27 @@ async fn serves_over_loopback_and_survives_a_storm() {
         let mut client = Client::new(addr, TIMEOUT);
         let mut out = Vec::new();
         for (text, _) in after.iter() {
-            out.push(client.request("POST", "/v1/layout-assignment", &[("content-type", "text/plain")], text.as_bytes()).expect("answered"));
+            out.push(
+                client
+                    .request(
+                        "POST",
+                        "/v1/layout-assignment",
+                        &[("content-type", "text/plain")],
+                        text.as_bytes(),
+                    )
+                    .expect("answered"),
+            );
         }
-        out.push(client.request("GET", "/healthz", &[("x-request-id", "after-the-storm")], b"").expect("answered"));
+        out.push(
+            client
+                .request(
+                    "GET",
+                    "/healthz",
+                    &[("x-request-id", "after-the-storm")],
+                    b"",
+                )
+                .expect("answered"),
+        );
         out
     })
     .await
@@ -137,7 +162,10 @@ async fn serves_over_loopback_and_survives_a_storm() {
         let _ = stop.send(());
     }
     let done = tokio::time::timeout(Duration::from_secs(30), &mut running.task).await;
-    assert!(matches!(done, Ok(Ok(Ok(())))), "the server stops cleanly: {done:?}");
+    assert!(
+        matches!(done, Ok(Ok(Ok(())))),
+        "the server stops cleanly: {done:?}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -169,7 +197,10 @@ async fn graceful_shutdown_drains_requests_in_flight() {
         let _ = stop.send(());
     }
     tokio::time::sleep(Duration::from_millis(100)).await;
-    assert!(!running.task.is_finished(), "the server waits for the request in flight");
+    assert!(
+        !running.task.is_finished(),
+        "the server waits for the request in flight"
+    );
     // New connections are no longer accepted.
     let refused = tokio::task::spawn_blocking(move || {
         let mut c = Client::new(addr, Duration::from_secs(5));
@@ -177,11 +208,16 @@ async fn graceful_shutdown_drains_requests_in_flight() {
     })
     .await
     .expect("the probe ends");
-    assert!(refused, "a new connection is not served after shutdown began");
+    assert!(
+        refused,
+        "a new connection is not served after shutdown began"
+    );
 
     // The rest of the body: the request completes normally.
     let response = tokio::task::spawn_blocking(move || {
-        stream.write_all(&text.as_bytes()[half..]).expect("writes the rest");
+        stream
+            .write_all(&text.as_bytes()[half..])
+            .expect("writes the rest");
         let mut r = BufReader::new(stream);
         read_response(&mut r)
     })
@@ -193,13 +229,20 @@ async fn graceful_shutdown_drains_requests_in_flight() {
     assert_eq!(v["module"].as_str(), Some(want.as_str()));
 
     let done = tokio::time::timeout(Duration::from_secs(30), &mut running.task).await;
-    assert!(matches!(done, Ok(Ok(Ok(())))), "the server stops after draining: {done:?}");
+    assert!(
+        matches!(done, Ok(Ok(Ok(())))),
+        "the server stops after draining: {done:?}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn shutdown_gives_up_on_a_stuck_request_after_the_grace() {
     let grace = Duration::from_millis(300);
-    let mut running = start(Config { shutdown_grace: grace, ..Config::default() }).await;
+    let mut running = start(Config {
+        shutdown_grace: grace,
+        ..Config::default()
+    })
+    .await;
     let addr = running.addr;
     // A client that sends half its body and then nothing.
     let mut stream = TcpStream::connect(addr).expect("connects");
@@ -219,6 +262,9 @@ async fn shutdown_gives_up_on_a_stuck_request_after_the_grace() {
     let waited = stopped_at.elapsed();
     assert!(matches!(done, Ok(Ok(Ok(())))), "serve returns: {done:?}");
     assert!(waited >= grace, "it waited the grace: {waited:?}");
-    assert!(waited < Duration::from_secs(5), "and not much longer: {waited:?}");
+    assert!(
+        waited < Duration::from_secs(5),
+        "and not much longer: {waited:?}"
+    );
     drop(stream);
 }

@@ -60,7 +60,9 @@ fn bitcast_transpose(b: Bencher<'_, '_>, size: &str) {
     let (r, c) = sides(size);
     let from = array(&format!("f32[4,{r},{c}]{{2,1,0:T(8,128)}}"));
     let to = array(&format!("f32[4,{c},{r}]{{1,2,0:T(8,128)}}"));
-    b.bench(|| transpose_is_bitcast(black_box(&from), black_box(&to), &[0, 2, 1]).map(|v| v.bitcast));
+    b.bench(|| {
+        transpose_is_bitcast(black_box(&from), black_box(&to), &[0, 2, 1]).map(|v| v.bitcast)
+    });
 }
 
 #[divan::bench(args = SIZES, name = "expansion: Expansion::new, T(8,128)(2,1)")]

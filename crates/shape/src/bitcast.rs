@@ -183,7 +183,11 @@ fn write_offset(f: &mut fmt::Formatter<'_>, bit: u128, element_bits: u64) -> fmt
     if element_bits.is_multiple_of(8) {
         write!(f, "byte {}", bit / 8)
     } else {
-        write!(f, "bit {bit} (byte {}, element size {element_bits} bits)", bit / 8)
+        write!(
+            f,
+            "bit {bit} (byte {}, element size {element_bits} bits)",
+            bit / 8
+        )
     }
 }
 
@@ -267,7 +271,12 @@ impl fmt::Display for Reason {
 
 impl fmt::Display for BitcastVerdict {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}\n{}", if self.bitcast { "bitcast" } else { "copy" }, self.reason)
+        write!(
+            f,
+            "{}\n{}",
+            if self.bitcast { "bitcast" } else { "copy" },
+            self.reason
+        )
     }
 }
 
@@ -321,7 +330,9 @@ impl<'a> Side<'a> {
     /// Slots of the buffer (tail padding included), with overflow checks,
     /// without building an [`Expansion`].
     fn storage_slots(&self) -> Result<u64, AlgebraError> {
-        let of = || AlgebraError::Overflow { what: "the buffer size" };
+        let of = || AlgebraError::Overflow {
+            what: "the buffer size",
+        };
         let mut cur: SmallVec<[i64; 16]> = self.order.iter().map(|&d| self.padded[d]).collect();
         let mut next: SmallVec<[i64; 16]> = SmallVec::new();
         for tile in self.tiles {
@@ -345,15 +356,21 @@ impl<'a> Side<'a> {
             }
             std::mem::swap(&mut cur, &mut next);
         }
-        let slots =
-            cur.iter().try_fold(1u64, |acc, &d| acc.checked_mul(d as u64)).ok_or_else(of)?;
-        slots.div_ceil(self.tail).checked_mul(self.tail).ok_or_else(of)
+        let slots = cur
+            .iter()
+            .try_fold(1u64, |acc, &d| acc.checked_mul(d as u64))
+            .ok_or_else(of)?;
+        slots
+            .div_ceil(self.tail)
+            .checked_mul(self.tail)
+            .ok_or_else(of)
     }
 
     fn bytes(&self, slots: u64) -> Result<u64, AlgebraError> {
         let bits = u128::from(slots) * u128::from(self.bits);
-        u64::try_from(bits.div_ceil(8))
-            .map_err(|_| AlgebraError::Overflow { what: "the buffer size in bytes" })
+        u64::try_from(bits.div_ceil(8)).map_err(|_| AlgebraError::Overflow {
+            what: "the buffer size in bytes",
+        })
     }
 }
 
@@ -466,7 +483,11 @@ fn atom_span(pieces: &[Piece]) -> Leave {
         lo = lo.min(p.atom as usize);
         hi = hi.max(p.atom as usize);
     }
-    if lo < hi { Leave::Unaligned { lo, hi } } else { Leave::Nested }
+    if lo < hi {
+        Leave::Unaligned { lo, hi }
+    } else {
+        Leave::Nested
+    }
 }
 
 /// Coalesces adjacent pieces of one dimension that are consecutive digits
@@ -492,12 +513,21 @@ fn coalesce(pieces: &mut SmallVec<[Piece; 8]>) {
 }
 
 /// Pads one dimension (pieces, most major first) from `size` to `target`.
-fn pad_dim(atoms: &Atoms, dim: &mut SmallVec<[Piece; 8]>, size: u64, target: u64) -> Result<(), Leave> {
+fn pad_dim(
+    atoms: &Atoms,
+    dim: &mut SmallVec<[Piece; 8]>,
+    size: u64,
+    target: u64,
+) -> Result<(), Leave> {
     if target == size {
         return Ok(());
     }
     if dim.is_empty() {
-        dim.push(Piece { atom: ZERO, w: 1, c: target });
+        dim.push(Piece {
+            atom: ZERO,
+            w: 1,
+            c: target,
+        });
         return Ok(());
     }
     let first = dim[0];
@@ -507,7 +537,14 @@ fn pad_dim(atoms: &Atoms, dim: &mut SmallVec<[Piece; 8]>, size: u64, target: u64
         return Ok(());
     }
     if target.is_multiple_of(size) {
-        dim.insert(0, Piece { atom: ZERO, w: 1, c: target / size });
+        dim.insert(
+            0,
+            Piece {
+                atom: ZERO,
+                w: 1,
+                c: target / size,
+            },
+        );
         return Ok(());
     }
     Err(atom_span(dim))
@@ -537,7 +574,11 @@ fn split_dim(
         }
         let s = t / w;
         if j == 0 {
-            tile.push(Piece { atom: ZERO, w: 1, c: s });
+            tile.push(Piece {
+                atom: ZERO,
+                w: 1,
+                c: s,
+            });
             tile.extend_from_slice(dim);
             return Ok(());
         }
@@ -555,9 +596,17 @@ fn split_dim(
         };
         count.extend_from_slice(&dim[..j - 1]);
         if c / s > 1 {
-            count.push(Piece { atom: p.atom, w: if p.atom == ZERO { 1 } else { p.w * s }, c: c / s });
+            count.push(Piece {
+                atom: p.atom,
+                w: if p.atom == ZERO { 1 } else { p.w * s },
+                c: c / s,
+            });
         }
-        tile.push(Piece { atom: p.atom, w: if p.atom == ZERO { 1 } else { p.w }, c: s });
+        tile.push(Piece {
+            atom: p.atom,
+            w: if p.atom == ZERO { 1 } else { p.w },
+            c: s,
+        });
         tile.extend_from_slice(&dim[j..]);
         return Ok(());
     }
@@ -570,11 +619,17 @@ fn dim_pieces(atoms: &Atoms, lo: u64, d: u64, out: &mut SmallVec<[Piece; 8]>) {
         return;
     }
     let hi = lo * d;
-    let mut a = (0..atoms.count()).find(|&a| atoms.b[a + 1] > lo).unwrap_or(0);
+    let mut a = (0..atoms.count())
+        .find(|&a| atoms.b[a + 1] > lo)
+        .unwrap_or(0);
     let mut at = lo;
     while at < hi && a < atoms.count() {
         let end = atoms.b[a + 1].min(hi);
-        out.push(Piece { atom: a as u8, w: at / atoms.b[a], c: end / at });
+        out.push(Piece {
+            atom: a as u8,
+            w: at / atoms.b[a],
+            c: end / at,
+        });
         at = end;
         a += 1;
     }
@@ -680,7 +735,11 @@ fn canonical(side: &Side<'_>, atoms: &Atoms, out: &mut Canon) -> Result<(), Leav
         mine.clear();
         for (p, &stride) in cur.pieces.iter().zip(&strides) {
             if p.atom as usize == a {
-                mine.push(Digit { w: p.w, c: p.c, stride });
+                mine.push(Digit {
+                    w: p.w,
+                    c: p.c,
+                    stride,
+                });
             }
         }
         mine.sort_unstable_by_key(|d| d.w);
@@ -721,7 +780,6 @@ fn canonical(side: &Side<'_>, atoms: &Atoms, out: &mut Canon) -> Result<(), Leav
     out.starts.push(out.digits.len() as u8);
     Ok(())
 }
-
 
 // ---------------------------------------------------------------------------
 // Tier 2: the period argument for exotic layouts.
@@ -814,7 +872,11 @@ impl Periods {
 
     fn of(side: &Side<'_>, atoms: &Atoms) -> Periods {
         let na = atoms.count();
-        let mut p = Periods { delta: vec![Some(1); na], step: vec![0; na], parent: (0..na).collect() };
+        let mut p = Periods {
+            delta: vec![Some(1); na],
+            step: vec![0; na],
+            parent: (0..na).collect(),
+        };
         let n = side.dims.len();
         let mut weights = vec![1u64; n];
         for i in (0..n.saturating_sub(1)).rev() {
@@ -838,19 +900,28 @@ impl Periods {
             for a in 0..na {
                 if let Some((olo, ohi)) = overlap(i, a) {
                     let top = ohi == atoms.b[a + 1];
-                    let need = if top { olo / atoms.b[a] } else { ohi / atoms.b[a] };
+                    let need = if top {
+                        olo / atoms.b[a]
+                    } else {
+                        ohi / atoms.b[a]
+                    };
                     p.require(&mut none, a, u128::from(need), atoms.range(a));
                 }
             }
         }
         let logical: Vec<KDim> = (0..n)
             .map(|i| {
-                let mut kd = KDim { size: 0, k: vec![0; na], support: vec![false; na] };
+                let mut kd = KDim {
+                    size: 0,
+                    k: vec![0; na],
+                    support: vec![false; na],
+                };
                 for a in 0..na {
                     if let Some((olo, ohi)) = overlap(i, a) {
                         kd.support[a] = true;
                         if let (true, Some(d)) = (ohi == atoms.b[a + 1], p.delta[a]) {
-                            kd.k[a] = d / u128::from(olo / atoms.b[a]) * u128::from(olo / weights[i]);
+                            kd.k[a] =
+                                d / u128::from(olo / atoms.b[a]) * u128::from(olo / weights[i]);
                         }
                     }
                 }
@@ -860,7 +931,10 @@ impl Periods {
         let mut cur: Vec<KDim> = side
             .order
             .iter()
-            .map(|&d| KDim { size: side.padded[d] as u128, ..logical[d].clone() })
+            .map(|&d| KDim {
+                size: side.padded[d] as u128,
+                ..logical[d].clone()
+            })
             .collect();
         for kd in &cur {
             p.group(kd);
@@ -876,8 +950,17 @@ impl Periods {
                     None => d.clone(),
                     Some(x) => KDim {
                         size: x.size * d.size,
-                        k: x.k.iter().zip(&d.k).map(|(&u, &v)| u * d.size + v).collect(),
-                        support: x.support.iter().zip(&d.support).map(|(&u, &v)| u || v).collect(),
+                        k: x.k
+                            .iter()
+                            .zip(&d.k)
+                            .map(|(&u, &v)| u * d.size + v)
+                            .collect(),
+                        support: x
+                            .support
+                            .iter()
+                            .zip(&d.support)
+                            .map(|(&u, &v)| u || v)
+                            .collect(),
                     },
                 };
                 if size == Tile::COMBINE {
@@ -908,7 +991,11 @@ impl Periods {
             }
             for (j, &ts) in sizes.iter().enumerate() {
                 let c = &combined[prefix + j];
-                next.push(KDim { size: ts, k: vec![0; na], support: c.support.clone() });
+                next.push(KDim {
+                    size: ts,
+                    k: vec![0; na],
+                    support: c.support.clone(),
+                });
             }
             cur = next;
         }
@@ -986,7 +1073,9 @@ fn fallback(
     }
     let mut total = 0u64;
     for g in &groups {
-        let size = g.iter().try_fold(1u64, |acc, &a| acc.checked_mul(box_size[a]));
+        let size = g
+            .iter()
+            .try_fold(1u64, |acc, &a| acc.checked_mul(box_size[a]));
         total = size.and_then(|s| total.checked_add(s)).unwrap_or(u64::MAX);
     }
     if total > FALLBACK_BUDGET {
@@ -1029,13 +1118,19 @@ fn fallback(
 
 /// Tests whether FROM and TO, which have the same logical dimensions, hold
 /// every element at the same place in buffers of the same size.
-pub fn layout_change_is_bitcast(from: &ArrayShape, to: &ArrayShape) -> Result<BitcastVerdict, AlgebraError> {
+pub fn layout_change_is_bitcast(
+    from: &ArrayShape,
+    to: &ArrayShape,
+) -> Result<BitcastVerdict, AlgebraError> {
     decide(from, to, BitcastKind::LayoutChange, &[], false)
 }
 
 /// Tests whether reshaping FROM into TO (elements matched in row-major
 /// logical order) moves no byte. Equal dimensions are a layout change.
-pub fn reshape_is_bitcast(from: &ArrayShape, to: &ArrayShape) -> Result<BitcastVerdict, AlgebraError> {
+pub fn reshape_is_bitcast(
+    from: &ArrayShape,
+    to: &ArrayShape,
+) -> Result<BitcastVerdict, AlgebraError> {
     decide(from, to, BitcastKind::Reshape, &[], false)
 }
 
@@ -1051,7 +1146,11 @@ pub fn transpose_is_bitcast(
 
 /// A layout change when the dimensions agree, a reshape otherwise.
 pub fn is_bitcast(from: &ArrayShape, to: &ArrayShape) -> Result<BitcastVerdict, AlgebraError> {
-    let kind = if from.dims == to.dims { BitcastKind::LayoutChange } else { BitcastKind::Reshape };
+    let kind = if from.dims == to.dims {
+        BitcastKind::LayoutChange
+    } else {
+        BitcastKind::Reshape
+    };
     decide(from, to, kind, &[], false)
 }
 
@@ -1088,25 +1187,45 @@ pub fn is_bitcast(from: &ArrayShape, to: &ArrayShape) -> Result<BitcastVerdict, 
 ///   `bf16[8,128]` is not either.
 ///
 /// TO is tried as the view first, then FROM.
-pub fn physical_view_is_bitcast(from: &ArrayShape, to: &ArrayShape) -> Result<BitcastVerdict, AlgebraError> {
+pub fn physical_view_is_bitcast(
+    from: &ArrayShape,
+    to: &ArrayShape,
+) -> Result<BitcastVerdict, AlgebraError> {
     let kind = BitcastKind::PhysicalView;
-    let verdict = |bitcast, reason, decided_by| Ok(BitcastVerdict { bitcast, kind, reason, decided_by });
+    let verdict = |bitcast, reason, decided_by| {
+        Ok(BitcastVerdict {
+            bitcast,
+            kind,
+            reason,
+            decided_by,
+        })
+    };
     checked_layout(from)?;
     checked_layout(to)?;
     let (bf, bt) = (from.element_storage_bits(), to.element_storage_bits());
     if bf != bt {
-        return verdict(false, Reason::ElementBits { from: bf, to: bt }, Method::Sizes);
+        return verdict(
+            false,
+            Reason::ElementBits { from: bf, to: bt },
+            Method::Sizes,
+        );
     }
     let plain_to = plain(to)?;
     let plain_from = plain(from)?;
     let mut first: Option<(Reason, Method)> = None;
-    for (view, other, how, to_is_view) in [(to, from, plain_to, true), (from, to, plain_from, false)] {
+    for (view, other, how, to_is_view) in
+        [(to, from, plain_to, true), (from, to, plain_from, false)]
+    {
         let Some(how) = how else { continue };
         let (reason, method) = match view_of(view, other)? {
             Ok(bytes) => {
                 let reason = match view.element_count() {
                     Some(0) => Reason::NoElements { bytes },
-                    n => Reason::PhysicalView { to_is_view, slots: n.unwrap_or(0), bytes },
+                    n => Reason::PhysicalView {
+                        to_is_view,
+                        slots: n.unwrap_or(0),
+                        bytes,
+                    },
                 };
                 return verdict(true, reason, how);
             }
@@ -1126,12 +1245,22 @@ fn plain(s: &ArrayShape) -> Result<Option<Method>, AlgebraError> {
     descending.element_size_in_bits = layout.element_size_in_bits;
     // The common case, decided without the general test: no tiles, no
     // padding, and the dimensions larger than 1 in descending order.
-    let big = |l: &Layout| l.minor_to_major.iter().copied().filter(|&d| s.dims[d] != 1).collect::<SmallVec<[usize; 8]>>();
+    let big = |l: &Layout| {
+        l.minor_to_major
+            .iter()
+            .copied()
+            .filter(|&d| s.dims[d] != 1)
+            .collect::<SmallVec<[usize; 8]>>()
+    };
     let no_tail = match s.element_count() {
         Some(n) => n.is_multiple_of(layout.tail_padding_alignment_in_elements as u64),
         None => false,
     };
-    if layout.tiles.is_empty() && layout.padded_dimensions.is_none() && no_tail && big(&layout) == big(&descending) {
+    if layout.tiles.is_empty()
+        && layout.padded_dimensions.is_none()
+        && no_tail
+        && big(&layout) == big(&descending)
+    {
         return Ok(Some(Method::Canonical));
     }
     // Equal bytes are not enough: sub-byte elements may leave a padding
@@ -1147,13 +1276,21 @@ fn plain(s: &ArrayShape) -> Result<Option<Method>, AlgebraError> {
 /// the reason if not.
 fn view_of(view: &ArrayShape, other: &ArrayShape) -> Result<Result<u64, Reason>, AlgebraError> {
     let layout = checked_layout(other)?;
-    if layout.tiles.is_empty() && layout.padded_dimensions.is_none() && layout.tail_padding_alignment_in_elements <= 1 {
+    if layout.tiles.is_empty()
+        && layout.padded_dimensions.is_none()
+        && layout.tail_padding_alignment_in_elements <= 1
+    {
         return Ok(Err(Reason::Untiled));
     }
     let e = Expansion::new(other)?;
-    let n = view.element_count().ok_or(AlgebraError::Overflow { what: "the element count" })?;
+    let n = view.element_count().ok_or(AlgebraError::Overflow {
+        what: "the element count",
+    })?;
     if n != e.storage_slots {
-        return Ok(Err(Reason::ViewSlots { view: n, slots: e.storage_slots }));
+        return Ok(Err(Reason::ViewSlots {
+            view: n,
+            slots: e.storage_slots,
+        }));
     }
     if n == 0 {
         return Ok(Ok(e.storage_bytes));
@@ -1210,7 +1347,10 @@ fn view_of(view: &ArrayShape, other: &ArrayShape) -> Result<Result<u64, Reason>,
             return Ok(Ok(e.storage_bytes));
         }
     }
-    Ok(Err(Reason::NotPhysicalDims { view: view.dims.clone(), physical: e.physical_dims.clone() }))
+    Ok(Err(Reason::NotPhysicalDims {
+        view: view.dims.clone(),
+        physical: e.physical_dims.clone(),
+    }))
 }
 
 /// Test hook: the same test, decided by the period argument alone (skipping
@@ -1225,13 +1365,21 @@ pub fn bitcast_by_periods(
     match dims {
         Some(d) => decide(from, to, BitcastKind::Transpose, d, true),
         None => {
-            let kind = if from.dims == to.dims { BitcastKind::LayoutChange } else { BitcastKind::Reshape };
+            let kind = if from.dims == to.dims {
+                BitcastKind::LayoutChange
+            } else {
+                BitcastKind::Reshape
+            };
             decide(from, to, kind, &[], true)
         }
     }
 }
 
-fn check_permutation(from: &ArrayShape, to: &ArrayShape, dims: &[usize]) -> Result<(), AlgebraError> {
+fn check_permutation(
+    from: &ArrayShape,
+    to: &ArrayShape,
+    dims: &[usize],
+) -> Result<(), AlgebraError> {
     let r = from.rank();
     if dims.len() != r || to.rank() != r {
         return Err(AlgebraError::Mismatch(format!(
@@ -1261,7 +1409,12 @@ fn check_permutation(from: &ArrayShape, to: &ArrayShape, dims: &[usize]) -> Resu
 }
 
 /// TO re-expressed over FROM's dimensions through a transpose.
-fn transposed_shape(to: &ArrayShape, layout: &Layout, from_dims: &[i64], perm: &[usize]) -> ArrayShape {
+fn transposed_shape(
+    to: &ArrayShape,
+    layout: &Layout,
+    from_dims: &[i64],
+    perm: &[usize],
+) -> ArrayShape {
     let mut l = layout.clone();
     for d in &mut l.minor_to_major {
         *d = perm[*d];
@@ -1273,7 +1426,12 @@ fn transposed_shape(to: &ArrayShape, layout: &Layout, from_dims: &[i64], perm: &
         }
         l.padded_dimensions = Some(q);
     }
-    ArrayShape { element_type: to.element_type, dims: SmallVec::from_slice(from_dims), dynamic: 0, layout: Some(l) }
+    ArrayShape {
+        element_type: to.element_type,
+        dims: SmallVec::from_slice(from_dims),
+        dynamic: 0,
+        layout: Some(l),
+    }
 }
 
 fn decide(
@@ -1300,9 +1458,16 @@ fn decide(
         // Unequal unit dimensions make a layout change a reshape of the
         // views; the verdict still names the relation asked about.
         let asked = kind;
-        let kind = if kind == BitcastKind::LayoutChange && from.dims != to.dims { BitcastKind::Reshape } else { kind };
+        let kind = if kind == BitcastKind::LayoutChange && from.dims != to.dims {
+            BitcastKind::Reshape
+        } else {
+            kind
+        };
         let verdict = decide(&from, &to, kind, perm, periods_only)?;
-        return Ok(BitcastVerdict { kind: asked, ..verdict });
+        return Ok(BitcastVerdict {
+            kind: asked,
+            ..verdict
+        });
     }
     let lf = checked_layout(from)?;
     let lt = checked_layout(to)?;
@@ -1317,30 +1482,58 @@ fn decide(
         }
         _ => {}
     }
-    let verdict = |bitcast, reason, decided_by| Ok(BitcastVerdict { bitcast, kind, reason, decided_by });
+    let verdict = |bitcast, reason, decided_by| {
+        Ok(BitcastVerdict {
+            bitcast,
+            kind,
+            reason,
+            decided_by,
+        })
+    };
     let sf = Side::new(from, &lf);
     let mut st = Side::new(to, &lt);
     if kind == BitcastKind::Transpose {
         st = st.transposed(&from.dims, perm);
     }
     let count = |s: &ArrayShape| {
-        s.element_count().ok_or(AlgebraError::Overflow { what: "the element count" })
+        s.element_count().ok_or(AlgebraError::Overflow {
+            what: "the element count",
+        })
     };
     let (nf, nt) = (count(from)?, count(to)?);
     if nf != nt {
-        return verdict(false, Reason::ElementCounts { from: nf, to: nt }, Method::Sizes);
+        return verdict(
+            false,
+            Reason::ElementCounts { from: nf, to: nt },
+            Method::Sizes,
+        );
     }
     if sf.bits != st.bits {
-        return verdict(false, Reason::ElementBits { from: sf.bits, to: st.bits }, Method::Sizes);
+        return verdict(
+            false,
+            Reason::ElementBits {
+                from: sf.bits,
+                to: st.bits,
+            },
+            Method::Sizes,
+        );
     }
-    let (bf, bt) = (sf.bytes(sf.storage_slots()?)?, st.bytes(st.storage_slots()?)?);
+    let (bf, bt) = (
+        sf.bytes(sf.storage_slots()?)?,
+        st.bytes(st.storage_slots()?)?,
+    );
     if bf != bt {
-        return verdict(false, Reason::BufferSizes { from: bf, to: bt }, Method::Sizes);
+        return verdict(
+            false,
+            Reason::BufferSizes { from: bf, to: bt },
+            Method::Sizes,
+        );
     }
     if nf == 0 {
         return verdict(true, Reason::NoElements { bytes: bf }, Method::Sizes);
     }
-    let types = (from.element_type != to.element_type).then_some((from.element_type, to.element_type));
+    let types =
+        (from.element_type != to.element_type).then_some((from.element_type, to.element_type));
     let same = Reason::SamePositions { bytes: bf, types };
     let moved = |l: u64, a: u128, b: u128| {
         let from_index = unflatten(l, &from.dims);
@@ -1375,7 +1568,10 @@ fn decide(
         if periods_only {
             break;
         }
-        match (canonical(&sf, &atoms, &mut ca), canonical(&st, &atoms, &mut cb)) {
+        match (
+            canonical(&sf, &atoms, &mut ca),
+            canonical(&st, &atoms, &mut cb),
+        ) {
             (Ok(()), Ok(())) => {
                 for a in 0..atoms.count() {
                     let (da, db) = (ca.atom(a), cb.atom(a));
@@ -1386,12 +1582,20 @@ fn decide(
                     // witness (the canonical form is unique).
                     let mut cands: SmallVec<[u64; 16]> = SmallVec::new();
                     cands.push(1);
-                    cands.extend(da.iter().chain(db).flat_map(|d| [d.w, d.w.saturating_mul(d.c)]));
+                    cands.extend(
+                        da.iter()
+                            .chain(db)
+                            .flat_map(|d| [d.w, d.w.saturating_mul(d.c)]),
+                    );
                     cands.sort_unstable();
                     for &x in cands.iter().filter(|&&x| x < atoms.range(a)) {
                         let (fa, fb) = (eval_digits(da, x), eval_digits(db, x));
                         if fa != fb {
-                            return verdict(false, moved(x * atoms.weight(a), fa, fb), Method::Canonical);
+                            return verdict(
+                                false,
+                                moved(x * atoms.weight(a), fa, fb),
+                                Method::Canonical,
+                            );
                         }
                     }
                     // Unreachable if the canonical form is unique; let the
@@ -1415,7 +1619,10 @@ fn decide(
     };
     let from_layout = lf.as_ref().clone();
     let from_eff = from.in_layout(from_layout.clone());
-    let to_layout = to_eff.layout.clone().unwrap_or_else(|| Layout::descending(to_eff.rank()));
+    let to_layout = to_eff
+        .layout
+        .clone()
+        .unwrap_or_else(|| Layout::descending(to_eff.rank()));
     let se = Side::new(&from_eff, &from_layout);
     let te = Side::new(&to_eff, &to_layout);
     match fallback(&from_eff, &to_eff, &se, &te, &atoms)? {

@@ -26,7 +26,8 @@ pub fn reverse_order(order: &[usize]) -> DimVec {
 /// True when `p` is a permutation of `0..p.len()`.
 pub fn is_permutation(p: &[usize]) -> bool {
     let mut seen: SmallVec<[bool; 8]> = SmallVec::from_elem(false, p.len());
-    p.iter().all(|&d| d < p.len() && !std::mem::replace(&mut seen[d], true))
+    p.iter()
+        .all(|&d| d < p.len() && !std::mem::replace(&mut seen[d], true))
 }
 
 /// The inverse permutation: `inverse(p)[p[i]] = i`.
@@ -49,7 +50,9 @@ fn mismatch(msg: impl Into<String>) -> AlgebraError {
 
 fn check_perm(perm: &[usize], rank: usize) -> Result<(), AlgebraError> {
     if perm.len() != rank || !is_permutation(perm) {
-        return Err(mismatch(format!("{perm:?} is not a permutation of 0..{rank}")));
+        return Err(mismatch(format!(
+            "{perm:?} is not a permutation of 0..{rank}"
+        )));
     }
     Ok(())
 }
@@ -75,7 +78,10 @@ pub fn transpose_result_layout(input: &ArrayShape, perm: &[usize]) -> Result<Lay
 /// The layout of a transpose's operand that makes `transpose(operand, perm)`
 /// with result `output` a bitcast (the other direction:
 /// `m2m[i] = perm[m2m_out[i]]`).
-pub fn transpose_operand_layout(output: &ArrayShape, perm: &[usize]) -> Result<Layout, AlgebraError> {
+pub fn transpose_operand_layout(
+    output: &ArrayShape,
+    perm: &[usize],
+) -> Result<Layout, AlgebraError> {
     check_perm(perm, output.rank())?;
     let mut l = checked_layout(output)?.into_owned();
     for d in &mut l.minor_to_major {
@@ -115,23 +121,35 @@ pub fn permute_dimensions(shape: &ArrayShape, perm: &[usize]) -> Result<ArraySha
 /// physical orders (`Compose(from.m2m, inverse(to.m2m))`). `None` when the
 /// ranks differ, the dimensions do not match, or (tile-aware) the exact
 /// test says that transpose moves data.
-pub fn deduce_transpose_dimensions_for_bitcast(from: &ArrayShape, to: &ArrayShape) -> Option<DimVec> {
+pub fn deduce_transpose_dimensions_for_bitcast(
+    from: &ArrayShape,
+    to: &ArrayShape,
+) -> Option<DimVec> {
     if from.rank() != to.rank() {
         return None;
     }
     let lf = checked_layout(from).ok()?;
     let lt = checked_layout(to).ok()?;
     let perm = compose_permutations(&lf.minor_to_major, &inverse_permutation(&lt.minor_to_major));
-    if perm.iter().enumerate().any(|(k, &d)| to.dims[k] != from.dims[d]) {
+    if perm
+        .iter()
+        .enumerate()
+        .any(|(k, &d)| to.dims[k] != from.dims[d])
+    {
         return None;
     }
-    transpose_is_bitcast(from, to, &perm).ok()?.bitcast.then_some(perm)
+    transpose_is_bitcast(from, to, &perm)
+        .ok()?
+        .bitcast
+        .then_some(perm)
 }
 
 /// XLA's `MakeShapeWithDescendingLayoutAndSamePhysicalLayout`: the
 /// dimensions listed in physical (major-to-minor) order, with the descending
 /// layout, so the buffer is unchanged. Tiles and the other properties stay.
-pub fn descending_with_same_physical_layout(shape: &ArrayShape) -> Result<ArrayShape, AlgebraError> {
+pub fn descending_with_same_physical_layout(
+    shape: &ArrayShape,
+) -> Result<ArrayShape, AlgebraError> {
     let l = checked_layout(shape)?;
     let order = l.major_to_minor();
     let mut out = permute_dimensions(shape, &order)?;
@@ -175,7 +193,9 @@ pub fn move_dim_to_major_in_shape(shape: &Shape, dim: usize) -> Shape {
 pub fn delete_dimensions(shape: &ArrayShape, dims: &[usize]) -> Result<ArrayShape, AlgebraError> {
     let r = shape.rank();
     if let Some(&d) = dims.iter().find(|&&d| d >= r) {
-        return Err(mismatch(format!("dimension {d} is out of range for rank {r}")));
+        return Err(mismatch(format!(
+            "dimension {d} is out of range for rank {r}"
+        )));
     }
     let keep: SmallVec<[usize; 8]> = (0..r).filter(|d| !dims.contains(d)).collect();
     let mut new_of: SmallVec<[usize; 8]> = SmallVec::from_elem(usize::MAX, r);
@@ -193,8 +213,12 @@ pub fn delete_dimensions(shape: &ArrayShape, dims: &[usize]) -> Result<ArrayShap
         None => None,
         Some(l) => {
             let mut n = l.clone();
-            n.minor_to_major =
-                l.minor_to_major.iter().filter(|&&d| new_of[d] != usize::MAX).map(|&d| new_of[d]).collect();
+            n.minor_to_major = l
+                .minor_to_major
+                .iter()
+                .filter(|&&d| new_of[d] != usize::MAX)
+                .map(|&d| new_of[d])
+                .collect();
             if let Some(p) = &l.padded_dimensions {
                 n.padded_dimensions = Some(keep.iter().map(|&d| p[d]).collect());
             }
@@ -204,7 +228,12 @@ pub fn delete_dimensions(shape: &ArrayShape, dims: &[usize]) -> Result<ArrayShap
             Some(n)
         }
     };
-    Ok(ArrayShape { element_type: shape.element_type, dims: new_dims, dynamic, layout })
+    Ok(ArrayShape {
+        element_type: shape.element_type,
+        dims: new_dims,
+        dynamic,
+        layout,
+    })
 }
 
 /// XLA's `PrependMajorDimension` on a layout: a new dimension 0, most major.
@@ -230,7 +259,9 @@ pub fn append_minor_dimension(layout: &Layout) -> Layout {
 pub fn is_effectively_most_major_dimension(shape: &ArrayShape, dim: usize) -> bool {
     let l = shape.layout_or_default();
     match l.minor_to_major.iter().position(|&d| d == dim) {
-        Some(pos) => l.minor_to_major[pos + 1..].iter().all(|&d| shape.dims[d] == 1),
+        Some(pos) => l.minor_to_major[pos + 1..]
+            .iter()
+            .all(|&d| shape.dims[d] == 1),
         None => false,
     }
 }
@@ -240,7 +271,10 @@ pub fn is_effectively_most_major_dimension(shape: &ArrayShape, dim: usize) -> bo
 /// groups of equal products. Starts with `(0, 0)` and ends with
 /// `(a.len(), b.len())`.
 pub fn common_factors(a: &[i64], b: &[i64]) -> Vec<(usize, usize)> {
-    let prod = |s: &[i64]| s.iter().fold(1i128, |acc, &d| acc.saturating_mul(i128::from(d)));
+    let prod = |s: &[i64]| {
+        s.iter()
+            .fold(1i128, |acc, &d| acc.saturating_mul(i128::from(d)))
+    };
     if a == b {
         return (0..=a.len()).map(|i| (i, i)).collect();
     }
@@ -336,16 +370,21 @@ pub fn align_minor_to_major(in_dims: &[i64], in_m2m: &[usize], out_dims: &[i64])
     if has_one(in_dims) || has_one(out_dims) {
         // Strip size-1 dimensions, solve, map back; the output's size-1
         // dimensions go most major, in descending order.
-        let in_keep: SmallVec<[usize; 8]> = (0..in_dims.len()).filter(|&i| in_dims[i] != 1).collect();
-        let out_keep: SmallVec<[usize; 8]> = (0..out_dims.len()).filter(|&i| out_dims[i] != 1).collect();
+        let in_keep: SmallVec<[usize; 8]> =
+            (0..in_dims.len()).filter(|&i| in_dims[i] != 1).collect();
+        let out_keep: SmallVec<[usize; 8]> =
+            (0..out_dims.len()).filter(|&i| out_dims[i] != 1).collect();
         let mut in_new: SmallVec<[usize; 8]> = SmallVec::from_elem(usize::MAX, in_dims.len());
         for (n, &d) in in_keep.iter().enumerate() {
             in_new[d] = n;
         }
         let sin: SmallVec<[i64; 8]> = in_keep.iter().map(|&d| in_dims[d]).collect();
         let sout: SmallVec<[i64; 8]> = out_keep.iter().map(|&d| out_dims[d]).collect();
-        let sm2m: SmallVec<[usize; 8]> =
-            in_m2m.iter().filter(|&&d| in_new[d] != usize::MAX).map(|&d| in_new[d]).collect();
+        let sm2m: SmallVec<[usize; 8]> = in_m2m
+            .iter()
+            .filter(|&&d| in_new[d] != usize::MAX)
+            .map(|&d| in_new[d])
+            .collect();
         let simple = align_minor_to_major(&sin, &sm2m, &sout)?;
         let mut m2m: DimVec = simple.iter().map(|&d| out_keep[d]).collect();
         m2m.extend((0..out_dims.len()).rev().filter(|&i| out_dims[i] == 1));
@@ -395,7 +434,12 @@ fn regroup_first_tile(
     out_m2m: &[usize],
 ) -> Option<Tile> {
     let tile = layout.tiles.first()?;
-    let in_phys: SmallVec<[i64; 8]> = layout.minor_to_major.iter().rev().map(|&d| input.dims[d]).collect();
+    let in_phys: SmallVec<[i64; 8]> = layout
+        .minor_to_major
+        .iter()
+        .rev()
+        .map(|&d| input.dims[d])
+        .collect();
     let start = in_phys.len().checked_sub(tile.dims.len())?;
     let mut groups: SmallVec<[(i64, i64); 6]> = SmallVec::new();
     let mut size = 1i64;
@@ -427,7 +471,9 @@ fn regroup_first_tile(
         entries.extend(std::iter::repeat_n(Tile::COMBINE, n - 1));
     }
     entries.reverse();
-    Some(Tile { dims: SmallVec::from_slice(&entries) })
+    Some(Tile {
+        dims: SmallVec::from_slice(&entries),
+    })
 }
 
 /// The layout for a reshape's result that makes `reshape(input) → out_dims`
@@ -458,22 +504,30 @@ pub fn reshape_result_layout(input: &ArrayShape, out_dims: &[i64]) -> Option<Lay
     };
     let mut candidates: SmallVec<[Layout; 4]> = SmallVec::new();
     if !layout.tiles.is_empty() {
-        candidates.push(Layout { tiles: layout.tiles.clone(), ..base.clone() });
+        candidates.push(Layout {
+            tiles: layout.tiles.clone(),
+            ..base.clone()
+        });
         if let Some(first) = regroup_first_tile(input, &layout, out_dims, &m2m) {
             let mut tiles = layout.tiles.clone();
             tiles[0] = first.clone();
-            candidates.push(Layout { tiles, ..base.clone() });
+            candidates.push(Layout {
+                tiles,
+                ..base.clone()
+            });
             let mut only: SmallVec<[Tile; 2]> = SmallVec::new();
             only.push(first);
-            candidates.push(Layout { tiles: only, ..base.clone() });
+            candidates.push(Layout {
+                tiles: only,
+                ..base.clone()
+            });
         }
     }
     candidates.push(base);
     let out = ArrayShape::new(input.element_type, out_dims);
     candidates.into_iter().find(|c| {
         c.validate_for_dims(out_dims).is_ok()
-            && reshape_is_bitcast(input, &out.in_layout(c.clone()))
-                .is_ok_and(|v| v.bitcast)
+            && reshape_is_bitcast(input, &out.in_layout(c.clone())).is_ok_and(|v| v.bitcast)
     })
 }
 
@@ -502,7 +556,10 @@ pub enum BitcastDecomposition {
 
 /// XLA's `DecomposeBitcast`. Errors when `from → to` is no bitcast of
 /// these forms.
-pub fn decompose_bitcast(from: &ArrayShape, to: &ArrayShape) -> Result<BitcastDecomposition, AlgebraError> {
+pub fn decompose_bitcast(
+    from: &ArrayShape,
+    to: &ArrayShape,
+) -> Result<BitcastDecomposition, AlgebraError> {
     if reshape_is_bitcast(from, to)?.bitcast {
         return Ok(BitcastDecomposition::Reshape);
     }

@@ -31,7 +31,9 @@ pub struct Tile {
 // paths for the difference to show.
 impl Clone for Tile {
     fn clone(&self) -> Tile {
-        Tile { dims: SmallVec::from_slice(&self.dims) }
+        Tile {
+            dims: SmallVec::from_slice(&self.dims),
+        }
     }
 }
 
@@ -43,7 +45,9 @@ impl Tile {
 
     /// A tile from its sizes, most major first.
     pub fn new(dims: &[i64]) -> Tile {
-        Tile { dims: SmallVec::from_slice(dims) }
+        Tile {
+            dims: SmallVec::from_slice(dims),
+        }
     }
 
     /// True if entry `i` is a `*` combine marker.
@@ -164,7 +168,11 @@ impl Clone for Layout {
         Layout {
             minor_to_major: SmallVec::from_slice(&self.minor_to_major),
             // Most layouts have no tiles; skip the iterator for them.
-            tiles: if self.tiles.is_empty() { SmallVec::new() } else { self.tiles.iter().cloned().collect() },
+            tiles: if self.tiles.is_empty() {
+                SmallVec::new()
+            } else {
+                self.tiles.iter().cloned().collect()
+            },
             tail_padding_alignment_in_elements: self.tail_padding_alignment_in_elements,
             element_size_in_bits: self.element_size_in_bits,
             memory_space: self.memory_space,
@@ -214,13 +222,19 @@ impl Layout {
     /// A plain layout with the given minor-to-major order and nothing else,
     /// taking the order without copying it.
     pub fn with_minor_to_major(minor_to_major: DimVec) -> Layout {
-        Layout { minor_to_major, ..Layout::default() }
+        Layout {
+            minor_to_major,
+            ..Layout::default()
+        }
     }
 
     /// The default (descending, row-major) layout of the given rank:
     /// `{rank-1, ..., 1, 0}`.
     pub fn descending(rank: usize) -> Layout {
-        Layout { minor_to_major: (0..rank).rev().collect(), ..Layout::default() }
+        Layout {
+            minor_to_major: (0..rank).rev().collect(),
+            ..Layout::default()
+        }
     }
 
     /// The same layout with the given tiles.
@@ -237,7 +251,10 @@ impl Layout {
 
     /// A copy with `minor_to_major` cleared, used to compare everything else.
     fn without_minor_to_major(&self) -> Layout {
-        Layout { minor_to_major: DimVec::new(), ..self.clone() }
+        Layout {
+            minor_to_major: DimVec::new(),
+            ..self.clone()
+        }
     }
 
     /// True when the two layouts order dimensions the same way, whatever
@@ -249,7 +266,9 @@ impl Layout {
     /// The rare properties, defaults when none is set.
     pub fn rare(&self) -> &RareProperties {
         static DEFAULT: std::sync::OnceLock<RareProperties> = std::sync::OnceLock::new();
-        self.rare.as_deref().unwrap_or_else(|| DEFAULT.get_or_init(RareProperties::default))
+        self.rare
+            .as_deref()
+            .unwrap_or_else(|| DEFAULT.get_or_init(RareProperties::default))
     }
 
     /// The rare properties, to set some. Call [`Layout::tidy`] afterwards.
@@ -260,7 +279,11 @@ impl Layout {
     /// Drops the rare properties' box when all of them are at their
     /// defaults, so that a layout equals one that never set them.
     pub fn tidy(&mut self) {
-        if self.rare.as_deref().is_some_and(|r| *r == RareProperties::default()) {
+        if self
+            .rare
+            .as_deref()
+            .is_some_and(|r| *r == RareProperties::default())
+        {
             self.rare = None;
         }
     }
@@ -278,7 +301,9 @@ impl Layout {
 
     /// True for a sparse layout (any dimension level other than dense).
     pub fn is_sparse(&self) -> bool {
-        self.dim_levels().iter().any(|d| d.kind != DimLevelKind::Dense)
+        self.dim_levels()
+            .iter()
+            .any(|d| d.kind != DimLevelKind::Dense)
     }
 
     /// The dimension numbers from most major to most minor.
@@ -310,10 +335,15 @@ impl Layout {
         }
         let rare = self.rare();
         if !rare.dim_levels.is_empty() && rare.dim_levels.len() != rank {
-            return Err(LayoutError::DimLevelCount { rank, len: rare.dim_levels.len() });
+            return Err(LayoutError::DimLevelCount {
+                rank,
+                len: rare.dim_levels.len(),
+            });
         }
         if self.tail_padding_alignment_in_elements <= 0 {
-            return Err(LayoutError::TailPadding(self.tail_padding_alignment_in_elements));
+            return Err(LayoutError::TailPadding(
+                self.tail_padding_alignment_in_elements,
+            ));
         }
         if self.element_size_in_bits < 0 {
             return Err(LayoutError::ElementSize(self.element_size_in_bits));
@@ -322,37 +352,57 @@ impl Layout {
             return Err(LayoutError::MemorySpace(self.memory_space));
         }
         if rare.dynamic_shape_metadata_prefix_bytes < 0 {
-            return Err(LayoutError::MetadataPrefix(rare.dynamic_shape_metadata_prefix_bytes));
+            return Err(LayoutError::MetadataPrefix(
+                rare.dynamic_shape_metadata_prefix_bytes,
+            ));
         }
         if !self.is_sparse()
-            && (rare.index_primitive_type.is_some() || rare.pointer_primitive_type.is_some() || rare.physical_shape.is_some())
+            && (rare.index_primitive_type.is_some()
+                || rare.pointer_primitive_type.is_some()
+                || rare.physical_shape.is_some())
         {
             return Err(LayoutError::SparseFieldOnDense);
         }
-        for t in [rare.index_primitive_type, rare.pointer_primitive_type].into_iter().flatten() {
+        for t in [rare.index_primitive_type, rare.pointer_primitive_type]
+            .into_iter()
+            .flatten()
+        {
             if !t.is_unsigned_integer() {
                 return Err(LayoutError::SparseIntType(t));
             }
         }
         if let Some(padded) = &self.padded_dimensions {
             if padded.len() != rank {
-                return Err(LayoutError::PaddedDimensionsCount { rank, len: padded.len() });
+                return Err(LayoutError::PaddedDimensionsCount {
+                    rank,
+                    len: padded.len(),
+                });
             }
             for (dim, (&p, &d)) in padded.iter().zip(dims).enumerate() {
                 if p < d {
-                    return Err(LayoutError::PaddedDimensionTooSmall { dim, padded: p, size: d });
+                    return Err(LayoutError::PaddedDimensionTooSmall {
+                        dim,
+                        padded: p,
+                        size: d,
+                    });
                 }
             }
         }
         // The rank each tiling level works on: the first level sees the
         // array; each later level sees what the level before produced.
         if self.tiles.len() > MAX_TILE_LEVELS {
-            return Err(LayoutError::TooManyTileLevels { levels: self.tiles.len() });
+            return Err(LayoutError::TooManyTileLevels {
+                levels: self.tiles.len(),
+            });
         }
         // A scalar's tile sees the scalar with unit dimensions added (XLA's
         // TPU layouts tile scalars: `f32[]{:T(128)}`); see
         // `ArrayShape::unit_major_dims`.
-        let mut level_rank = if rank == 0 { self.tiles.first().map_or(0, |t| t.dims.len()) } else { rank };
+        let mut level_rank = if rank == 0 {
+            self.tiles.first().map_or(0, |t| t.dims.len())
+        } else {
+            rank
+        };
         for (level, tile) in self.tiles.iter().enumerate() {
             if tile.dims.is_empty() {
                 return Err(LayoutError::EmptyTile { level });
@@ -424,10 +474,20 @@ pub enum LayoutError {
         "tile {level} has {entries} entries but {} {available} dimensions",
         if *level == 0 { "the shape has" } else { "the tiling level before it produced" }
     )]
-    TileTooLong { level: usize, entries: usize, available: usize },
+    TileTooLong {
+        level: usize,
+        entries: usize,
+        available: usize,
+    },
     #[error("tile {level} entry {entry} is {size}; tile sizes must be positive or '*'")]
-    TileSize { level: usize, entry: usize, size: i64 },
-    #[error("tile {level} ends with '*', but '*' combines a dimension into the next more minor one, so it cannot be the most minor entry")]
+    TileSize {
+        level: usize,
+        entry: usize,
+        size: i64,
+    },
+    #[error(
+        "tile {level} ends with '*', but '*' combines a dimension into the next more minor one, so it cannot be the most minor entry"
+    )]
     CombineMostMinor { level: usize },
 }
 
@@ -441,7 +501,13 @@ mod tests {
 
     #[test]
     fn valid_layouts() {
-        assert_eq!(check(&[3, 5], Layout::new(&[1, 0]).with_tiles(&[Tile::new(&[2, 2])])), Ok(()));
+        assert_eq!(
+            check(
+                &[3, 5],
+                Layout::new(&[1, 0]).with_tiles(&[Tile::new(&[2, 2])])
+            ),
+            Ok(())
+        );
         // A later tile may reach into the cross-tile dimensions.
         let l = Layout::new(&[1, 0]).with_tiles(&[Tile::new(&[2, 4]), Tile::new(&[2, 1, 1, 1])]);
         assert_eq!(check(&[8, 8], l), Ok(()));
@@ -455,19 +521,42 @@ mod tests {
             check(&[2, 3], Layout::new(&[0, 1, 2])),
             Err("Dimensions size is 2, but minor to major size is 3".into())
         );
-        assert!(check(&[2, 3], Layout::new(&[0, 0])).unwrap_err().contains("not a permutation"));
-        assert!(check(&[2, 3], Layout::new(&[0, 2])).unwrap_err().contains("out of range"));
+        assert!(
+            check(&[2, 3], Layout::new(&[0, 0]))
+                .unwrap_err()
+                .contains("not a permutation")
+        );
+        assert!(
+            check(&[2, 3], Layout::new(&[0, 2]))
+                .unwrap_err()
+                .contains("out of range")
+        );
         let l = Layout::new(&[1, 0]).with_tiles(&[Tile::new(&[0, 2])]);
         assert!(check(&[2, 3], l).unwrap_err().contains("must be positive"));
         let l = Layout::new(&[1, 0]).with_tiles(&[Tile::new(&[2, -1])]);
         assert!(check(&[2, 3], l).unwrap_err().contains("most minor"));
         let l = Layout::new(&[0]).with_tiles(&[Tile::new(&[8, 128])]);
-        assert!(check(&[5], l).unwrap_err().contains("the shape has 1 dimensions"));
+        assert!(
+            check(&[5], l)
+                .unwrap_err()
+                .contains("the shape has 1 dimensions")
+        );
         // A deep nest is refused before anything expands it.
         let deep = vec![Tile::new(&[1]); MAX_TILE_LEVELS + 1];
-        assert!(check(&[5], Layout::new(&[0]).with_tiles(&deep)).unwrap_err().contains("tiling levels; at most 8"));
-        assert_eq!(check(&[5], Layout::new(&[0]).with_tiles(&deep[1..])), Ok(()));
+        assert!(
+            check(&[5], Layout::new(&[0]).with_tiles(&deep))
+                .unwrap_err()
+                .contains("tiling levels; at most 8")
+        );
+        assert_eq!(
+            check(&[5], Layout::new(&[0]).with_tiles(&deep[1..])),
+            Ok(())
+        );
         let l = Layout::new(&[1, 0]).with_tiles(&[Tile::new(&[2, 4]), Tile::new(&[1, 2, 1, 1, 1])]);
-        assert!(check(&[8, 8], l).unwrap_err().contains("produced 4 dimensions"));
+        assert!(
+            check(&[8, 8], l)
+                .unwrap_err()
+                .contains("produced 4 dimensions")
+        );
     }
 }

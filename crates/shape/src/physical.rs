@@ -30,10 +30,14 @@ pub enum AlgebraError {
     #[error("invalid layout: {0}")]
     Layout(#[from] LayoutError),
     /// An unbounded dynamic dimension (`?`) has no size to lay out.
-    #[error("dimension {0} is unbounded ('?'); only static or bounded ('<=N') dimensions have a layout")]
+    #[error(
+        "dimension {0} is unbounded ('?'); only static or bounded ('<=N') dimensions have a layout"
+    )]
     Unbounded(usize),
     /// Sparse layouts are outside the dense algebra.
-    #[error("sparse layouts (D(...) with non-dense levels) are not supported by the layout algebra")]
+    #[error(
+        "sparse layouts (D(...) with non-dense levels) are not supported by the layout algebra"
+    )]
     Sparse,
     /// A size does not fit in 64 bits.
     #[error("{what} overflows 64 bits")]
@@ -183,18 +187,26 @@ fn overflow(what: &'static str) -> AlgebraError {
 }
 
 fn product(dims: &[i64], what: &'static str) -> Result<u64, AlgebraError> {
-    dims.iter().try_fold(1u64, |acc, &d| acc.checked_mul(d as u64).ok_or_else(|| overflow(what)))
+    dims.iter().try_fold(1u64, |acc, &d| {
+        acc.checked_mul(d as u64).ok_or_else(|| overflow(what))
+    })
 }
 
 /// `ceil(a / b) * b` with overflow checking; `b > 0`.
 fn round_up(a: i64, b: i64) -> Result<i64, AlgebraError> {
-    let n = a.checked_add(b - 1).ok_or_else(|| overflow("a padded dimension"))? / b;
-    n.checked_mul(b).ok_or_else(|| overflow("a padded dimension"))
+    let n = a
+        .checked_add(b - 1)
+        .ok_or_else(|| overflow("a padded dimension"))?
+        / b;
+    n.checked_mul(b)
+        .ok_or_else(|| overflow("a padded dimension"))
 }
 
 /// Checks that a shape can be laid out and returns its layout (the default
 /// descending one when the shape has none).
-pub(crate) fn checked_layout(shape: &ArrayShape) -> Result<std::borrow::Cow<'_, crate::Layout>, AlgebraError> {
+pub(crate) fn checked_layout(
+    shape: &ArrayShape,
+) -> Result<std::borrow::Cow<'_, crate::Layout>, AlgebraError> {
     for i in 0..shape.rank() {
         if shape.is_unbounded_dim(i) || shape.dims[i] < 0 {
             return Err(AlgebraError::Unbounded(i));
@@ -277,11 +289,18 @@ impl Expansion {
     /// Checks a multi-index against the logical dimensions.
     pub fn check_index(&self, index: &[i64]) -> Result<(), AlgebraError> {
         if index.len() != self.rank() {
-            return Err(AlgebraError::IndexRank { rank: self.rank(), got: index.len() });
+            return Err(AlgebraError::IndexRank {
+                rank: self.rank(),
+                got: index.len(),
+            });
         }
         for (dim, (&i, &d)) in index.iter().zip(&self.logical_dims).enumerate() {
             if i < 0 || i >= d {
-                return Err(AlgebraError::IndexOutOfRange { dim, index: i, size: d });
+                return Err(AlgebraError::IndexOutOfRange {
+                    dim,
+                    index: i,
+                    size: d,
+                });
             }
         }
         Ok(())
@@ -349,7 +368,10 @@ impl Expansion {
     /// What a linear slot holds: an element's multi-index or padding.
     pub fn multi_index(&self, linear: u64) -> Result<Slot, AlgebraError> {
         if linear >= self.storage_slots {
-            return Err(AlgebraError::LinearOutOfRange { linear, slots: self.storage_slots });
+            return Err(AlgebraError::LinearOutOfRange {
+                linear,
+                slots: self.storage_slots,
+            });
         }
         if linear >= self.element_slots {
             return Ok(Slot::Padding);
@@ -407,7 +429,9 @@ fn tile_level(tile: &Tile, input: &[i64]) -> Result<TileLevel, AlgebraError> {
     let mut run = 1usize;
     let mut size = 1i64;
     for (j, &t) in tile.dims.iter().enumerate() {
-        size = size.checked_mul(input[start + j]).ok_or_else(|| overflow("a combined dimension"))?;
+        size = size
+            .checked_mul(input[start + j])
+            .ok_or_else(|| overflow("a combined dimension"))?;
         if t == Tile::COMBINE {
             run += 1;
             continue;
@@ -473,7 +497,11 @@ pub fn storage_size(shape: &ArrayShape) -> Result<StorageSize, AlgebraError> {
     let layout = checked_layout(shape)?;
     let elements = product(&shape.dims, "the element count")?;
     if layout.tiles.is_empty() && layout.padded_dimensions.is_none() {
-        return untiled_storage(elements, layout.tail_padding_alignment_in_elements, shape.element_storage_bits());
+        return untiled_storage(
+            elements,
+            layout.tail_padding_alignment_in_elements,
+            shape.element_storage_bits(),
+        );
     }
     // Tiled: the sizes of each level's output, without the index maps.
     let padded: &[i64] = layout.padded_dimensions.as_deref().unwrap_or(&shape.dims);
@@ -488,7 +516,9 @@ pub fn storage_size(shape: &ArrayShape) -> Result<StorageSize, AlgebraError> {
         sizes.clear();
         let mut size = 1i64;
         for (j, &t) in tile.dims.iter().enumerate() {
-            size = size.checked_mul(cur[start + j]).ok_or_else(|| overflow("a combined dimension"))?;
+            size = size
+                .checked_mul(cur[start + j])
+                .ok_or_else(|| overflow("a combined dimension"))?;
             if t != Tile::COMBINE {
                 sizes.push((size, t));
                 size = 1;
@@ -501,19 +531,36 @@ pub fn storage_size(shape: &ArrayShape) -> Result<StorageSize, AlgebraError> {
         std::mem::swap(&mut cur, &mut next);
     }
     let slots = product(&cur, "the tiled element count")?;
-    let mut z = untiled_storage(slots, layout.tail_padding_alignment_in_elements, shape.element_storage_bits())?;
+    let mut z = untiled_storage(
+        slots,
+        layout.tail_padding_alignment_in_elements,
+        shape.element_storage_bits(),
+    )?;
     z.elements = elements;
     Ok(z)
 }
 
 /// The storage of `elements` elements of `element_bits` bits each, the
 /// element count padded up to a multiple of `align`.
-fn untiled_storage(elements: u64, align: i64, element_bits: u64) -> Result<StorageSize, AlgebraError> {
+fn untiled_storage(
+    elements: u64,
+    align: i64,
+    element_bits: u64,
+) -> Result<StorageSize, AlgebraError> {
     let align = align as u64;
-    let slots = elements.div_ceil(align).checked_mul(align).ok_or_else(|| overflow("the tail-padded element count"))?;
+    let slots = elements
+        .div_ceil(align)
+        .checked_mul(align)
+        .ok_or_else(|| overflow("the tail-padded element count"))?;
     let bits = u128::from(slots) * u128::from(element_bits);
-    let bytes = u64::try_from(bits.div_ceil(8)).map_err(|_| overflow("the buffer size in bytes"))?;
-    Ok(StorageSize { elements, slots, element_bits, bytes })
+    let bytes =
+        u64::try_from(bits.div_ceil(8)).map_err(|_| overflow("the buffer size in bytes"))?;
+    Ok(StorageSize {
+        elements,
+        slots,
+        element_bits,
+        bytes,
+    })
 }
 
 /// The linear slot of the element at `index` (one entry per dimension).
@@ -532,7 +579,11 @@ mod tests {
     use crate::parse_shape;
 
     fn array(text: &str) -> ArrayShape {
-        parse_shape(text).expect("test shape parses").as_array().expect("an array").clone()
+        parse_shape(text)
+            .expect("test shape parses")
+            .as_array()
+            .expect("an array")
+            .clone()
     }
 
     #[test]
@@ -555,7 +606,16 @@ mod tests {
             let a = array(text);
             let e = Expansion::new(&a).unwrap();
             let z = storage_size(&a).unwrap();
-            assert_eq!((z.elements, z.slots, z.element_bits, z.bytes), (e.element_count, e.storage_slots, e.element_bits, e.storage_bytes), "{text}");
+            assert_eq!(
+                (z.elements, z.slots, z.element_bits, z.bytes),
+                (
+                    e.element_count,
+                    e.storage_slots,
+                    e.element_bits,
+                    e.storage_bytes
+                ),
+                "{text}"
+            );
         }
         assert!(storage_size(&array("f32[4611686018427387904,4]")).is_err());
     }
@@ -571,15 +631,26 @@ mod tests {
         assert_eq!(l.tile_counts(), &[2, 3]);
         assert_eq!(e.storage_slots, 24);
         assert_eq!(e.linear_index(&[2, 3]).unwrap(), 17);
-        assert_eq!(e.multi_index(17).unwrap(), Slot::Element(SmallVec::from_slice(&[2, 3])));
+        assert_eq!(
+            e.multi_index(17).unwrap(),
+            Slot::Element(SmallVec::from_slice(&[2, 3]))
+        );
     }
 
     #[test]
     fn a_tiled_scalar_is_one_element_in_a_tile() {
         // XLA's TPU layouts tile scalars: one element, then padding.
-        for (text, slots, bytes) in [("f32[]{:T(128)}", 128, 512), ("bf16[]{:T(256)}", 256, 512), ("pred[]{:T(512)}", 512, 512)] {
+        for (text, slots, bytes) in [
+            ("f32[]{:T(128)}", 128, 512),
+            ("bf16[]{:T(256)}", 256, 512),
+            ("pred[]{:T(512)}", 512, 512),
+        ] {
             let e = Expansion::new(&array(text)).unwrap();
-            assert_eq!((e.unit_major_dims, e.storage_slots, e.storage_bytes), (1, slots, bytes), "{text}");
+            assert_eq!(
+                (e.unit_major_dims, e.storage_slots, e.storage_bytes),
+                (1, slots, bytes),
+                "{text}"
+            );
             assert_eq!(e.linear_index(&[]).unwrap(), 0);
             assert_eq!(e.multi_index(0).unwrap(), Slot::Element(SmallVec::new()));
             assert_eq!(e.multi_index(1).unwrap(), Slot::Padding);
@@ -589,14 +660,31 @@ mod tests {
         // tile holds it, in a buffer of the same size: a bitcast; untiled,
         // the buffer is smaller.
         let scalar = array("f32[]{:T(128)}");
-        assert!(crate::is_bitcast(&scalar, &array("f32[1]{0:T(128)}")).unwrap().bitcast);
-        assert!(crate::is_bitcast(&scalar, &array("f32[1,1]{1,0:T(1,128)}")).unwrap().bitcast);
+        assert!(
+            crate::is_bitcast(&scalar, &array("f32[1]{0:T(128)}"))
+                .unwrap()
+                .bitcast
+        );
+        assert!(
+            crate::is_bitcast(&scalar, &array("f32[1,1]{1,0:T(1,128)}"))
+                .unwrap()
+                .bitcast
+        );
         assert!(!crate::is_bitcast(&scalar, &array("f32[]")).unwrap().bitcast);
-        assert!(!crate::is_bitcast(&scalar, &array("f32[1]{0:T(256)}")).unwrap().bitcast);
+        assert!(
+            !crate::is_bitcast(&scalar, &array("f32[1]{0:T(256)}"))
+                .unwrap()
+                .bitcast
+        );
         // A relayout from an untiled scalar pads it into the tile.
         let plan = crate::relayout_plan(&array("f32[]"), &scalar).unwrap();
         assert!(!plan.is_bitcast());
-        assert!(plan.from.layout.as_ref().is_some_and(|l| l.tiles.is_empty()));
+        assert!(
+            plan.from
+                .layout
+                .as_ref()
+                .is_some_and(|l| l.tiles.is_empty())
+        );
         assert_eq!(plan.steps.last().map(|s| &s.shape), Some(&scalar));
         // Arrays of rank 1 or more may not have tiles longer than the rank.
         assert!(Expansion::new(&array("f32[5]{0:T(8,128)}")).is_err());
@@ -605,10 +693,22 @@ mod tests {
     #[test]
     fn errors_are_reported() {
         let e = Expansion::new(&array("f32[3,5]{1,0:T(2,2)}")).unwrap();
-        assert!(matches!(e.linear_index(&[3, 0]), Err(AlgebraError::IndexOutOfRange { .. })));
-        assert!(matches!(e.linear_index(&[1]), Err(AlgebraError::IndexRank { .. })));
-        assert!(matches!(e.multi_index(24), Err(AlgebraError::LinearOutOfRange { .. })));
+        assert!(matches!(
+            e.linear_index(&[3, 0]),
+            Err(AlgebraError::IndexOutOfRange { .. })
+        ));
+        assert!(matches!(
+            e.linear_index(&[1]),
+            Err(AlgebraError::IndexRank { .. })
+        ));
+        assert!(matches!(
+            e.multi_index(24),
+            Err(AlgebraError::LinearOutOfRange { .. })
+        ));
         let huge = array("f32[1000000000000,1000000000000]");
-        assert!(matches!(Expansion::new(&huge), Err(AlgebraError::Overflow { .. })));
+        assert!(matches!(
+            Expansion::new(&huge),
+            Err(AlgebraError::Overflow { .. })
+        ));
     }
 }

@@ -18,7 +18,10 @@ use smallvec::SmallVec;
 
 use crate::facts::inverse_permutation;
 use crate::physical::{AlgebraError, Expansion, checked_layout};
-use crate::{ArrayShape, DimVec, Dims, Layout, is_bitcast, layout_change_is_bitcast, physical_view_is_bitcast};
+use crate::{
+    ArrayShape, DimVec, Dims, Layout, is_bitcast, layout_change_is_bitcast,
+    physical_view_is_bitcast,
+};
 
 /// The operation of one step.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -89,11 +92,17 @@ impl Plan {
 
     /// The number of data-moving steps.
     pub fn data_movements(&self) -> usize {
-        self.steps.iter().filter(|s| s.op != StepOp::Bitcast).count()
+        self.steps
+            .iter()
+            .filter(|s| s.op != StepOp::Bitcast)
+            .count()
     }
 }
 
-fn write_list(f: &mut fmt::Formatter<'_>, v: impl IntoIterator<Item = impl fmt::Display>) -> fmt::Result {
+fn write_list(
+    f: &mut fmt::Formatter<'_>,
+    v: impl IntoIterator<Item = impl fmt::Display>,
+) -> fmt::Result {
     for (i, x) in v.into_iter().enumerate() {
         if i > 0 {
             f.write_str(",")?;
@@ -107,7 +116,11 @@ impl fmt::Display for Plan {
     /// Prints the plan as HLO instructions, operand `%x`.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         writeln!(f, "%x = {} parameter(0)", self.from)?;
-        if self.steps.iter().any(|s| matches!(s.op, StepOp::Pad { .. })) {
+        if self
+            .steps
+            .iter()
+            .any(|s| matches!(s.op, StepOp::Pad { .. }))
+        {
             writeln!(f, "%zero = {}[] constant(0)", self.from.element_type)?;
         }
         let mut prev = "%x".to_string();
@@ -121,7 +134,11 @@ impl fmt::Display for Plan {
             };
             write!(f, "{name} = {} ", s.shape)?;
             match &s.op {
-                StepOp::Pad { low, high, interior } => {
+                StepOp::Pad {
+                    low,
+                    high,
+                    interior,
+                } => {
                     write!(f, "pad({prev}, %zero), padding=")?;
                     for k in 0..low.len() {
                         if k > 0 {
@@ -140,7 +157,11 @@ impl fmt::Display for Plan {
                     write_list(f, dims)?;
                     f.write_str("}")?;
                 }
-                StepOp::Slice { start, limit, stride } => {
+                StepOp::Slice {
+                    start,
+                    limit,
+                    stride,
+                } => {
                     write!(f, "slice({prev}), slice={{")?;
                     for k in 0..start.len() {
                         if k > 0 {
@@ -196,7 +217,11 @@ fn naive(ef: &Expansion, et: &Expansion, same_front: bool, shared: usize) -> Vec
         ops.push(Op::View(level.input_dims.clone()));
     }
     if !same_front {
-        let logical_f: Dims = ef.physical_order.iter().map(|&d| ef.logical_dims[d]).collect();
+        let logical_f: Dims = ef
+            .physical_order
+            .iter()
+            .map(|&d| ef.logical_dims[d])
+            .collect();
         ops.push(Op::Slice(logical_f));
         let perm: DimVec = et
             .physical_order
@@ -224,7 +249,11 @@ fn naive(ef: &Expansion, et: &Expansion, same_front: bool, shared: usize) -> Vec
 /// cuts a dimension where the digits do not allow it.
 fn fuse(start: &[i64], ops: &[Op]) -> Option<(Dims, DimVec)> {
     // Zero-sized arrays have nothing to move; keep their plans as built.
-    if start.contains(&0) || ops.iter().any(|o| matches!(o, Op::View(d) if d.contains(&0))) {
+    if start.contains(&0)
+        || ops
+            .iter()
+            .any(|o| matches!(o, Op::View(d) if d.contains(&0)))
+    {
         return None;
     }
     // Digits: sizes; `origin` lists the start dims' digits in order;
@@ -242,7 +271,9 @@ fn fuse(start: &[i64], ops: &[Op]) -> Option<(Dims, DimVec)> {
                 for &want in dims.iter() {
                     let mut group = Vec::new();
                     let mut prod = 1i64;
-                    while prod < want || (want == 1 && at < flat.len() && size[flat[at]] == 1 && group.is_empty()) {
+                    while prod < want
+                        || (want == 1 && at < flat.len() && size[flat[at]] == 1 && group.is_empty())
+                    {
                         let d = *flat.get(at)?;
                         let s = size[d];
                         if prod * s <= want && want % (prod * s) == 0 {
@@ -285,7 +316,10 @@ fn fuse(start: &[i64], ops: &[Op]) -> Option<(Dims, DimVec)> {
         }
     }
     let fin: Vec<usize> = cur.concat();
-    let perm: DimVec = fin.iter().map(|d| origin.iter().position(|x| x == d).unwrap_or(0)).collect();
+    let perm: DimVec = fin
+        .iter()
+        .map(|d| origin.iter().position(|x| x == d).unwrap_or(0))
+        .collect();
     let refined: Dims = origin.iter().map(|&d| size[d]).collect();
     Some((refined, perm))
 }
@@ -369,7 +403,10 @@ fn peephole(start: &[i64], ops: &mut Vec<Op>) -> bool {
         while j < ops.len() && is_tv(&ops[j]) {
             j += 1;
         }
-        let transposes = ops[i..j].iter().filter(|o| matches!(o, Op::Transpose(_))).count();
+        let transposes = ops[i..j]
+            .iter()
+            .filter(|o| matches!(o, Op::Transpose(_)))
+            .count();
         if transposes >= 2
             && let Some((refined, perm)) = fuse(&before[i], &ops[i..j])
         {
@@ -416,8 +453,14 @@ pub fn relayout_plan(from: &ArrayShape, to: &ArrayShape) -> Result<Plan, Algebra
     if from.dims != to.dims || from.element_type != to.element_type {
         return Err(AlgebraError::Mismatch(format!(
             "a relayout needs the same element type and dimensions: {} vs {}",
-            ArrayShape { layout: None, ..from.clone() },
-            ArrayShape { layout: None, ..to.clone() }
+            ArrayShape {
+                layout: None,
+                ..from.clone()
+            },
+            ArrayShape {
+                layout: None,
+                ..to.clone()
+            }
         )));
     }
     let lf = checked_layout(from)?.into_owned();
@@ -432,26 +475,48 @@ pub fn relayout_plan(from: &ArrayShape, to: &ArrayShape) -> Result<Plan, Algebra
         let mut plan = relayout_plan(&from.with_unit_major_dims(n), &to.with_unit_major_dims(n))?;
         // The first step reads the view, a bitcast of the real operand.
         if plan.steps.first().is_none_or(|s| s.op != StepOp::Bitcast) {
-            plan.steps.insert(0, Step { op: StepOp::Bitcast, shape: plan.from.clone() });
+            plan.steps.insert(
+                0,
+                Step {
+                    op: StepOp::Bitcast,
+                    shape: plan.from.clone(),
+                },
+            );
         }
         plan.from = from;
         match plan.steps.last_mut() {
             Some(last) if last.op == StepOp::Bitcast => last.shape = to,
-            _ => plan.steps.push(Step { op: StepOp::Bitcast, shape: to }),
+            _ => plan.steps.push(Step {
+                op: StepOp::Bitcast,
+                shape: to,
+            }),
         }
         return Ok(plan);
     }
     if from == to {
-        return Ok(Plan { from, steps: Vec::new() });
+        return Ok(Plan {
+            from,
+            steps: Vec::new(),
+        });
     }
     if layout_change_is_bitcast(&from, &to)?.bitcast {
-        return Ok(Plan { steps: vec![Step { op: StepOp::Bitcast, shape: to.clone() }], from });
+        return Ok(Plan {
+            steps: vec![Step {
+                op: StepOp::Bitcast,
+                shape: to.clone(),
+            }],
+            from,
+        });
     }
     let ef = Expansion::new(&from)?;
     let et = Expansion::new(&to)?;
     let same_front = ef.padded_dims == et.padded_dims && ef.physical_order == et.physical_order;
     let shared = if same_front {
-        lf.tiles.iter().zip(&lt.tiles).take_while(|(a, b)| a == b).count()
+        lf.tiles
+            .iter()
+            .zip(&lt.tiles)
+            .take_while(|(a, b)| a == b)
+            .count()
     } else {
         0
     };
@@ -477,7 +542,9 @@ pub fn relayout_plan(from: &ArrayShape, to: &ArrayShape) -> Result<Plan, Algebra
     let (ef_bits, et_bits) = (lf.element_size_in_bits, lt.element_size_in_bits);
     let has_transpose = ops.iter().any(|o| matches!(o, Op::Transpose(_)));
     if !has_transpose && from.element_storage_bits() != to.element_storage_bits() {
-        let end = ops.iter().fold(SmallVec::from_slice(&start), |d: Dims, op| apply(&d, op));
+        let end = ops
+            .iter()
+            .fold(SmallVec::from_slice(&start), |d: Dims, op| apply(&d, op));
         ops.push(Op::Transpose((0..end.len()).collect()));
     }
     let mut steps: Vec<Step> = Vec::new();
@@ -509,11 +576,19 @@ pub fn relayout_plan(from: &ArrayShape, to: &ArrayShape) -> Result<Plan, Algebra
     if !moved {
         // Only the element size field differs: one copy is needed.
         let shape = view(&from, &dims, et_bits);
-        steps.push(Step { op: StepOp::Transpose { dims: (0..dims.len()).collect() }, shape });
+        steps.push(Step {
+            op: StepOp::Transpose {
+                dims: (0..dims.len()).collect(),
+            },
+            shape,
+        });
     }
     match steps.last_mut() {
         Some(last) if last.op == StepOp::Bitcast => last.shape = to.clone(),
-        _ => steps.push(Step { op: StepOp::Bitcast, shape: to.clone() }),
+        _ => steps.push(Step {
+            op: StepOp::Bitcast,
+            shape: to.clone(),
+        }),
     }
     // The first and last bitcasts view FROM's and TO's buffer. A view
     // whose dimensions cut across the physical ones (a `*` fold regrouped
@@ -524,11 +599,23 @@ pub fn relayout_plan(from: &ArrayShape, to: &ArrayShape) -> Result<Plan, Algebra
     if let Some(first) = steps.first()
         && !proven(&from, &first.shape)
     {
-        steps.insert(0, Step { op: StepOp::Bitcast, shape: view(&from, &physical_view_dims(&ef), ef_bits) });
+        steps.insert(
+            0,
+            Step {
+                op: StepOp::Bitcast,
+                shape: view(&from, &physical_view_dims(&ef), ef_bits),
+            },
+        );
     }
     let n = steps.len();
     if n >= 2 && !proven(&steps[n - 2].shape, &to) {
-        steps.insert(n - 1, Step { op: StepOp::Bitcast, shape: view(&from, &physical_view_dims(&et), et_bits) });
+        steps.insert(
+            n - 1,
+            Step {
+                op: StepOp::Bitcast,
+                shape: view(&from, &physical_view_dims(&et), et_bits),
+            },
+        );
     }
     // Bitcasts to an identical shape are no steps.
     let mut prev = from.clone();
@@ -550,7 +637,11 @@ pub fn relayout_plan(from: &ArrayShape, to: &ArrayShape) -> Result<Plan, Algebra
 /// physical array is copied into it (packed) last. Each copy is between two
 /// plain views of the same dimensions. Otherwise this is
 /// [`relayout_plan`].
-pub fn relayout_plan_at(from: &ArrayShape, to: &ArrayShape, element_size_in_bits: i64) -> Result<Plan, AlgebraError> {
+pub fn relayout_plan_at(
+    from: &ArrayShape,
+    to: &ArrayShape,
+    element_size_in_bits: i64,
+) -> Result<Plan, AlgebraError> {
     let lf = checked_layout(from)?.into_owned();
     let lt = checked_layout(to)?.into_owned();
     let at = |s: &ArrayShape, l: &Layout| {
@@ -566,12 +657,17 @@ pub fn relayout_plan_at(from: &ArrayShape, to: &ArrayShape, element_size_in_bits
     }
     let from = from.in_layout(lf.clone());
     let to = to.in_layout(lt.clone());
-    let mut core = relayout_plan(if unpack { &from_w } else { &from }, if pack { &to_w } else { &to })?;
+    let mut core = relayout_plan(
+        if unpack { &from_w } else { &from },
+        if pack { &to_w } else { &to },
+    )?;
     // Only reading is restricted: a last transpose may write TO's element
     // size itself (a pad or slice keeps its layout, so it may not).
     let last_move = core.steps.iter().rposition(|s| s.op != StepOp::Bitcast);
     let mut pack = pack;
-    if pack && let Some(k) = last_move.filter(|&k| matches!(core.steps[k].op, StepOp::Transpose { .. })) {
+    if pack
+        && let Some(k) = last_move.filter(|&k| matches!(core.steps[k].op, StepOp::Transpose { .. }))
+    {
         for step in &mut core.steps[k..] {
             if let Some(l) = &mut step.shape.layout {
                 l.element_size_in_bits = lt.element_size_in_bits;
@@ -586,17 +682,35 @@ pub fn relayout_plan_at(from: &ArrayShape, to: &ArrayShape, element_size_in_bits
     if unpack {
         let ef = Expansion::new(&from)?;
         let dims = physical_view_dims(&ef);
-        steps.push(Step { op: StepOp::Bitcast, shape: view(&from, &dims, lf.element_size_in_bits) });
-        steps.push(Step { op: StepOp::Copy, shape: view(&from, &dims, element_size_in_bits) });
-        steps.push(Step { op: StepOp::Bitcast, shape: from_w.clone() });
+        steps.push(Step {
+            op: StepOp::Bitcast,
+            shape: view(&from, &dims, lf.element_size_in_bits),
+        });
+        steps.push(Step {
+            op: StepOp::Copy,
+            shape: view(&from, &dims, element_size_in_bits),
+        });
+        steps.push(Step {
+            op: StepOp::Bitcast,
+            shape: from_w.clone(),
+        });
     }
     steps.extend(core.steps);
     if pack {
         let et = Expansion::new(&to_w)?;
         let dims = physical_view_dims(&et);
-        steps.push(Step { op: StepOp::Bitcast, shape: view(&to, &dims, element_size_in_bits) });
-        steps.push(Step { op: StepOp::Copy, shape: view(&to, &dims, lt.element_size_in_bits) });
-        steps.push(Step { op: StepOp::Bitcast, shape: to.clone() });
+        steps.push(Step {
+            op: StepOp::Bitcast,
+            shape: view(&to, &dims, element_size_in_bits),
+        });
+        steps.push(Step {
+            op: StepOp::Copy,
+            shape: view(&to, &dims, lt.element_size_in_bits),
+        });
+        steps.push(Step {
+            op: StepOp::Bitcast,
+            shape: to.clone(),
+        });
     }
     // Runs of bitcasts become one wherever the algebra proves the merged
     // one, and bitcasts to an identical shape are no steps.

@@ -64,12 +64,20 @@ impl ArrayShape {
 
     /// A static array with no layout.
     pub fn new(element_type: PrimitiveType, dims: &[i64]) -> ArrayShape {
-        ArrayShape { element_type, dims: Dims::from_slice(dims), dynamic: 0, layout: None }
+        ArrayShape {
+            element_type,
+            dims: Dims::from_slice(dims),
+            dynamic: 0,
+            layout: None,
+        }
     }
 
     /// A static array with the given layout.
     pub fn with_layout(element_type: PrimitiveType, dims: &[i64], layout: Layout) -> ArrayShape {
-        ArrayShape { layout: Some(layout), ..ArrayShape::new(element_type, dims) }
+        ArrayShape {
+            layout: Some(layout),
+            ..ArrayShape::new(element_type, dims)
+        }
     }
 
     /// The number of dimensions.
@@ -95,18 +103,27 @@ impl ArrayShape {
     /// The number of logical elements (upper bounds for dynamic dimensions);
     /// `None` on overflow or for an unbounded dimension.
     pub fn element_count(&self) -> Option<u64> {
-        self.dims.iter().try_fold(1u64, |acc, &d| acc.checked_mul(u64::try_from(d).ok()?))
+        self.dims
+            .iter()
+            .try_fold(1u64, |acc, &d| acc.checked_mul(u64::try_from(d).ok()?))
     }
 
     /// This shape with `layout` in place of its own. Cheaper than cloning
     /// the shape and then replacing the layout: the old one is not copied.
     pub fn in_layout(&self, layout: Layout) -> ArrayShape {
-        ArrayShape { element_type: self.element_type, dims: SmallVec::from_slice(&self.dims), dynamic: self.dynamic, layout: Some(layout) }
+        ArrayShape {
+            element_type: self.element_type,
+            dims: SmallVec::from_slice(&self.dims),
+            dynamic: self.dynamic,
+            layout: Some(layout),
+        }
     }
 
     /// The layout, or the default descending layout when none is set.
     pub fn layout_or_default(&self) -> Layout {
-        self.layout.clone().unwrap_or_else(|| Layout::descending(self.rank()))
+        self.layout
+            .clone()
+            .unwrap_or_else(|| Layout::descending(self.rank()))
     }
 
     /// Checks the layout, if any, against the dimensions.
@@ -126,7 +143,10 @@ impl ArrayShape {
         if self.rank() > 0 {
             return 0;
         }
-        self.layout.as_ref().and_then(|l| l.tiles.first()).map_or(0, |t| t.dims.len())
+        self.layout
+            .as_ref()
+            .and_then(|l| l.tiles.first())
+            .map_or(0, |t| t.dims.len())
     }
 
     /// The same array with `n` dimensions of size 1 added on the major
@@ -151,7 +171,12 @@ impl ArrayShape {
             }
             l
         });
-        ArrayShape { element_type: self.element_type, dims, dynamic: self.dynamic.checked_shl(n as u32).unwrap_or(0), layout }
+        ArrayShape {
+            element_type: self.element_type,
+            dims,
+            dynamic: self.dynamic.checked_shl(n as u32).unwrap_or(0),
+            layout,
+        }
     }
 
     /// Bits one element occupies: `E(bits)` when the layout sets it,
@@ -214,7 +239,9 @@ impl Shape {
 
     /// The subshape at a tuple index path, e.g. `{1, 0}`.
     pub fn subshape(&self, index: &[usize]) -> Option<&Shape> {
-        index.iter().try_fold(self, |s, &i| s.tuple_elements()?.get(i))
+        index
+            .iter()
+            .try_fold(self, |s, &i| s.tuple_elements()?.get(i))
     }
 
     /// The subshape at a tuple index path, mutably.

@@ -20,7 +20,8 @@ use std::fmt::{self, Write as _};
 use smallvec::SmallVec;
 
 use crate::{
-    ArrayShape, DimLevel, DimLevelKind, Layout, MAX_RANK, MAX_TILE_LEVELS, PrimitiveType, Shape, SplitConfig, Tile,
+    ArrayShape, DimLevel, DimLevelKind, Layout, MAX_RANK, MAX_TILE_LEVELS, PrimitiveType, Shape,
+    SplitConfig, Tile,
 };
 
 /// A syntax error in shape text: where it is (a byte offset into the text
@@ -80,11 +81,17 @@ impl<'a> ShapeParser<'a> {
     }
 
     fn error(&self, message: impl Into<String>) -> TextError {
-        TextError { offset: self.pos, message: message.into() }
+        TextError {
+            offset: self.pos,
+            message: message.into(),
+        }
     }
 
     fn error_at(&self, offset: usize, message: impl Into<String>) -> TextError {
-        TextError { offset, message: message.into() }
+        TextError {
+            offset,
+            message: message.into(),
+        }
     }
 
     fn peek(&self) -> Option<u8> {
@@ -132,7 +139,10 @@ impl<'a> ShapeParser<'a> {
 
     fn ident(&mut self) -> &'a [u8] {
         let start = self.pos;
-        while matches!(self.peek(), Some(b'a'..=b'z' | b'A'..=b'Z' | b'0'..=b'9' | b'_')) {
+        while matches!(
+            self.peek(),
+            Some(b'a'..=b'z' | b'A'..=b'Z' | b'0'..=b'9' | b'_')
+        ) {
             self.pos += 1;
         }
         &self.text[start..self.pos]
@@ -149,7 +159,10 @@ impl<'a> ShapeParser<'a> {
         let digits_start = self.pos;
         let mut value: i64 = 0;
         while let Some(c @ b'0'..=b'9') = self.peek() {
-            value = match value.checked_mul(10).and_then(|v| v.checked_add(i64::from(c - b'0'))) {
+            value = match value
+                .checked_mul(10)
+                .and_then(|v| v.checked_add(i64::from(c - b'0')))
+            {
                 Some(v) => v,
                 None => return Err(self.error_at(start, format!("{what} is too large"))),
             };
@@ -197,7 +210,8 @@ impl<'a> ShapeParser<'a> {
                 };
                 self.array(element_type, start)
             }
-            _ => Err(self.error("expected a shape: an element type such as f32[2,3], or '(' for a tuple")),
+            _ => Err(self
+                .error("expected a shape: an element type such as f32[2,3], or '(' for a tuple")),
         }
     }
 
@@ -212,7 +226,9 @@ impl<'a> ShapeParser<'a> {
             loop {
                 self.skip_trivia();
                 if dims.len() == MAX_RANK {
-                    return Err(self.error(format!("rank exceeds the supported maximum of {MAX_RANK}")));
+                    return Err(
+                        self.error(format!("rank exceeds the supported maximum of {MAX_RANK}"))
+                    );
                 }
                 let i = dims.len();
                 if self.peek() == Some(b'?') {
@@ -239,11 +255,23 @@ impl<'a> ShapeParser<'a> {
         }
         if !element_type.is_array_type() {
             if !dims.is_empty() {
-                return Err(self.error_at(start, format!("{element_type} takes no dimensions: write {element_type}[]")));
+                return Err(self.error_at(
+                    start,
+                    format!("{element_type} takes no dimensions: write {element_type}[]"),
+                ));
             }
-            return Ok(if element_type == PrimitiveType::Token { Shape::Token } else { Shape::Opaque });
+            return Ok(if element_type == PrimitiveType::Token {
+                Shape::Token
+            } else {
+                Shape::Opaque
+            });
         }
-        let mut array = ArrayShape { element_type, dims, dynamic, layout: None };
+        let mut array = ArrayShape {
+            element_type,
+            dims,
+            dynamic,
+            layout: None,
+        };
         if self.layout_follows() {
             let at = self.pos;
             let layout = self.layout()?;
@@ -288,7 +316,9 @@ impl<'a> ShapeParser<'a> {
                 let at = self.pos;
                 let d = self.int("a dimension number")?;
                 if d < 0 || d >= MAX_RANK as i64 {
-                    return Err(self.error_at(at, format!("minor_to_major entry {d} is out of range")));
+                    return Err(
+                        self.error_at(at, format!("minor_to_major entry {d} is out of range"))
+                    );
                 }
                 layout.minor_to_major.push(d as usize);
                 if !self.eat(b',') {
@@ -323,7 +353,11 @@ impl<'a> ShapeParser<'a> {
                     _ => return Err(self.error("expected a dimension level type D, C, S or H")),
                 };
                 self.pos += 1;
-                let mut level = DimLevel { kind, unique: true, ordered: true };
+                let mut level = DimLevel {
+                    kind,
+                    unique: true,
+                    ordered: true,
+                };
                 if self.peek() == Some(b'+') {
                     self.pos += 1;
                     level.unique = false;
@@ -369,7 +403,9 @@ impl<'a> ShapeParser<'a> {
                             tile.dims.push(size);
                         }
                         if tile.dims.len() > MAX_RANK {
-                            return Err(self.error(format!("a tile with more than {MAX_RANK} entries")));
+                            return Err(
+                                self.error(format!("a tile with more than {MAX_RANK} entries"))
+                            );
                         }
                         if self.eat(b')') {
                             break;
@@ -427,7 +463,10 @@ impl<'a> ShapeParser<'a> {
                     }
                     self.expect(b',', "',' or ')' in a split config")?;
                 }
-                layout.rare_mut().split_configs.push(SplitConfig { dimension, split_indices });
+                layout.rare_mut().split_configs.push(SplitConfig {
+                    dimension,
+                    split_indices,
+                });
                 self.skip_trivia();
             }
         }
@@ -483,7 +522,12 @@ impl<'a> ShapeParser<'a> {
         let name = std::str::from_utf8(self.ident()).unwrap_or("");
         let t = PrimitiveType::from_name(name)
             .filter(|t| t.is_unsigned_integer())
-            .ok_or_else(|| self.error_at(at, format!("expected an unsigned integer type in {letter}(...), found '{name}'")))?;
+            .ok_or_else(|| {
+                self.error_at(
+                    at,
+                    format!("expected an unsigned integer type in {letter}(...), found '{name}'"),
+                )
+            })?;
         self.expect(b')', &format!("')' to close {letter}(...)"))?;
         Ok(t)
     }
@@ -670,14 +714,28 @@ impl fmt::Display for ShapeText<'_> {
                             write!(f, "/*index={i}*/")?;
                         }
                     }
-                    write!(f, "{}", ShapeText { shape: e, layouts: self.layouts })?;
+                    write!(
+                        f,
+                        "{}",
+                        ShapeText {
+                            shape: e,
+                            layouts: self.layouts
+                        }
+                    )?;
                 }
                 f.write_char(')')
             }
             Shape::Token => f.write_str("token[]"),
             Shape::Opaque => f.write_str("opaque[]"),
             Shape::Buffer(inner) => {
-                write!(f, "b({})", ShapeText { shape: inner, layouts: self.layouts })
+                write!(
+                    f,
+                    "b({})",
+                    ShapeText {
+                        shape: inner,
+                        layouts: self.layouts
+                    }
+                )
             }
         }
     }
@@ -685,7 +743,11 @@ impl fmt::Display for ShapeText<'_> {
 
 impl fmt::Display for Shape {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        ShapeText { shape: self, layouts: true }.fmt(f)
+        ShapeText {
+            shape: self,
+            layouts: true,
+        }
+        .fmt(f)
     }
 }
 
@@ -693,7 +755,10 @@ impl Shape {
     /// The shape printed without layouts, as XLA prints computation
     /// signatures: `(f32[2,3], s32[])`.
     pub fn display_without_layout(&self) -> impl fmt::Display + '_ {
-        ShapeText { shape: self, layouts: false }
+        ShapeText {
+            shape: self,
+            layouts: false,
+        }
     }
 }
 
@@ -708,7 +773,11 @@ mod tests {
         let printed = shape.to_string();
         let expected = if expected.is_empty() { input } else { expected };
         assert_eq!(printed, expected);
-        assert_eq!(parse_shape(&printed).unwrap(), shape, "reparse of {printed}");
+        assert_eq!(
+            parse_shape(&printed).unwrap(),
+            shape,
+            "reparse of {printed}"
+        );
     }
 
     #[test]
@@ -735,14 +804,20 @@ mod tests {
     fn round_trips() {
         check("f32[3,5]{1,0:T(2,2)}", "");
         check("bf16[8,256]{1,0:T(8,128)(2,1)}", "");
-        check("f32[123,456,789]{0,1,2:T(2, * , 128)}", "f32[123,456,789]{0,1,2:T(2,*,128)}");
+        check(
+            "f32[123,456,789]{0,1,2:T(2, * , 128)}",
+            "f32[123,456,789]{0,1,2:T(2,*,128)}",
+        );
         check("bf16[2,3,1004]{2,1,0:T(2,*,*,128)}", "");
         check("f32[]", "");
         check("u32[]{:T(128)}", "");
         check("f32[123,<=456]", "");
         check("f32[?,3]{1,0}", "");
         check("(f32[42], u32[<=123,<=456])", "");
-        check("(f32[1], f32[2], f32[3], f32[4], f32[5], f32[6])", "(f32[1], f32[2], f32[3], f32[4], f32[5], /*index=5*/f32[6])");
+        check(
+            "(f32[1], f32[2], f32[3], f32[4], f32[5], f32[6])",
+            "(f32[1], f32[2], f32[3], f32[4], f32[5], /*index=5*/f32[6])",
+        );
         check("()", "");
         check("token[]", "");
         check("opaque[]", "");
@@ -759,7 +834,11 @@ mod tests {
 
     #[test]
     fn errors() {
-        check_error("f32[123,456,789]{1:T(2, * , 128)}", 16, "Dimensions size is 3, but minor to major size is 1.");
+        check_error(
+            "f32[123,456,789]{1:T(2, * , 128)}",
+            16,
+            "Dimensions size is 3, but minor to major size is 1.",
+        );
         check_error("f32[123,456]foobar{0,1}", 12, "end of the shape");
         check_error("f32[123,456]{foo}", 12, "end of the shape");
         check_error("f33[1]", 0, "expected an element type");
@@ -770,7 +849,11 @@ mod tests {
         check_error("f32[2]{0:#(s32)}", 11, "unsigned integer type");
         check_error("token[2]", 0, "takes no dimensions");
         check_error("(f32[1] f32[2])", 8, "',' or ')'");
-        check_error("f32[2]{0:T(1)(1)(1)(1)(1)(1)(1)(1)(1)}", 34, "more than 8 tiling levels");
+        check_error(
+            "f32[2]{0:T(1)(1)(1)(1)(1)(1)(1)(1)(1)}",
+            34,
+            "more than 8 tiling levels",
+        );
         check("f32[2]{0:T(1)(1)(1)(1)(1)(1)(1)(1)}", "");
     }
 

@@ -10,8 +10,8 @@
 
 use shape::facts::*;
 use shape::{
-    AlgebraError, ArrayShape, Expansion, Reason, Shape, Slot, is_bitcast, linear_index, multi_index,
-    parse_shape, reshape_is_bitcast, storage_size, transpose_is_bitcast,
+    AlgebraError, ArrayShape, Expansion, Reason, Shape, Slot, is_bitcast, linear_index,
+    multi_index, parse_shape, reshape_is_bitcast, storage_size, transpose_is_bitcast,
 };
 
 fn array(text: &str) -> ArrayShape {
@@ -24,8 +24,16 @@ fn array(text: &str) -> ArrayShape {
 /// `linear_index(shape, index) == expected`, and the inverse maps back.
 fn check_index(shape: &str, index: &[i64], expected: u64) {
     let s = array(shape);
-    assert_eq!(linear_index(&s, index).unwrap(), expected, "{shape} {index:?}");
-    assert_eq!(multi_index(&s, expected).unwrap(), Slot::Element(index.into()), "{shape} @{expected}");
+    assert_eq!(
+        linear_index(&s, index).unwrap(),
+        expected,
+        "{shape} {index:?}"
+    );
+    assert_eq!(
+        multi_index(&s, expected).unwrap(),
+        Slot::Element(index.into()),
+        "{shape} @{expected}"
+    );
 }
 
 #[test]
@@ -66,7 +74,11 @@ fn figure_2_table() {
     let e = Expansion::new(&array("f32[4,8]{1,0:T(2,4)(2,1)}")).unwrap();
     for (r, row) in table.iter().enumerate() {
         for (c, &want) in row.iter().enumerate() {
-            assert_eq!(e.linear_index(&[r as i64, c as i64]).unwrap(), want, "({r},{c})");
+            assert_eq!(
+                e.linear_index(&[r as i64, c as i64]).unwrap(),
+                want,
+                "({r},{c})"
+            );
         }
     }
     assert_eq!(e.storage_slots, 32);
@@ -76,15 +88,24 @@ fn figure_2_table() {
 fn f32_3_5_slots_and_expansion() {
     // facts.md 1 and 4.
     let e = Expansion::new(&array("f32[3,5]{1,0:T(2,2)}")).unwrap();
-    assert_eq!((e.storage_slots, e.element_count, e.padding_slots()), (24, 15, 9));
+    assert_eq!(
+        (e.storage_slots, e.element_count, e.padding_slots()),
+        (24, 15, 9)
+    );
     let l = &e.levels[0];
-    assert_eq!((&l.padded_dims[..], &l.split_dims[..], &l.output_dims[..]), (&[4, 6][..], &[2, 2, 3, 2][..], &[2, 3, 2, 2][..]));
+    assert_eq!(
+        (&l.padded_dims[..], &l.split_dims[..], &l.output_dims[..]),
+        (&[4, 6][..], &[2, 2, 3, 2][..], &[2, 3, 2, 2][..])
+    );
     assert_eq!(l.tile_counts(), &[2, 3]);
     // Element (2,3) is at (tile (1,1), within (0,1)) of [2,3,2,2], whose
     // row-major index is the tiled linear index 17.
     let at = e.stage_index(&[2, 3], 1).unwrap();
     assert_eq!(&at[..], &[1, 1, 0, 1]);
-    let row_major = at.iter().zip(&l.output_dims).fold(0, |acc, (&i, &d)| acc * d + i);
+    let row_major = at
+        .iter()
+        .zip(&l.output_dims)
+        .fold(0, |acc, (&i, &d)| acc * d + i);
     assert_eq!(row_major, 17);
     assert_eq!(e.linear_index(&[2, 3]).unwrap(), 17);
 }
@@ -103,11 +124,11 @@ fn combined_dimensions() {
 #[test]
 fn storage_sizes() {
     for (shape, slots, bytes) in [
-        ("s4[64,128]{1,0:E(4)}", 8192, 4096),          // row 31
-        ("s4[64,128]{1,0}", 8192, 8192),               // no E: XLA rounds s4 to a byte
-        ("s4[0,128]{1,0:E(4)}", 0, 0),                 // row 32
-        ("s4[64,0]{1,0:E(4)}", 0, 0),                  // row 32
-        ("pred[10]{0:E(1)}", 10, 2),                   // sub-byte rounding up
+        ("s4[64,128]{1,0:E(4)}", 8192, 4096), // row 31
+        ("s4[64,128]{1,0}", 8192, 8192),      // no E: XLA rounds s4 to a byte
+        ("s4[0,128]{1,0:E(4)}", 0, 0),        // row 32
+        ("s4[64,0]{1,0:E(4)}", 0, 0),         // row 32
+        ("pred[10]{0:E(1)}", 10, 2),          // sub-byte rounding up
         ("pred[10]{0}", 10, 10),
         ("f32[3,128]{1,0:T(8,128)}", 1024, 4096),
         ("f32[3,128]{1,0}", 384, 1536),
@@ -129,7 +150,10 @@ fn storage_sizes() {
     ));
     // Tessera rejects a tile longer than the rank (XLA would round the
     // missing dimensions up to the tile).
-    assert!(matches!(storage_size(&array("f32[5]{0:T(8,128)}")), Err(AlgebraError::Layout(_))));
+    assert!(matches!(
+        storage_size(&array("f32[5]{0:T(8,128)}")),
+        Err(AlgebraError::Layout(_))
+    ));
     // Row 39: m2m length != rank.
     assert!(parse_shape("f32[2,3]{0,1,2}").is_err());
 }
@@ -139,10 +163,15 @@ fn slot_order_bumps_the_last_dimension_first() {
     // Row 49: s32[2,2] walks (0,0), (0,1), (1,0), (1,1).
     let s = array("s32[2,2]{1,0}");
     let got: Vec<Slot> = (0..4).map(|l| multi_index(&s, l).unwrap()).collect();
-    let want: Vec<Slot> =
-        [[0, 0], [0, 1], [1, 0], [1, 1]].iter().map(|i| Slot::Element(i[..].into())).collect();
+    let want: Vec<Slot> = [[0, 0], [0, 1], [1, 0], [1, 1]]
+        .iter()
+        .map(|i| Slot::Element(i[..].into()))
+        .collect();
     assert_eq!(got, want);
-    assert_eq!(multi_index(&array("f32[3,5]{1,0:T(2,2)}"), 23).unwrap(), Slot::Padding);
+    assert_eq!(
+        multi_index(&array("f32[3,5]{1,0:T(2,2)}"), 23).unwrap(),
+        Slot::Padding
+    );
 }
 
 /// `from → to` (reshape or layout change) is a bitcast iff `expected`.
@@ -170,18 +199,50 @@ fn reshape_and_layout_bitcasts() {
         ("f32[3,128]{1,0:T(8,128)}", "f32[3,128]{1,0}", false),
         ("f32[16,256]{1,0:T(8,128)}", "f32[16,256]{1,0}", false),
         ("f32[16,256]{1,0:T(8,128)}", "f32[2,8,2,128]{3,1,2,0}", true),
-        ("f32[8,128]{1,0:T(8,128)}", "f32[2,4,128]{2,1,0:T(*,8,128)}", true),
+        (
+            "f32[8,128]{1,0:T(8,128)}",
+            "f32[2,4,128]{2,1,0:T(*,8,128)}",
+            true,
+        ),
         // (8,128)(2,1) and (16,128)(2,1) agree on 16 rows: both put row
         // 8a+2b+e, column c at a·1024 + b·256 + 2c + e.
-        ("bf16[16,128]{1,0:T(8,128)(2,1)}", "bf16[16,128]{1,0:T(16,128)(2,1)}", true),
-        ("bf16[16,128]{1,0:T(8,128)(2,1)}", "bf16[16,128]{1,0:T(8,128)}", false),
-        ("bf16[32,128]{1,0:T(8,128)(2,1)}", "bf16[32,128]{1,0:T(16,128)(2,1)}", true),
-        ("bf16[16,256]{1,0:T(8,128)(2,1)}", "bf16[16,256]{1,0:T(16,128)(2,1)}", false),
+        (
+            "bf16[16,128]{1,0:T(8,128)(2,1)}",
+            "bf16[16,128]{1,0:T(16,128)(2,1)}",
+            true,
+        ),
+        (
+            "bf16[16,128]{1,0:T(8,128)(2,1)}",
+            "bf16[16,128]{1,0:T(8,128)}",
+            false,
+        ),
+        (
+            "bf16[32,128]{1,0:T(8,128)(2,1)}",
+            "bf16[32,128]{1,0:T(16,128)(2,1)}",
+            true,
+        ),
+        (
+            "bf16[16,256]{1,0:T(8,128)(2,1)}",
+            "bf16[16,256]{1,0:T(16,128)(2,1)}",
+            false,
+        ),
         // Same buffer size (6144 slots), but the padding sits after every
         // 3012 elements in FROM and every 2008 in TO.
-        ("f32[2,3,1004]{2,1,0:T(*,1024)}", "f32[3,2,1004]{2,1,0:T(*,1024)}", false),
-        ("f32[2,3,1004]{2,1,0:T(*,*,1024)}", "f32[6024]{0:T(1024)}", true),
-        ("bf16[2,3,1004]{2,1,0:T(2,*,128)}", "bf16[2,3012]{1,0:T(2,128)}", true),
+        (
+            "f32[2,3,1004]{2,1,0:T(*,1024)}",
+            "f32[3,2,1004]{2,1,0:T(*,1024)}",
+            false,
+        ),
+        (
+            "f32[2,3,1004]{2,1,0:T(*,*,1024)}",
+            "f32[6024]{0:T(1024)}",
+            true,
+        ),
+        (
+            "bf16[2,3,1004]{2,1,0:T(2,*,128)}",
+            "bf16[2,3012]{1,0:T(2,128)}",
+            true,
+        ),
         ("f32[2,4]{1,0:T(2,1)}", "f32[2,4]{0,1}", true),
         // Padding at different places, same element order, same size.
         ("f32[3,4]{1,0:PAD(4,4)}", "f32[3,4]{1,0:T(4,4)}", true),
@@ -200,15 +261,31 @@ fn reshape_and_layout_bitcasts() {
 
 #[test]
 fn reasons_name_what_differs() {
-    let v = is_bitcast(&array("f32[3,128]{1,0:T(8,128)}"), &array("f32[3,128]{1,0}")).unwrap();
-    assert_eq!(v.reason.to_string(), "buffer sizes differ: 4096 vs 1536 bytes");
+    let v = is_bitcast(
+        &array("f32[3,128]{1,0:T(8,128)}"),
+        &array("f32[3,128]{1,0}"),
+    )
+    .unwrap();
+    assert_eq!(
+        v.reason.to_string(),
+        "buffer sizes differ: 4096 vs 1536 bytes"
+    );
     let v = is_bitcast(&array("f32[2,2]{1,0}"), &array("f32[2,2]{0,1}")).unwrap();
-    assert_eq!(v.reason.to_string(), "element (0,1) is at byte 4 in FROM but at byte 8 in TO");
+    assert_eq!(
+        v.reason.to_string(),
+        "element (0,1) is at byte 4 in FROM but at byte 8 in TO"
+    );
     let v = is_bitcast(&array("f32[2]"), &array("f32[3]")).unwrap();
     assert_eq!(v.reason, Reason::ElementCounts { from: 2, to: 3 });
     let v = is_bitcast(&array("f32[2,3]{1,0}"), &array("s32[6]{0}")).unwrap();
     assert!(v.bitcast);
-    assert!(v.reason.to_string().contains("element types f32 and s32 differ"), "{}", v.reason);
+    assert!(
+        v.reason
+            .to_string()
+            .contains("element types f32 and s32 differ"),
+        "{}",
+        v.reason
+    );
 }
 
 #[test]
@@ -216,11 +293,29 @@ fn transpose_bitcasts() {
     // Row 5.
     let (a, b) = (array("f32[10,5]{1,0}"), array("f32[5,10]{0,1}"));
     assert!(transpose_is_bitcast(&a, &b, &[1, 0]).unwrap().bitcast);
-    assert!(!transpose_is_bitcast(&a, &array("f32[5,10]{1,0}"), &[1, 0]).unwrap().bitcast);
-    assert!(!transpose_is_bitcast(&a, &array("f16[5,10]{0,1}"), &[1, 0]).unwrap().bitcast);
-    assert!(matches!(transpose_is_bitcast(&a, &b, &[0, 1]), Err(AlgebraError::Mismatch(_))));
+    assert!(
+        !transpose_is_bitcast(&a, &array("f32[5,10]{1,0}"), &[1, 0])
+            .unwrap()
+            .bitcast
+    );
+    assert!(
+        !transpose_is_bitcast(&a, &array("f16[5,10]{0,1}"), &[1, 0])
+            .unwrap()
+            .bitcast
+    );
+    assert!(matches!(
+        transpose_is_bitcast(&a, &b, &[0, 1]),
+        Err(AlgebraError::Mismatch(_))
+    ));
     // Row 6: PermuteDimensions always gives a bitcast, tiles included.
-    let perms: [[usize; 3]; 6] = [[0, 1, 2], [0, 2, 1], [1, 0, 2], [1, 2, 0], [2, 0, 1], [2, 1, 0]];
+    let perms: [[usize; 3]; 6] = [
+        [0, 1, 2],
+        [0, 2, 1],
+        [1, 0, 2],
+        [1, 2, 0],
+        [2, 0, 1],
+        [2, 1, 0],
+    ];
     for m2m in perms {
         for tiles in ["", ":T(8,128)", ":T(2,*,128)(2,1)"] {
             let l = format!("{{{},{},{}{tiles}}}", m2m[0], m2m[1], m2m[2]);
@@ -242,7 +337,10 @@ fn transpose_layouts_both_directions() {
     let input = array("f32[3,5,6,7]{2,0,3,1:T(8,128)}");
     let perm = [2, 3, 0, 1];
     let l = transpose_result_layout(&input, &perm).unwrap();
-    let out = ArrayShape { layout: Some(l), ..permute_dimensions(&input, &perm).unwrap() };
+    let out = ArrayShape {
+        layout: Some(l),
+        ..permute_dimensions(&input, &perm).unwrap()
+    };
     assert!(transpose_is_bitcast(&input, &out, &perm).unwrap().bitcast);
     let back = transpose_operand_layout(&out, &perm).unwrap();
     assert_eq!(&back, input.layout.as_ref().unwrap());
@@ -252,20 +350,38 @@ fn transpose_layouts_both_directions() {
 fn deduce_transpose_dimensions() {
     // Rows 7-8.
     let f = array("f32[5,3]{1,0}");
-    assert_eq!(deduce_transpose_dimensions_for_bitcast(&f, &array("f32[3,5]{0,1}")).as_deref(), Some(&[1, 0][..]));
-    assert_eq!(deduce_transpose_dimensions_for_bitcast(&f, &array("f32[3,5]{1,0}")), None);
+    assert_eq!(
+        deduce_transpose_dimensions_for_bitcast(&f, &array("f32[3,5]{0,1}")).as_deref(),
+        Some(&[1, 0][..])
+    );
+    assert_eq!(
+        deduce_transpose_dimensions_for_bitcast(&f, &array("f32[3,5]{1,0}")),
+        None
+    );
 }
 
 #[test]
 fn reshape_dimension_utilities() {
     // Row 9.
     assert!(inserted_or_deleted_1_sized_dimensions(&[9, 1, 4], &[1, 9, 4, 1]).is_some());
-    assert_eq!(inserted_or_deleted_1_sized_dimensions(&[9, 1, 4], &[3, 1, 12]), None);
+    assert_eq!(
+        inserted_or_deleted_1_sized_dimensions(&[9, 1, 4], &[3, 1, 12]),
+        None
+    );
     // Row 10.
-    assert_eq!(dimensions_unmodified_by_reshape(&[4, 1, 3, 5, 6, 7], &[2, 6, 1, 5, 1, 42]), vec![(3, 3)]);
+    assert_eq!(
+        dimensions_unmodified_by_reshape(&[4, 1, 3, 5, 6, 7], &[2, 6, 1, 5, 1, 42]),
+        vec![(3, 3)]
+    );
     // Row 11, both directions.
-    assert_eq!(dimensions_unmodified_by_reshape(&[1, 1, 1, 1], &[1, 1, 1]), vec![(0, 0), (1, 1), (2, 2)]);
-    assert_eq!(dimensions_unmodified_by_reshape(&[1, 1, 1], &[1, 1, 1, 1]), vec![(0, 0), (1, 1), (2, 2)]);
+    assert_eq!(
+        dimensions_unmodified_by_reshape(&[1, 1, 1, 1], &[1, 1, 1]),
+        vec![(0, 0), (1, 1), (2, 2)]
+    );
+    assert_eq!(
+        dimensions_unmodified_by_reshape(&[1, 1, 1], &[1, 1, 1, 1]),
+        vec![(0, 0), (1, 1), (2, 2)]
+    );
 }
 
 #[test]
@@ -273,16 +389,28 @@ fn align_layouts() {
     let input = "f32[3,8,5,7,11]{3,2,1,0,4}";
     for (input, out, expected) in [
         (input, &[4i64, 3, 2, 7, 5, 11][..], Some("{4,3,2,1,0,5}")), // row 12
-        (input, &[3, 2, 4, 35, 11], Some("{3,2,1,0,4}")),             // row 13
+        (input, &[3, 2, 4, 35, 11], Some("{3,2,1,0,4}")),            // row 13
         ("f32[3,8,5,7,11]{2,3,1,0,4}", &[4, 3, 2, 7, 5, 11], None),  // row 14
-        (input, &[4, 3, 2, 5, 77], None),                             // row 15
+        (input, &[4, 3, 2, 5, 77], None),                            // row 15
         // Tile-aware: the tile is regrouped with '*' onto the output.
-        ("f32[8,128]{1,0:T(8,128)}", &[2, 4, 128], Some("{2,1,0:T(*,8,128)}")),
-        ("f32[16,128]{1,0:T(8,128)}", &[2, 8, 128], Some("{2,1,0:T(8,128)}")),
+        (
+            "f32[8,128]{1,0:T(8,128)}",
+            &[2, 4, 128],
+            Some("{2,1,0:T(*,8,128)}"),
+        ),
+        (
+            "f32[16,128]{1,0:T(8,128)}",
+            &[2, 8, 128],
+            Some("{2,1,0:T(8,128)}"),
+        ),
     ] {
         let s = array(input);
         let got = reshape_result_layout(&s, out);
-        assert_eq!(got.as_ref().map(|l| l.to_string()).as_deref(), expected, "{input} -> {out:?}");
+        assert_eq!(
+            got.as_ref().map(|l| l.to_string()).as_deref(),
+            expected,
+            "{input} -> {out:?}"
+        );
         if let Some(l) = got {
             let o = ArrayShape::with_layout(s.element_type, out, l);
             assert!(reshape_is_bitcast(&s, &o).unwrap().bitcast);
@@ -306,21 +434,62 @@ fn align_layouts() {
 fn decompose_bitcasts() {
     use BitcastDecomposition::*;
     // Rows 17-19.
-    assert_eq!(decompose_bitcast(&array("f32[1,16,17,3]{3,2,1,0}"), &array("f32[16,51]{1,0}")).unwrap(), Reshape);
-    assert_eq!(decompose_bitcast(&array("f32[17,3,1,16]{1,0,3,2}"), &array("f32[51,16]{0,1}")).unwrap(), Reshape);
     assert_eq!(
-        decompose_bitcast(&array("f32[3,7,6,4]{3,2,1,0}"), &array("f32[3,6,4,7]{2,1,3,0}")).unwrap(),
-        Transpose { dims: [0, 2, 3, 1].into_iter().collect() }
+        decompose_bitcast(&array("f32[1,16,17,3]{3,2,1,0}"), &array("f32[16,51]{1,0}")).unwrap(),
+        Reshape
+    );
+    assert_eq!(
+        decompose_bitcast(&array("f32[17,3,1,16]{1,0,3,2}"), &array("f32[51,16]{0,1}")).unwrap(),
+        Reshape
+    );
+    assert_eq!(
+        decompose_bitcast(
+            &array("f32[3,7,6,4]{3,2,1,0}"),
+            &array("f32[3,6,4,7]{2,1,3,0}")
+        )
+        .unwrap(),
+        Transpose {
+            dims: [0, 2, 3, 1].into_iter().collect()
+        }
     );
     // Rows 20-23: (from, to, t1 dims, reshape shape, t2 dims).
     for (from, to, t1, reshape, t2) in [
-        ("f32[16,17,3]{2,1,0}", "f32[51,16]{0,1}", &[0, 1, 2][..], "f32[16,51]{1,0}", &[1, 0][..]),
-        ("f32[16,17,3,7]{3,2,1,0}", "f32[7,16,51]{0,2,1}", &[0, 1, 2, 3], "f32[16,51,7]{2,1,0}", &[2, 0, 1]),
-        ("f32[16,3,17]{1,2,0}", "f32[51,16]{1,0}", &[0, 2, 1], "f32[51,16]{1,0}", &[0, 1]),
-        ("f32[16,3,17]{1,2,0}", "f32[16,51]{0,1}", &[0, 2, 1], "f32[51,16]{1,0}", &[1, 0]),
+        (
+            "f32[16,17,3]{2,1,0}",
+            "f32[51,16]{0,1}",
+            &[0, 1, 2][..],
+            "f32[16,51]{1,0}",
+            &[1, 0][..],
+        ),
+        (
+            "f32[16,17,3,7]{3,2,1,0}",
+            "f32[7,16,51]{0,2,1}",
+            &[0, 1, 2, 3],
+            "f32[16,51,7]{2,1,0}",
+            &[2, 0, 1],
+        ),
+        (
+            "f32[16,3,17]{1,2,0}",
+            "f32[51,16]{1,0}",
+            &[0, 2, 1],
+            "f32[51,16]{1,0}",
+            &[0, 1],
+        ),
+        (
+            "f32[16,3,17]{1,2,0}",
+            "f32[16,51]{0,1}",
+            &[0, 2, 1],
+            "f32[51,16]{1,0}",
+            &[1, 0],
+        ),
     ] {
         match decompose_bitcast(&array(from), &array(to)).unwrap() {
-            Trt { transpose1_dims, reshape_shape, transpose2_dims, .. } => {
+            Trt {
+                transpose1_dims,
+                reshape_shape,
+                transpose2_dims,
+                ..
+            } => {
                 assert_eq!(&transpose1_dims[..], t1, "{from}");
                 assert_eq!(reshape_shape.to_string(), reshape, "{from}");
                 assert_eq!(&transpose2_dims[..], t2, "{from}");
@@ -329,7 +498,10 @@ fn decompose_bitcasts() {
         }
     }
     // Row 22's first transpose goes to f32[16,17,3]{2,1,0}.
-    if let Ok(Trt { transpose1_shape, .. }) = decompose_bitcast(&array("f32[16,3,17]{1,2,0}"), &array("f32[51,16]{1,0}")) {
+    if let Ok(Trt {
+        transpose1_shape, ..
+    }) = decompose_bitcast(&array("f32[16,3,17]{1,2,0}"), &array("f32[51,16]{1,0}"))
+    {
         assert_eq!(transpose1_shape.to_string(), "f32[16,17,3]{2,1,0}");
     } else {
         panic!("row 22 is a Trt");
@@ -342,11 +514,22 @@ fn layout_utilities() {
     let d = shape::Layout::descending(3);
     assert_eq!(move_dim_to_major(&d, 0).to_string(), "{2,1,0}");
     assert_eq!(move_dim_to_major(&d, 1).to_string(), "{2,0,1}");
-    assert_eq!(move_dim_to_major(&shape::parse_layout("{0,2,1}").unwrap(), 0).to_string(), "{2,1,0}");
+    assert_eq!(
+        move_dim_to_major(&shape::parse_layout("{0,2,1}").unwrap(), 0).to_string(),
+        "{2,1,0}"
+    );
     let t = parse_shape("(f32[10,10,10]{2,1,0}, f32[10,10,10]{0,2,1})").unwrap();
-    assert_eq!(move_dim_to_major_in_shape(&t, 1).to_string(), "(f32[10,10,10]{2,0,1}, f32[10,10,10]{0,2,1})");
+    assert_eq!(
+        move_dim_to_major_in_shape(&t, 1).to_string(),
+        "(f32[10,10,10]{2,0,1}, f32[10,10,10]{0,2,1})"
+    );
     // Rows 25-26: DeleteDimensions.
-    assert_eq!(delete_dimensions(&array("f32[5,3,2]{2,0,1}"), &[1]).unwrap().to_string(), "f32[5,2]{1,0}");
+    assert_eq!(
+        delete_dimensions(&array("f32[5,3,2]{2,0,1}"), &[1])
+            .unwrap()
+            .to_string(),
+        "f32[5,2]{1,0}"
+    );
     for dims in [[1, 2, 3], [3, 1, 2], [2, 3, 1]] {
         let s = delete_dimensions(&array("f32[5,3,2,7,9]{2,0,1,4,3}"), &dims).unwrap();
         assert_eq!(s.to_string(), "f32[5,9]{0,1}");
@@ -359,15 +542,24 @@ fn layout_utilities() {
     assert_eq!(prepend_major_dimension(&l).to_string(), "{1,3,2,0}");
     assert_eq!(append_minor_dimension(&l).to_string(), "{3,0,2,1}");
     // Row 30.
-    assert!(is_effectively_most_major_dimension(&array("f32[1,1,16,1,279]{4,0,1,2,3}"), 2));
-    assert!(!is_effectively_most_major_dimension(&array("f32[1,1,16,1,279]{0,1,2,3,4}"), 2));
+    assert!(is_effectively_most_major_dimension(
+        &array("f32[1,1,16,1,279]{4,0,1,2,3}"),
+        2
+    ));
+    assert!(!is_effectively_most_major_dimension(
+        &array("f32[1,1,16,1,279]{0,1,2,3,4}"),
+        2
+    ));
     // Row 41.
     assert_eq!(descending_layout(2).to_string(), "{1,0}");
     assert_eq!(descending_layout(3).to_string(), "{2,1,0}");
     assert_eq!(descending_layout(4).to_string(), "{3,2,1,0}");
     assert_eq!(descending_layout(0).to_string(), "{}");
     // Permutation helpers.
-    assert_eq!(&compose_permutations(&[2, 0, 1], &[1, 2, 0])[..], &[0, 1, 2]);
+    assert_eq!(
+        &compose_permutations(&[2, 0, 1], &[1, 2, 0])[..],
+        &[0, 1, 2]
+    );
     assert_eq!(&inverse_permutation(&[2, 0, 1])[..], &[1, 2, 0]);
     assert_eq!(&reverse_order(&[0, 2, 1])[..], &[1, 2, 0]);
 }

@@ -7,7 +7,10 @@ mod common;
 
 use common::*;
 use proptest::prelude::*;
-use shape::{ArrayShape, Plan, Shape, StepOp, is_bitcast, parse_shape, physical_view_is_bitcast, relayout_plan, storage_size};
+use shape::{
+    ArrayShape, Plan, Shape, StepOp, is_bitcast, parse_shape, physical_view_is_bitcast,
+    relayout_plan, storage_size,
+};
 
 fn array(text: &str) -> ArrayShape {
     match parse_shape(text) {
@@ -19,7 +22,10 @@ fn array(text: &str) -> ArrayShape {
 /// The logical array a buffer holds under `shape`.
 fn read(shape: &ArrayShape, buf: &[Option<u64>]) -> Nd {
     let (at, _) = slots(shape);
-    Nd { dims: shape.dims.to_vec(), data: at.iter().map(|&s| buf[s as usize]).collect() }
+    Nd {
+        dims: shape.dims.to_vec(),
+        data: at.iter().map(|&s| buf[s as usize]).collect(),
+    }
 }
 
 /// Runs the plan on FROM's numbered buffer; checks every bitcast on the way.
@@ -30,7 +36,10 @@ fn execute(plan: &Plan) -> Result<Vec<Option<u64>>, String> {
         let out = &step.shape;
         buf = match &step.op {
             StepOp::Bitcast => {
-                let (a, b) = (storage_size(&cur).map_err(|e| e.to_string())?, storage_size(out).map_err(|e| e.to_string())?);
+                let (a, b) = (
+                    storage_size(&cur).map_err(|e| e.to_string())?,
+                    storage_size(out).map_err(|e| e.to_string())?,
+                );
                 if a.bytes != b.bytes || a.element_bits != b.element_bits {
                     return Err(format!("bitcast {cur} -> {out} changes the size"));
                 }
@@ -40,10 +49,15 @@ fn execute(plan: &Plan) -> Result<Vec<Option<u64>>, String> {
                 // and its physical order), or a physical view (into and out
                 // of a tiled FROM and TO).
                 let v = is_bitcast(&cur, out).map_err(|e| e.to_string())?;
-                if !v.bitcast && shape::facts::deduce_transpose_dimensions_for_bitcast(&cur, out).is_none() {
+                if !v.bitcast
+                    && shape::facts::deduce_transpose_dimensions_for_bitcast(&cur, out).is_none()
+                {
                     let w = physical_view_is_bitcast(&cur, out).map_err(|e| e.to_string())?;
                     if !w.bitcast {
-                        return Err(format!("bitcast {cur} -> {out} is not proven: {}; {}", v.reason, w.reason));
+                        return Err(format!(
+                            "bitcast {cur} -> {out} is not proven: {}; {}",
+                            v.reason, w.reason
+                        ));
                     }
                 }
                 // Equal bytes with sub-byte elements may still differ in
@@ -58,12 +72,20 @@ fn execute(plan: &Plan) -> Result<Vec<Option<u64>>, String> {
             }
             StepOp::Transpose { dims } => materialize(out, &read(&cur, &buf).transpose(dims)),
             StepOp::Copy => {
-                if cur.dims != out.dims || layout_of(&cur).tiles.len() + layout_of(out).tiles.len() > 0 {
-                    return Err(format!("copy {cur} -> {out} is not between two untiled views of one array"));
+                if cur.dims != out.dims
+                    || layout_of(&cur).tiles.len() + layout_of(out).tiles.len() > 0
+                {
+                    return Err(format!(
+                        "copy {cur} -> {out} is not between two untiled views of one array"
+                    ));
                 }
                 materialize(out, &read(&cur, &buf))
             }
-            StepOp::Slice { start, limit, stride } => {
+            StepOp::Slice {
+                start,
+                limit,
+                stride,
+            } => {
                 if start.iter().any(|&s| s != 0) || stride.iter().any(|&s| s != 1) {
                     return Err("unexpected slice start or stride".into());
                 }
@@ -72,11 +94,21 @@ fn execute(plan: &Plan) -> Result<Vec<Option<u64>>, String> {
                 }
                 materialize(out, &read(&cur, &buf).slice_to(limit))
             }
-            StepOp::Pad { low, high, interior } => {
+            StepOp::Pad {
+                low,
+                high,
+                interior,
+            } => {
                 if low.iter().chain(interior).any(|&v| v != 0) {
                     return Err("unexpected low or interior padding".into());
                 }
-                if cur.dims.iter().zip(high).map(|(d, h)| d + h).ne(out.dims.iter().copied()) {
+                if cur
+                    .dims
+                    .iter()
+                    .zip(high)
+                    .map(|(d, h)| d + h)
+                    .ne(out.dims.iter().copied())
+                {
                     return Err("padding does not match its shape".into());
                 }
                 materialize(out, &read(&cur, &buf).pad_to(&out.dims))
@@ -102,10 +134,18 @@ fn check_plan_unpacked(from: &ArrayShape, to: &ArrayShape) -> Result<Plan, Strin
     let width = from.element_type.default_storage_bits().unwrap_or(8) as u64;
     let mut cur = plan.from.clone();
     for s in &plan.steps {
-        let reads = matches!(s.op, StepOp::Pad { .. } | StepOp::Transpose { .. } | StepOp::Slice { .. });
+        let reads = matches!(
+            s.op,
+            StepOp::Pad { .. } | StepOp::Transpose { .. } | StepOp::Slice { .. }
+        );
         let keeps = matches!(s.op, StepOp::Pad { .. } | StepOp::Slice { .. });
-        if (reads && cur.element_storage_bits() != width) || (keeps && s.shape.element_storage_bits() != width) {
-            return Err(format!("{from} -> {to}: {cur} -> {} is not at {width} bits:\n{plan}", s.shape));
+        if (reads && cur.element_storage_bits() != width)
+            || (keeps && s.shape.element_storage_bits() != width)
+        {
+            return Err(format!(
+                "{from} -> {to}: {cur} -> {} is not at {width} bits:\n{plan}",
+                s.shape
+            ));
         }
         cur = s.shape.clone();
     }
@@ -114,18 +154,26 @@ fn check_plan_unpacked(from: &ArrayShape, to: &ArrayShape) -> Result<Plan, Strin
 
 fn check_steps(from: &ArrayShape, to: &ArrayShape, plan: Plan) -> Result<Plan, String> {
     let last = plan.steps.last().map(|s| &s.shape).unwrap_or(&plan.from);
-    let to_full = ArrayShape { layout: Some(layout_of(to)), ..to.clone() };
+    let to_full = ArrayShape {
+        layout: Some(layout_of(to)),
+        ..to.clone()
+    };
     if *last != to_full {
         return Err(format!("plan ends in {last}, not {to}"));
     }
     let buf = execute(&plan)?;
     let (at, len) = slots(to);
     if buf.len() != len {
-        return Err(format!("final buffer has {} slots, TO has {len}", buf.len()));
+        return Err(format!(
+            "final buffer has {} slots, TO has {len}",
+            buf.len()
+        ));
     }
     for (l, &s) in at.iter().enumerate() {
         if buf[s as usize] != Some(l as u64) {
-            return Err(format!("{from} -> {to}: element #{l} wrong at slot {s}:\n{plan}"));
+            return Err(format!(
+                "{from} -> {to}: element #{l} wrong at slot {s}:\n{plan}"
+            ));
         }
     }
     Ok(plan)
@@ -150,19 +198,43 @@ fn ops(plan: &Plan) -> String {
 fn plan_shapes_for_the_usual_cases() {
     for (from, to, want) in [
         // Untiled -> tiled: pad, bitcast-split, transpose, bitcast.
-        ("f32[3,5]{1,0}", "f32[3,5]{1,0:T(2,2)}", "pad bitcast transpose bitcast"),
+        (
+            "f32[3,5]{1,0}",
+            "f32[3,5]{1,0:T(2,2)}",
+            "pad bitcast transpose bitcast",
+        ),
         // Tiled -> untiled: bitcast to the physical view, transpose, merge, slice.
-        ("f32[3,5]{1,0:T(2,2)}", "f32[3,5]{1,0}", "bitcast transpose bitcast slice"),
+        (
+            "f32[3,5]{1,0:T(2,2)}",
+            "f32[3,5]{1,0}",
+            "bitcast transpose bitcast slice",
+        ),
         // minor_to_major only: one transpose.
         ("f32[3,5]{1,0}", "f32[3,5]{0,1}", "transpose bitcast"),
         // Tiled -> other tiling.
-        ("f32[3,5]{1,0:T(2,4)}", "f32[3,5]{1,0:T(6,2)}", "bitcast transpose bitcast slice pad bitcast transpose bitcast"),
+        (
+            "f32[3,5]{1,0:T(2,4)}",
+            "f32[3,5]{1,0:T(6,2)}",
+            "bitcast transpose bitcast slice pad bitcast transpose bitcast",
+        ),
         // ... where the slice is subsumed when the padding only grows.
-        ("f32[3,5]{1,0:T(2,2)}", "f32[3,5]{1,0:T(2,4)}", "bitcast transpose bitcast pad bitcast transpose bitcast"),
+        (
+            "f32[3,5]{1,0:T(2,2)}",
+            "f32[3,5]{1,0:T(2,4)}",
+            "bitcast transpose bitcast pad bitcast transpose bitcast",
+        ),
         // Same padded extents: one transpose of the digits.
-        ("f32[3,5]{1,0:T(2,2)}", "f32[3,5]{0,1:T(2,2)}", "bitcast transpose bitcast"),
+        (
+            "f32[3,5]{1,0:T(2,2)}",
+            "f32[3,5]{0,1:T(2,2)}",
+            "bitcast transpose bitcast",
+        ),
         // A second tile level that divides the first: one transpose.
-        ("bf16[16,256]{1,0:T(8,128)}", "bf16[16,256]{1,0:T(8,128)(2,1)}", "bitcast transpose bitcast"),
+        (
+            "bf16[16,256]{1,0:T(8,128)}",
+            "bf16[16,256]{1,0:T(8,128)(2,1)}",
+            "bitcast transpose bitcast",
+        ),
         // A bitcast is a one-step plan.
         ("f32[8,128]{1,0:T(8,128)}", "f32[8,128]{1,0}", "bitcast"),
     ] {
@@ -201,7 +273,10 @@ fn sub_byte_and_tail_padding_plans() {
         ("s4[8,3]{1,0:E(4)}", "s4[8,3]{1,0}"),
         ("f32[5,3]{1,0:L(4)}", "f32[5,3]{0,1:L(7)}"),
         ("f32[2,3]{0,1:PAD(3,5)}", "f32[2,3]{1,0:T(2,2)}"),
-        ("f32[2,7,8,11,10]{4,3,2,1,0:T(*,*,2,*,3)}", "f32[2,7,8,11,10]{4,3,2,1,0}"),
+        (
+            "f32[2,7,8,11,10]{4,3,2,1,0:T(*,*,2,*,3)}",
+            "f32[2,7,8,11,10]{4,3,2,1,0}",
+        ),
         ("f32[8,8]{1,0:T(2,4)(2,1,1,1)}", "f32[8,8]{0,1:T(4,2)}"),
     ] {
         check_plan(&array(from), &array(to)).unwrap_or_else(|e| panic!("{e}"));
@@ -209,8 +284,14 @@ fn sub_byte_and_tail_padding_plans() {
 }
 
 fn config() -> ProptestConfig {
-    let cases = std::env::var("PROPTEST_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(2000);
-    ProptestConfig { cases, ..ProptestConfig::default() }
+    let cases = std::env::var("PROPTEST_CASES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(2000);
+    ProptestConfig {
+        cases,
+        ..ProptestConfig::default()
+    }
 }
 
 proptest! {
@@ -241,21 +322,31 @@ proptest! {
 fn views_that_cut_across_the_physical_dimensions_go_through_them() {
     // TO's `*` fold joins 6 and 5 into 30 and tiles it by 2: [15,2] cuts
     // across FROM's physical [6,5,2,2], so FROM is first viewed as that.
-    let plan = check_plan(&array("u2[3,6,5]{0,2,1:T(2)E(2)}"), &array("u2[3,6,5]{0,2,1:T(4)(*,*,2,1)E(2)}")).unwrap();
+    let plan = check_plan(
+        &array("u2[3,6,5]{0,2,1:T(2)E(2)}"),
+        &array("u2[3,6,5]{0,2,1:T(4)(*,*,2,1)E(2)}"),
+    )
+    .unwrap();
     assert_eq!(ops(&plan), "bitcast bitcast transpose bitcast", "{plan}");
     assert_eq!(plan.steps[0].shape.to_string(), "u2[6,5,2,2]{3,2,1,0:E(2)}");
 }
 
 #[test]
 fn unpacked_plans_copy_to_unpack_and_transpose_to_pack() {
-    let plan = check_plan_unpacked(&array("s4[4,6]{1,0:T(2,2)E(4)}"), &array("s4[4,6]{1,0}")).unwrap();
+    let plan =
+        check_plan_unpacked(&array("s4[4,6]{1,0:T(2,2)E(4)}"), &array("s4[4,6]{1,0}")).unwrap();
     assert_eq!(ops(&plan), "bitcast copy transpose bitcast", "{plan}");
-    let plan = check_plan_unpacked(&array("s4[4,6]{1,0}"), &array("s4[4,6]{1,0:T(2,2)E(4)}")).unwrap();
+    let plan =
+        check_plan_unpacked(&array("s4[4,6]{1,0}"), &array("s4[4,6]{1,0:T(2,2)E(4)}")).unwrap();
     assert_eq!(ops(&plan), "bitcast transpose bitcast", "{plan}");
     // Ending in a slice, the plan packs with a copy.
-    let plan = check_plan_unpacked(&array("s4[3,5]{1,0:T(2,2)}"), &array("s4[3,5]{1,0:E(4)}")).unwrap();
+    let plan =
+        check_plan_unpacked(&array("s4[3,5]{1,0:T(2,2)}"), &array("s4[3,5]{1,0:E(4)}")).unwrap();
     assert_eq!(ops(&plan), "bitcast transpose bitcast slice copy", "{plan}");
     // Unpacked on both sides: the ordinary plan.
     let (a, b) = (array("f32[3,5]{1,0}"), array("f32[3,5]{1,0:T(2,2)}"));
-    assert_eq!(shape::relayout_plan_at(&a, &b, 0).unwrap(), relayout_plan(&a, &b).unwrap());
+    assert_eq!(
+        shape::relayout_plan_at(&a, &b, 0).unwrap(),
+        relayout_plan(&a, &b).unwrap()
+    );
 }

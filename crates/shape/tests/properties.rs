@@ -8,12 +8,19 @@ mod common;
 use common::*;
 use proptest::prelude::*;
 use shape::{
-    ArrayShape, Expansion, Layout, Method, Slot, bitcast_by_periods, is_bitcast, transpose_is_bitcast,
+    ArrayShape, Expansion, Layout, Method, Slot, bitcast_by_periods, is_bitcast,
+    transpose_is_bitcast,
 };
 
 fn config() -> ProptestConfig {
-    let cases = std::env::var("PROPTEST_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(2000);
-    ProptestConfig { cases, ..ProptestConfig::default() }
+    let cases = std::env::var("PROPTEST_CASES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(2000);
+    ProptestConfig {
+        cases,
+        ..ProptestConfig::default()
+    }
 }
 
 /// (i) + (ii): indices against the materialized buffer.
@@ -23,11 +30,21 @@ fn check_indexing(s: &ArrayShape) -> Result<(), TestCaseError> {
     prop_assert_eq!(e.storage_slots, len as u64, "storage slots of {}", s);
     prop_assert_eq!(e.storage_bytes, bytes(s, len), "storage bytes of {}", s);
     let z = shape::storage_size(s).map_err(|e| TestCaseError::fail(format!("{s}: {e}")))?;
-    prop_assert_eq!((z.slots, z.bytes), (len as u64, bytes(s, len)), "storage size of {}", s);
+    prop_assert_eq!(
+        (z.slots, z.bytes),
+        (len as u64, bytes(s, len)),
+        "storage size of {}",
+        s
+    );
     for (l, idx) in indices(&s.dims).iter().enumerate() {
-        let li = e.linear_index(idx).map_err(|e| TestCaseError::fail(e.to_string()))?;
+        let li = e
+            .linear_index(idx)
+            .map_err(|e| TestCaseError::fail(e.to_string()))?;
         prop_assert_eq!(li, at[l], "linear index of {:?} in {}", idx, s);
-        prop_assert_eq!(e.multi_index(li).ok(), Some(Slot::Element(idx.as_slice().into())));
+        prop_assert_eq!(
+            e.multi_index(li).ok(),
+            Some(Slot::Element(idx.as_slice().into()))
+        );
     }
     // Every other slot is padding, and the inverse is total on the buffer.
     let mut is_element = vec![false; len];
@@ -36,7 +53,13 @@ fn check_indexing(s: &ArrayShape) -> Result<(), TestCaseError> {
     }
     for (slot, &el) in is_element.iter().enumerate() {
         if !el {
-            prop_assert_eq!(e.multi_index(slot as u64).ok(), Some(Slot::Padding), "slot {} of {}", slot, s);
+            prop_assert_eq!(
+                e.multi_index(slot as u64).ok(),
+                Some(Slot::Padding),
+                "slot {} of {}",
+                slot,
+                s
+            );
         }
     }
     prop_assert!(e.multi_index(len as u64).is_err());
@@ -55,7 +78,12 @@ struct Tally {
 }
 
 /// Checks both deciders against the oracle and tallies the verdicts.
-fn check_verdict(from: &ArrayShape, to: &ArrayShape, perm: Option<&[usize]>, tally: &mut Tally) -> Result<(), TestCaseError> {
+fn check_verdict(
+    from: &ArrayShape,
+    to: &ArrayShape,
+    perm: Option<&[usize]>,
+    tally: &mut Tally,
+) -> Result<(), TestCaseError> {
     let fail = |e: shape::AlgebraError| TestCaseError::fail(format!("{from} -> {to}: {e}"));
     let got = match perm {
         Some(p) => transpose_is_bitcast(from, to, p),
@@ -64,8 +92,24 @@ fn check_verdict(from: &ArrayShape, to: &ArrayShape, perm: Option<&[usize]>, tal
     .map_err(fail)?;
     let by_periods = bitcast_by_periods(from, to, perm).map_err(fail)?;
     let want = oracle_bitcast(from, to, perm);
-    prop_assert_eq!(got.bitcast, want, "{} -> {} (perm {:?}): {}", from, to, perm, got.reason);
-    prop_assert_eq!(by_periods.bitcast, want, "periods: {} -> {} (perm {:?}): {}", from, to, perm, by_periods.reason);
+    prop_assert_eq!(
+        got.bitcast,
+        want,
+        "{} -> {} (perm {:?}): {}",
+        from,
+        to,
+        perm,
+        got.reason
+    );
+    prop_assert_eq!(
+        by_periods.bitcast,
+        want,
+        "periods: {} -> {} (perm {:?}): {}",
+        from,
+        to,
+        perm,
+        by_periods.reason
+    );
     tally.cases += 1;
     tally.bitcasts += usize::from(want);
     let n: i64 = from.dims.iter().product();
@@ -76,7 +120,14 @@ fn check_verdict(from: &ArrayShape, to: &ArrayShape, perm: Option<&[usize]>, tal
         Method::Sizes => {}
     }
     // A "moved" reason must name a real element at the offsets it states.
-    if let shape::Reason::ElementMoved { from_index, to_index, from_bit, to_bit, element_bits } = &got.reason {
+    if let shape::Reason::ElementMoved {
+        from_index,
+        to_index,
+        from_bit,
+        to_bit,
+        element_bits,
+    } = &got.reason
+    {
         let bits = u128::from(*element_bits);
         let fi = shape::linear_index(from, from_index).map_err(fail)?;
         let ti = shape::linear_index(to, to_index).map_err(fail)?;
@@ -88,7 +139,9 @@ fn check_verdict(from: &ArrayShape, to: &ArrayShape, perm: Option<&[usize]>, tal
 }
 
 /// Runs a bitcast property over `cases` generated pairs and returns the tally.
-fn run_pairs<S: Strategy<Value = (ArrayShape, ArrayShape, Option<Vec<usize>>)>>(strategy: S) -> Tally {
+fn run_pairs<S: Strategy<Value = (ArrayShape, ArrayShape, Option<Vec<usize>>)>>(
+    strategy: S,
+) -> Tally {
     let mut runner = proptest::test_runner::TestRunner::new(config());
     let tally = std::cell::RefCell::new(Tally::default());
     let result = runner.run(&strategy, |(from, to, perm)| {
@@ -112,11 +165,17 @@ fn pair_reshape() -> impl Strategy<Value = (ArrayShape, ArrayShape, Option<Vec<u
             let n: i64 = s.dims.iter().product();
             (Just(s), factorization(n.max(1)))
         })
-        .prop_filter("equal counts", |(s, d)| s.dims.iter().product::<i64>() == d.iter().product::<i64>())
+        .prop_filter("equal counts", |(s, d)| {
+            s.dims.iter().product::<i64>() == d.iter().product::<i64>()
+        })
         .prop_flat_map(|(s, d)| {
             let e = layout_of(&s).element_size_in_bits;
             let t = s.element_type;
-            (Just(s), layout_for(d.clone(), e).prop_map(move |l| ArrayShape::with_layout(t, &d, l)), Just(None))
+            (
+                Just(s),
+                layout_for(d.clone(), e).prop_map(move |l| ArrayShape::with_layout(t, &d, l)),
+                Just(None),
+            )
         })
 }
 
@@ -147,7 +206,14 @@ fn pair_derived() -> impl Strategy<Value = (ArrayShape, ArrayShape, Option<Vec<u
         .prop_flat_map(|s| {
             let r = s.rank();
             let n: i64 = s.dims.iter().product();
-            (Just(s), permutation(r), factorization(n.max(1)), any::<bool>(), any::<bool>(), 0..8usize)
+            (
+                Just(s),
+                permutation(r),
+                factorization(n.max(1)),
+                any::<bool>(),
+                any::<bool>(),
+                0..8usize,
+            )
         })
         .prop_map(|(s, p, d, transpose, perturb, k)| {
             let swap = |mut to: ArrayShape| {
@@ -295,7 +361,11 @@ fn pair_view() -> impl Strategy<Value = (ArrayShape, ArrayShape)> {
                 descending.minor_to_major.swap(i, j);
                 Just(descending).boxed()
             };
-            (Just(s), view.prop_map(move |l| ArrayShape::with_layout(t, &dims, l)), Just(swap))
+            (
+                Just(s),
+                view.prop_map(move |l| ArrayShape::with_layout(t, &dims, l)),
+                Just(swap),
+            )
         })
         .prop_map(|(s, v, swap)| if swap { (v, s) } else { (s, v) })
 }
@@ -322,6 +392,11 @@ fn physical_view_verdicts_match() {
         panic!("{e}");
     }
     let (cases, views, padded, other_dims) = tally.into_inner();
-    eprintln!("{cases} cases, {views} physical views, {padded} of them over padding, {other_dims} refused for their dimensions");
-    assert!(views * 4 >= cases && padded * 10 >= cases && other_dims * 50 >= cases, "{cases} cases, {views} views, {padded} padded, {other_dims} other dims");
+    eprintln!(
+        "{cases} cases, {views} physical views, {padded} of them over padding, {other_dims} refused for their dimensions"
+    );
+    assert!(
+        views * 4 >= cases && padded * 10 >= cases && other_dims * 50 >= cases,
+        "{cases} cases, {views} views, {padded} padded, {other_dims} other dims"
+    );
 }

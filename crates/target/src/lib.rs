@@ -13,7 +13,7 @@ mod yaml;
 use hlo::Opcode;
 use shape::{DimVec, PrimitiveType, Tile};
 
-pub use yaml::{LoadError, load_builtin, load_file, load_str, builtin_names};
+pub use yaml::{LoadError, builtin_names, load_builtin, load_file, load_str};
 
 /// A whole target: default layouts, per-opcode requirements, tiling and
 /// cost weights.
@@ -211,7 +211,9 @@ impl TilingRule {
     /// True when the rule covers arrays of this element type and rank.
     pub fn covers(&self, element_type: PrimitiveType, rank: usize) -> bool {
         let type_ok = if self.types.is_empty() {
-            element_type.bit_width().is_some_and(|b| self.bits.contains(&b))
+            element_type
+                .bit_width()
+                .is_some_and(|b| self.bits.contains(&b))
         } else {
             self.types.contains(&element_type)
         };
@@ -262,6 +264,10 @@ pub struct CostWeights {
 
 impl Default for CostWeights {
     fn default() -> Self {
-        CostWeights { copy_byte: 1.0, transpose_byte: 1.0, padding_byte: 0.0 }
+        CostWeights {
+            copy_byte: 1.0,
+            transpose_byte: 1.0,
+            padding_byte: 0.0,
+        }
     }
 }

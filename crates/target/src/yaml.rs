@@ -8,8 +8,8 @@
 use std::fmt;
 use std::path::Path;
 
-use serde::de::{self, Deserializer};
 use serde::Deserialize;
+use serde::de::{self, Deserializer};
 
 use hlo::Opcode;
 use shape::{PrimitiveType, Tile};
@@ -76,7 +76,12 @@ pub fn load_str(text: &str, file: &str) -> Result<TargetSpec, LoadError> {
             None => message,
         };
         let (line, column) = refine_location(text, line, column, &message);
-        LoadError::Yaml { file: file.to_string(), line, column, message }
+        LoadError::Yaml {
+            file: file.to_string(),
+            line,
+            column,
+            message,
+        }
     })?;
     Ok(wire.into_spec())
 }
@@ -85,7 +90,9 @@ pub fn load_str(text: &str, file: &str) -> Result<TargetSpec, LoadError> {
 /// reported line, and returns its position; otherwise the reported one.
 fn refine_location(text: &str, line: usize, column: usize, message: &str) -> (usize, usize) {
     let quoted = message.split('\'').nth(1).filter(|q| !q.is_empty());
-    let Some(quoted) = quoted else { return (line, column) };
+    let Some(quoted) = quoted else {
+        return (line, column);
+    };
     for (i, text_line) in text.lines().enumerate().skip(line.saturating_sub(1)) {
         if let Some(col) = text_line.find(quoted) {
             return (i + 1, text_line[..col].chars().count() + 1);
@@ -100,8 +107,15 @@ pub enum LoadError {
     #[error("{file}: error: cannot read the target file: {message}")]
     Io { file: String, message: String },
     #[error("{file}:{line}:{column}: error: {message}")]
-    Yaml { file: String, line: usize, column: usize, message: String },
-    #[error("unknown target '{name}'; the built-in targets are {known}, or give a path to a .yaml file")]
+    Yaml {
+        file: String,
+        line: usize,
+        column: usize,
+        message: String,
+    },
+    #[error(
+        "unknown target '{name}'; the built-in targets are {known}, or give a path to a .yaml file"
+    )]
     UnknownTarget { name: String, known: String },
 }
 
@@ -179,9 +193,14 @@ impl<'de> Deserialize<'de> for OperandsField {
                         de::Error::custom("operand indices must be integers like 0 or 1")
                     })? as usize;
                     let text = v.as_str().ok_or_else(|| {
-                        de::Error::custom(format!("operand {index} needs a requirement such as row_major"))
+                        de::Error::custom(format!(
+                            "operand {index} needs a requirement such as row_major"
+                        ))
                     })?;
-                    by_index.push((index, parse_requirement(text.trim()).map_err(de::Error::custom)?));
+                    by_index.push((
+                        index,
+                        parse_requirement(text.trim()).map_err(de::Error::custom)?,
+                    ));
                 }
                 OperandRequirements::ByIndex(by_index)
             }
@@ -201,7 +220,9 @@ struct OptRequirement(Option<Requirement>);
 
 impl<'de> Deserialize<'de> for OptRequirement {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        from_text(d, |s| parse_requirement(s.trim()).map(|r| OptRequirement(Some(r))))
+        from_text(d, |s| {
+            parse_requirement(s.trim()).map(|r| OptRequirement(Some(r)))
+        })
     }
 }
 
@@ -275,12 +296,22 @@ impl<'de> Deserialize<'de> for TilesList {
                 .into_iter()
                 .map(|v| match v {
                     serde_yaml::Value::String(s) => Ok(s),
-                    _ => Err(de::Error::custom("tiles are written as strings such as \"(8,128)\"")),
+                    _ => Err(de::Error::custom(
+                        "tiles are written as strings such as \"(8,128)\"",
+                    )),
                 })
                 .collect::<Result<_, _>>()?,
-            _ => return Err(de::Error::custom("tiles must be a string such as \"(8,128)\" or a list of them")),
+            _ => {
+                return Err(de::Error::custom(
+                    "tiles must be a string such as \"(8,128)\" or a list of them",
+                ));
+            }
         };
-        texts.iter().map(|t| parse_tiles(t).map_err(de::Error::custom)).collect::<Result<_, _>>().map(TilesList)
+        texts
+            .iter()
+            .map(|t| parse_tiles(t).map_err(de::Error::custom))
+            .collect::<Result<_, _>>()
+            .map(TilesList)
     }
 }
 
@@ -302,7 +333,11 @@ struct CostFile {
 
 impl Default for CostFile {
     fn default() -> Self {
-        CostFile { copy_byte: 1.0, transpose_byte: 1.0, padding_byte: None }
+        CostFile {
+            copy_byte: 1.0,
+            transpose_byte: 1.0,
+            padding_byte: None,
+        }
     }
 }
 
@@ -317,8 +352,18 @@ impl TargetFile {
             description: self.description.trim().to_string(),
             default_order: self.default_layout.0,
             operand_default: self.operand_default.0,
-            layout_preserving_extra: self.layout_preserving.add.into_iter().map(|o| o.0).collect(),
-            layout_changing_extra: self.layout_preserving.remove.into_iter().map(|o| o.0).collect(),
+            layout_preserving_extra: self
+                .layout_preserving
+                .add
+                .into_iter()
+                .map(|o| o.0)
+                .collect(),
+            layout_changing_extra: self
+                .layout_preserving
+                .remove
+                .into_iter()
+                .map(|o| o.0)
+                .collect(),
             rules: self
                 .rules
                 .into_iter()
@@ -341,22 +386,46 @@ impl TargetFile {
                     reason: r.reason.trim().to_string(),
                 })
                 .collect(),
-            reduce: ReducePolicy { reduced_dims_minor: self.reduce.reduced_dims_minor },
+            reduce: ReducePolicy {
+                reduced_dims_minor: self.reduce.reduced_dims_minor,
+            },
             cost: CostWeights {
                 copy_byte: self.cost.copy_byte,
                 transpose_byte: self.cost.transpose_byte,
-                padding_byte: self.cost.padding_byte.unwrap_or(if self.tiling.is_some() { 1.0 } else { 0.0 }),
+                padding_byte: self.cost.padding_byte.unwrap_or(if self.tiling.is_some() {
+                    1.0
+                } else {
+                    0.0
+                }),
             },
             tiling: self.tiling.map(|t| TilingPolicy {
                 rules: t
                     .rules
                     .into_iter()
                     .map(|r| {
-                        let candidate = |tiles, fit, storage_only| TileCandidate { tiles, fit, storage_only };
-                        let mut candidates: Vec<TileCandidate> =
-                            r.tiles.0.into_iter().map(|t| candidate(t, TileFit::Any, false)).collect();
-                        candidates.extend(r.short_tiles.0.into_iter().map(|t| candidate(t, TileFit::Within, false)));
-                        candidates.extend(r.storage_tiles.0.into_iter().map(|t| candidate(t, TileFit::Filled, true)));
+                        let candidate = |tiles, fit, storage_only| TileCandidate {
+                            tiles,
+                            fit,
+                            storage_only,
+                        };
+                        let mut candidates: Vec<TileCandidate> = r
+                            .tiles
+                            .0
+                            .into_iter()
+                            .map(|t| candidate(t, TileFit::Any, false))
+                            .collect();
+                        candidates.extend(
+                            r.short_tiles
+                                .0
+                                .into_iter()
+                                .map(|t| candidate(t, TileFit::Within, false)),
+                        );
+                        candidates.extend(
+                            r.storage_tiles
+                                .0
+                                .into_iter()
+                                .map(|t| candidate(t, TileFit::Filled, true)),
+                        );
                         TilingRule {
                             bits: r.bits,
                             types: r.types.into_iter().map(|t| t.0).collect(),
@@ -390,7 +459,9 @@ struct OpName(Opcode);
 impl<'de> Deserialize<'de> for OpName {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         from_text(d, |s| {
-            Opcode::from_name(s).map(OpName).ok_or_else(|| format!("unknown opcode '{s}'"))
+            Opcode::from_name(s)
+                .map(OpName)
+                .ok_or_else(|| format!("unknown opcode '{s}'"))
         })
     }
 }
@@ -416,7 +487,9 @@ impl<'de> Deserialize<'de> for OrderName {
         from_text(d, |s| match s {
             "descending" | "row_major" => Ok(OrderName(DimOrder::Descending)),
             "ascending" | "col_major" => Ok(OrderName(DimOrder::Ascending)),
-            _ => Err(format!("unknown default layout '{s}'; expected descending or ascending")),
+            _ => Err(format!(
+                "unknown default layout '{s}'; expected descending or ascending"
+            )),
         })
     }
 }
@@ -446,7 +519,9 @@ fn parse_requirement(s: &str) -> Result<Requirement, String> {
                         .split(',')
                         .map(|d| d.trim().parse::<usize>())
                         .collect::<Result<_, _>>()
-                        .map_err(|_| format!("m2m(...) takes dimension numbers, found '{inner}'"))?;
+                        .map_err(|_| {
+                            format!("m2m(...) takes dimension numbers, found '{inner}'")
+                        })?;
                     Requirement::Fixed(dims)
                 }
                 _ => return Err(unknown()),
@@ -458,7 +533,8 @@ fn parse_requirement(s: &str) -> Result<Requirement, String> {
 /// Tiles written as in HLO: `(8,128)(2,1)`.
 fn parse_tiles(s: &str) -> Result<Vec<Tile>, String> {
     // Reuse the shape parser: the tiles are the `T` property of a layout.
-    let layout = shape::parse_layout(&format!("{{:T{s}}}")).map_err(|e| format!("bad tiles '{s}': {e}"))?;
+    let layout =
+        shape::parse_layout(&format!("{{:T{s}}}")).map_err(|e| format!("bad tiles '{s}': {e}"))?;
     if layout.tiles.is_empty() {
         return Err(format!("bad tiles '{s}': no tile"));
     }
@@ -506,7 +582,12 @@ mod tests {
             let spec = load_builtin(name).unwrap_or_else(|e| panic!("{e}"));
             assert_eq!(spec.name, name);
         }
-        assert!(load_builtin("tpu9").unwrap_err().to_string().contains("unknown target 'tpu9'"));
+        assert!(
+            load_builtin("tpu9")
+                .unwrap_err()
+                .to_string()
+                .contains("unknown target 'tpu9'")
+        );
     }
 
     #[test]
@@ -520,10 +601,14 @@ mod tests {
         let e = error("name: x\noperand_default: sideways\n");
         assert!(e.starts_with("t.yaml:2:18: error:"), "{e}");
         assert!(e.contains("unknown requirement 'sideways'"), "{e}");
-        let e = error("name: x\nrules:\n  - name: r\n    ops: [dot]\n    operands: { 0: row_major, 1: upside_down }\n");
+        let e = error(
+            "name: x\nrules:\n  - name: r\n    ops: [dot]\n    operands: { 0: row_major, 1: upside_down }\n",
+        );
         assert!(e.starts_with("t.yaml:5:"), "{e}");
         assert!(e.contains("unknown requirement 'upside_down'"), "{e}");
-        let e = error("name: x\ntiling:\n  rules:\n    - { bits: [32], tiles: [\"(8,128)\", \"(8,x)\"] }\n");
+        let e = error(
+            "name: x\ntiling:\n  rules:\n    - { bits: [32], tiles: [\"(8,128)\", \"(8,x)\"] }\n",
+        );
         assert!(e.starts_with("t.yaml:4:"), "{e}");
         assert!(e.contains("bad tiles '(8,x)'"), "{e}");
         let e = error("name: [unclosed\n");
@@ -532,10 +617,26 @@ mod tests {
 
     #[test]
     fn requirements_parse() {
-        assert_eq!(parse_requirement("dim_major(dimensions)"), Ok(Requirement::DimMajor("dimensions".into())));
-        assert_eq!(parse_requirement("m2m(0, 1)"), Ok(Requirement::Fixed([0, 1].into_iter().collect())));
+        assert_eq!(
+            parse_requirement("dim_major(dimensions)"),
+            Ok(Requirement::DimMajor("dimensions".into()))
+        );
+        assert_eq!(
+            parse_requirement("m2m(0, 1)"),
+            Ok(Requirement::Fixed([0, 1].into_iter().collect()))
+        );
         assert!(parse_requirement("m2m(a)").is_err());
-        for r in ["row_major", "col_major", "default", "matrix", "contracting_minor", "fortran", "feature_minor", "feature_most_minor", "spatial_minor"] {
+        for r in [
+            "row_major",
+            "col_major",
+            "default",
+            "matrix",
+            "contracting_minor",
+            "fortran",
+            "feature_minor",
+            "feature_most_minor",
+            "spatial_minor",
+        ] {
             assert_eq!(parse_requirement(r).unwrap().to_string(), r);
         }
     }

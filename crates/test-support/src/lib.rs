@@ -17,7 +17,8 @@ pub fn hlo_files() -> Vec<PathBuf> {
     let mut files = Vec::new();
     let mut dirs = vec![testdata_dir()];
     while let Some(dir) = dirs.pop() {
-        let entries = std::fs::read_dir(&dir).unwrap_or_else(|e| panic!("{} is not readable: {e}", dir.display()));
+        let entries = std::fs::read_dir(&dir)
+            .unwrap_or_else(|e| panic!("{} is not readable: {e}", dir.display()));
         for entry in entries.flatten() {
             let path = entry.path();
             if path.is_dir() {
@@ -55,14 +56,29 @@ pub fn deep_module(depth: usize, nesting: Nesting) -> String {
     let mut out = String::with_capacity(depth * 140 + 400);
     let _ = writeln!(out, "HloModule deep_{nesting:?}\n");
     if nesting == Nesting::While {
-        let _ = writeln!(out, "%cond (s: {S}) -> pred[] {{\n  %s = {S} parameter(0)\n  ROOT %f = pred[] constant(false)\n}}\n");
+        let _ = writeln!(
+            out,
+            "%cond (s: {S}) -> pred[] {{\n  %s = {S} parameter(0)\n  ROOT %f = pred[] constant(false)\n}}\n"
+        );
     }
-    let _ = writeln!(out, "%c0 (x0: {S}) -> {S} {{\n  %x0 = {S} parameter(0)\n  ROOT %r0 = {S} negate(%x0)\n}}\n");
+    let _ = writeln!(
+        out,
+        "%c0 (x0: {S}) -> {S} {{\n  %x0 = {S} parameter(0)\n  ROOT %r0 = {S} negate(%x0)\n}}\n"
+    );
     let reach = |out: &mut String, i: usize, operand: &str, callee: usize| {
         let _ = match nesting {
-            Nesting::Call => writeln!(out, "  ROOT %r{i} = {S} call({operand}), to_apply=%c{callee}"),
-            Nesting::While => writeln!(out, "  ROOT %r{i} = {S} while({operand}), condition=%cond, body=%c{callee}"),
-            Nesting::Fusion => writeln!(out, "  ROOT %r{i} = {S} fusion({operand}), kind=kLoop, calls=%c{callee}"),
+            Nesting::Call => writeln!(
+                out,
+                "  ROOT %r{i} = {S} call({operand}), to_apply=%c{callee}"
+            ),
+            Nesting::While => writeln!(
+                out,
+                "  ROOT %r{i} = {S} while({operand}), condition=%cond, body=%c{callee}"
+            ),
+            Nesting::Fusion => writeln!(
+                out,
+                "  ROOT %r{i} = {S} fusion({operand}), kind=kLoop, calls=%c{callee}"
+            ),
             Nesting::Conditional => writeln!(
                 out,
                 "  %k{i} = pred[] constant(true)\n  ROOT %r{i} = {S} conditional(%k{i}, {operand}, {operand}), true_computation=%c{callee}, false_computation=%c0"
@@ -70,11 +86,17 @@ pub fn deep_module(depth: usize, nesting: Nesting) -> String {
         };
     };
     for i in 1..=depth {
-        let _ = writeln!(out, "%c{i} (x{i}: {S}) -> {S} {{\n  %x{i} = {S} parameter(0)");
+        let _ = writeln!(
+            out,
+            "%c{i} (x{i}: {S}) -> {S} {{\n  %x{i} = {S} parameter(0)"
+        );
         reach(&mut out, i, &format!("%x{i}"), i - 1);
         let _ = writeln!(out, "}}\n");
     }
-    let _ = writeln!(out, "ENTRY %main (p: {S}) -> {S} {{\n  %p = {S} parameter(0)");
+    let _ = writeln!(
+        out,
+        "ENTRY %main (p: {S}) -> {S} {{\n  %p = {S} parameter(0)"
+    );
     let _ = writeln!(out, "  ROOT %r = {S} call(%p), to_apply=%c{depth}\n}}");
     out
 }
@@ -85,19 +107,39 @@ mod tests {
     fn finds_the_bundled_modules_in_order() {
         let files = super::hlo_files();
         // The corpus copies alone are two files for each of 22 modules.
-        assert!(files.len() >= 44, "only {} .hlo files under testdata/", files.len());
+        assert!(
+            files.len() >= 44,
+            "only {} .hlo files under testdata/",
+            files.len()
+        );
         assert!(files.windows(2).all(|w| w[0] < w[1]), "not in path order");
-        assert!(files.iter().any(|f| f.ends_with("xla-cpu/large_transformer_24_f32/before_layout.hlo")));
+        assert!(
+            files
+                .iter()
+                .any(|f| f.ends_with("xla-cpu/large_transformer_24_f32/before_layout.hlo"))
+        );
     }
 
     #[test]
     fn deep_modules_nest_as_asked() {
         use super::{Nesting, deep_module};
         let text = deep_module(3, Nesting::While);
-        assert!(text.contains("ROOT %r3 = f32[4,8] while(%x3), condition=%cond, body=%c2"), "{text}");
-        assert!(text.contains("ROOT %r = f32[4,8] call(%p), to_apply=%c3"), "{text}");
+        assert!(
+            text.contains("ROOT %r3 = f32[4,8] while(%x3), condition=%cond, body=%c2"),
+            "{text}"
+        );
+        assert!(
+            text.contains("ROOT %r = f32[4,8] call(%p), to_apply=%c3"),
+            "{text}"
+        );
         let text = deep_module(2, Nesting::Conditional);
-        assert!(text.contains("true_computation=%c1, false_computation=%c0"), "{text}");
-        assert_eq!(deep_module(5, Nesting::Call).matches("to_apply=").count(), 6);
+        assert!(
+            text.contains("true_computation=%c1, false_computation=%c0"),
+            "{text}"
+        );
+        assert_eq!(
+            deep_module(5, Nesting::Call).matches("to_apply=").count(),
+            6
+        );
     }
 }

@@ -30,7 +30,12 @@ pub enum Shape {
 
 impl Shape {
     /// Every shape, in the order the benchmarks list them.
-    pub const ALL: [Shape; 4] = [Shape::Chain, Shape::Shared, Shape::WideTuple, Shape::ManyComputations];
+    pub const ALL: [Shape; 4] = [
+        Shape::Chain,
+        Shape::Shared,
+        Shape::WideTuple,
+        Shape::ManyComputations,
+    ];
 
     /// The shape's name in benchmark tables.
     pub fn name(self) -> &'static str {
@@ -53,7 +58,8 @@ impl Shape {
     }
 }
 
-const ADD: &str = "add {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n  ROOT s = f32[] add(a, b)\n}\n\n";
+const ADD: &str =
+    "add {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n  ROOT s = f32[] add(a, b)\n}\n\n";
 
 fn chain(instructions: usize) -> String {
     let blocks = instructions.div_ceil(12).max(1);
@@ -168,7 +174,11 @@ mod tests {
                 let text = shape.module(n);
                 // One instruction a line, plus headers, braces and blanks.
                 let lines = text.lines().filter(|l| l.contains(" = ")).count();
-                assert!(lines >= n && lines <= n + n / 5 + 20, "{}: {lines} instructions for {n}", shape.name());
+                assert!(
+                    lines >= n && lines <= n + n / 5 + 20,
+                    "{}: {lines} instructions for {n}",
+                    shape.name()
+                );
             }
         }
     }

@@ -160,11 +160,13 @@ fn color(tile: u64) -> &'static str {
 /// than 4096 elements a summary instead.
 pub fn draw_svg(text: &str) -> Result<String, String> {
     let (s, e) = parse(text, "SHAPE")?;
-    Ok(if e.element_count > MAX_DRAWN || e.storage_slots > 4 * MAX_DRAWN {
-        summary_svg(&s, &e)
-    } else {
-        full_svg(&s, &e)
-    })
+    Ok(
+        if e.element_count > MAX_DRAWN || e.storage_slots > 4 * MAX_DRAWN {
+            summary_svg(&s, &e)
+        } else {
+            full_svg(&s, &e)
+        },
+    )
 }
 
 fn full_svg(s: &ArrayShape, e: &Expansion) -> String {

@@ -16,7 +16,9 @@ use target::TargetSpec;
 /// Resolves a target given as a built-in name (`cpu`, `gpu`, `tpu`, ...)
 /// or as a path to a YAML file.
 pub fn resolve_target(name_or_path: &str) -> Result<Arc<TargetSpec>, target::LoadError> {
-    let looks_like_path = name_or_path.ends_with(".yaml") || name_or_path.ends_with(".yml") || name_or_path.contains('/');
+    let looks_like_path = name_or_path.ends_with(".yaml")
+        || name_or_path.ends_with(".yml")
+        || name_or_path.contains('/');
     if looks_like_path {
         target::load_file(Path::new(name_or_path)).map(Arc::new)
     } else {

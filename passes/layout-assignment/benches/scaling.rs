@@ -16,14 +16,20 @@ fn generated_module(instructions: usize) -> String {
 
 #[divan::bench(args = [1_000, 3_000, 10_000, 30_000, 100_000, 1_000_000], sample_count = 5, sample_size = 1)]
 fn layout_assignment_cpu(bencher: Bencher<'_, '_>, instructions: usize) {
-    let module = hlo::parse_module(&generated_module(instructions), "scaling.hlo").expect("generated module parses");
+    let module = hlo::parse_module(&generated_module(instructions), "scaling.hlo")
+        .expect("generated module parses");
     let target = target::load_builtin("cpu").expect("cpu target");
-    bencher.with_inputs(|| module.clone()).bench_local_values(|mut m| layout_assignment::run(&mut m, &target).expect("assigns"));
+    bencher
+        .with_inputs(|| module.clone())
+        .bench_local_values(|mut m| layout_assignment::run(&mut m, &target).expect("assigns"));
 }
 
 #[divan::bench(args = [1_000, 3_000, 10_000, 30_000, 100_000, 1_000_000], sample_count = 5, sample_size = 1)]
 fn layout_assignment_tpu(bencher: Bencher<'_, '_>, instructions: usize) {
-    let module = hlo::parse_module(&generated_module(instructions), "scaling.hlo").expect("generated module parses");
+    let module = hlo::parse_module(&generated_module(instructions), "scaling.hlo")
+        .expect("generated module parses");
     let target = target::load_builtin("tpu").expect("tpu target");
-    bencher.with_inputs(|| module.clone()).bench_local_values(|mut m| layout_assignment::run(&mut m, &target).expect("assigns"));
+    bencher
+        .with_inputs(|| module.clone())
+        .bench_local_values(|mut m| layout_assignment::run(&mut m, &target).expect("assigns"));
 }

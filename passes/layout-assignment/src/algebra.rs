@@ -18,7 +18,8 @@ use smallvec::SmallVec;
 pub fn storage_bytes(a: &ArrayShape) -> u64 {
     match &a.layout {
         Some(l) => storage_bytes_in(a, l),
-        None => packed_bytes(a, 0).unwrap_or_else(|| shape::storage_size(a).map_or(u64::MAX, |s| s.bytes)),
+        None => packed_bytes(a, 0)
+            .unwrap_or_else(|| shape::storage_size(a).map_or(u64::MAX, |s| s.bytes)),
     }
 }
 
@@ -26,7 +27,9 @@ pub fn storage_bytes(a: &ArrayShape) -> u64 {
 /// `layout`: [`storage_bytes`] without building the shape when the layout
 /// only orders dimensions, or adds only an element size.
 pub fn storage_bytes_in(a: &ArrayShape, layout: &Layout) -> u64 {
-    let packs = layout.tiles.is_empty() && layout.padded_dimensions.is_none() && layout.tail_padding_alignment_in_elements == 1;
+    let packs = layout.tiles.is_empty()
+        && layout.padded_dimensions.is_none()
+        && layout.tail_padding_alignment_in_elements == 1;
     if packs && let Some(bytes) = packed_bytes(a, layout.element_size_in_bits) {
         return bytes;
     }
@@ -54,7 +57,10 @@ pub fn same_bytes(a: &ArrayShape, b: &ArrayShape) -> bool {
     }
     match (&a.layout, &b.layout) {
         (Some(la), Some(lb))
-            if is_order_only(la) && is_order_only(lb) && a.dims == b.dims && a.element_type == b.element_type =>
+            if is_order_only(la)
+                && is_order_only(lb)
+                && a.dims == b.dims
+                && a.element_type == b.element_type =>
         {
             same_order_of(&a.dims, &la.minor_to_major, &lb.minor_to_major)
         }
@@ -72,7 +78,8 @@ pub fn same_bytes_in(a: &ArrayShape, la: &Layout, lb: &Layout) -> bool {
     if is_order_only(la) && is_order_only(lb) {
         return same_order_of(&a.dims, &la.minor_to_major, &lb.minor_to_major);
     }
-    shape::layout_change_is_bitcast(&a.in_layout(la.clone()), &a.in_layout(lb.clone())).is_ok_and(|v| v.bitcast)
+    shape::layout_change_is_bitcast(&a.in_layout(la.clone()), &a.in_layout(lb.clone()))
+        .is_ok_and(|v| v.bitcast)
 }
 
 /// True for a layout that only orders dimensions: no tiles, padding or
@@ -90,7 +97,9 @@ fn is_order_only(l: &Layout) -> bool {
 /// dropped.
 fn same_order_of(dims: &[i64], a: &[usize], b: &[usize]) -> bool {
     fn big<'a>(m2m: &'a [usize], dims: &'a [i64]) -> impl Iterator<Item = usize> + 'a {
-        m2m.iter().copied().filter(move |&d| dims.get(d).is_some_and(|&n| n != 1))
+        m2m.iter()
+            .copied()
+            .filter(move |&d| dims.get(d).is_some_and(|&n| n != 1))
     }
     big(a, dims).eq(big(b, dims))
 }
@@ -108,7 +117,11 @@ fn aligned(in_dims: &[i64], in_m2m: &[usize], out_dims: &[i64]) -> Option<DimVec
     }
     MEMO.with(|memo| {
         let mut memo = memo.borrow_mut();
-        let key: Key = (SmallVec::from_slice(in_dims), SmallVec::from_slice(in_m2m), SmallVec::from_slice(out_dims));
+        let key: Key = (
+            SmallVec::from_slice(in_dims),
+            SmallVec::from_slice(in_m2m),
+            SmallVec::from_slice(out_dims),
+        );
         if let Some(answer) = memo.get(&key) {
             return answer.clone();
         }
@@ -129,7 +142,9 @@ fn order_only(a: &ArrayShape) -> Option<&[usize]> {
         return None;
     }
     match &a.layout {
-        Some(l) if is_order_only(l) && l.minor_to_major.len() == a.rank() => Some(&l.minor_to_major),
+        Some(l) if is_order_only(l) && l.minor_to_major.len() == a.rank() => {
+            Some(&l.minor_to_major)
+        }
         _ => None,
     }
 }
@@ -138,25 +153,35 @@ fn order_only(a: &ArrayShape) -> Option<&[usize]> {
 /// no byte.
 pub fn transpose_is_bitcast(operand: &ArrayShape, out: &ArrayShape, dims: &[usize]) -> bool {
     if let (Some(mi), Some(mo)) = (order_only(operand), order_only(out))
-        && operand.element_type == out.element_type && dims.len() == out.rank() && dims.iter().all(|&d| d < operand.rank()) {
-            // Untiled buffers hold elements in physical order, so the
-            // transpose moves nothing exactly when both walk the non-unit
-            // dimensions in the same order.
-            let a = mi.iter().rev().copied().filter(|&d| operand.dims[d] != 1);
-            let b = mo.iter().rev().filter(|&&k| out.dims[k] != 1).map(|&k| dims[k]);
-            return a.eq(b);
-        }
+        && operand.element_type == out.element_type
+        && dims.len() == out.rank()
+        && dims.iter().all(|&d| d < operand.rank())
+    {
+        // Untiled buffers hold elements in physical order, so the
+        // transpose moves nothing exactly when both walk the non-unit
+        // dimensions in the same order.
+        let a = mi.iter().rev().copied().filter(|&d| operand.dims[d] != 1);
+        let b = mo
+            .iter()
+            .rev()
+            .filter(|&&k| out.dims[k] != 1)
+            .map(|&k| dims[k]);
+        return a.eq(b);
+    }
     shape::transpose_is_bitcast(operand, out, dims).is_ok_and(|v| v.bitcast)
 }
 
 /// True when a reshape from `operand` to `out` moves no byte.
 pub fn reshape_is_bitcast(operand: &ArrayShape, out: &ArrayShape) -> bool {
     if let (Some(mi), Some(mo)) = (order_only(operand), order_only(out))
-        && operand.element_type == out.element_type && operand.element_count() == out.element_count() {
-            // For untiled layouts the order that makes a reshape a bitcast is
-            // unique up to size-1 dimensions (XLA's AlignLayouts finds it).
-            return aligned(&operand.dims, mi, &out.dims).is_some_and(|m2m| same_order_of(&out.dims, &m2m, mo));
-        }
+        && operand.element_type == out.element_type
+        && operand.element_count() == out.element_count()
+    {
+        // For untiled layouts the order that makes a reshape a bitcast is
+        // unique up to size-1 dimensions (XLA's AlignLayouts finds it).
+        return aligned(&operand.dims, mi, &out.dims)
+            .is_some_and(|m2m| same_order_of(&out.dims, &m2m, mo));
+    }
     shape::reshape_is_bitcast(operand, out).is_ok_and(|v| v.bitcast)
 }
 
@@ -174,9 +199,11 @@ pub fn transpose_operand_layout(out: &ArrayShape, dims: &[usize]) -> Option<Layo
 /// bitcast, when one exists.
 pub fn reshape_output_layout(operand: &ArrayShape, out: &ArrayShape) -> Option<Layout> {
     if let Some(m) = order_only(operand)
-        && out.dynamic == 0 && !out.dims.contains(&0) {
-            return aligned(&operand.dims, m, &out.dims).map(|m2m| Layout::new(&m2m));
-        }
+        && out.dynamic == 0
+        && !out.dims.contains(&0)
+    {
+        return aligned(&operand.dims, m, &out.dims).map(|m2m| Layout::new(&m2m));
+    }
     shape::facts::reshape_result_layout(operand, &out.dims)
 }
 
@@ -191,11 +218,14 @@ pub fn tiled_reshape_output_layouts(
     out: &ArrayShape,
     tiling: &dyn Fn(&[usize]) -> Layout,
 ) -> Vec<Layout> {
-    let Some(operand_layout) = &operand.layout else { return Vec::new() };
+    let Some(operand_layout) = &operand.layout else {
+        return Vec::new();
+    };
     if operand_layout.tiles.is_empty() || out.rank() < 2 {
         return Vec::new();
     }
-    let Some(aligned_order) = aligned(&operand.dims, &operand_layout.minor_to_major, &out.dims) else {
+    let Some(aligned_order) = aligned(&operand.dims, &operand_layout.minor_to_major, &out.dims)
+    else {
         return Vec::new();
     };
     let mut orders: Vec<shape::DimVec> = vec![aligned_order.clone()];
@@ -275,12 +305,24 @@ mod tests {
             let a = array(&dims, &rng.permutation(rank));
             let b = array(&out_dims, &rng.permutation(rank));
             let fast = transpose_is_bitcast(&a, &b, &perm);
-            assert_eq!(fast, exact_transpose(&a, &b, &perm), "{a} -> {b} dims {perm:?}");
+            assert_eq!(
+                fast,
+                exact_transpose(&a, &b, &perm),
+                "{a} -> {b} dims {perm:?}"
+            );
             bitcasts += usize::from(fast);
-            let derived = ArrayShape { layout: transpose_output_layout(&a, &perm), ..b.clone() };
-            assert!(transpose_is_bitcast(&a, &derived, &perm) && exact_transpose(&a, &derived, &perm));
+            let derived = ArrayShape {
+                layout: transpose_output_layout(&a, &perm),
+                ..b.clone()
+            };
+            assert!(
+                transpose_is_bitcast(&a, &derived, &perm) && exact_transpose(&a, &derived, &perm)
+            );
         }
-        assert!(bitcasts > 100, "only {bitcasts} bitcasts: the test would not notice a wrong fast path");
+        assert!(
+            bitcasts > 100,
+            "only {bitcasts} bitcasts: the test would not notice a wrong fast path"
+        );
     }
 
     #[test]
@@ -295,7 +337,12 @@ mod tests {
             let mut out_dims = Vec::new();
             let mut left = count;
             while left > 1 && out_dims.len() < 4 {
-                let f = [2, 3, 4, 6].iter().copied().filter(|f| left % f == 0).nth(rng.below(2)).unwrap_or(left);
+                let f = [2, 3, 4, 6]
+                    .iter()
+                    .copied()
+                    .filter(|f| left % f == 0)
+                    .nth(rng.below(2))
+                    .unwrap_or(left);
                 out_dims.push(f);
                 left /= f;
             }
@@ -318,7 +365,10 @@ mod tests {
                 assert!(exact_reshape(&a, &derived), "{a} -> {derived}");
             }
         }
-        assert!(bitcasts > 100, "only {bitcasts} bitcasts: the test would not notice a wrong fast path");
+        assert!(
+            bitcasts > 100,
+            "only {bitcasts} bitcasts: the test would not notice a wrong fast path"
+        );
     }
 
     #[test]
@@ -329,7 +379,11 @@ mod tests {
             let dims = rng.dims(rank);
             let a = array(&dims, &rng.permutation(rank));
             let b = array(&dims, &rng.permutation(rank));
-            assert_eq!(same_bytes(&a, &b), shape::layout_change_is_bitcast(&a, &b).unwrap().bitcast, "{a} vs {b}");
+            assert_eq!(
+                same_bytes(&a, &b),
+                shape::layout_change_is_bitcast(&a, &b).unwrap().bitcast,
+                "{a} vs {b}"
+            );
         }
     }
 }

@@ -84,22 +84,32 @@ pub fn bound_site(graph: &CallGraph, entry: CompId, id: CompId) -> Option<BoundS
     }
     let roles = graph.roles.get(id.index())?;
     let sites = graph.sites.get(id.index())?;
-    let ([role], [caller]) = (roles.as_slice(), sites.as_slice()) else { return None };
+    let ([role], [caller]) = (roles.as_slice(), sites.as_slice()) else {
+        return None;
+    };
     let caller = *caller;
     match role {
         CallRole::Called => Some(BoundSite::Called { caller }),
         CallRole::WhileBody => {
-            let condition = graph.callees.get(caller.index())?.iter().copied().find(|&c| {
-                c != id
-                    && c != entry
-                    && graph.roles[c.index()] == [CallRole::WhileCondition { body: id }]
-                    && graph.sites[c.index()].len() == 1
-            })?;
+            let condition = graph
+                .callees
+                .get(caller.index())?
+                .iter()
+                .copied()
+                .find(|&c| {
+                    c != id
+                        && c != entry
+                        && graph.roles[c.index()] == [CallRole::WhileCondition { body: id }]
+                        && graph.sites[c.index()].len() == 1
+                })?;
             Some(BoundSite::WhileBody { caller, condition })
         }
         CallRole::WhileCondition { body } => match bound_site(graph, entry, *body) {
             Some(BoundSite::WhileBody { condition, .. }) if condition == id => {
-                Some(BoundSite::WhileCondition { caller, body: *body })
+                Some(BoundSite::WhileCondition {
+                    caller,
+                    body: *body,
+                })
             }
             _ => None,
         },
@@ -110,7 +120,10 @@ pub fn bound_site(graph: &CallGraph, entry: CompId, id: CompId) -> Option<BoundS
 /// The boundary of a loop condition whose loop state is `body`'s signature:
 /// the parameters only.
 pub fn condition_boundary(body: &Signature) -> Signature {
-    Signature { params: body.params.clone(), result: Shape::Tuple(Vec::new()) }
+    Signature {
+        params: body.params.clone(),
+        result: Shape::Tuple(Vec::new()),
+    }
 }
 
 /// What the call-boundary rule asks of the computations around one.
@@ -120,15 +133,30 @@ pub trait CallQueries {
     /// What `c`'s alone assignment (`None`) or its bounded one, weighing
     /// `levels` levels of its own callees, moves, with its callees' (see
     /// [`subtree_cost`]).
-    fn cost(&mut self, c: CompId, boundary: Option<Signature>, levels: u8) -> Result<Moved, PassError>;
+    fn cost(
+        &mut self,
+        c: CompId,
+        boundary: Option<Signature>,
+        levels: u8,
+    ) -> Result<Moved, PassError>;
     /// The signature of `c`'s bounded assignment, weighing `levels` levels
     /// of its own callees (leaves of `boundary` without a layout are free).
-    fn signature_under(&mut self, c: CompId, boundary: Signature, levels: u8) -> Result<Signature, PassError>;
+    fn signature_under(
+        &mut self,
+        c: CompId,
+        boundary: Signature,
+        levels: u8,
+    ) -> Result<Signature, PassError>;
 }
 
 /// The instructions of `comp` (computation `id`) that call a computation
 /// whose boundary `id` decides, with that callee (the body, for a loop).
-fn bound_calls(comp: &Computation, graph: &CallGraph, entry: CompId, id: CompId) -> Vec<(InstId, CompId)> {
+fn bound_calls(
+    comp: &Computation,
+    graph: &CallGraph,
+    entry: CompId,
+    id: CompId,
+) -> Vec<(InstId, CompId)> {
     let mut out = Vec::new();
     for (inst_id, inst) in comp.instructions() {
         let key = match inst.opcode {
@@ -137,13 +165,24 @@ fn bound_calls(comp: &Computation, graph: &CallGraph, entry: CompId, id: CompId)
             Opcode::Fusion | Opcode::AsyncStart => KnownAttr::Calls,
             _ => continue,
         };
-        let callee = match inst.attrs.get(key).or(inst.attrs.get(KnownAttr::ToApply)).or(inst.attrs.get(KnownAttr::Calls)) {
+        let callee = match inst
+            .attrs
+            .get(key)
+            .or(inst.attrs.get(KnownAttr::ToApply))
+            .or(inst.attrs.get(KnownAttr::Calls))
+        {
             Some(AttrValue::Computation(c)) => *c,
             _ => continue,
         };
         match bound_site(graph, entry, callee) {
-            Some(BoundSite::Called { caller }) if caller == id && inst.opcode != Opcode::While => out.push((inst_id, callee)),
-            Some(BoundSite::WhileBody { caller, .. }) if caller == id && inst.opcode == Opcode::While => out.push((inst_id, callee)),
+            Some(BoundSite::Called { caller }) if caller == id && inst.opcode != Opcode::While => {
+                out.push((inst_id, callee))
+            }
+            Some(BoundSite::WhileBody { caller, .. })
+                if caller == id && inst.opcode == Opcode::While =>
+            {
+                out.push((inst_id, callee))
+            }
             _ => {}
         }
     }
@@ -166,7 +205,9 @@ pub fn subtree_cost(
     for &callee in graph.callees.get(id.index()).map_or(&[][..], Vec::as_slice) {
         let chosen = a.boundary_for(callee).cloned();
         match bound_site(graph, entry, callee) {
-            Some(BoundSite::Called { caller }) if caller == id => total += q.cost(callee, chosen, below)?,
+            Some(BoundSite::Called { caller }) if caller == id => {
+                total += q.cost(callee, chosen, below)?
+            }
             Some(BoundSite::WhileBody { caller, condition }) if caller == id => {
                 let state = match &chosen {
                     Some(b) => b.clone(),
@@ -209,14 +250,31 @@ pub fn decide(
     }
     let calls = bound_calls(comp, graph, entry, id);
     let touched = calls.iter().any(|&(inst, _)| {
-        today.copies.iter().any(|c| c.def == inst || c.sites.iter().any(|s| matches!(*s, Site::Operand { user, .. } if user == inst)))
+        today.copies.iter().any(|c| {
+            c.def == inst
+                || c.sites
+                    .iter()
+                    .any(|s| matches!(*s, Site::Operand { user, .. } if user == inst))
+        })
     });
     if !touched {
         return Ok(today);
     }
     // Any failure on the way (a boundary a callee cannot take) keeps
     // today's choice.
-    match preferred(comp, comp_names, graph, entry, ctx, target, levels - 1, solver, q, &today, &calls) {
+    match preferred(
+        comp,
+        comp_names,
+        graph,
+        entry,
+        ctx,
+        target,
+        levels - 1,
+        solver,
+        q,
+        &today,
+        &calls,
+    ) {
         Ok(Some(a)) => Ok(a),
         Ok(None) | Err(_) => Ok(today),
     }
@@ -259,7 +317,20 @@ fn preferred(
     for &c in &callees {
         alone.push(q.signature(c, Phase::Alone)?);
     }
-    let Some((before, loops_alone)) = total(graph, entry, q, below, today.moved(), &callees, &alone, &[], &[])? else { return Ok(None) };
+    let Some((before, loops_alone)) = total(
+        graph,
+        entry,
+        q,
+        below,
+        today.moved(),
+        &callees,
+        &alone,
+        &[],
+        &[],
+    )?
+    else {
+        return Ok(None);
+    };
 
     let mut best: Option<(Moved, ComputationAssignment)> = None;
     let mut prefs = alone.clone();
@@ -271,15 +342,29 @@ fn preferred(
         if a.signature != today.signature {
             break;
         }
-        let chosen: Vec<Option<Signature>> = callees.iter().map(|&c| a.boundary_for(c).cloned()).collect();
+        let chosen: Vec<Option<Signature>> = callees
+            .iter()
+            .map(|&c| a.boundary_for(c).cloned())
+            .collect();
         let bounds: Vec<(CompId, Signature)> = callees
             .iter()
             .zip(&alone)
             .zip(&chosen)
             .filter_map(|((&c, al), b)| b.as_ref().filter(|b| *b != al).map(|b| (c, b.clone())))
             .collect();
-        if let Some((m, _)) = total(graph, entry, q, below, a.moved(), &callees, &alone, &bounds, &loops_alone)?
-            && best.as_ref().is_none_or(|(b, _)| (m.bytes, m.copies) < (b.bytes, b.copies))
+        if let Some((m, _)) = total(
+            graph,
+            entry,
+            q,
+            below,
+            a.moved(),
+            &callees,
+            &alone,
+            &bounds,
+            &loops_alone,
+        )? && best
+            .as_ref()
+            .is_none_or(|(b, _)| (m.bytes, m.copies) < (b.bytes, b.copies))
         {
             a.callee_boundaries = bounds;
             best = Some((m, a));
@@ -296,7 +381,9 @@ fn preferred(
                 p.for_each_array_mut(&mut |a| a.layout = None);
             }
             let mut given_params = b.clone();
-            given_params.result.for_each_array_mut(&mut |a| a.layout = None);
+            given_params
+                .result
+                .for_each_array_mut(&mut |a| a.layout = None);
             let params = q.signature_under(c, given_result, below)?.params;
             let result = q.signature_under(c, given_params, below)?.result;
             next[i] = Signature { params, result };
@@ -307,7 +394,9 @@ fn preferred(
         prefs = next;
     }
     Ok(best
-        .filter(|(after, _)| after.bytes <= before.bytes && after.copies <= before.copies && *after != before)
+        .filter(|(after, _)| {
+            after.bytes <= before.bytes && after.copies <= before.copies && *after != before
+        })
         .map(|(_, a)| a))
 }
 
@@ -338,7 +427,11 @@ fn total(
         let cost = q.cost(c, chosen.clone(), below)?;
         if let Some(BoundSite::WhileBody { condition, .. }) = bound_site(graph, entry, c) {
             let mut looped = cost;
-            looped += q.cost(condition, Some(condition_boundary(chosen.as_ref().unwrap_or(a))), below)?;
+            looped += q.cost(
+                condition,
+                Some(condition_boundary(chosen.as_ref().unwrap_or(a))),
+                below,
+            )?;
             if let Some(was) = loops_alone.get(loops.len())
                 && (looped.bytes > was.bytes || looped.copies > was.copies)
             {

@@ -19,9 +19,9 @@ use hlo::{AttrValue, CompId, Computation, InstId, KnownAttr, Module, ModuleView,
 use shape::{ArrayShape, Layout, Shape};
 use target::TargetSpec;
 
+use crate::algebra;
 use crate::policy::{self, Need};
 use crate::problem::array_leaves;
-use crate::algebra;
 
 /// A layout problem: where (computation, instruction) and what, in the
 /// structural verifier's form, so that both are reported alike.
@@ -31,7 +31,13 @@ pub type LayoutProblem = hlo::VerifyError;
 pub fn check_layouts(module: &Module, target: Option<&TargetSpec>) -> Vec<LayoutProblem> {
     let mut problems = Vec::new();
     for id in module.computation_ids() {
-        Checker { module, comp: module.computation(id), target, problems: &mut problems }.run(id);
+        Checker {
+            module,
+            comp: module.computation(id),
+            target,
+            problems: &mut problems,
+        }
+        .run(id);
     }
     problems
 }
@@ -39,9 +45,20 @@ pub fn check_layouts(module: &Module, target: Option<&TargetSpec>) -> Vec<Layout
 /// The layout checks of one computation `comp` (id `id`) of the module
 /// `view` shows, which gives it the signatures of the computations it
 /// calls: what [`check_layouts`] reports for it.
-pub fn check_computation_layouts(view: &dyn ModuleView, id: CompId, comp: &Computation, target: Option<&TargetSpec>) -> Vec<LayoutProblem> {
+pub fn check_computation_layouts(
+    view: &dyn ModuleView,
+    id: CompId,
+    comp: &Computation,
+    target: Option<&TargetSpec>,
+) -> Vec<LayoutProblem> {
     let mut problems = Vec::new();
-    Checker { module: view, comp, target, problems: &mut problems }.run(id);
+    Checker {
+        module: view,
+        comp,
+        target,
+        problems: &mut problems,
+    }
+    .run(id);
     problems
 }
 
@@ -70,7 +87,10 @@ fn show(a: &ArrayShape) -> String {
 
 /// Compares two shapes leaf by leaf; returns the first differing pair.
 fn first_difference<'s>(a: &'s Shape, b: &'s Shape) -> Option<(&'s ArrayShape, &'s ArrayShape)> {
-    array_leaves(a).into_iter().zip(array_leaves(b)).find(|(x, y)| !same_layout(x, y))
+    array_leaves(a)
+        .into_iter()
+        .zip(array_leaves(b))
+        .find(|(x, y)| !same_layout(x, y))
 }
 
 impl<'a> Checker<'a> {
@@ -87,7 +107,8 @@ impl<'a> Checker<'a> {
         for (inst_id, inst) in comp.instructions() {
             // A scalar has one layout, which XLA never prints.
             let mut missing = false;
-            inst.shape.for_each_array(&mut |_, a| missing |= a.layout.is_none() && a.rank() > 0);
+            inst.shape
+                .for_each_array(&mut |_, a| missing |= a.layout.is_none() && a.rank() > 0);
             if missing {
                 self.report(Some(inst_id), "an array value has no layout".into());
                 continue;
@@ -104,7 +125,10 @@ impl<'a> Checker<'a> {
     }
 
     fn operand_array(&self, id: InstId, i: usize) -> Option<&ArrayShape> {
-        self.comp.operands(id).get(i).and_then(|&o| self.comp.inst(o).shape.as_array())
+        self.comp
+            .operands(id)
+            .get(i)
+            .and_then(|&o| self.comp.inst(o).shape.as_array())
     }
 
     fn instruction(&mut self, id: InstId) {
@@ -114,22 +138,43 @@ impl<'a> Checker<'a> {
         match op {
             Opcode::Bitcast => {
                 if let (Some(from), Some(to)) = (self.operand_array(id, 0), inst.shape.as_array())
-                    && let Err(message) = prove_bitcast(from, to) {
-                        self.report(Some(id), message);
-                    }
+                    && let Err(message) = prove_bitcast(from, to)
+                {
+                    self.report(Some(id), message);
+                }
                 return;
             }
             Opcode::Broadcast => {
-                if let (Some(operand), Some(out)) = (self.operand_array(id, 0).filter(|a| a.rank() > 0), inst.shape.as_array()) {
-                    let dims: Vec<usize> = inst.attrs.ints(KnownAttr::Dimensions).unwrap_or(&[]).iter().filter_map(|&d| usize::try_from(d).ok()).collect();
+                if let (Some(operand), Some(out)) = (
+                    self.operand_array(id, 0).filter(|a| a.rank() > 0),
+                    inst.shape.as_array(),
+                ) {
+                    let dims: Vec<usize> = inst
+                        .attrs
+                        .ints(KnownAttr::Dimensions)
+                        .unwrap_or(&[])
+                        .iter()
+                        .filter_map(|&d| usize::try_from(d).ok())
+                        .collect();
                     if let Some(out_layout) = &out.layout {
                         // The order matters here; tiles follow the target's
                         // policy for the operand's own shape.
-                        let m2m: shape::DimVec =
-                            out_layout.minor_to_major.iter().filter_map(|d| dims.iter().position(|x| x == d)).collect();
-                        let m2m_ok = same_order(operand, operand.layout.as_ref(), &Layout::new(&m2m));
+                        let m2m: shape::DimVec = out_layout
+                            .minor_to_major
+                            .iter()
+                            .filter_map(|d| dims.iter().position(|x| x == d))
+                            .collect();
+                        let m2m_ok =
+                            same_order(operand, operand.layout.as_ref(), &Layout::new(&m2m));
                         if !m2m_ok {
-                            self.report(Some(id), format!("broadcast operand {} is not in the order of its result {}", show(operand), show(out)));
+                            self.report(
+                                Some(id),
+                                format!(
+                                    "broadcast operand {} is not in the order of its result {}",
+                                    show(operand),
+                                    show(out)
+                                ),
+                            );
                         }
                     }
                 }
@@ -147,9 +192,20 @@ impl<'a> Checker<'a> {
             let out_leaves = array_leaves(&inst.shape);
             let per_leaf = out_leaves.len() == inst.operands().len() && out_leaves.len() > 1;
             for (i, _) in inst.operands().iter().enumerate() {
-                let (Some(a), Some(out)) = (self.operand_array(id, i), if per_leaf { out_leaves.get(i).copied() } else { out_leaves.first().copied() }) else { continue };
+                let (Some(a), Some(out)) = (
+                    self.operand_array(id, i),
+                    if per_leaf {
+                        out_leaves.get(i).copied()
+                    } else {
+                        out_leaves.first().copied()
+                    },
+                ) else {
+                    continue;
+                };
                 if a.rank() == out.rank() && a.rank() > 0 {
-                    let (Some(la), Some(lo)) = (&a.layout, &out.layout) else { continue };
+                    let (Some(la), Some(lo)) = (&a.layout, &out.layout) else {
+                        continue;
+                    };
                     // Another element width keeps the order, with its own tiles.
                     let want = match self.target {
                         Some(t) => crate::tiling::same_layout_for(t, lo, out, a),
@@ -164,9 +220,19 @@ impl<'a> Checker<'a> {
                     // The operand's own tiling of the order, or exactly the
                     // result's layout (which a given layout may be even
                     // where the target would not choose it).
-                    let exact = crate::tiling::tiled_alike(self.target, a, out) && same_layout(a, &with(a, lo));
-                    if !exact && (!same_order(a, Some(la), &want) || !same_layout(a, &with(a, &want))) {
-                        self.report(Some(id), format!("{op} keeps its layout, but operand {i} is {} and the result is {}", show(a), show(out)));
+                    let exact = crate::tiling::tiled_alike(self.target, a, out)
+                        && same_layout(a, &with(a, lo));
+                    if !exact
+                        && (!same_order(a, Some(la), &want) || !same_layout(a, &with(a, &want)))
+                    {
+                        self.report(
+                            Some(id),
+                            format!(
+                                "{op} keeps its layout, but operand {i} is {} and the result is {}",
+                                show(a),
+                                show(out)
+                            ),
+                        );
                     }
                 }
             }
@@ -178,21 +244,44 @@ impl<'a> Checker<'a> {
             if !policy::forwards_operands(op) {
                 let needs = policy::inst_needs(target, comp, id);
                 for (i, need, _) in needs.operand_needs() {
-                    let Some(a) = self.operand_array(id, i) else { continue };
+                    let Some(a) = self.operand_array(id, i) else {
+                        continue;
+                    };
                     let ok = match need {
                         Need::Exact(l) => same_layout(a, &with(a, l)),
-                        Need::Matrix(_) | Need::Minor(_) => a.layout.as_ref().is_some_and(|l| need.accepts_order(l)),
+                        Need::Matrix(_) | Need::Minor(_) => {
+                            a.layout.as_ref().is_some_and(|l| need.accepts_order(l))
+                        }
                     };
                     if !ok {
-                        self.report(Some(id), format!("operand {i} is {} but target {} needs {}", show(a), target.name, need.preferred()));
+                        self.report(
+                            Some(id),
+                            format!(
+                                "operand {i} is {} but target {} needs {}",
+                                show(a),
+                                target.name,
+                                need.preferred()
+                            ),
+                        );
                     }
                 }
             }
-        } else if let Some(AttrValue::Shapes(shapes)) = inst.attrs.get(KnownAttr::OperandLayoutConstraints) {
+        } else if let Some(AttrValue::Shapes(shapes)) =
+            inst.attrs.get(KnownAttr::OperandLayoutConstraints)
+        {
             for (i, s) in shapes.iter().enumerate() {
-                let (Some(want), Some(a)) = (s.as_array(), self.operand_array(id, i)) else { continue };
+                let (Some(want), Some(a)) = (s.as_array(), self.operand_array(id, i)) else {
+                    continue;
+                };
                 if want.layout.is_some() && !same_layout(a, want) {
-                    self.report(Some(id), format!("operand {i} is {} but the custom call requires {}", show(a), show(want)));
+                    self.report(
+                        Some(id),
+                        format!(
+                            "operand {i} is {} but the custom call requires {}",
+                            show(a),
+                            show(want)
+                        ),
+                    );
                 }
             }
         }
@@ -210,9 +299,16 @@ impl<'a> Checker<'a> {
         let needs = match self.target {
             Some(target) => policy::inst_needs(target, comp, id).tuple_operand_leaves,
             None => {
-                let given: Vec<(usize, Shape)> = match (inst.opcode, inst.attrs.get(KnownAttr::OperandLayoutConstraints)) {
-                    (Opcode::Outfeed, _) => policy::outfeed_shape(inst).map(|s| vec![(0, s)]).unwrap_or_default(),
-                    (_, Some(AttrValue::Shapes(shapes))) => shapes.iter().cloned().enumerate().collect(),
+                let given: Vec<(usize, Shape)> = match (
+                    inst.opcode,
+                    inst.attrs.get(KnownAttr::OperandLayoutConstraints),
+                ) {
+                    (Opcode::Outfeed, _) => policy::outfeed_shape(inst)
+                        .map(|s| vec![(0, s)])
+                        .unwrap_or_default(),
+                    (_, Some(AttrValue::Shapes(shapes))) => {
+                        shapes.iter().cloned().enumerate().collect()
+                    }
                     _ => Vec::new(),
                 };
                 let mut out = Vec::new();
@@ -227,10 +323,20 @@ impl<'a> Checker<'a> {
             }
         };
         for (operand, leaf, want, _) in needs {
-            let Some(&o) = inst.operands().get(operand) else { continue };
-            let Some(a) = array_leaves(&comp.inst(o).shape).get(leaf).copied() else { continue };
+            let Some(&o) = inst.operands().get(operand) else {
+                continue;
+            };
+            let Some(a) = array_leaves(&comp.inst(o).shape).get(leaf).copied() else {
+                continue;
+            };
             if !same_layout(a, &with(a, &want)) {
-                self.report(Some(id), format!("operand {operand} leaf {leaf} is {} but {want} is required", show(a)));
+                self.report(
+                    Some(id),
+                    format!(
+                        "operand {operand} leaf {leaf} is {} but {want} is required",
+                        show(a)
+                    ),
+                );
             }
         }
     }
@@ -239,10 +345,18 @@ impl<'a> Checker<'a> {
     fn check_aliasing(&mut self, id: InstId) {
         let comp = self.comp;
         let inst = comp.inst(id);
-        let Some(AttrValue::Aliasing(aliases)) = inst.attrs.get(KnownAttr::OutputToOperandAliasing) else { return };
+        let Some(AttrValue::Aliasing(aliases)) = inst.attrs.get(KnownAttr::OutputToOperandAliasing)
+        else {
+            return;
+        };
         let out_leaves = array_leaves(&inst.shape);
         for alias in aliases {
-            let Some(&o) = usize::try_from(alias.operand).ok().and_then(|i| inst.operands().get(i)) else { continue };
+            let Some(&o) = usize::try_from(alias.operand)
+                .ok()
+                .and_then(|i| inst.operands().get(i))
+            else {
+                continue;
+            };
             let in_leaves = array_leaves(&comp.inst(o).shape);
             let (Some(out_range), Some(in_range)) = (
                 crate::problem::leaf_range_at(&inst.shape, &alias.output_index),
@@ -251,10 +365,22 @@ impl<'a> Checker<'a> {
                 continue;
             };
             for (x, y) in out_range.zip(in_range) {
-                let (Some(out), Some(a)) = (out_leaves.get(x), in_leaves.get(y)) else { continue };
-                let Some(l) = a.layout.as_ref().filter(|_| a.rank() == out.rank()) else { continue };
+                let (Some(out), Some(a)) = (out_leaves.get(x), in_leaves.get(y)) else {
+                    continue;
+                };
+                let Some(l) = a.layout.as_ref().filter(|_| a.rank() == out.rank()) else {
+                    continue;
+                };
                 if !same_layout(out, &with(out, l)) {
-                    self.report(Some(id), format!("output leaf {x} aliases operand {} but is {} while the operand is {}", alias.operand, show(out), show(a)));
+                    self.report(
+                        Some(id),
+                        format!(
+                            "output leaf {x} aliases operand {} but is {} while the operand is {}",
+                            alias.operand,
+                            show(out),
+                            show(a)
+                        ),
+                    );
                 }
             }
         }
@@ -268,7 +394,10 @@ impl<'a> Checker<'a> {
     }
 
     fn param_shape(callee: &Computation, n: usize) -> Option<Shape> {
-        callee.parameters().get(n).map(|&p| callee.inst(p).shape.clone())
+        callee
+            .parameters()
+            .get(n)
+            .map(|&p| callee.inst(p).shape.clone())
     }
 
     fn root_shape(callee: &Computation) -> Option<Shape> {
@@ -277,13 +406,18 @@ impl<'a> Checker<'a> {
 
     fn agree(&mut self, id: InstId, what: &str, a: &Shape, b: &Shape) {
         if let Some((x, y)) = first_difference(a, b) {
-            self.report(Some(id), format!("{what}: {} differs from {}", show(x), show(y)));
+            self.report(
+                Some(id),
+                format!("{what}: {} differs from {}", show(x), show(y)),
+            );
         }
     }
 
     fn check_while(&mut self, id: InstId) {
         let inst = self.comp.inst(id);
-        let Some(&init) = inst.operands().first() else { return };
+        let Some(&init) = inst.operands().first() else {
+            return;
+        };
         let init = self.comp.inst(init).shape.clone();
         let result = inst.shape.clone();
         if let Some(body) = self.callee(id, KnownAttr::Body) {
@@ -292,25 +426,42 @@ impl<'a> Checker<'a> {
                 self.agree(id, "loop init vs body parameter", &init, p);
             }
             if let Some(r) = &root {
-                self.agree(id, "body root vs body parameter", r, param.as_ref().unwrap_or(r));
+                self.agree(
+                    id,
+                    "body root vs body parameter",
+                    r,
+                    param.as_ref().unwrap_or(r),
+                );
                 self.agree(id, "while result vs body root", &result, r);
             }
         }
         if let Some(cond) = self.callee(id, KnownAttr::Condition)
-            && let Some(p) = Self::param_shape(cond, 0) {
-                self.agree(id, "loop init vs condition parameter", &init, &p);
-            }
+            && let Some(p) = Self::param_shape(cond, 0)
+        {
+            self.agree(id, "loop init vs condition parameter", &init, &p);
+        }
     }
 
     fn check_call(&mut self, id: InstId) {
         let inst = self.comp.inst(id);
-        let callee = self.callee(id, KnownAttr::ToApply).or_else(|| self.callee(id, KnownAttr::Calls));
+        let callee = self
+            .callee(id, KnownAttr::ToApply)
+            .or_else(|| self.callee(id, KnownAttr::Calls));
         let Some(callee) = callee else { return };
-        let operands: Vec<Shape> = inst.operands().iter().map(|&o| self.comp.inst(o).shape.clone()).collect();
+        let operands: Vec<Shape> = inst
+            .operands()
+            .iter()
+            .map(|&o| self.comp.inst(o).shape.clone())
+            .collect();
         let result = inst.shape.clone();
         for (i, s) in operands.iter().enumerate() {
             if let Some(p) = Self::param_shape(callee, i) {
-                self.agree(id, &format!("operand {i} vs {} parameter {i}", callee.name), s, &p);
+                self.agree(
+                    id,
+                    &format!("operand {i} vs {} parameter {i}", callee.name),
+                    s,
+                    &p,
+                );
             }
         }
         if let Some(r) = Self::root_shape(callee) {
@@ -321,15 +472,31 @@ impl<'a> Checker<'a> {
     fn check_conditional(&mut self, id: InstId) {
         let inst = self.comp.inst(id);
         let branches: Vec<CompId> = inst.attrs.called_computations().collect();
-        let operands: Vec<Shape> = inst.operands().iter().map(|&o| self.comp.inst(o).shape.clone()).collect();
+        let operands: Vec<Shape> = inst
+            .operands()
+            .iter()
+            .map(|&o| self.comp.inst(o).shape.clone())
+            .collect();
         let result = inst.shape.clone();
         for (j, b) in branches.iter().enumerate() {
-            let Some(branch) = self.module.callee(*b) else { continue };
+            let Some(branch) = self.module.callee(*b) else {
+                continue;
+            };
             if let (Some(arg), Some(p)) = (operands.get(j + 1), Self::param_shape(branch, 0)) {
-                self.agree(id, &format!("operand {} vs branch {} parameter", j + 1, branch.name), arg, &p);
+                self.agree(
+                    id,
+                    &format!("operand {} vs branch {} parameter", j + 1, branch.name),
+                    arg,
+                    &p,
+                );
             }
             if let Some(r) = Self::root_shape(branch) {
-                self.agree(id, &format!("result vs branch {} root", branch.name), &result, &r);
+                self.agree(
+                    id,
+                    &format!("result vs branch {} root", branch.name),
+                    &result,
+                    &r,
+                );
             }
         }
     }
@@ -338,19 +505,38 @@ impl<'a> Checker<'a> {
         let layout = self.module.entry_computation_layout();
         let comp = self.comp;
         for (n, p) in comp.parameters().into_iter().enumerate() {
-            let Some(want) = layout.parameters.get(n) else { continue };
+            let Some(want) = layout.parameters.get(n) else {
+                continue;
+            };
             let have = &comp.inst(p).shape;
             for (x, y) in array_leaves(have).into_iter().zip(array_leaves(want)) {
                 if y.layout.is_some() && !same_layout(x, y) {
-                    self.report(Some(p), format!("entry parameter {n} is {} but the entry computation layout says {}", show(x), show(y)));
+                    self.report(
+                        Some(p),
+                        format!(
+                            "entry parameter {n} is {} but the entry computation layout says {}",
+                            show(x),
+                            show(y)
+                        ),
+                    );
                 }
             }
         }
         if let Some(root) = comp.root() {
             let have = &comp.inst(root).shape;
-            for (x, y) in array_leaves(have).into_iter().zip(array_leaves(&layout.result)) {
+            for (x, y) in array_leaves(have)
+                .into_iter()
+                .zip(array_leaves(&layout.result))
+            {
                 if y.layout.is_some() && !same_layout(x, y) {
-                    self.report(Some(root), format!("the root is {} but the entry computation layout says {}", show(x), show(y)));
+                    self.report(
+                        Some(root),
+                        format!(
+                            "the root is {} but the entry computation layout says {}",
+                            show(x),
+                            show(y)
+                        ),
+                    );
                 }
             }
         }
@@ -370,9 +556,10 @@ pub fn prove_bitcast(from: &ArrayShape, to: &ArrayShape) -> Result<(), String> {
         return Ok(());
     }
     if let Some(dims) = shape::facts::deduce_transpose_dimensions_for_bitcast(from, to)
-        && shape::transpose_is_bitcast(from, to, &dims).is_ok_and(|v| v.bitcast) {
-            return Ok(());
-        }
+        && shape::transpose_is_bitcast(from, to, &dims).is_ok_and(|v| v.bitcast)
+    {
+        return Ok(());
+    }
     let as_view = shape::physical_view_is_bitcast(from, to);
     if as_view.as_ref().is_ok_and(|v| v.bitcast) {
         return Ok(());
@@ -404,7 +591,11 @@ pub fn prove_bitcast(from: &ArrayShape, to: &ArrayShape) -> Result<(), String> {
             show(from),
             show(to)
         ),
-        Err(e) => format!("cannot prove bitcast from {} to {}: {e}", show(from), show(to)),
+        Err(e) => format!(
+            "cannot prove bitcast from {} to {}: {e}",
+            show(from),
+            show(to)
+        ),
     })
 }
 
@@ -414,7 +605,14 @@ const MAX_PERMUTATIONS: usize = 5040;
 /// Depth-first over the permutations `perm` with `to.dims[k] ==
 /// from.dims[perm[k]]`, stopping at the first that makes a bitcast
 /// transpose or after `MAX_PERMUTATIONS`.
-fn permutations_matching(from: &ArrayShape, to: &ArrayShape, perm: &mut Vec<usize>, used: &mut [bool], tried: &mut usize, found: &mut bool) {
+fn permutations_matching(
+    from: &ArrayShape,
+    to: &ArrayShape,
+    perm: &mut Vec<usize>,
+    used: &mut [bool],
+    tried: &mut usize,
+    found: &mut bool,
+) {
     if *found || *tried >= MAX_PERMUTATIONS {
         return;
     }
@@ -442,6 +640,12 @@ fn permutations_matching(from: &ArrayShape, to: &ArrayShape, perm: &mut Vec<usiz
 /// dimensions, which never move a byte).
 fn same_order(a: &ArrayShape, have: Option<&Layout>, want: &Layout) -> bool {
     let Some(have) = have else { return false };
-    let big = |l: &Layout| -> Vec<usize> { l.minor_to_major.iter().copied().filter(|&d| a.dims.get(d).is_some_and(|&n| n != 1)).collect() };
+    let big = |l: &Layout| -> Vec<usize> {
+        l.minor_to_major
+            .iter()
+            .copied()
+            .filter(|&d| a.dims.get(d).is_some_and(|&n| n != 1))
+            .collect()
+    };
     big(have) == big(want)
 }

@@ -63,7 +63,9 @@ pub struct Limits {
 
 impl Default for Limits {
     fn default() -> Self {
-        Limits { time: Duration::from_secs(10) }
+        Limits {
+            time: Duration::from_secs(10),
+        }
     }
 }
 
@@ -86,7 +88,11 @@ pub struct Bound {
 /// Runs the exact solver from the solver's current labels (the search's
 /// answer), and relabels when it finds a cheaper labelling. Returns what
 /// it proved, and whether it relabelled.
-pub(crate) fn improve(s: &mut Solver<'_, '_>, components: &[Vec<ValueId>], limits: &Limits) -> (Bound, bool) {
+pub(crate) fn improve(
+    s: &mut Solver<'_, '_>,
+    components: &[Vec<ValueId>],
+    limits: &Limits,
+) -> (Bound, bool) {
     let started = Instant::now();
     let domains = domains(s, components);
     let model = Model::build(s, domains);
@@ -129,7 +135,9 @@ pub(crate) fn improve(s: &mut Solver<'_, '_>, components: &[Vec<ValueId>], limit
 /// domain is its one layout.
 fn domains(s: &mut Solver<'_, '_>, components: &[Vec<ValueId>]) -> Vec<SmallVec<[LayoutId; 8]>> {
     let n = s.p.values.len();
-    let mut domains: Vec<SmallVec<[LayoutId; 8]>> = (0..n).map(|v| SmallVec::from_slice(&[s.labels[v]])).collect();
+    let mut domains: Vec<SmallVec<[LayoutId; 8]>> = (0..n)
+        .map(|v| SmallVec::from_slice(&[s.labels[v]]))
+        .collect();
     let push = |d: &mut SmallVec<[LayoutId; 8]>, id: LayoutId| {
         if d.len() < MAX_DOMAIN && !d.contains(&id) {
             d.push(id);
@@ -155,7 +163,11 @@ fn domains(s: &mut Solver<'_, '_>, components: &[Vec<ValueId>]) -> Vec<SmallVec<
             }
         }
     }
-    if s.target.tiling.as_ref().is_some_and(|t| t.combine_dimensions) {
+    if s.target
+        .tiling
+        .as_ref()
+        .is_some_and(|t| t.combine_dimensions)
+    {
         for (v, domain) in domains.iter_mut().enumerate() {
             if s.p.values[v].fixed.is_some() {
                 continue;
@@ -177,11 +189,21 @@ fn domains(s: &mut Solver<'_, '_>, components: &[Vec<ValueId>]) -> Vec<SmallVec<
     // not are left out, unless the search's own answer is one of them (then
     // no labelling of the domain agrees, and the term prices nothing).
     for r in 0..s.p.relations.len() {
-        let RelationKind::Broadcast { out, pin: Some(_), .. } = s.p.relations[r].kind else { continue };
+        let RelationKind::Broadcast {
+            out, pin: Some(_), ..
+        } = s.p.relations[r].kind
+        else {
+            continue;
+        };
         let out = out as usize;
-        let agrees = |s: &mut Solver<'_, '_>, id: LayoutId| s.move_cost_under(r as u32, 0, id).is_some();
+        let agrees =
+            |s: &mut Solver<'_, '_>, id: LayoutId| s.move_cost_under(r as u32, 0, id).is_some();
         if domains[out].len() > 1 && agrees(s, domains[out][0]) {
-            let kept: SmallVec<[LayoutId; 8]> = domains[out].clone().into_iter().filter(|&id| agrees(s, id)).collect();
+            let kept: SmallVec<[LayoutId; 8]> = domains[out]
+                .clone()
+                .into_iter()
+                .filter(|&id| agrees(s, id))
+                .collect();
             domains[out] = kept;
         }
     }
@@ -254,7 +276,10 @@ impl Model {
     fn build(s: &mut Solver<'_, '_>, domains: Vec<SmallVec<[LayoutId; 8]>>) -> Model {
         let n = domains.len();
         let mut m = Model {
-            linear: domains.iter().map(|d| SmallVec::from_elem(0.0, d.len())).collect(),
+            linear: domains
+                .iter()
+                .map(|d| SmallVec::from_elem(0.0, d.len()))
+                .collect(),
             domains,
             constant: 0.0,
             copies: Vec::new(),
@@ -272,7 +297,10 @@ impl Model {
         // Copies: per value, the layouts its readers may need, in the order
         // first met, each with its readers.
         let mut needed: Vec<Vec<(LayoutId, Vec<Reader>)>> = vec![Vec::new(); n];
-        let add = |needed: &mut Vec<Vec<(LayoutId, Vec<Reader>)>>, v: usize, id: LayoutId, reader: Reader| {
+        let add = |needed: &mut Vec<Vec<(LayoutId, Vec<Reader>)>>,
+                   v: usize,
+                   id: LayoutId,
+                   reader: Reader| {
             match needed[v].iter_mut().find(|(l, _)| *l == id) {
                 Some((_, readers)) => readers.push(reader),
                 None => needed[v].push((id, vec![reader])),
@@ -285,9 +313,12 @@ impl Model {
                 RelationKind::Broadcast { pin: Some(_), .. } | RelationKind::Movement { .. } => {}
                 RelationKind::Same { out } | RelationKind::Broadcast { out, .. } => {
                     let out = out as usize;
-                    let mut by_need: SmallVec<[(LayoutId, SmallVec<[usize; 4]>); 4]> = SmallVec::new();
+                    let mut by_need: SmallVec<[(LayoutId, SmallVec<[usize; 4]>); 4]> =
+                        SmallVec::new();
                     for j in 0..m.domains[out].len() {
-                        let Some(id) = s.need_under(r as u32, 0, m.domains[out][j]) else { continue };
+                        let Some(id) = s.need_under(r as u32, 0, m.domains[out][j]) else {
+                            continue;
+                        };
                         match by_need.iter_mut().find(|(l, _)| *l == id) {
                             Some((_, js)) => js.push(j),
                             None => by_need.push((id, SmallVec::from_slice(&[j]))),
@@ -295,7 +326,16 @@ impl Model {
                     }
                     let fixed = m.domains[out].len() == 1;
                     for (id, js) in by_need {
-                        add(&mut needed, v, id, if fixed { Reader::Always } else { Reader::When(out as ValueId, js) });
+                        add(
+                            &mut needed,
+                            v,
+                            id,
+                            if fixed {
+                                Reader::Always
+                            } else {
+                                Reader::When(out as ValueId, js)
+                            },
+                        );
                     }
                 }
                 RelationKind::Need { need_id, matrix } => {
@@ -326,14 +366,26 @@ impl Model {
             for (id, readers) in list {
                 let cost = s.p.values[v].copy_cost(id, &s.weights);
                 let own = m.domains[v].iter().position(|&d| d == id);
-                m.add_copy(Copy { v: v as ValueId, own, cost, readers });
+                m.add_copy(Copy {
+                    v: v as ValueId,
+                    own,
+                    cost,
+                    readers,
+                });
             }
         }
         // Transposes, reshapes and re-tiling ops.
         for r in 0..s.p.relations.len() {
-            let RelationKind::Movement { out, .. } = s.p.relations[r].kind else { continue };
+            let RelationKind::Movement { out, .. } = s.p.relations[r].kind else {
+                continue;
+            };
             let v = s.p.relations[r].v;
-            m.add_pair(v, out, |s, i, j| s.move_cost_under(r as u32, i, j).unwrap_or(0.0), s);
+            m.add_pair(
+                v,
+                out,
+                |s, i, j| s.move_cost_under(r as u32, i, j).unwrap_or(0.0),
+                s,
+            );
         }
         for i in 0..s.p.retilings.len() {
             let (a, b) = (s.p.retilings[i].operand, s.p.retilings[i].out);
@@ -389,7 +441,10 @@ impl Model {
         cost: impl Fn(&mut Solver<'_, '_>, LayoutId, LayoutId) -> f64,
         s: &mut Solver<'_, '_>,
     ) {
-        let (da, db) = (self.domains[a as usize].clone(), self.domains[b as usize].clone());
+        let (da, db) = (
+            self.domains[a as usize].clone(),
+            self.domains[b as usize].clone(),
+        );
         if a == b {
             for (k, &id) in da.iter().enumerate() {
                 let c = cost(s, id, id);
@@ -448,13 +503,23 @@ impl Model {
             for &v in &values {
                 index[v as usize] = parts.len();
             }
-            parts.push(Part { values, copies: Vec::new(), pairs: Vec::new() });
+            parts.push(Part {
+                values,
+                copies: Vec::new(),
+                pairs: Vec::new(),
+            });
         }
         for (i, c) in self.copies.iter().enumerate() {
             let v = if self.is_variable(c.v) {
                 c.v
             } else {
-                match c.readers.iter().find_map(|r| if let Reader::When(o, _) = r { Some(*o) } else { None }) {
+                match c.readers.iter().find_map(|r| {
+                    if let Reader::When(o, _) = r {
+                        Some(*o)
+                    } else {
+                        None
+                    }
+                }) {
                     Some(o) => o,
                     None => continue,
                 }
@@ -502,12 +567,21 @@ impl Model {
     /// Solves one part as an integer program, from the search's labels.
     fn solve_part(&self, part: &Part, nodes: u64, time: Duration) -> PartOutcome {
         let search = self.part_cost(part, &vec![0; part.values.len()]);
-        let stopped = |clock_stop: bool| PartOutcome { lower: 0.0, proven: false, better: None, node_stop: false, clock_stop };
+        let stopped = |clock_stop: bool| PartOutcome {
+            lower: 0.0,
+            proven: false,
+            better: None,
+            node_stop: false,
+            clock_stop,
+        };
         let mut lp = microlp::Problem::new(OptimizationDirection::Minimize);
         let mut x: rustc_hash::FxHashMap<ValueId, Vec<Variable>> = rustc_hash::FxHashMap::default();
         let mut hint = Vec::new();
         for &v in &part.values {
-            let vars: Vec<Variable> = self.linear[v as usize].iter().map(|&c| lp.add_binary_var(c)).collect();
+            let vars: Vec<Variable> = self.linear[v as usize]
+                .iter()
+                .map(|&c| lp.add_binary_var(c))
+                .collect();
             let mut one = LinearExpr::empty();
             for (k, &var) in vars.iter().enumerate() {
                 one.add(var, 1.0);
@@ -547,7 +621,10 @@ impl Model {
         }
         for &i in &part.pairs {
             let p = &self.pairs[i];
-            let (na, nb) = (self.domains[p.a as usize].len(), self.domains[p.b as usize].len());
+            let (na, nb) = (
+                self.domains[p.a as usize].len(),
+                self.domains[p.b as usize].len(),
+            );
             let t = lp.add_var(1.0, (0.0, f64::INFINITY));
             // For each label j of b: t >= sum_i C[i][j] x[a][i] - M_j (1 - x[b][j]).
             for j in 0..nb {
@@ -594,26 +671,55 @@ impl Model {
         let clock_stop = reason == microlp::TerminationReason::TimeLimit;
         let node_stop = reason == microlp::TerminationReason::NodeLimit;
         let Some(solution) = outcome.solution() else {
-            let lower = if clock_stop { 0.0 } else { stats.best_bound.unwrap_or(0.0).max(0.0) };
-            return PartOutcome { lower, proven: false, better: None, node_stop, clock_stop };
+            let lower = if clock_stop {
+                0.0
+            } else {
+                stats.best_bound.unwrap_or(0.0).max(0.0)
+            };
+            return PartOutcome {
+                lower,
+                proven: false,
+                better: None,
+                node_stop,
+                clock_stop,
+            };
         };
         let picks: Vec<usize> = part
             .values
             .iter()
             .map(|v| {
                 let vars = xs(*v);
-                (0..vars.len()).max_by(|&a, &b| solution.var_value(vars[a]).total_cmp(&solution.var_value(vars[b]))).unwrap_or(0)
+                (0..vars.len())
+                    .max_by(|&a, &b| {
+                        solution
+                            .var_value(vars[a])
+                            .total_cmp(&solution.var_value(vars[b]))
+                    })
+                    .unwrap_or(0)
             })
             .collect();
         let found = self.part_cost(part, &picks);
         let proven = outcome.is_optimal();
         // The bound: the optimum when proven (the exact cost of what was
         // found, as the model prices it), else the search's best bound.
-        let lower = if proven { found.min(search) } else { stats.best_bound.unwrap_or(0.0).clamp(0.0, search.min(found)) };
+        let lower = if proven {
+            found.min(search)
+        } else {
+            stats
+                .best_bound
+                .unwrap_or(0.0)
+                .clamp(0.0, search.min(found))
+        };
         // A labelling the clock stopped could differ from run to run: only
         // a proof or the node budget's answer replaces the search's.
         let better = (!clock_stop && found < search - 0.5).then_some(picks);
-        PartOutcome { lower, proven, better, node_stop, clock_stop }
+        PartOutcome {
+            lower,
+            proven,
+            better,
+            node_stop,
+            clock_stop,
+        }
     }
 }
 
@@ -646,9 +752,18 @@ impl Terms {
 /// proportion to each part's size (its variables), at least one node each.
 fn node_budget(model: &Model, parts: &[Part], limits: &Limits) -> Vec<u64> {
     let total = (limits.time.as_secs_f64() * NODES_PER_SECOND as f64) as u64;
-    let size = |p: &Part| -> u64 { p.values.iter().map(|&v| model.domains[v as usize].len() as u64).sum::<u64>() + (p.copies.len() + p.pairs.len()) as u64 };
+    let size = |p: &Part| -> u64 {
+        p.values
+            .iter()
+            .map(|&v| model.domains[v as usize].len() as u64)
+            .sum::<u64>()
+            + (p.copies.len() + p.pairs.len()) as u64
+    };
     let all: u64 = parts.iter().map(size).sum::<u64>().max(1);
-    parts.iter().map(|p| (total.saturating_mul(size(p)) / all).max(1)).collect()
+    parts
+        .iter()
+        .map(|p| (total.saturating_mul(size(p)) / all).max(1))
+        .collect()
 }
 
 #[cfg(test)]
@@ -681,8 +796,11 @@ mod tests {
         let module = hlo::parse_module(text, "t").unwrap_or_else(|e| panic!("{e}\n{text}"));
         let target = target::load_builtin(target_name).unwrap();
         let graph = CallGraph::new(&module);
-        let mut none = |_: hlo::CompId, _: Phase| -> Result<crate::Signature, crate::PassError> { Err(crate::PassError::Module("no callee".into())) };
-        let ctx = context_for(&module, &graph, module.entry, Phase::Final, None, &mut none).unwrap();
+        let mut none = |_: hlo::CompId, _: Phase| -> Result<crate::Signature, crate::PassError> {
+            Err(crate::PassError::Module("no callee".into()))
+        };
+        let ctx =
+            context_for(&module, &graph, module.entry, Phase::Final, None, &mut none).unwrap();
         let comp = module.computation(module.entry);
         let names = |_: hlo::CompId| String::new();
         let mut p = Problem::build(comp, &ctx, &target).unwrap();
@@ -692,7 +810,10 @@ mod tests {
         let (e, bound) = solve::solve_exact(&mut p, &target, &Limits::default());
         let exact = materialize::plan(&p, &e, &target, &names).stats.cost;
         let domains = bound.domains.clone();
-        let combos = domains.iter().try_fold(1usize, |n, d| n.checked_mul(d.len())).unwrap_or(usize::MAX);
+        let combos = domains
+            .iter()
+            .try_fold(1usize, |n, d| n.checked_mul(d.len()))
+            .unwrap_or(usize::MAX);
         let enumerated = (combos <= MAX_ENUMERATED).then(|| {
             let mut at = vec![0usize; domains.len()];
             let mut best = u64::MAX;
@@ -701,22 +822,39 @@ mod tests {
                 let solution = solve::solution_for(&mut p, &target, &labels);
                 best = best.min(materialize::plan(&p, &solution, &target, &names).stats.cost);
                 // The next labelling, as an odometer.
-                let Some(i) = (0..at.len()).find(|&i| at[i] + 1 < domains[i].len()) else { break };
+                let Some(i) = (0..at.len()).find(|&i| at[i] + 1 < domains[i].len()) else {
+                    break;
+                };
                 at[i] += 1;
                 at[..i].iter_mut().for_each(|k| *k = 0);
             }
             best
         });
-        Checked { heuristic, exact, lower: bound.lower, proven: bound.proven, enumerated }
+        Checked {
+            heuristic,
+            exact,
+            lower: bound.lower,
+            proven: bound.proven,
+            enumerated,
+        }
     }
 
     /// The exact solver's answer is the enumerated optimum, its bound
     /// never exceeds it, and it never costs more than the heuristic's.
     fn assert_optimal(c: &Checked, at: &str) {
-        let optimum = c.enumerated.unwrap_or_else(|| panic!("{at}: too many labellings to enumerate"));
-        assert_eq!(c.exact, optimum, "{at}: the exact solver missed the optimum");
+        let optimum = c
+            .enumerated
+            .unwrap_or_else(|| panic!("{at}: too many labellings to enumerate"));
+        assert_eq!(
+            c.exact, optimum,
+            "{at}: the exact solver missed the optimum"
+        );
         assert!(c.proven, "{at}: not proven");
-        assert!(c.lower <= optimum as f64 + 1e-6, "{at}: bound {} above the optimum {optimum}", c.lower);
+        assert!(
+            c.lower <= optimum as f64 + 1e-6,
+            "{at}: bound {} above the optimum {optimum}",
+            c.lower
+        );
         assert!(c.exact <= c.heuristic, "{at}");
     }
 
@@ -782,7 +920,12 @@ ENTRY %main (x: f32[4,16,8]) -> f32[4,16,8] {
     #[test]
     fn hand_made_computations_reach_the_enumerated_optimum() {
         let mut costly = 0;
-        for (name, text) in [("transpose", TRANSPOSE), ("shared", SHARED), ("reshapes", RESHAPES), ("reduce", REDUCE)] {
+        for (name, text) in [
+            ("transpose", TRANSPOSE),
+            ("shared", SHARED),
+            ("reshapes", RESHAPES),
+            ("reduce", REDUCE),
+        ] {
             for target in ["cpu", "gpu", "tpu"] {
                 let c = check(text, target);
                 assert_optimal(&c, &format!("{name} on {target}"));
@@ -805,11 +948,30 @@ ENTRY %main (x: f32[4,16,8]) -> f32[4,16,8] {
             "  %z = f32[] constant(0)".to_string(),
         ];
         // Values so far, by name and dims.
-        let mut values: Vec<(String, Vec<i64>)> = vec![("p0".into(), vec![a, b]), ("p1".into(), vec![a, b])];
-        let text = |d: &[i64]| format!("f32[{}]", d.iter().map(ToString::to_string).collect::<Vec<_>>().join(","));
-        let default = |d: &[i64]| format!("{{{}}}", (0..d.len()).rev().map(|i| i.to_string()).collect::<Vec<_>>().join(","));
+        let mut values: Vec<(String, Vec<i64>)> =
+            vec![("p0".into(), vec![a, b]), ("p1".into(), vec![a, b])];
+        let text = |d: &[i64]| {
+            format!(
+                "f32[{}]",
+                d.iter()
+                    .map(ToString::to_string)
+                    .collect::<Vec<_>>()
+                    .join(",")
+            )
+        };
+        let default = |d: &[i64]| {
+            format!(
+                "{{{}}}",
+                (0..d.len())
+                    .rev()
+                    .map(|i| i.to_string())
+                    .collect::<Vec<_>>()
+                    .join(",")
+            )
+        };
         for (i, &op) in ops.iter().enumerate() {
-            let (src, d) = values[values.len() - 1 - (op as usize / 6) % values.len().min(2)].clone();
+            let (src, d) =
+                values[values.len() - 1 - (op as usize / 6) % values.len().min(2)].clone();
             let name = format!("v{i}");
             let (shape, inst) = match op % 6 {
                 0 => (d.clone(), format!("negate(%{src})")),
@@ -817,20 +979,43 @@ ENTRY %main (x: f32[4,16,8]) -> f32[4,16,8] {
                     Some((other, _)) => (d.clone(), format!("add(%{src}, %{other})")),
                     None => (d.clone(), format!("exponential(%{src})")),
                 },
-                2 if d.len() == 2 => (vec![d[1], d[0]], format!("transpose(%{src}), dimensions={{1,0}}")),
-                2 => (vec![d[2], d[0], d[1]], format!("transpose(%{src}), dimensions={{2,0,1}}")),
+                2 if d.len() == 2 => (
+                    vec![d[1], d[0]],
+                    format!("transpose(%{src}), dimensions={{1,0}}"),
+                ),
+                2 => (
+                    vec![d[2], d[0], d[1]],
+                    format!("transpose(%{src}), dimensions={{2,0,1}}"),
+                ),
                 3 if d.len() == 2 => (vec![2, d[0], d[1] / 2], format!("reshape(%{src})")),
                 3 => (vec![d[0] * d[1], d[2]], format!("reshape(%{src})")),
-                4 if d.len() == 2 => (vec![3, d[0], d[1]], format!("broadcast(%{src}), dimensions={{1,2}}")),
-                _ if d.len() == 3 => (vec![d[1], d[2]], format!("reduce(%{src}, %z), dimensions={{0}}, to_apply=%add")),
+                4 if d.len() == 2 => (
+                    vec![3, d[0], d[1]],
+                    format!("broadcast(%{src}), dimensions={{1,2}}"),
+                ),
+                _ if d.len() == 3 => (
+                    vec![d[1], d[2]],
+                    format!("reduce(%{src}, %z), dimensions={{0}}, to_apply=%add"),
+                ),
                 _ => (d.clone(), format!("negate(%{src})")),
             };
-            body.push(format!("  %{name} = {}{} {inst}", text(&shape), default(&shape)));
+            body.push(format!(
+                "  %{name} = {}{} {inst}",
+                text(&shape),
+                default(&shape)
+            ));
             values.push((name, shape));
         }
         let (last, d) = values.last().cloned().unwrap_or_default();
-        let root_order = if layouts[2] && d.len() == 2 { "{0,1}".to_string() } else { default(&d) };
-        body.push(format!("  ROOT %o = {}{root_order} negate(%{last})", text(&d)));
+        let root_order = if layouts[2] && d.len() == 2 {
+            "{0,1}".to_string()
+        } else {
+            default(&d)
+        };
+        body.push(format!(
+            "  ROOT %o = {}{root_order} negate(%{last})",
+            text(&d)
+        ));
         format!(
             "HloModule random\n%add (a: f32[], b: f32[]) -> f32[] {{\n  %a = f32[] parameter(0)\n  %b = f32[] parameter(1)\n  ROOT %s = f32[] add(%a, %b)\n}}\n\nENTRY %main (p0: f32[{a},{b}], p1: f32[{a},{b}]) -> {} {{\n{}\n}}\n",
             text(&d),

@@ -33,15 +33,22 @@ use rustc_hash::FxHashMap;
 use shape::Shape;
 use target::TargetSpec;
 
-pub use calls::{BoundSite, CallQueries, Moved, WEIGH_LEVELS, bound_site, condition_boundary, decide, subtree_cost};
+pub use calls::{
+    BoundSite, CallQueries, Moved, WEIGH_LEVELS, bound_site, condition_boundary, decide,
+    subtree_cost,
+};
 pub use check::{LayoutProblem, check_computation_layouts, check_layouts, prove_bitcast};
 pub use context::{BoundaryReason, Context, Signature};
-pub use materialize::{ComputationAssignment, PlannedCopy, PlannedOrientation, apply, refresh_forwarded_shapes};
-pub use policy::{MatrixNeed, MinorNeed, Need, NeedSource, default_layout, first_array, inst_needs};
+pub use materialize::{
+    ComputationAssignment, PlannedCopy, PlannedOrientation, apply, refresh_forwarded_shapes,
+};
+pub use policy::{
+    MatrixNeed, MinorNeed, Need, NeedSource, default_layout, first_array, inst_needs,
+};
 pub use problem::{ProblemError, Site, topological_order};
 pub use report::{
-    ComputationStats, CopyCause, CopyRecord, FilledLayout, MovementRecord, Optimality, OrientationRecord, Report, RetileRecord,
-    TiledEntryLayout,
+    ComputationStats, CopyCause, CopyRecord, FilledLayout, MovementRecord, Optimality,
+    OrientationRecord, Report, RetileRecord, TiledEntryLayout,
 };
 pub use tiling::{TileUse, allows as tiling_allows, layout_for, layout_for_use, same_layout_for};
 
@@ -105,13 +112,19 @@ impl SolverOptions {
 
     /// The exact solver with the default time limit.
     pub fn exact() -> SolverOptions {
-        SolverOptions { kind: SolverKind::Exact, time_limit: Self::DEFAULT_TIME_LIMIT }
+        SolverOptions {
+            kind: SolverKind::Exact,
+            time_limit: Self::DEFAULT_TIME_LIMIT,
+        }
     }
 }
 
 impl Default for SolverOptions {
     fn default() -> Self {
-        SolverOptions { kind: SolverKind::Heuristic, time_limit: Self::DEFAULT_TIME_LIMIT }
+        SolverOptions {
+            kind: SolverKind::Heuristic,
+            time_limit: Self::DEFAULT_TIME_LIMIT,
+        }
     }
 }
 
@@ -123,7 +136,10 @@ pub enum CallRole {
     /// The condition of a while loop with this body.
     WhileCondition { body: CompId },
     /// A branch of a conditional; `branches` lists all of them.
-    Branch { conditional: String, branches: Vec<CompId> },
+    Branch {
+        conditional: String,
+        branches: Vec<CompId>,
+    },
     /// Called by `call` or `fusion`.
     Called,
     /// Applied to elements (reduce, sort, map, scatter, ...).
@@ -146,15 +162,24 @@ pub struct CallGraph {
 impl CallGraph {
     /// Builds the call graph of a module.
     pub fn new(module: &Module) -> CallGraph {
-        let calls = module.computation_ids().map(|c| (c, calls_of(module.computation(c))));
+        let calls = module
+            .computation_ids()
+            .map(|c| (c, calls_of(module.computation(c))));
         CallGraph::from_calls(module.computations.len(), calls)
     }
 
     /// Builds the call graph from each computation's own calls (see
     /// [`calls_of`]), so that an incremental database can recompute one
     /// computation's calls alone.
-    pub fn from_calls(n: usize, calls: impl IntoIterator<Item = (CompId, Vec<(CompId, CallRole)>)>) -> CallGraph {
-        let mut g = CallGraph { roles: vec![Vec::new(); n], callees: vec![Vec::new(); n], sites: vec![Vec::new(); n] };
+    pub fn from_calls(
+        n: usize,
+        calls: impl IntoIterator<Item = (CompId, Vec<(CompId, CallRole)>)>,
+    ) -> CallGraph {
+        let mut g = CallGraph {
+            roles: vec![Vec::new(); n],
+            callees: vec![Vec::new(); n],
+            sites: vec![Vec::new(); n],
+        };
         for (caller, list) in calls {
             for (callee, role) in list {
                 if callee.index() >= n || caller.index() >= n {
@@ -190,12 +215,17 @@ pub struct Schedule {
 impl CallGraph {
     /// Whether `id` is a conditional branch.
     pub fn is_branch(&self, id: CompId) -> bool {
-        self.roles.get(id.index()).is_some_and(|r| r.iter().any(|r| matches!(r, CallRole::Branch { .. })))
+        self.roles
+            .get(id.index())
+            .is_some_and(|r| r.iter().any(|r| matches!(r, CallRole::Branch { .. })))
     }
 
     /// Whether `id` is a loop condition.
     pub fn is_condition(&self, id: CompId) -> bool {
-        self.roles.get(id.index()).is_some_and(|r| r.iter().any(|r| matches!(r, CallRole::WhileCondition { .. })))
+        self.roles.get(id.index()).is_some_and(|r| {
+            r.iter()
+                .any(|r| matches!(r, CallRole::WhileCondition { .. }))
+        })
     }
 
     /// The schedule of the whole module: Kahn's algorithm over the call
@@ -221,8 +251,10 @@ impl CallGraph {
                 waiting[c.index()] += 1;
             }
         }
-        let mut ready: std::collections::BinaryHeap<std::cmp::Reverse<u32>> =
-            (0..n).filter(|&i| waiting[i] == 0).map(|i| std::cmp::Reverse(i as u32)).collect();
+        let mut ready: std::collections::BinaryHeap<std::cmp::Reverse<u32>> = (0..n)
+            .filter(|&i| waiting[i] == 0)
+            .map(|i| std::cmp::Reverse(i as u32))
+            .collect();
         let mut top_down = Vec::with_capacity(n);
         let mut placed = vec![false; n];
         while let Some(std::cmp::Reverse(i)) = ready.pop() {
@@ -237,7 +269,10 @@ impl CallGraph {
         }
         top_down.extend((0..n).filter(|&i| !placed[i]).map(|i| CompId(i as u32)));
         let bottom_up = top_down.iter().rev().copied().collect();
-        Schedule { bottom_up, top_down }
+        Schedule {
+            bottom_up,
+            top_down,
+        }
     }
 }
 
@@ -264,11 +299,21 @@ pub fn calls_of(comp: &Computation) -> Vec<(CompId, CallRole)> {
             Opcode::Conditional => {
                 let branches: Vec<CompId> = inst.attrs.called_computations().collect();
                 for &b in &branches {
-                    out.push((b, CallRole::Branch { conditional: inst.name.clone(), branches: branches.clone() }));
+                    out.push((
+                        b,
+                        CallRole::Branch {
+                            conditional: inst.name.clone(),
+                            branches: branches.clone(),
+                        },
+                    ));
                 }
             }
             Opcode::Call | Opcode::Fusion | Opcode::AsyncStart => {
-                out.extend(inst.attrs.called_computations().map(|c| (c, CallRole::Called)));
+                out.extend(
+                    inst.attrs
+                        .called_computations()
+                        .map(|c| (c, CallRole::Called)),
+                );
             }
             _ => {
                 for c in inst.attrs.called_computations() {
@@ -307,7 +352,9 @@ impl ModuleFacts for Module {
         self.input_output_alias.clone()
     }
     fn name(&self, id: CompId) -> String {
-        self.computations.get(id.index()).map_or_else(String::new, |c| c.name.clone())
+        self.computations
+            .get(id.index())
+            .map_or_else(String::new, |c| c.name.clone())
     }
 }
 
@@ -351,10 +398,17 @@ pub fn context_for(
     } else if let Some(b) = boundary {
         match bound_site(graph, entry, id) {
             Some(BoundSite::WhileCondition { body, .. }) => {
-                ctx.params = Some((b.params.clone(), BoundaryReason::LoopState { body: module.name(body) }));
+                ctx.params = Some((
+                    b.params.clone(),
+                    BoundaryReason::LoopState {
+                        body: module.name(body),
+                    },
+                ));
             }
             Some(BoundSite::Called { caller } | BoundSite::WhileBody { caller, .. }) => {
-                let reason = BoundaryReason::Caller { caller: module.name(caller) };
+                let reason = BoundaryReason::Caller {
+                    caller: module.name(caller),
+                };
                 ctx.params = Some((b.params.clone(), reason.clone()));
                 ctx.result = Some((b.result.clone(), reason));
             }
@@ -366,9 +420,17 @@ pub fn context_for(
             CallRole::WhileBody => ctx.loop_body = true,
             CallRole::WhileCondition { body } if ctx.params.is_none() => {
                 let sig = signature(*body, Phase::Final)?;
-                ctx.params = Some((sig.params, BoundaryReason::LoopState { body: module.name(*body) }));
+                ctx.params = Some((
+                    sig.params,
+                    BoundaryReason::LoopState {
+                        body: module.name(*body),
+                    },
+                ));
             }
-            CallRole::Branch { conditional, branches } if phase == Phase::Final && ctx.result.is_none() => {
+            CallRole::Branch {
+                conditional,
+                branches,
+            } if phase == Phase::Final && ctx.result.is_none() => {
                 ctx.result = branch_result(conditional, branches, signature)?;
             }
             _ => {}
@@ -377,11 +439,18 @@ pub fn context_for(
     for &c in &graph.callees[id.index()] {
         // Applied computations are scalar; a loop condition's signature is
         // not read by its caller (the while reads its body's).
-        if graph.roles[c.index()].iter().all(|r| matches!(r, CallRole::Applied | CallRole::WhileCondition { .. })) {
+        if graph.roles[c.index()]
+            .iter()
+            .all(|r| matches!(r, CallRole::Applied | CallRole::WhileCondition { .. }))
+        {
             continue;
         }
         let phase = match bound_site(graph, entry, c) {
-            Some(BoundSite::Called { caller } | BoundSite::WhileBody { caller, .. }) if caller == id => Phase::Alone,
+            Some(BoundSite::Called { caller } | BoundSite::WhileBody { caller, .. })
+                if caller == id =>
+            {
+                Phase::Alone
+            }
             _ => Phase::Final,
         };
         ctx.callees.insert(c, signature(c, phase)?);
@@ -401,15 +470,21 @@ fn branch_result(
     for &b in branches {
         results.push(signature(b, Phase::Free)?.result);
     }
-    let Some(first) = results.first() else { return Ok(None) };
+    let Some(first) = results.first() else {
+        return Ok(None);
+    };
     let mut chosen = first.clone();
-    let leaves: Vec<Vec<shape::ArrayShape>> =
-        results.iter().map(|r| problem::array_leaves(r).into_iter().cloned().collect()).collect();
+    let leaves: Vec<Vec<shape::ArrayShape>> = results
+        .iter()
+        .map(|r| problem::array_leaves(r).into_iter().cloned().collect())
+        .collect();
     let mut i = 0;
     chosen.for_each_array_mut(&mut |a| {
         let mut best: Option<(u64, shape::Layout)> = None;
         for candidate in leaves.iter().filter_map(|l| l.get(i)) {
-            let Some(layout) = &candidate.layout else { continue };
+            let Some(layout) = &candidate.layout else {
+                continue;
+            };
             let cost: u64 = leaves
                 .iter()
                 .filter_map(|l| l.get(i))
@@ -423,7 +498,12 @@ fn branch_result(
         a.layout = best.map(|(_, l)| l);
         i += 1;
     });
-    Ok(Some((chosen, BoundaryReason::ConditionalResult { conditional: conditional.to_string() })))
+    Ok(Some((
+        chosen,
+        BoundaryReason::ConditionalResult {
+            conditional: conditional.to_string(),
+        },
+    )))
 }
 
 /// Assigns layouts in one computation.
@@ -441,14 +521,26 @@ pub fn assign_computation(
     let (solution, bound) = match solver.kind {
         SolverKind::Heuristic => (solve::solve(&mut p, target), None),
         SolverKind::Exact => {
-            let (solution, bound) = solve::solve_exact(&mut p, target, &exact::Limits { time: solver.time_limit });
+            let (solution, bound) = solve::solve_exact(
+                &mut p,
+                target,
+                &exact::Limits {
+                    time: solver.time_limit,
+                },
+            );
             (solution, Some(bound))
         }
     };
     let solved = t.elapsed();
     let mut plan = materialize::plan(&p, &solution, target, comp_names);
     let weights = &target.cost;
-    let whole = [weights.copy_byte, weights.transpose_byte, weights.padding_byte].iter().all(|w| w.fract() == 0.0);
+    let whole = [
+        weights.copy_byte,
+        weights.transpose_byte,
+        weights.padding_byte,
+    ]
+    .iter()
+    .all(|w| w.fract() == 0.0);
     plan.stats.set_optimality(bound.as_ref(), whole);
     tracing::debug!(
         values = p.values.len(),
@@ -480,7 +572,11 @@ pub fn run(module: &mut Module, target: &TargetSpec) -> Result<Report, PassError
 }
 
 /// [`run`] with a choice of solver.
-pub fn run_with(module: &mut Module, target: &TargetSpec, solver: &SolverOptions) -> Result<Report, PassError> {
+pub fn run_with(
+    module: &mut Module,
+    target: &TargetSpec,
+    solver: &SolverOptions,
+) -> Result<Report, PassError> {
     use rayon::prelude::*;
     let graph = CallGraph::new(module);
     let ids: Vec<CompId> = module.computation_ids().collect();
@@ -489,8 +585,9 @@ pub fn run_with(module: &mut Module, target: &TargetSpec, solver: &SolverOptions
     // `is_independent_leaf`): they are assigned on another core while the
     // driver works through the rest, whose order and recursion stay as
     // they are. A large model has hundreds of them.
-    let (leaves, others): (Vec<CompId>, Vec<CompId>) =
-        ids.iter().partition(|&&id| is_independent_leaf(&graph, module.entry, id));
+    let (leaves, others): (Vec<CompId>, Vec<CompId>) = ids
+        .iter()
+        .partition(|&&id| is_independent_leaf(&graph, module.entry, id));
     let shared: &Module = module;
     let (driven, leaf_results) = rayon::join(
         || {
@@ -503,7 +600,9 @@ pub fn run_with(module: &mut Module, target: &TargetSpec, solver: &SolverOptions
                 costs: FxHashMap::default(),
                 active: Vec::new(),
             };
-            driver.warm(&graph.schedule(), &|id| !is_independent_leaf(&graph, shared.entry, id));
+            driver.warm(&graph.schedule(), &|id| {
+                !is_independent_leaf(&graph, shared.entry, id)
+            });
             let mut finals = Vec::with_capacity(others.len());
             for &id in &others {
                 let result = driver.assignment(id, View::Final);
@@ -521,12 +620,20 @@ pub fn run_with(module: &mut Module, target: &TargetSpec, solver: &SolverOptions
             finals
                 .into_iter()
                 .map(|(id, a)| {
-                    let a = a.map(|a| Arc::try_unwrap(a).unwrap_or_else(|shared| ComputationAssignment::clone(&shared)));
+                    let a = a.map(|a| {
+                        Arc::try_unwrap(a)
+                            .unwrap_or_else(|shared| ComputationAssignment::clone(&shared))
+                    });
                     (id, a)
                 })
                 .collect::<Vec<_>>()
         },
-        || leaves.par_iter().map(|&id| (id, assign_leaf(shared, &graph, id, target, solver))).collect::<Vec<_>>(),
+        || {
+            leaves
+                .par_iter()
+                .map(|&id| (id, assign_leaf(shared, &graph, id, target, solver)))
+                .collect::<Vec<_>>()
+        },
     );
     // The first failure in computation order is the one a sequential run
     // meets first: leaves are never reached through another computation.
@@ -564,15 +671,26 @@ fn assign_leaf(
     solver: &SolverOptions,
 ) -> Result<ComputationAssignment, PassError> {
     let mut no_signatures = |c: CompId, _: Phase| -> Result<Signature, PassError> {
-        Err(PassError::Module(format!("computation #{} calls nothing, but asked for #{}'s signature", id.0, c.0)))
+        Err(PassError::Module(format!(
+            "computation #{} calls nothing, but asked for #{}'s signature",
+            id.0, c.0
+        )))
     };
     let ctx = context_for(module, graph, id, Phase::Final, None, &mut no_signatures)?;
-    let names = |c: CompId| module.computations.get(c.index()).map_or_else(String::new, |c| c.name.clone());
+    let names = |c: CompId| {
+        module
+            .computations
+            .get(c.index())
+            .map_or_else(String::new, |c| c.name.clone())
+    };
     assign_computation(module.computation(id), &names, &ctx, target, solver)
 }
 
 /// Applies per-computation assignments to a module and builds the report.
-pub fn apply_module(module: &mut Module, assignments: &BTreeMap<CompId, ComputationAssignment>) -> Report {
+pub fn apply_module(
+    module: &mut Module,
+    assignments: &BTreeMap<CompId, ComputationAssignment>,
+) -> Report {
     use rayon::prelude::*;
     // Each computation takes its own assignment independently, so they do
     // so on all cores; the report is then written in computation order.
@@ -602,14 +720,22 @@ pub fn apply_module(module: &mut Module, assignments: &BTreeMap<CompId, Computat
 /// did: the report's records of this computation alone, in the order
 /// [`apply_module`] lists them (`filled` only for the entry, `tiled_entry`
 /// and `entry_layout` never: see [`fill_entry_layout`]).
-pub fn apply_computation(comp: &mut Computation, a: &ComputationAssignment, is_entry: bool) -> Report {
+pub fn apply_computation(
+    comp: &mut Computation,
+    a: &ComputationAssignment,
+    is_entry: bool,
+) -> Report {
     let order = topological_order(comp).unwrap_or_else(|_| comp.schedule().to_vec());
     let names = apply(comp, a, &order);
     let comp: &Computation = comp;
     let mut report = Report::default();
     for (c, name) in a.copies.iter().zip(names.iter()) {
         let value = comp.inst(c.def);
-        let value_name = if value.shape.is_tuple() { format!("%{} leaf {}", value.name, c.leaf) } else { format!("%{}", value.name) };
+        let value_name = if value.shape.is_tuple() {
+            format!("%{} leaf {}", value.name, c.leaf)
+        } else {
+            format!("%{}", value.name)
+        };
         let users = c
             .sites
             .iter()
@@ -631,24 +757,39 @@ pub fn apply_computation(comp: &mut Computation, a: &ComputationAssignment, is_e
         });
     }
     for &(inst, bytes) in &a.movements {
-        report.movements.push(MovementRecord { computation: comp.name.clone(), name: comp.inst(inst).name.clone(), bytes });
+        report.movements.push(MovementRecord {
+            computation: comp.name.clone(),
+            name: comp.inst(inst).name.clone(),
+            bytes,
+        });
     }
     for (_, inst) in comp.instructions() {
         if inst.opcode != Opcode::Copy || names.contains(&inst.name) {
             continue;
         }
-        let operand = inst.operands().first().and_then(|&o| comp.inst(o).shape.as_array());
+        let operand = inst
+            .operands()
+            .first()
+            .and_then(|&o| comp.inst(o).shape.as_array());
         if let (Some(a), Some(b)) = (operand, inst.shape.as_array())
             && a.layout != b.layout
             && !shape::layout_change_is_bitcast(a, b).is_ok_and(|v| v.bitcast)
         {
             let bytes = algebra::storage_bytes(b);
-            report.input_copies.push(MovementRecord { computation: comp.name.clone(), name: inst.name.clone(), bytes });
+            report.input_copies.push(MovementRecord {
+                computation: comp.name.clone(),
+                name: inst.name.clone(),
+                bytes,
+            });
         }
     }
     for o in &a.orientations {
         let value = comp.inst(o.def);
-        let name = if value.shape.is_tuple() { format!("%{} leaf {}", value.name, o.leaf) } else { format!("%{}", value.name) };
+        let name = if value.shape.is_tuple() {
+            format!("%{} leaf {}", value.name, o.leaf)
+        } else {
+            format!("%{}", value.name)
+        };
         report.orientations.push(OrientationRecord {
             computation: comp.name.clone(),
             value: name,
@@ -677,16 +818,36 @@ pub fn apply_computation(comp: &mut Computation, a: &ComputationAssignment, is_e
 /// Fills the entry computation layout from the entry's assigned
 /// signature, so that it names every layout; returns the leaves that got
 /// the target's tiling that way (the report's `tiled_entry`).
-pub fn fill_entry_layout(layout: &mut hlo::ComputationLayout, signature: &Signature) -> Vec<TiledEntryLayout> {
+pub fn fill_entry_layout(
+    layout: &mut hlo::ComputationLayout,
+    signature: &Signature,
+) -> Vec<TiledEntryLayout> {
     let mut tiled_entry = Vec::new();
-    for (n, (given, chosen)) in layout.parameters.iter_mut().zip(&signature.params).enumerate() {
+    for (n, (given, chosen)) in layout
+        .parameters
+        .iter_mut()
+        .zip(&signature.params)
+        .enumerate()
+    {
         let is_tuple = given.is_tuple();
-        let position = |leaf: usize| if is_tuple { format!("parameter {n} leaf {leaf}") } else { format!("parameter {n}") };
+        let position = |leaf: usize| {
+            if is_tuple {
+                format!("parameter {n} leaf {leaf}")
+            } else {
+                format!("parameter {n}")
+            }
+        };
         tiled_entry.extend(fill_auto(given, chosen, position));
     }
     let result = &mut layout.result;
     let is_tuple = result.is_tuple();
-    let position = |leaf: usize| if is_tuple { format!("result leaf {leaf}") } else { "result".to_string() };
+    let position = |leaf: usize| {
+        if is_tuple {
+            format!("result leaf {leaf}")
+        } else {
+            "result".to_string()
+        }
+    };
     tiled_entry.extend(fill_auto(result, &signature.result, position));
     tiled_entry
 }
@@ -694,8 +855,15 @@ pub fn fill_entry_layout(layout: &mut hlo::ComputationLayout, signature: &Signat
 /// Gives every AUTO (layout-less) leaf of `given` the layout in `chosen`,
 /// and every leaf that named no tiles the tiles the target added to it.
 /// Returns the leaves tiled that way, named by `position(leaf)`.
-fn fill_auto(given: &mut Shape, chosen: &Shape, position: impl Fn(usize) -> String) -> Vec<TiledEntryLayout> {
-    let chosen: Vec<Option<shape::Layout>> = problem::array_leaves(chosen).into_iter().map(|a| a.layout.clone()).collect();
+fn fill_auto(
+    given: &mut Shape,
+    chosen: &Shape,
+    position: impl Fn(usize) -> String,
+) -> Vec<TiledEntryLayout> {
+    let chosen: Vec<Option<shape::Layout>> = problem::array_leaves(chosen)
+        .into_iter()
+        .map(|a| a.layout.clone())
+        .collect();
     let mut tiled = Vec::new();
     let mut i = 0;
     given.for_each_array_mut(&mut |a| {
@@ -705,10 +873,18 @@ fn fill_auto(given: &mut Shape, chosen: &Shape, position: impl Fn(usize) -> Stri
             // A scalar has one layout; on a target that tiles scalars the
             // printed entry layout names its tile, as XLA's TPU dumps do.
             (None, Some(c)) if !c.tiles.is_empty() => a.layout = Some(c),
-            (Some(l), Some(c)) if l.tiles.is_empty() && !c.tiles.is_empty() && l.minor_to_major == c.minor_to_major => {
+            (Some(l), Some(c))
+                if l.tiles.is_empty()
+                    && !c.tiles.is_empty()
+                    && l.minor_to_major == c.minor_to_major =>
+            {
                 let mut layout = c;
                 layout.memory_space = l.memory_space;
-                tiled.push(TiledEntryLayout { position: position(i), given: l.clone(), layout: layout.clone() });
+                tiled.push(TiledEntryLayout {
+                    position: position(i),
+                    given: l.clone(),
+                    layout: layout.clone(),
+                });
                 a.layout = Some(layout);
             }
             _ => {}
@@ -788,15 +964,24 @@ impl Driver<'_> {
         }
     }
 
-    fn assignment(&mut self, id: CompId, view: View) -> Result<Arc<ComputationAssignment>, PassError> {
+    fn assignment(
+        &mut self,
+        id: CompId,
+        view: View,
+    ) -> Result<Arc<ComputationAssignment>, PassError> {
         if id.index() >= self.module.computations.len() {
-            return Err(PassError::Module(format!("computation #{} does not exist", id.0)));
+            return Err(PassError::Module(format!(
+                "computation #{} does not exist",
+                id.0
+            )));
         }
         if let Some(a) = self.memo.get(&(id, view.clone())) {
             return a.clone();
         }
         if self.active.contains(&(id, view.clone())) {
-            return Err(PassError::RecursiveCall(self.module.computation(id).name.clone()));
+            return Err(PassError::RecursiveCall(
+                self.module.computation(id).name.clone(),
+            ));
         }
         if self.active.len() >= MAX_WAITING {
             return Err(PassError::Module(format!(
@@ -811,7 +996,11 @@ impl Driver<'_> {
         a
     }
 
-    fn compute(&mut self, id: CompId, view: &View) -> Result<Arc<ComputationAssignment>, PassError> {
+    fn compute(
+        &mut self,
+        id: CompId,
+        view: &View,
+    ) -> Result<Arc<ComputationAssignment>, PassError> {
         let module = self.module;
         let graph = self.graph;
         let is_branch = graph.is_branch(id);
@@ -819,15 +1008,23 @@ impl Driver<'_> {
             View::Final => {
                 return match bound_site(graph, module.entry, id) {
                     Some(BoundSite::Called { caller } | BoundSite::WhileBody { caller, .. }) => {
-                        let chosen = self.assignment(caller, View::Final)?.boundary_for(id).cloned();
+                        let chosen = self
+                            .assignment(caller, View::Final)?
+                            .boundary_for(id)
+                            .cloned();
                         match chosen {
-                            Some(b) => self.assignment(id, View::Bounded(Box::new(b), WEIGH_LEVELS)),
+                            Some(b) => {
+                                self.assignment(id, View::Bounded(Box::new(b), WEIGH_LEVELS))
+                            }
                             None => self.assignment(id, View::Alone),
                         }
                     }
                     Some(BoundSite::WhileCondition { body, .. }) => {
                         let sig = self.assignment(body, View::Final)?.signature.clone();
-                        self.assignment(id, View::Bounded(Box::new(calls::condition_boundary(&sig)), WEIGH_LEVELS))
+                        self.assignment(
+                            id,
+                            View::Bounded(Box::new(calls::condition_boundary(&sig)), WEIGH_LEVELS),
+                        )
                     }
                     None => self.assignment(id, View::Alone),
                 };
@@ -837,9 +1034,27 @@ impl Driver<'_> {
             View::Alone => (Phase::Final, None, WEIGH_LEVELS),
             View::Bounded(b, levels) => (Phase::Final, Some(&**b), *levels),
         };
-        let ctx = context_for(module, graph, id, phase, boundary, &mut |c, p| self.signature(c, p))?;
-        let names = |c: CompId| module.computations.get(c.index()).map_or_else(String::new, |c| c.name.clone());
-        let a = decide(module.computation(id), &names, graph, module.entry, id, &ctx, self.target, levels, self.solver, self)?;
+        let ctx = context_for(module, graph, id, phase, boundary, &mut |c, p| {
+            self.signature(c, p)
+        })?;
+        let names = |c: CompId| {
+            module
+                .computations
+                .get(c.index())
+                .map_or_else(String::new, |c| c.name.clone())
+        };
+        let a = decide(
+            module.computation(id),
+            &names,
+            graph,
+            module.entry,
+            id,
+            &ctx,
+            self.target,
+            levels,
+            self.solver,
+            self,
+        )?;
         Ok(Arc::new(a))
     }
 }
@@ -854,21 +1069,43 @@ impl CallQueries for Driver<'_> {
         Ok(self.assignment(c, view)?.signature.clone())
     }
 
-    fn cost(&mut self, c: CompId, boundary: Option<Signature>, levels: u8) -> Result<Moved, PassError> {
+    fn cost(
+        &mut self,
+        c: CompId,
+        boundary: Option<Signature>,
+        levels: u8,
+    ) -> Result<Moved, PassError> {
         // An alone assignment always weighs every level.
-        let levels = if boundary.is_none() { WEIGH_LEVELS } else { levels };
+        let levels = if boundary.is_none() {
+            WEIGH_LEVELS
+        } else {
+            levels
+        };
         let key = (c, boundary, levels);
         if let Some(m) = self.costs.get(&key) {
             return m.clone();
         }
-        let view = key.1.clone().map_or(View::Alone, |b| View::Bounded(Box::new(b), levels));
-        let m = self.assignment(c, view).and_then(|a| subtree_cost(self.graph, self.module.entry, c, &a, levels, self));
+        let view = key
+            .1
+            .clone()
+            .map_or(View::Alone, |b| View::Bounded(Box::new(b), levels));
+        let m = self
+            .assignment(c, view)
+            .and_then(|a| subtree_cost(self.graph, self.module.entry, c, &a, levels, self));
         self.costs.insert(key, m.clone());
         m
     }
 
-    fn signature_under(&mut self, c: CompId, boundary: Signature, levels: u8) -> Result<Signature, PassError> {
-        Ok(self.assignment(c, View::Bounded(Box::new(boundary), levels))?.signature.clone())
+    fn signature_under(
+        &mut self,
+        c: CompId,
+        boundary: Signature,
+        levels: u8,
+    ) -> Result<Signature, PassError> {
+        Ok(self
+            .assignment(c, View::Bounded(Box::new(boundary), levels))?
+            .signature
+            .clone())
     }
 }
 

@@ -3,12 +3,14 @@
 
 use hlo::{AttrValue, Attrs, Computation, InstId, Instruction, KnownAttr, Opcode};
 use rustc_hash::FxHashMap;
-use smallvec::SmallVec;
 use shape::{Layout, Shape};
+use smallvec::SmallVec;
 
 use crate::context::{BoundaryReason, Signature};
-use crate::problem::{LayoutId, Problem, RelationKind, RelationSource, Site, ValueId, array_leaves, with_layout};
 use crate::policy::NeedSource;
+use crate::problem::{
+    LayoutId, Problem, RelationKind, RelationSource, Site, ValueId, array_leaves, with_layout,
+};
 use crate::report::{ComputationStats, CopyCause, FilledLayout};
 use crate::solve::Solution;
 
@@ -89,12 +91,18 @@ impl ComputationAssignment {
         let bytes = self.copies.iter().map(|c| c.bytes).sum::<u64>()
             + self.movements.iter().map(|m| m.1).sum::<u64>()
             + self.retilings.iter().map(|r| r.1).sum::<u64>();
-        crate::calls::Moved { bytes, copies: self.copies.len() as u64 }
+        crate::calls::Moved {
+            bytes,
+            copies: self.copies.len() as u64,
+        }
     }
 
     /// The boundary this computation chose for `callee`, if it chose one.
     pub fn boundary_for(&self, callee: hlo::CompId) -> Option<&Signature> {
-        self.callee_boundaries.iter().find(|(c, _)| *c == callee).map(|(_, b)| b)
+        self.callee_boundaries
+            .iter()
+            .find(|(c, _)| *c == callee)
+            .map(|(_, b)| b)
     }
 }
 
@@ -107,7 +115,11 @@ pub fn plan(
 ) -> ComputationAssignment {
     let comp = p.comp;
     let labels = &solution.labels;
-    let layout_of = |p: &Problem<'_>, v: ValueId| -> Layout { p.table.get(p.values[v as usize].key(labels[v as usize])).clone() };
+    let layout_of = |p: &Problem<'_>, v: ValueId| -> Layout {
+        p.table
+            .get(p.values[v as usize].key(labels[v as usize]))
+            .clone()
+    };
 
     // Values are created per instruction, leaves in order, so consecutive
     // values of one definition form its leaf list.
@@ -133,7 +145,9 @@ pub fn plan(
     let mut copy_cost = 0.0;
     let mut index: FxHashMap<(ValueId, LayoutId), usize> = FxHashMap::default();
     for r in 0..p.relations.len() {
-        let Some(needed) = solution.needs[r] else { continue };
+        let Some(needed) = solution.needs[r] else {
+            continue;
+        };
         let rel = &p.relations[r];
         let v = rel.v;
         let key = (v, needed);
@@ -158,8 +172,11 @@ pub fn plan(
 
     // A transpose or reshape whose operand is copied reads the copy: it is
     // a bitcast or not under the copy's layout, not the value's.
-    let read_through: FxHashMap<Site, usize> =
-        copies.iter().enumerate().flat_map(|(i, c)| c.sites.iter().map(move |&s| (s, i))).collect();
+    let read_through: FxHashMap<Site, usize> = copies
+        .iter()
+        .enumerate()
+        .flat_map(|(i, c)| c.sites.iter().map(move |&s| (s, i)))
+        .collect();
     // `model_movement_bytes` is what the cost model priced: it reads every
     // movement's operand in the value's own layout. The two differ only
     // where a copy sits in front of a movement; the report keeps the true
@@ -168,7 +185,9 @@ pub fn plan(
     let mut movements = Vec::new();
     let mut model_movement_bytes = 0u64;
     for rel in &p.relations {
-        let RelationKind::Movement { out, transpose } = &rel.kind else { continue };
+        let RelationKind::Movement { out, transpose } = &rel.kind else {
+            continue;
+        };
         let b = with_layout(&p.values[*out as usize].shape, layout_of(p, *out));
         let moves = |operand_layout: Layout| {
             let a = with_layout(&p.values[rel.v as usize].shape, operand_layout);
@@ -186,7 +205,10 @@ pub fn plan(
             None => own,
         };
         if actual {
-            movements.push((p.values[*out as usize].def, crate::algebra::storage_bytes(&b)));
+            movements.push((
+                p.values[*out as usize].def,
+                crate::algebra::storage_bytes(&b),
+            ));
         }
     }
 
@@ -198,7 +220,9 @@ pub fn plan(
         let out_layout = layout_of(p, t.out);
         let operand_layout = match &t.op {
             crate::retile::RetileOp::Reduce { .. } => layout_of(p, t.operand),
-            crate::retile::RetileOp::Broadcast { dims } => crate::problem::restrict_layout(target, &operand.shape, &out_layout, dims),
+            crate::retile::RetileOp::Broadcast { dims } => {
+                crate::problem::restrict_layout(target, &operand.shape, &out_layout, dims)
+            }
             _ => crate::tiling::same_layout_for(target, &out_layout, &out.shape, &operand.shape),
         };
         let a = with_layout(&operand.shape, operand_layout);
@@ -208,7 +232,11 @@ pub fn plan(
         }
     }
 
-    let orientations = solution.orientations.iter().map(|o| orientation(p, o, labels, target, comp_names)).collect();
+    let orientations = solution
+        .orientations
+        .iter()
+        .map(|o| orientation(p, o, labels, target, comp_names))
+        .collect();
 
     // The signature: parameters as assigned, the result after root copies.
     let shape_with = |id: InstId| -> Shape {
@@ -224,7 +252,10 @@ pub fn plan(
         s
     };
     let params: Vec<Shape> = comp.parameters().into_iter().map(shape_with).collect();
-    let mut result = comp.root().map(shape_with).unwrap_or(Shape::Tuple(Vec::new()));
+    let mut result = comp
+        .root()
+        .map(shape_with)
+        .unwrap_or(Shape::Tuple(Vec::new()));
     for c in &copies {
         for site in &c.sites {
             if let Site::Root { leaf } = *site {
@@ -258,7 +289,10 @@ pub fn plan(
         let sig = match inst.opcode {
             Opcode::While => {
                 let state = with_values(&inst.shape, &own);
-                Signature { params: vec![state.clone()], result: state }
+                Signature {
+                    params: vec![state.clone()],
+                    result: state,
+                }
             }
             Opcode::AsyncStart => {
                 let (Some(elements), Some(r0), Some(r1)) = (
@@ -269,16 +303,32 @@ pub fn plan(
                     continue;
                 };
                 let operands = with_values(&elements[0], own.get(r0).unwrap_or_default());
-                let params = operands.tuple_elements().map(<[Shape]>::to_vec).unwrap_or_default();
-                Signature { params, result: with_values(&elements[1], own.get(r1).unwrap_or_default()) }
+                let params = operands
+                    .tuple_elements()
+                    .map(<[Shape]>::to_vec)
+                    .unwrap_or_default();
+                Signature {
+                    params,
+                    result: with_values(&elements[1], own.get(r1).unwrap_or_default()),
+                }
             }
             _ => {
                 let params = inst
                     .operands()
                     .iter()
-                    .map(|&o| with_values(&comp.inst(o).shape, p.leaf_values.get(o.index()).map_or(&[][..], |v| v.as_slice())))
+                    .map(|&o| {
+                        with_values(
+                            &comp.inst(o).shape,
+                            p.leaf_values
+                                .get(o.index())
+                                .map_or(&[][..], |v| v.as_slice()),
+                        )
+                    })
                     .collect();
-                Signature { params, result: with_values(&inst.shape, &own) }
+                Signature {
+                    params,
+                    result: with_values(&inst.shape, &own),
+                }
             }
         };
         callee_boundaries.push((callee, sig));
@@ -287,17 +337,32 @@ pub fn plan(
     let mut filled = Vec::new();
     for &(param, leaf) in &p.auto_params {
         if let Some(s) = params.get(param as usize)
-            && let Some(a) = array_leaves(s).get(leaf as usize) {
-                let position = if s.is_tuple() { format!("parameter {param} leaf {leaf}") } else { format!("parameter {param}") };
-                filled.push(FilledLayout { position, layout: a.layout.clone().unwrap_or_default() });
-            }
+            && let Some(a) = array_leaves(s).get(leaf as usize)
+        {
+            let position = if s.is_tuple() {
+                format!("parameter {param} leaf {leaf}")
+            } else {
+                format!("parameter {param}")
+            };
+            filled.push(FilledLayout {
+                position,
+                layout: a.layout.clone().unwrap_or_default(),
+            });
+        }
     }
     {
         let result_leaves = array_leaves(&result);
         for &leaf in &p.auto_result {
             if let Some(a) = result_leaves.get(leaf as usize) {
-                let position = if result.is_tuple() { format!("result leaf {leaf}") } else { "result".to_string() };
-                filled.push(FilledLayout { position, layout: a.layout.clone().unwrap_or_default() });
+                let position = if result.is_tuple() {
+                    format!("result leaf {leaf}")
+                } else {
+                    "result".to_string()
+                };
+                filled.push(FilledLayout {
+                    position,
+                    layout: a.layout.clone().unwrap_or_default(),
+                });
             }
         }
     }
@@ -305,7 +370,12 @@ pub fn plan(
     // The cost in the cost model's units, from what is materialised (with
     // movements read as the model reads them, above).
     let weights = &target.cost;
-    let padding: f64 = p.values.iter().zip(labels).map(|(v, &l)| v.padding_cost(l, weights)).sum();
+    let padding: f64 = p
+        .values
+        .iter()
+        .zip(labels)
+        .map(|(v, &l)| v.padding_cost(l, weights))
+        .sum();
     let moved_bytes: u64 = model_movement_bytes + retilings.iter().map(|r| r.1).sum::<u64>();
     let cost = copy_cost + moved_bytes as f64 * weights.transpose_byte + padding;
 
@@ -355,7 +425,9 @@ fn orientation(
     };
     let saved = o.padding_saved.max(0.0) as u64;
     let mut why = if o.cost_added >= crate::solve::INFEASIBLE / 2.0 {
-        format!("{group} cannot move to {least_padding}: a broadcast whose operand layout is fixed reads it in this order")
+        format!(
+            "{group} cannot move to {least_padding}: a broadcast whose operand layout is fixed reads it in this order"
+        )
     } else {
         format!(
             "moving {group} to {least_padding} would save {saved} bytes of padding but cost {} bytes of copies (their buffers' padding included), data movement and re-tiling",
@@ -364,14 +436,23 @@ fn orientation(
     };
     if let Some(&r) = o.copies.first() {
         let (_, because) = constraint(p, r as usize, target, comp_names);
-        why.push_str(&format!("; {} needs this layout: {because}", reader_of(p, r as usize)));
+        why.push_str(&format!(
+            "; {} needs this layout: {because}",
+            reader_of(p, r as usize)
+        ));
         if o.copies.len() > 1 {
-            why.push_str(&format!(" (and {} more reads would need copies)", o.copies.len() - 1));
+            why.push_str(&format!(
+                " (and {} more reads would need copies)",
+                o.copies.len() - 1
+            ));
         }
     } else if let Some(&r) = o.movements.first() {
         let rel = &p.relations[r as usize];
         if let Site::Operand { user, .. } = rel.site {
-            why.push_str(&format!("; %{} would stop being a bitcast", p.comp.inst(user).name));
+            why.push_str(&format!(
+                "; %{} would stop being a bitcast",
+                p.comp.inst(user).name
+            ));
         }
     }
     PlannedOrientation {
@@ -400,7 +481,10 @@ fn explain(
     let own = labels[rel.v as usize];
     let have = p.table.get(value.key(own));
     let origin = match &value.fixed {
-        Some(f) => format!(" (fixed by {})", describe_fix(p, value, *f, target, comp_names)),
+        Some(f) => format!(
+            " (fixed by {})",
+            describe_fix(p, value, *f, target, comp_names)
+        ),
         None => String::new(),
     };
     let reader = reader_of(p, r);
@@ -408,7 +492,12 @@ fn explain(
     // computes: the relayout is the storage tiling's price.
     if let Some(needed) = solution_need(p, r, labels, target)
         && storage_only(target, value, have)
-        && crate::tiling::allows(target, &value.shape, p.table.get(value.key(needed)), crate::tiling::TileUse::Compute)
+        && crate::tiling::allows(
+            target,
+            &value.shape,
+            p.table.get(value.key(needed)),
+            crate::tiling::TileUse::Compute,
+        )
     {
         let to = p.table.get(value.key(needed));
         return (
@@ -428,31 +517,55 @@ fn explain(
     {
         let (mine, theirs) = (value.bytes[own as usize], value.bytes[needed as usize]);
         if mine < theirs {
-            note = format!(" (%{name} itself stays in {have}, which stores {} fewer bytes of padding)", theirs - mine);
+            note = format!(
+                " (%{name} itself stays in {have}, which stores {} fewer bytes of padding)",
+                theirs - mine
+            );
         }
     }
-    (cause, format!("%{name}{origin} is in {have}, but {reader} needs another layout: {because}{note}"))
+    (
+        cause,
+        format!("%{name}{origin} is in {have}, but {reader} needs another layout: {because}{note}"),
+    )
 }
 
 /// Who reads a relation's value, in words.
 fn reader_of(p: &Problem<'_>, r: usize) -> String {
     match p.relations[r].site {
-        Site::Operand { user, operand, .. } => format!("operand {operand} of %{}", p.comp.inst(user).name),
+        Site::Operand { user, operand, .. } => {
+            format!("operand {operand} of %{}", p.comp.inst(user).name)
+        }
         Site::Root { .. } => "the computation's result".to_string(),
     }
 }
 
 /// The layout entry relation `r` needs its value in under `labels` (for
 /// explanations: the value's own entry when it serves the relation).
-fn solution_need(p: &Problem<'_>, r: usize, labels: &[LayoutId], target: &target::TargetSpec) -> Option<LayoutId> {
+fn solution_need(
+    p: &Problem<'_>,
+    r: usize,
+    labels: &[LayoutId],
+    target: &target::TargetSpec,
+) -> Option<LayoutId> {
     let rel = &p.relations[r];
     let value = &p.values[rel.v as usize];
     match &rel.kind {
         RelationKind::Need { need_id, .. } => Some(*need_id),
         RelationKind::Same { out } => {
-            let out_layout = p.table.get(p.values[*out as usize].key(labels[*out as usize]));
-            let layout = crate::tiling::same_layout_for(target, out_layout, &p.values[*out as usize].shape, &value.shape);
-            value.layouts.iter().position(|&k| *p.table.get(k) == layout).map(|i| i as LayoutId)
+            let out_layout = p
+                .table
+                .get(p.values[*out as usize].key(labels[*out as usize]));
+            let layout = crate::tiling::same_layout_for(
+                target,
+                out_layout,
+                &p.values[*out as usize].shape,
+                &value.shape,
+            );
+            value
+                .layouts
+                .iter()
+                .position(|&k| *p.table.get(k) == layout)
+                .map(|i| i as LayoutId)
         }
         _ => None,
     }
@@ -460,10 +573,24 @@ fn solution_need(p: &Problem<'_>, r: usize, labels: &[LayoutId], target: &target
 
 /// True when `layout` tiles `value` with a tiling the target allows only
 /// for buffers resident in HBM.
-fn storage_only(target: &target::TargetSpec, value: &crate::problem::Value, layout: &Layout) -> bool {
+fn storage_only(
+    target: &target::TargetSpec,
+    value: &crate::problem::Value,
+    layout: &Layout,
+) -> bool {
     target.tiling.is_some()
-        && !crate::tiling::allows(target, &value.shape, layout, crate::tiling::TileUse::Compute)
-        && crate::tiling::allows(target, &value.shape, layout, crate::tiling::TileUse::Storage)
+        && !crate::tiling::allows(
+            target,
+            &value.shape,
+            layout,
+            crate::tiling::TileUse::Compute,
+        )
+        && crate::tiling::allows(
+            target,
+            &value.shape,
+            layout,
+            crate::tiling::TileUse::Storage,
+        )
 }
 
 /// The category of the constraint behind relation `r`, and a sentence
@@ -478,7 +605,12 @@ fn constraint(
     let rel = &p.relations[r];
     let value = &p.values[rel.v as usize];
     let user_target = || match rel.site {
-        Site::Operand { user, .. } => comp.inst(user).attrs.string(KnownAttr::CustomCallTarget).unwrap_or("").to_string(),
+        Site::Operand { user, .. } => comp
+            .inst(user)
+            .attrs
+            .string(KnownAttr::CustomCallTarget)
+            .unwrap_or("")
+            .to_string(),
         Site::Root { .. } => String::new(),
     };
     let rule = |i: u16| target.rules.get(i as usize);
@@ -486,68 +618,115 @@ fn constraint(
         RelationSource::Need(NeedSource::TargetRule(i)) => (
             CopyCause::TargetRequirement,
             match rule(i) {
-                Some(rule) => format!("target {} rule '{}' requires it: {}", target.name, rule.name, rule.reason),
+                Some(rule) => format!(
+                    "target {} rule '{}' requires it: {}",
+                    target.name, rule.name, rule.reason
+                ),
                 None => format!("target {} requires it", target.name),
             },
         ),
         RelationSource::Need(NeedSource::TargetDefault) => (
             CopyCause::TargetRequirement,
-            format!("target {} requires this layout for every operand it does not otherwise constrain", target.name),
+            format!(
+                "target {} requires this layout for every operand it does not otherwise constrain",
+                target.name
+            ),
         ),
-        RelationSource::Need(NeedSource::CustomCall) => {
-            (CopyCause::CustomCall, format!("custom call \"{}\" constrains its operand layouts", user_target()))
-        }
+        RelationSource::Need(NeedSource::CustomCall) => (
+            CopyCause::CustomCall,
+            format!(
+                "custom call \"{}\" constrains its operand layouts",
+                user_target()
+            ),
+        ),
         RelationSource::Need(NeedSource::LayoutConstraint) => {
             let cause = if let Site::Operand { user, .. } = rel.site {
-                if comp.inst(user).opcode == Opcode::Bitcast { CopyCause::ExistingBitcast } else { CopyCause::CustomCall }
+                if comp.inst(user).opcode == Opcode::Bitcast {
+                    CopyCause::ExistingBitcast
+                } else {
+                    CopyCause::CustomCall
+                }
             } else {
                 CopyCause::CustomCall
             };
-            (cause, "a layout constraint in the input fixes this layout".to_string())
+            (
+                cause,
+                "a layout constraint in the input fixes this layout".to_string(),
+            )
         }
-        RelationSource::Need(NeedSource::Outfeed) => {
-            (CopyCause::HostTransfer, "the outfeed sends it to the host in the layout of its outfeed_shape".to_string())
-        }
-        RelationSource::EntryResult => (CopyCause::Entry, "the entry computation layout fixes the result".to_string()),
-        RelationSource::Alias { parameter } => {
-            (CopyCause::Alias, format!("input_output_alias ties the result to parameter {parameter}"))
-        }
-        RelationSource::CalleeParameter { callee } => {
-            (CopyCause::CallSignature, format!("computation {} takes this parameter layout", comp_names(callee)))
-        }
-        RelationSource::LoopState { body } => {
-            (CopyCause::LoopState, format!("the loop state of body {} has this layout", comp_names(body)))
-        }
+        RelationSource::Need(NeedSource::Outfeed) => (
+            CopyCause::HostTransfer,
+            "the outfeed sends it to the host in the layout of its outfeed_shape".to_string(),
+        ),
+        RelationSource::EntryResult => (
+            CopyCause::Entry,
+            "the entry computation layout fixes the result".to_string(),
+        ),
+        RelationSource::Alias { parameter } => (
+            CopyCause::Alias,
+            format!("input_output_alias ties the result to parameter {parameter}"),
+        ),
+        RelationSource::CalleeParameter { callee } => (
+            CopyCause::CallSignature,
+            format!(
+                "computation {} takes this parameter layout",
+                comp_names(callee)
+            ),
+        ),
+        RelationSource::LoopState { body } => (
+            CopyCause::LoopState,
+            format!(
+                "the loop state of body {} has this layout",
+                comp_names(body)
+            ),
+        ),
         RelationSource::BoundaryResult => match &p.boundary.1 {
-            Some(BoundaryReason::ConditionalResult { conditional }) => {
-                (CopyCause::CallSignature, format!("all branches of %{conditional} return one layout"))
-            }
-            Some(BoundaryReason::LoopState { body }) => {
-                (CopyCause::LoopState, format!("the loop state of body {body} has this layout"))
-            }
-            Some(BoundaryReason::Caller { caller }) => {
-                (CopyCause::CallSignature, format!("its only caller {caller} reads the result in this layout"))
-            }
-            Some(BoundaryReason::Kept) => {
-                (CopyCause::CallSignature, "its callers read the result in this layout".to_string())
-            }
-            _ => (CopyCause::Entry, "the entry computation layout fixes the result".to_string()),
+            Some(BoundaryReason::ConditionalResult { conditional }) => (
+                CopyCause::CallSignature,
+                format!("all branches of %{conditional} return one layout"),
+            ),
+            Some(BoundaryReason::LoopState { body }) => (
+                CopyCause::LoopState,
+                format!("the loop state of body {body} has this layout"),
+            ),
+            Some(BoundaryReason::Caller { caller }) => (
+                CopyCause::CallSignature,
+                format!("its only caller {caller} reads the result in this layout"),
+            ),
+            Some(BoundaryReason::Kept) => (
+                CopyCause::CallSignature,
+                "its callers read the result in this layout".to_string(),
+            ),
+            _ => (
+                CopyCause::Entry,
+                "the entry computation layout fixes the result".to_string(),
+            ),
         },
-        RelationSource::LoopBackEdge => {
-            (CopyCause::LoopState, "a loop body returns its state in the layout it received".to_string())
-        }
+        RelationSource::LoopBackEdge => (
+            CopyCause::LoopState,
+            "a loop body returns its state in the layout it received".to_string(),
+        ),
         // The value's own layout was forced by a boundary: that constraint,
         // not its users, is why it must be copied.
-        RelationSource::LayoutPreservingUser { .. } | RelationSource::Broadcast if boundary_cause(value.fixed).is_some() => {
+        RelationSource::LayoutPreservingUser { .. } | RelationSource::Broadcast
+            if boundary_cause(value.fixed).is_some() =>
+        {
             let cause = boundary_cause(value.fixed).unwrap_or(CopyCause::ConflictingUsers);
-            (cause, match rel.source {
-                RelationSource::LayoutPreservingUser { opcode } => format!("{opcode} keeps its operands' layout, and its result is needed in another layout"),
-                _ => "the broadcast reads its operand in its own result's order".to_string(),
-            })
+            (
+                cause,
+                match rel.source {
+                    RelationSource::LayoutPreservingUser { opcode } => format!(
+                        "{opcode} keeps its operands' layout, and its result is needed in another layout"
+                    ),
+                    _ => "the broadcast reads its operand in its own result's order".to_string(),
+                },
+            )
         }
         RelationSource::LayoutPreservingUser { opcode } => (
             CopyCause::ConflictingUsers,
-            format!("{opcode} keeps its operands' layout, and its result is needed in another layout than this value's"),
+            format!(
+                "{opcode} keeps its operands' layout, and its result is needed in another layout than this value's"
+            ),
         ),
         RelationSource::Broadcast => (
             CopyCause::ConflictingUsers,
@@ -594,7 +773,12 @@ fn describe_fix(
             _ => "the entry computation layout".into(),
         },
         CustomCall => {
-            let name = p.comp.inst(value.def).attrs.string(KnownAttr::CustomCallTarget).unwrap_or("");
+            let name = p
+                .comp
+                .inst(value.def)
+                .attrs
+                .string(KnownAttr::CustomCallTarget)
+                .unwrap_or("");
             format!("custom call \"{name}\"")
         }
         TargetRule(i) => match target.rules.get(i as usize) {
@@ -604,11 +788,19 @@ fn describe_fix(
         Callee(c) => format!("the signature of {}", comp_names(c)),
         OperandNeed(source) => match source {
             NeedSource::TargetRule(i) => match target.rules.get(i as usize) {
-                Some(rule) => format!("target {} rule '{}' on its operands (it keeps its layout)", target.name, rule.name),
+                Some(rule) => format!(
+                    "target {} rule '{}' on its operands (it keeps its layout)",
+                    target.name, rule.name
+                ),
                 None => format!("target {}", target.name),
             },
-            NeedSource::TargetDefault => format!("target {} needing its operands in this layout (it keeps its layout)", target.name),
-            NeedSource::CustomCall | NeedSource::LayoutConstraint => "a layout constraint on its operands".into(),
+            NeedSource::TargetDefault => format!(
+                "target {} needing its operands in this layout (it keeps its layout)",
+                target.name
+            ),
+            NeedSource::CustomCall | NeedSource::LayoutConstraint => {
+                "a layout constraint on its operands".into()
+            }
             NeedSource::Outfeed => "an outfeed_shape".into(),
         },
         ExistingBitcast => "an existing bitcast".into(),
@@ -620,12 +812,19 @@ fn describe_fix(
 
 /// Applies an assignment to its computation: sets every layout and inserts
 /// the copies. Returns the names of the inserted copies, in plan order.
-pub fn apply(comp: &mut Computation, assignment: &ComputationAssignment, order: &[InstId]) -> Vec<String> {
+pub fn apply(
+    comp: &mut Computation,
+    assignment: &ComputationAssignment,
+    order: &[InstId],
+) -> Vec<String> {
     // 1. Layouts of defined leaves.
     for (id, leaves) in &assignment.leaf_layouts {
         let mut i = 0;
         comp.inst_mut(*id).shape.for_each_array_mut(&mut |a| {
-            if let Some(l) = leaves.get(i).and_then(|&k| assignment.layouts.get(k as usize)) {
+            if let Some(l) = leaves
+                .get(i)
+                .and_then(|&k| assignment.layouts.get(k as usize))
+            {
                 a.layout = Some(l.clone());
             }
             i += 1;
@@ -644,9 +843,15 @@ pub fn apply(comp: &mut Computation, assignment: &ComputationAssignment, order: 
     let mut after: FxHashMap<InstId, Vec<InstId>> = FxHashMap::default();
     let mut before: FxHashMap<InstId, Vec<InstId>> = FxHashMap::default();
     let mut at_end: Vec<InstId> = Vec::new();
-    let mut names: rustc_hash::FxHashSet<String> = comp.instructions().map(|(_, i)| i.name.clone()).collect();
+    let mut names: rustc_hash::FxHashSet<String> =
+        comp.instructions().map(|(_, i)| i.name.clone()).collect();
     let mut copy_names = Vec::new();
-    let position: FxHashMap<InstId, usize> = comp.schedule().iter().enumerate().map(|(i, &id)| (id, i)).collect();
+    let position: FxHashMap<InstId, usize> = comp
+        .schedule()
+        .iter()
+        .enumerate()
+        .map(|(i, &id)| (id, i))
+        .collect();
     // Replacements per (user, operand) or root: leaf -> new array instruction.
     let mut operand_leaf_map: FxHashMap<(InstId, u32), Vec<(u32, InstId)>> = FxHashMap::default();
     let mut root_leaf_map: Vec<(u32, InstId)> = Vec::new();
@@ -682,13 +887,22 @@ pub fn apply(comp: &mut Computation, assignment: &ComputationAssignment, order: 
         let name = unique_name(&base, &mut names);
         let mut copy = Instruction::new(name.clone(), Opcode::Copy, shape);
         copy.attrs = inherited_attrs(&source_inst.attrs);
-        let Ok(copy_id) = comp.add_unscheduled(copy, &[source]) else { continue };
+        let Ok(copy_id) = comp.add_unscheduled(copy, &[source]) else {
+            continue;
+        };
         after.entry(source).or_default().push(copy_id);
         copy_names.push(name);
         for site in &c.sites {
             match *site {
-                Site::Operand { user, operand, leaf } => {
-                    operand_leaf_map.entry((user, operand)).or_default().push((leaf, copy_id));
+                Site::Operand {
+                    user,
+                    operand,
+                    leaf,
+                } => {
+                    operand_leaf_map
+                        .entry((user, operand))
+                        .or_default()
+                        .push((leaf, copy_id));
                 }
                 Site::Root { leaf } => root_leaf_map.push((leaf, copy_id)),
             }
@@ -704,7 +918,9 @@ pub fn apply(comp: &mut Computation, assignment: &ComputationAssignment, order: 
     let mut edits = Vec::new();
     for (user, operand) in keys {
         let leaves = &operand_leaf_map[&(user, operand)];
-        let Some(&old) = comp.operands(user).get(operand as usize) else { continue };
+        let Some(&old) = comp.operands(user).get(operand as usize) else {
+            continue;
+        };
         let new = rebuild_with_leaves(comp, old, leaves, &mut names, &mut before, user);
         if comp.inst(old).shape.is_tuple() || comp.inst(user).shape.is_tuple() {
             let _ = comp.set_operand(user, operand as usize, new);
@@ -714,19 +930,20 @@ pub fn apply(comp: &mut Computation, assignment: &ComputationAssignment, order: 
     }
     let _ = comp.set_operands_at(&edits);
     if !root_leaf_map.is_empty()
-        && let Some(root) = comp.root() {
-            let mut sink = FxHashMap::default();
-            let new = rebuild_with_leaves(comp, root, &root_leaf_map, &mut names, &mut sink, root);
-            for (_, ids) in sink {
-                at_end.extend(ids);
-            }
-            if new != root {
-                let _ = comp.set_root(new);
-                if !at_end.contains(&new) {
-                    at_end.push(new);
-                }
+        && let Some(root) = comp.root()
+    {
+        let mut sink = FxHashMap::default();
+        let new = rebuild_with_leaves(comp, root, &root_leaf_map, &mut names, &mut sink, root);
+        for (_, ids) in sink {
+            at_end.extend(ids);
+        }
+        if new != root {
+            let _ = comp.set_root(new);
+            if !at_end.contains(&new) {
+                at_end.push(new);
             }
         }
+    }
     // 4. One new schedule.
     let old: Vec<InstId> = comp.schedule().to_vec();
     let mut schedule = Vec::with_capacity(comp.graph().node_count());
@@ -752,7 +969,10 @@ pub fn apply(comp: &mut Computation, assignment: &ComputationAssignment, order: 
         }
     }
     let _ = comp.set_schedule(schedule);
-    refresh_forwarded_shapes(comp, &crate::problem::topological_order(comp).unwrap_or_default());
+    refresh_forwarded_shapes(
+        comp,
+        &crate::problem::topological_order(comp).unwrap_or_default(),
+    );
     copy_names
 }
 
@@ -762,7 +982,9 @@ pub fn apply(comp: &mut Computation, assignment: &ComputationAssignment, order: 
 fn shared_array_operand(comp: &Computation, copy: &PlannedCopy) -> Option<InstId> {
     let mut shared = None;
     for site in &copy.sites {
-        let Site::Operand { user, operand, .. } = *site else { return None };
+        let Site::Operand { user, operand, .. } = *site else {
+            return None;
+        };
         let &o = comp.operands(user).get(operand as usize)?;
         if o == copy.def || !comp.inst(o).shape.is_array() || shared.is_some_and(|s| s != o) {
             return None;
@@ -814,7 +1036,9 @@ fn extract_leaf(
     let mut origin = cur;
     loop {
         let shape = comp.inst(cur).shape.clone();
-        let Some(elements) = shape.tuple_elements() else { return (cur, origin) };
+        let Some(elements) = shape.tuple_elements() else {
+            return (cur, origin);
+        };
         let mut k = 0;
         while k < elements.len() {
             let n = crate::problem::array_leaf_count(&elements[k]);
@@ -824,7 +1048,9 @@ fn extract_leaf(
             remaining -= n;
             k += 1;
         }
-        let Some(element) = elements.get(k) else { return (cur, origin) };
+        let Some(element) = elements.get(k) else {
+            return (cur, origin);
+        };
         // Read the element through a get-tuple-element the input already
         // has, rather than adding a second one and leaving it unused.
         if let Some(existing) = existing_element_read(comp, cur, k).filter(|&g| usable(g)) {
@@ -835,7 +1061,9 @@ fn extract_leaf(
         let name = unique_name(&format!("{}.gte.{k}", comp.inst(cur).name), names);
         let mut gte = Instruction::new(name, Opcode::GetTupleElement, element.clone());
         gte.attrs.set(KnownAttr::Index, AttrValue::Int(k as i64));
-        let Ok(id) = comp.add_unscheduled(gte, &[cur]) else { return (cur, origin) };
+        let Ok(id) = comp.add_unscheduled(gte, &[cur]) else {
+            return (cur, origin);
+        };
         after.entry(cur).or_default().push(id);
         cur = id;
     }
@@ -848,7 +1076,12 @@ fn existing_element_read(comp: &Computation, tuple: InstId, k: usize) -> Option<
         .into_iter()
         .filter(|&u| {
             let inst = comp.inst(u);
-            inst.opcode == Opcode::GetTupleElement && inst.attrs.int(KnownAttr::Index).and_then(|i| usize::try_from(i).ok()) == Some(k)
+            inst.opcode == Opcode::GetTupleElement
+                && inst
+                    .attrs
+                    .int(KnownAttr::Index)
+                    .and_then(|i| usize::try_from(i).ok())
+                    == Some(k)
         })
         .min()
 }
@@ -868,7 +1101,10 @@ fn async_result_leaf(comp: &Computation, def: InstId, leaf: u32) -> Option<(Inst
     // Follow async-update to the async-done.
     let mut cur = def;
     for _ in 0..comp.graph().node_count() {
-        let next = comp.users(cur).into_iter().find(|&u| matches!(comp.inst(u).opcode, Opcode::AsyncUpdate | Opcode::AsyncDone))?;
+        let next = comp
+            .users(cur)
+            .into_iter()
+            .find(|&u| matches!(comp.inst(u).opcode, Opcode::AsyncUpdate | Opcode::AsyncDone))?;
         if comp.inst(next).opcode == Opcode::AsyncDone {
             return Some((next, leaf - result.start));
         }
@@ -891,20 +1127,30 @@ fn rebuild_with_leaves(
 ) -> InstId {
     let shape = comp.inst(old).shape.clone();
     let Some(elements) = shape.tuple_elements() else {
-        return leaves.iter().find(|(l, _)| *l == 0).map_or(old, |&(_, new)| new);
+        return leaves
+            .iter()
+            .find(|(l, _)| *l == 0)
+            .map_or(old, |&(_, new)| new);
     };
     // A tuple nobody else reads is edited in place: for an operand site,
     // its only use is this one; for the root, it has no use at all.
     let uses = comp.uses(old).len();
     let single_use_tuple = comp.inst(old).opcode == Opcode::Tuple
-        && if anchor == old { uses == 0 } else { uses <= 1 && comp.root() != Some(old) };
+        && if anchor == old {
+            uses == 0
+        } else {
+            uses <= 1 && comp.root() != Some(old)
+        };
     let mut offset = 0u32;
     let mut parts = Vec::with_capacity(elements.len());
     let mut changed = false;
     for (k, element) in elements.iter().enumerate() {
         let n = crate::problem::array_leaf_count(element) as u32;
-        let inner: Vec<(u32, InstId)> =
-            leaves.iter().filter(|(l, _)| *l >= offset && *l < offset + n).map(|&(l, id)| (l - offset, id)).collect();
+        let inner: Vec<(u32, InstId)> = leaves
+            .iter()
+            .filter(|(l, _)| *l >= offset && *l < offset + n)
+            .map(|&(l, id)| (l - offset, id))
+            .collect();
         offset += n;
         let current = if single_use_tuple {
             comp.operands(old)[k]
@@ -920,7 +1166,9 @@ fn rebuild_with_leaves(
             let name = unique_name(&format!("{}.gte.{k}", comp.inst(old).name), names);
             let mut gte = Instruction::new(name, Opcode::GetTupleElement, element.clone());
             gte.attrs.set(KnownAttr::Index, AttrValue::Int(k as i64));
-            let Ok(id) = comp.add_unscheduled(gte, &[old]) else { return old };
+            let Ok(id) = comp.add_unscheduled(gte, &[old]) else {
+                return old;
+            };
             before.entry(anchor).or_default().push(id);
             id
         };
@@ -930,15 +1178,25 @@ fn rebuild_with_leaves(
             changed = true;
             // Parts of a tuple edited in place must come before it.
             let inner_anchor = if single_use_tuple { old } else { anchor };
-            parts.push(Some(rebuild_with_leaves(comp, current, &inner, names, before, inner_anchor)));
+            parts.push(Some(rebuild_with_leaves(
+                comp,
+                current,
+                &inner,
+                names,
+                before,
+                inner_anchor,
+            )));
         }
     }
     if !changed {
         return old;
     }
     if single_use_tuple {
-        let edits: Vec<(InstId, usize, InstId)> =
-            parts.into_iter().enumerate().filter_map(|(k, part)| part.map(|new| (old, k, new))).collect();
+        let edits: Vec<(InstId, usize, InstId)> = parts
+            .into_iter()
+            .enumerate()
+            .filter_map(|(k, part)| part.map(|new| (old, k, new)))
+            .collect();
         let _ = comp.set_operands_at(&edits);
         return old;
     }
@@ -951,7 +1209,9 @@ fn rebuild_with_leaves(
                 let name = unique_name(&format!("{}.gte.{k}", comp.inst(old).name), names);
                 let mut gte = Instruction::new(name, Opcode::GetTupleElement, elements[k].clone());
                 gte.attrs.set(KnownAttr::Index, AttrValue::Int(k as i64));
-                let Ok(id) = comp.add_unscheduled(gte, &[old]) else { return old };
+                let Ok(id) = comp.add_unscheduled(gte, &[old]) else {
+                    return old;
+                };
                 before.entry(anchor).or_default().push(id);
                 id
             }
@@ -960,7 +1220,9 @@ fn rebuild_with_leaves(
     }
     let name = unique_name(&format!("{}.relayout", comp.inst(old).name), names);
     let tuple = Instruction::new(name, Opcode::Tuple, shape.clone());
-    let Ok(id) = comp.add_unscheduled(tuple, &operands) else { return old };
+    let Ok(id) = comp.add_unscheduled(tuple, &operands) else {
+        return old;
+    };
     before.entry(anchor).or_default().push(id);
     id
 }
@@ -972,23 +1234,40 @@ pub fn refresh_forwarded_shapes(comp: &mut Computation, order: &[InstId]) {
         let inst = comp.inst(id);
         let operands = inst.operands();
         let new_shape = match inst.opcode {
-            Opcode::Tuple => Some(Shape::Tuple(operands.iter().map(|&o| comp.inst(o).shape.clone()).collect())),
+            Opcode::Tuple => Some(Shape::Tuple(
+                operands
+                    .iter()
+                    .map(|&o| comp.inst(o).shape.clone())
+                    .collect(),
+            )),
             Opcode::GetTupleElement => {
-                let k = inst.attrs.int(KnownAttr::Index).and_then(|k| usize::try_from(k).ok());
+                let k = inst
+                    .attrs
+                    .int(KnownAttr::Index)
+                    .and_then(|k| usize::try_from(k).ok());
                 match (k, operands.first()) {
-                    (Some(k), Some(&o)) => comp.inst(o).shape.tuple_elements().and_then(|e| e.get(k)).cloned(),
+                    (Some(k), Some(&o)) => comp
+                        .inst(o)
+                        .shape
+                        .tuple_elements()
+                        .and_then(|e| e.get(k))
+                        .cloned(),
                     _ => None,
                 }
             }
-            Opcode::OptimizationBarrier | Opcode::AddDependency | Opcode::Domain | Opcode::AsyncUpdate => {
-                operands.first().map(|&o| comp.inst(o).shape.clone())
-            }
-            Opcode::AsyncDone => operands.first().and_then(|&o| comp.inst(o).shape.tuple_elements()?.get(1).cloned()),
+            Opcode::OptimizationBarrier
+            | Opcode::AddDependency
+            | Opcode::Domain
+            | Opcode::AsyncUpdate => operands.first().map(|&o| comp.inst(o).shape.clone()),
+            Opcode::AsyncDone => operands
+                .first()
+                .and_then(|&o| comp.inst(o).shape.tuple_elements()?.get(1).cloned()),
             _ => None,
         };
         if let Some(s) = new_shape
-            && s.same_logical_shape(&comp.inst(id).shape) {
-                comp.inst_mut(id).shape = s;
-            }
+            && s.same_logical_shape(&comp.inst(id).shape)
+        {
+            comp.inst_mut(id).shape = s;
+        }
     }
 }

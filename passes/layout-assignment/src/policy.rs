@@ -127,13 +127,18 @@ pub struct InstNeeds {
 impl InstNeeds {
     /// The need on operand `i`, if any.
     pub fn operand(&self, i: usize) -> Option<(&Need, NeedSource)> {
-        self.operands.iter().find(|(k, _, _)| *k == i).map(|(_, need, source)| (need, *source))
+        self.operands
+            .iter()
+            .find(|(k, _, _)| *k == i)
+            .map(|(_, need, source)| (need, *source))
     }
 
     /// The needs on operands, as (operand index, need, source), in operand
     /// order.
     pub fn operand_needs(&self) -> impl Iterator<Item = (usize, &Need, NeedSource)> {
-        self.operands.iter().map(|(i, need, source)| (*i, need, *source))
+        self.operands
+            .iter()
+            .map(|(i, need, source)| (*i, need, *source))
     }
 
     /// Sets the need on operand `i`, replacing any earlier one.
@@ -146,11 +151,22 @@ impl InstNeeds {
 
     /// Records exact needs for the leaves of tuple operand `operand` of
     /// shape `given` that carry a layout.
-    fn tuple_operand(&mut self, target: &TargetSpec, operand: usize, given: &shape::Shape, source: NeedSource) {
+    fn tuple_operand(
+        &mut self,
+        target: &TargetSpec,
+        operand: usize,
+        given: &shape::Shape,
+        source: NeedSource,
+    ) {
         let mut leaf = 0;
         given.for_each_array(&mut |_, a| {
             if let Some(l) = &a.layout {
-                self.tuple_operand_leaves.push((operand, leaf, tiling::device_layout(target, a, l), source));
+                self.tuple_operand_leaves.push((
+                    operand,
+                    leaf,
+                    tiling::device_layout(target, a, l),
+                    source,
+                ));
             }
             leaf += 1;
         });
@@ -158,9 +174,17 @@ impl InstNeeds {
 }
 
 /// Finds the first rule of `target` that applies to `id`, with its index.
-pub fn matching_rule<'t>(target: &'t TargetSpec, comp: &Computation, id: InstId) -> Option<(usize, &'t Rule)> {
+pub fn matching_rule<'t>(
+    target: &'t TargetSpec,
+    comp: &Computation,
+    id: InstId,
+) -> Option<(usize, &'t Rule)> {
     let inst = comp.inst(id);
-    target.rules.iter().enumerate().find(|(_, rule)| rule_applies(rule, comp, inst, true))
+    target
+        .rules
+        .iter()
+        .enumerate()
+        .find(|(_, rule)| rule_applies(rule, comp, inst, true))
 }
 
 /// Whether `rule` applies to `inst`. With `shared_constants`, a
@@ -168,12 +192,19 @@ pub fn matching_rule<'t>(target: &'t TargetSpec, comp: &Computation, id: InstId)
 /// match the rule and read it at the same operand: a constant is laid out
 /// once, at compile time, so a layout only some of its users like would
 /// cost a copy (XLA CPU asks the same of all users).
-fn rule_applies(rule: &Rule, comp: &Computation, inst: &Instruction, shared_constants: bool) -> bool {
+fn rule_applies(
+    rule: &Rule,
+    comp: &Computation,
+    inst: &Instruction,
+    shared_constants: bool,
+) -> bool {
     if !rule.ops.contains(&inst.opcode) {
         return false;
     }
     if inst.opcode == Opcode::CustomCall && !rule.custom_call_targets.is_empty() {
-        let Some(name) = inst.attrs.string(KnownAttr::CustomCallTarget) else { return false };
+        let Some(name) = inst.attrs.string(KnownAttr::CustomCallTarget) else {
+            return false;
+        };
         if !rule.custom_call_targets.iter().any(|t| t == name) {
             return false;
         }
@@ -181,13 +212,20 @@ fn rule_applies(rule: &Rule, comp: &Computation, inst: &Instruction, shared_cons
     let when = &rule.when;
     let result = first_array(&inst.shape);
     if let Some(want) = when.batch_dims {
-        let has = inst.attrs.ints(KnownAttr::LhsBatchDims).is_some_and(|d| !d.is_empty());
+        let has = inst
+            .attrs
+            .ints(KnownAttr::LhsBatchDims)
+            .is_some_and(|d| !d.is_empty());
         if has != want {
             return false;
         }
     }
     if let Some(want) = when.gemv {
-        let lhs_rank = inst.operands().first().and_then(|&o| comp.inst(o).shape.as_array()).map(ArrayShape::rank);
+        let lhs_rank = inst
+            .operands()
+            .first()
+            .and_then(|&o| comp.inst(o).shape.as_array())
+            .map(ArrayShape::rank);
         let is_gemv = inst.opcode == Opcode::Dot
             && result.is_some_and(|r| r.rank() <= 1)
             && lhs_rank == Some(1);
@@ -196,11 +234,21 @@ fn rule_applies(rule: &Rule, comp: &Computation, inst: &Instruction, shared_cons
         }
     }
     if let Some(n) = when.constant_operand {
-        let Some(&o) = inst.operands().get(n).filter(|&&o| comp.inst(o).opcode == Opcode::Constant) else { return false };
+        let Some(&o) = inst
+            .operands()
+            .get(n)
+            .filter(|&&o| comp.inst(o).opcode == Opcode::Constant)
+        else {
+            return false;
+        };
         if shared_constants
             && !comp.users(o).iter().all(|&u| {
                 let user = comp.inst(u);
-                user.operands().iter().enumerate().all(|(i, &x)| x != o || i == n) && rule_applies(rule, comp, user, false)
+                user.operands()
+                    .iter()
+                    .enumerate()
+                    .all(|(i, &x)| x != o || i == n)
+                    && rule_applies(rule, comp, user, false)
             })
         {
             return false;
@@ -208,13 +256,18 @@ fn rule_applies(rule: &Rule, comp: &Computation, inst: &Instruction, shared_cons
     }
     if !when.operand_types.is_empty() {
         let all = inst.operands().iter().all(|&o| {
-            comp.inst(o).shape.as_array().is_none_or(|a| when.operand_types.contains(&a.element_type))
+            comp.inst(o)
+                .shape
+                .as_array()
+                .is_none_or(|a| when.operand_types.contains(&a.element_type))
         });
         if !all || inst.operands().is_empty() {
             return false;
         }
     }
-    if !when.result_types.is_empty() && !result.is_some_and(|r| when.result_types.contains(&r.element_type)) {
+    if !when.result_types.is_empty()
+        && !result.is_some_and(|r| when.result_types.contains(&r.element_type))
+    {
         return false;
     }
     let rank = result.map_or(0, ArrayShape::rank);
@@ -247,14 +300,21 @@ pub fn inst_needs(target: &TargetSpec, comp: &Computation, id: InstId) -> InstNe
     let operand_count = inst.operands().len();
     // Sized up front: growing a vector of needs (each holds a layout) one
     // element at a time showed up in profiles of large modules.
-    let mut needs = InstNeeds { operands: Vec::with_capacity(operand_count), ..InstNeeds::default() };
+    let mut needs = InstNeeds {
+        operands: Vec::with_capacity(operand_count),
+        ..InstNeeds::default()
+    };
 
     // A custom call that lists operand layouts is layout-constrained: its
     // operands and its own shape are exact requirements.
     if inst.opcode == Opcode::CustomCall {
         let target_name = inst.attrs.string(KnownAttr::CustomCallTarget).unwrap_or("");
         if target_name == "LayoutConstraint" {
-            if let Some((a, layout)) = inst.shape.as_array().and_then(|a| Some((a, a.layout.as_ref()?))) {
+            if let Some((a, layout)) = inst
+                .shape
+                .as_array()
+                .and_then(|a| Some((a, a.layout.as_ref()?)))
+            {
                 let layout = tiling::device_layout(target, a, layout);
                 if operand_count > 0 {
                     needs.set_operand(0, Need::Exact(layout.clone()), NeedSource::LayoutConstraint);
@@ -263,16 +323,23 @@ pub fn inst_needs(target: &TargetSpec, comp: &Computation, id: InstId) -> InstNe
             }
             return needs;
         }
-        if let Some(AttrValue::Shapes(shapes)) = inst.attrs.get(KnownAttr::OperandLayoutConstraints) {
+        if let Some(AttrValue::Shapes(shapes)) = inst.attrs.get(KnownAttr::OperandLayoutConstraints)
+        {
             for (i, s) in shapes.iter().enumerate().take(operand_count) {
-                if let Some((a, layout)) = s.as_array().and_then(|a| Some((a, a.layout.as_ref()?))) {
-                    needs.set_operand(i, Need::Exact(tiling::device_layout(target, a, layout)), NeedSource::CustomCall);
+                if let Some((a, layout)) = s.as_array().and_then(|a| Some((a, a.layout.as_ref()?)))
+                {
+                    needs.set_operand(
+                        i,
+                        Need::Exact(tiling::device_layout(target, a, layout)),
+                        NeedSource::CustomCall,
+                    );
                 } else if s.is_tuple() {
                     needs.tuple_operand(target, i, s, NeedSource::CustomCall);
                 }
             }
             let mut leaves = Vec::new();
-            inst.shape.for_each_array(&mut |_, a| leaves.push(a.layout.clone()));
+            inst.shape
+                .for_each_array(&mut |_, a| leaves.push(a.layout.clone()));
             needs.result_leaves = leaves;
             return needs;
         }
@@ -286,53 +353,73 @@ pub fn inst_needs(target: &TargetSpec, comp: &Computation, id: InstId) -> InstNe
             let mut any = false;
             s.for_each_array(&mut |_, a| any |= a.layout.is_some());
             any
-        }) {
-            match given.as_array() {
-                Some(a) => {
-                    if let (Some(l), Some(true)) = (&a.layout, inst.operands().first().map(|&o| comp.inst(o).shape.is_array())) {
-                        needs.set_operand(0, Need::Exact(tiling::device_layout(target, a, l)), NeedSource::Outfeed);
-                    }
+        })
+    {
+        match given.as_array() {
+            Some(a) => {
+                if let (Some(l), Some(true)) = (
+                    &a.layout,
+                    inst.operands()
+                        .first()
+                        .map(|&o| comp.inst(o).shape.is_array()),
+                ) {
+                    needs.set_operand(
+                        0,
+                        Need::Exact(tiling::device_layout(target, a, l)),
+                        NeedSource::Outfeed,
+                    );
                 }
-                None => needs.tuple_operand(target, 0, &given, NeedSource::Outfeed),
             }
-            return needs;
+            None => needs.tuple_operand(target, 0, &given, NeedSource::Outfeed),
         }
+        return needs;
+    }
 
     let rule = matching_rule(target, comp, id);
     if let Some((index, rule)) = rule {
         let source = NeedSource::TargetRule(index as u16);
         for (i, &op) in inst.operands().iter().enumerate() {
-            let (Some(req), Some(a)) = (rule.operands.get(i), comp.inst(op).shape.as_array()) else { continue };
+            let (Some(req), Some(a)) = (rule.operands.get(i), comp.inst(op).shape.as_array())
+            else {
+                continue;
+            };
             if let Some(need) = realize(target, req, a, inst, comp, Role::Operand(i)) {
                 needs.set_operand(i, need, source);
             }
         }
         if let (Some(req), Some(a)) = (&rule.result, first_array(&inst.shape))
-            && let Some(need) = realize(target, req, a, inst, comp, Role::Result) {
-                needs.result = Some((need, source));
-            }
+            && let Some(need) = realize(target, req, a, inst, comp, Role::Result)
+        {
+            needs.result = Some((need, source));
+        }
     }
     // The target's default covers the operands no rule constrained, except
     // those an instruction forwards into its result or passes to a callee.
     // A copy exists to change layout, so its operand is never constrained.
     if let Some(req) = &target.operand_default
-        && !forwards_operands(inst.opcode) && inst.opcode != Opcode::Copy {
-            for (i, &op) in inst.operands().iter().enumerate() {
-                if needs.operand(i).is_some() {
-                    continue;
-                }
-                let Some(a) = comp.inst(op).shape.as_array() else { continue };
-                if let Some(need) = realize(target, req, a, inst, comp, Role::Operand(i)) {
-                    needs.set_operand(i, need, NeedSource::TargetDefault);
-                }
+        && !forwards_operands(inst.opcode)
+        && inst.opcode != Opcode::Copy
+    {
+        for (i, &op) in inst.operands().iter().enumerate() {
+            if needs.operand(i).is_some() {
+                continue;
+            }
+            let Some(a) = comp.inst(op).shape.as_array() else {
+                continue;
+            };
+            if let Some(need) = realize(target, req, a, inst, comp, Role::Operand(i)) {
+                needs.set_operand(i, need, NeedSource::TargetDefault);
             }
         }
+    }
     needs
 }
 
 /// An outfeed's `outfeed_shape`, when present and well formed.
 pub fn outfeed_shape(inst: &Instruction) -> Option<shape::Shape> {
-    let Some(AttrValue::Raw(text)) = inst.attrs.get(KnownAttr::OutfeedShape) else { return None };
+    let Some(AttrValue::Raw(text)) = inst.attrs.get(KnownAttr::OutfeedShape) else {
+        return None;
+    };
     shape::parse_shape(text).ok()
 }
 
@@ -343,8 +430,19 @@ pub fn forwards_operands(op: Opcode) -> bool {
     use Opcode::*;
     matches!(
         op,
-        Tuple | GetTupleElement | While | Call | Conditional | Fusion | Bitcast | OptimizationBarrier
-            | AddDependency | Domain | AsyncStart | AsyncUpdate | AsyncDone
+        Tuple
+            | GetTupleElement
+            | While
+            | Call
+            | Conditional
+            | Fusion
+            | Bitcast
+            | OptimizationBarrier
+            | AddDependency
+            | Domain
+            | AsyncStart
+            | AsyncUpdate
+            | AsyncDone
     )
 }
 
@@ -383,7 +481,11 @@ pub fn realize(
         Requirement::ColMajor => exact((0..rank).collect()),
         Requirement::Default => Some(Need::Exact(default_layout(target, a))),
         Requirement::Fixed(m2m) => {
-            if m2m.len() == rank { exact(m2m.clone()) } else { None }
+            if m2m.len() == rank {
+                exact(m2m.clone())
+            } else {
+                None
+            }
         }
         Requirement::Fortran => {
             let mut m2m: DimVec = (0..rank).rev().collect();
@@ -409,8 +511,13 @@ pub fn realize(
             let groups = dot_groups(inst, comp, role, rank)?;
             if *req == Requirement::ContractingMinor {
                 // Major to minor: batch, non-contracting, contracting.
-                let major_to_minor: DimVec =
-                    groups.batch.iter().chain(&groups.free).chain(&groups.contracting).copied().collect();
+                let major_to_minor: DimVec = groups
+                    .batch
+                    .iter()
+                    .chain(&groups.free)
+                    .chain(&groups.contracting)
+                    .copied()
+                    .collect();
                 exact(major_to_minor.into_iter().rev().collect())
             } else {
                 let preferred = default_layout(target, a);
@@ -428,22 +535,49 @@ pub fn realize(
                 let mut chosen = if need.accepts_order(&preferred) {
                     preferred
                 } else {
-                    let major_to_minor: DimVec =
-                        groups.batch.iter().chain(&first).chain(&second).copied().collect();
-                    tiling::layout_for(target, a, &major_to_minor.into_iter().rev().collect::<DimVec>())
+                    let major_to_minor: DimVec = groups
+                        .batch
+                        .iter()
+                        .chain(&first)
+                        .chain(&second)
+                        .copied()
+                        .collect();
+                    tiling::layout_for(
+                        target,
+                        a,
+                        &major_to_minor.into_iter().rev().collect::<DimVec>(),
+                    )
                 };
                 if target.tiling.is_some() {
-                    let major_to_minor: DimVec = groups.batch.iter().chain(&second).chain(&first).copied().collect();
-                    let swapped = tiling::layout_for(target, a, &major_to_minor.into_iter().rev().collect::<DimVec>());
-                    if crate::algebra::storage_bytes_in(a, &swapped) < crate::algebra::storage_bytes_in(a, &chosen) {
+                    let major_to_minor: DimVec = groups
+                        .batch
+                        .iter()
+                        .chain(&second)
+                        .chain(&first)
+                        .copied()
+                        .collect();
+                    let swapped = tiling::layout_for(
+                        target,
+                        a,
+                        &major_to_minor.into_iter().rev().collect::<DimVec>(),
+                    );
+                    if crate::algebra::storage_bytes_in(a, &swapped)
+                        < crate::algebra::storage_bytes_in(a, &chosen)
+                    {
                         chosen = swapped;
                     }
                 }
-                Some(Need::Matrix(Box::new(MatrixNeed { batch: groups.batch, groups: [first, second], preferred: chosen })))
+                Some(Need::Matrix(Box::new(MatrixNeed {
+                    batch: groups.batch,
+                    groups: [first, second],
+                    preferred: chosen,
+                })))
             }
         }
         Requirement::FeatureMostMinor => {
-            let Some(AttrValue::DimLabels(labels)) = inst.attrs.get(KnownAttr::DimLabels) else { return None };
+            let Some(AttrValue::DimLabels(labels)) = inst.attrs.get(KnownAttr::DimLabels) else {
+                return None;
+            };
             let feature = match role {
                 Role::Operand(0) => labels.input_feature,
                 Role::Operand(1) => labels.kernel_input_feature,
@@ -451,8 +585,15 @@ pub fn realize(
                 Role::Operand(_) => return None,
             };
             let feature = usize::try_from(feature).ok().filter(|&f| f < rank)?;
-            let preferred = tiling::layout_for(target, a, &tiling::least_padding_order(target, a, tiling::TileUse::Compute, Some(feature)));
-            Some(Need::Minor(Box::new(MinorNeed { minor: [feature].into_iter().collect(), preferred })))
+            let preferred = tiling::layout_for(
+                target,
+                a,
+                &tiling::least_padding_order(target, a, tiling::TileUse::Compute, Some(feature)),
+            );
+            Some(Need::Minor(Box::new(MinorNeed {
+                minor: [feature].into_iter().collect(),
+                preferred,
+            })))
         }
         Requirement::FeatureMinor | Requirement::SpatialMinor => {
             let labels = match inst.attrs.get(KnownAttr::DimLabels) {
@@ -465,17 +606,29 @@ pub fn realize(
                 Role::Operand(0) => (
                     to_usize(labels.input_batch)?,
                     to_usize(labels.input_feature)?,
-                    labels.input_spatial.iter().map(|&d| to_usize(d)).collect::<Option<_>>()?,
+                    labels
+                        .input_spatial
+                        .iter()
+                        .map(|&d| to_usize(d))
+                        .collect::<Option<_>>()?,
                 ),
                 Role::Operand(1) => (
                     to_usize(labels.kernel_output_feature)?,
                     to_usize(labels.kernel_input_feature)?,
-                    labels.kernel_spatial.iter().map(|&d| to_usize(d)).collect::<Option<_>>()?,
+                    labels
+                        .kernel_spatial
+                        .iter()
+                        .map(|&d| to_usize(d))
+                        .collect::<Option<_>>()?,
                 ),
                 Role::Result => (
                     to_usize(labels.output_batch)?,
                     to_usize(labels.output_feature)?,
-                    labels.output_spatial.iter().map(|&d| to_usize(d)).collect::<Option<_>>()?,
+                    labels
+                        .output_spatial
+                        .iter()
+                        .map(|&d| to_usize(d))
+                        .collect::<Option<_>>()?,
                 ),
                 Role::Operand(_) => return None,
             };
@@ -518,40 +671,74 @@ impl DotGroups {
     }
 }
 
-fn dot_groups(inst: &Instruction, comp: &Computation, role: Role, rank: usize) -> Option<DotGroups> {
+fn dot_groups(
+    inst: &Instruction,
+    comp: &Computation,
+    role: Role,
+    rank: usize,
+) -> Option<DotGroups> {
     if inst.opcode != Opcode::Dot {
         return None;
     }
     let dims = |k: KnownAttr| -> DimVec {
-        inst.attrs.ints(k).unwrap_or(&[]).iter().filter_map(|&d| usize::try_from(d).ok()).collect()
+        inst.attrs
+            .ints(k)
+            .unwrap_or(&[])
+            .iter()
+            .filter_map(|&d| usize::try_from(d).ok())
+            .collect()
     };
     let complement = |rank: usize, a: &DimVec, b: &DimVec| -> DimVec {
-        (0..rank).filter(|d| !a.contains(d) && !b.contains(d)).collect()
+        (0..rank)
+            .filter(|d| !a.contains(d) && !b.contains(d))
+            .collect()
     };
     match role {
         Role::Operand(i @ (0 | 1)) => {
             let (batch, contracting) = if i == 0 {
-                (dims(KnownAttr::LhsBatchDims), dims(KnownAttr::LhsContractingDims))
+                (
+                    dims(KnownAttr::LhsBatchDims),
+                    dims(KnownAttr::LhsContractingDims),
+                )
             } else {
-                (dims(KnownAttr::RhsBatchDims), dims(KnownAttr::RhsContractingDims))
+                (
+                    dims(KnownAttr::RhsBatchDims),
+                    dims(KnownAttr::RhsContractingDims),
+                )
             };
             let free = complement(rank, &batch, &contracting);
-            Some(DotGroups { batch, free, contracting, role })
+            Some(DotGroups {
+                batch,
+                free,
+                contracting,
+                role,
+            })
         }
         Role::Result => {
             // The result is (batch..., lhs free..., rhs free...).
-            let lhs_rank = comp.inst(*inst.operands().first()?).shape.as_array()?.rank();
+            let lhs_rank = comp
+                .inst(*inst.operands().first()?)
+                .shape
+                .as_array()?
+                .rank();
             let nb = dims(KnownAttr::LhsBatchDims).len();
             // A malformed dot must not underflow: it gets no need, and the
             // verifier reports it.
-            let lhs_free = lhs_rank.checked_sub(nb)?.checked_sub(dims(KnownAttr::LhsContractingDims).len())?;
+            let lhs_free = lhs_rank
+                .checked_sub(nb)?
+                .checked_sub(dims(KnownAttr::LhsContractingDims).len())?;
             if nb + lhs_free > rank {
                 return None;
             }
             let batch: DimVec = (0..nb).collect();
             let free: DimVec = (nb..nb + lhs_free).collect();
             let contracting: DimVec = (nb + lhs_free..rank).collect();
-            Some(DotGroups { batch, free, contracting, role })
+            Some(DotGroups {
+                batch,
+                free,
+                contracting,
+                role,
+            })
         }
         Role::Operand(_) => None,
     }

@@ -146,7 +146,8 @@ impl Value {
                 return i as LayoutId;
             }
         }
-        self.bytes.push(algebra::storage_bytes_in(&self.shape, layout));
+        self.bytes
+            .push(algebra::storage_bytes_in(&self.shape, layout));
         self.layouts.push(key);
         let id = (self.layouts.len() - 1) as LayoutId;
         self.aliases.push((key, id));
@@ -210,7 +211,11 @@ pub fn with_layout(a: &ArrayShape, layout: Layout) -> ArrayShape {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Site {
     /// Operand `operand` of instruction `user`, array leaf `leaf` within it.
-    Operand { user: InstId, operand: u32, leaf: u32 },
+    Operand {
+        user: InstId,
+        operand: u32,
+        leaf: u32,
+    },
     /// Array leaf `leaf` of the computation's result.
     Root { leaf: u32 },
 }
@@ -249,14 +254,24 @@ pub enum RelationKind {
     /// `pin`, a target or custom call fixes the operand's layout at this use
     /// (the `Need` relation there makes any copy); the broadcast then only
     /// constrains its own result to orders that agree with the pin.
-    Broadcast { out: ValueId, dims: DimVec, pin: Option<LayoutId> },
+    Broadcast {
+        out: ValueId,
+        dims: DimVec,
+        pin: Option<LayoutId>,
+    },
     /// Read in a fixed layout; `need_id` is its id in the value's table
     /// (for a matrix need, `matrix` indexes [`Problem::matrix_needs`] and
     /// `need_id` is the preferred layout's id).
-    Need { need_id: LayoutId, matrix: Option<u32> },
+    Need {
+        need_id: LayoutId,
+        matrix: Option<u32>,
+    },
     /// A transpose (with `dims`) or reshape (`dims` empty and `reshape`)
     /// from `v` to `out`; it costs `out`'s bytes unless it is a bitcast.
-    Movement { out: ValueId, transpose: Option<DimVec> },
+    Movement {
+        out: ValueId,
+        transpose: Option<DimVec>,
+    },
 }
 
 /// One relation.
@@ -310,13 +325,26 @@ pub struct Problem<'c> {
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum ProblemError {
     #[error("computation {computation} has a cycle through instruction %{instruction}")]
-    Cycle { computation: String, instruction: String },
+    Cycle {
+        computation: String,
+        instruction: String,
+    },
     #[error("computation {computation} has no root instruction")]
     NoRoot { computation: String },
-    #[error("%{instruction} in {computation} calls computation #{callee}, whose signature is unknown")]
-    MissingCallee { computation: String, instruction: String, callee: u32 },
+    #[error(
+        "%{instruction} in {computation} calls computation #{callee}, whose signature is unknown"
+    )]
+    MissingCallee {
+        computation: String,
+        instruction: String,
+        callee: u32,
+    },
     #[error("%{instruction} in {computation}: {message}")]
-    Mismatch { computation: String, instruction: String, message: String },
+    Mismatch {
+        computation: String,
+        instruction: String,
+        message: String,
+    },
 }
 
 /// Instructions in topological order over data and control edges, taking
@@ -328,13 +356,19 @@ pub fn topological_order(comp: &Computation) -> Result<Vec<InstId>, ProblemError
     // XLA prints computations in a valid order, and Kahn's algorithm below
     // (smallest schedule position first) returns such a schedule
     // unchanged: check that in one pass and skip the rest.
-    let bound = graph.node_indices().map(|n| n.index() + 1).max().unwrap_or(0);
+    let bound = graph
+        .node_indices()
+        .map(|n| n.index() + 1)
+        .max()
+        .unwrap_or(0);
     let mut at = vec![usize::MAX; bound];
     for (i, &id) in schedule.iter().enumerate() {
         at[id.index()] = i;
     }
     let ordered = schedule.iter().enumerate().all(|(i, &id)| {
-        graph.edges_directed(id, hlo::petgraph::Direction::Incoming).all(|e| at[e.source().index()] < i)
+        graph
+            .edges_directed(id, hlo::petgraph::Direction::Incoming)
+            .all(|e| at[e.source().index()] < i)
     });
     if ordered && schedule.len() == graph.node_count() {
         return Ok(schedule.to_vec());
@@ -345,12 +379,21 @@ pub fn topological_order(comp: &Computation) -> Result<Vec<InstId>, ProblemError
     }
     let mut indegree: FxHashMap<InstId, usize> = FxHashMap::default();
     for &id in schedule {
-        indegree.insert(id, graph.edges_directed(id, hlo::petgraph::Direction::Incoming).count());
+        indegree.insert(
+            id,
+            graph
+                .edges_directed(id, hlo::petgraph::Direction::Incoming)
+                .count(),
+        );
     }
     // A min-heap on schedule position keeps the order stable and
     // deterministic.
-    let mut ready: std::collections::BinaryHeap<std::cmp::Reverse<usize>> =
-        schedule.iter().enumerate().filter(|(_, id)| indegree[id] == 0).map(|(i, _)| std::cmp::Reverse(i)).collect();
+    let mut ready: std::collections::BinaryHeap<std::cmp::Reverse<usize>> = schedule
+        .iter()
+        .enumerate()
+        .filter(|(_, id)| indegree[id] == 0)
+        .map(|(i, _)| std::cmp::Reverse(i))
+        .collect();
     let mut order = Vec::with_capacity(schedule.len());
     while let Some(std::cmp::Reverse(i)) = ready.pop() {
         let id = schedule[i];
@@ -369,7 +412,9 @@ pub fn topological_order(comp: &Computation) -> Result<Vec<InstId>, ProblemError
         let stuck = schedule.iter().find(|id| !order.contains(id)).copied();
         return Err(ProblemError::Cycle {
             computation: comp.name.clone(),
-            instruction: stuck.map(|id| comp.inst(id).name.clone()).unwrap_or_default(),
+            instruction: stuck
+                .map(|id| comp.inst(id).name.clone())
+                .unwrap_or_default(),
         });
     }
     Ok(order)
@@ -432,7 +477,12 @@ impl<'c> Problem<'c> {
         offers: Offers,
     ) -> Result<Problem<'c>, ProblemError> {
         let order = topological_order(comp)?;
-        let bound = comp.graph().node_indices().map(|n| n.index() + 1).max().unwrap_or(0);
+        let bound = comp
+            .graph()
+            .node_indices()
+            .map(|n| n.index() + 1)
+            .max()
+            .unwrap_or(0);
         let mut p = Problem {
             comp,
             table: LayoutTable::default(),
@@ -440,7 +490,10 @@ impl<'c> Problem<'c> {
             relations: Vec::with_capacity(order.len() * 3),
             matrix_needs: Vec::new(),
             leaf_values: vec![SmallVec::new(); bound],
-            boundary: (ctx.params.as_ref().map(|(_, r)| r.clone()), ctx.result.as_ref().map(|(_, r)| r.clone())),
+            boundary: (
+                ctx.params.as_ref().map(|(_, r)| r.clone()),
+                ctx.result.as_ref().map(|(_, r)| r.clone()),
+            ),
             order,
             auto_params: Vec::new(),
             auto_result: Vec::new(),
@@ -495,12 +548,24 @@ impl<'c> Problem<'c> {
         Ok(p)
     }
 
-    fn new_value(&mut self, def: InstId, leaf: u32, a: &ArrayShape, fixed: Option<(Layout, FixReason)>, target: &TargetSpec) -> ValueId {
+    fn new_value(
+        &mut self,
+        def: InstId,
+        leaf: u32,
+        a: &ArrayShape,
+        fixed: Option<(Layout, FixReason)>,
+        target: &TargetSpec,
+    ) -> ValueId {
         let id = self.values.len() as ValueId;
         let mut v = Value {
             def,
             leaf,
-            shape: ArrayShape { element_type: a.element_type, dims: a.dims.clone(), dynamic: a.dynamic, layout: None },
+            shape: ArrayShape {
+                element_type: a.element_type,
+                dims: a.dims.clone(),
+                dynamic: a.dynamic,
+                layout: None,
+            },
             fixed: None,
             lock: id,
             layouts: SmallVec::new(),
@@ -546,41 +611,65 @@ impl<'c> Problem<'c> {
         let inst = comp.inst(id);
         let leaves = array_leaves(&inst.shape);
         let operand_leaves = |p: &Self, i: usize| -> SmallVec<[ValueId; 1]> {
-            inst.operands().get(i).and_then(|o| p.leaf_values.get(o.index())).cloned().unwrap_or_default()
+            inst.operands()
+                .get(i)
+                .and_then(|o| p.leaf_values.get(o.index()))
+                .cloned()
+                .unwrap_or_default()
         };
         let forwarded: Option<SmallVec<[ValueId; 1]>> = match inst.opcode {
-            Opcode::Tuple => {
-                Some((0..inst.operands().len()).flat_map(|i| operand_leaves(self, i)).collect())
-            }
+            Opcode::Tuple => Some(
+                (0..inst.operands().len())
+                    .flat_map(|i| operand_leaves(self, i))
+                    .collect(),
+            ),
             Opcode::GetTupleElement => {
-                let k = inst.attrs.int(KnownAttr::Index).and_then(|k| usize::try_from(k).ok());
+                let k = inst
+                    .attrs
+                    .int(KnownAttr::Index)
+                    .and_then(|k| usize::try_from(k).ok());
                 let operand = inst.operands().first().map(|&o| &comp.inst(o).shape);
                 match (k, operand) {
                     (Some(k), Some(s)) => {
-                        let range = element_leaf_range(s, k)
-                            .ok_or_else(|| self.mismatch(id, format!("tuple index {k} is out of range")))?;
+                        let range = element_leaf_range(s, k).ok_or_else(|| {
+                            self.mismatch(id, format!("tuple index {k} is out of range"))
+                        })?;
                         let all = operand_leaves(self, 0);
                         Some(all.get(range).map(SmallVec::from_slice).unwrap_or_default())
                     }
-                    _ => return Err(self.mismatch(id, "get-tuple-element needs an index and a tuple operand")),
+                    _ => {
+                        return Err(self
+                            .mismatch(id, "get-tuple-element needs an index and a tuple operand"));
+                    }
                 }
             }
-            Opcode::OptimizationBarrier | Opcode::AddDependency | Opcode::Domain | Opcode::AsyncUpdate => {
-                Some(operand_leaves(self, 0))
-            }
+            Opcode::OptimizationBarrier
+            | Opcode::AddDependency
+            | Opcode::Domain
+            | Opcode::AsyncUpdate => Some(operand_leaves(self, 0)),
             // async-done returns element 1 of the async-start tuple: the
             // wrapped computation's result.
             Opcode::AsyncDone => {
                 let operand = inst.operands().first().map(|&o| &comp.inst(o).shape);
                 let range = operand.and_then(|s| element_leaf_range(s, 1));
-                let Some(range) = range else { return Err(self.mismatch(id, "async-done needs an async-start tuple operand")) };
-                Some(operand_leaves(self, 0).get(range).map(SmallVec::from_slice).unwrap_or_default())
+                let Some(range) = range else {
+                    return Err(self.mismatch(id, "async-done needs an async-start tuple operand"));
+                };
+                Some(
+                    operand_leaves(self, 0)
+                        .get(range)
+                        .map(SmallVec::from_slice)
+                        .unwrap_or_default(),
+                )
             }
             _ => None,
         };
         if let Some(values) = forwarded {
             if values.len() != leaves.len() {
-                return Err(self.mismatch(id, "the forwarded operand's shape does not match the result"));
+                return Err(self.mismatch(
+                    id,
+                    "the forwarded operand's shape does not match the result",
+                ));
             }
             self.leaf_values[id.index()] = values;
             return Ok(());
@@ -588,28 +677,46 @@ impl<'c> Problem<'c> {
 
         // Fixed layouts of the new values, per leaf.
         // Inline for the usual single leaf: this runs once per instruction.
-        let mut fixed: SmallVec<[Option<(Layout, FixReason)>; 1]> = SmallVec::from_elem(None, leaves.len());
+        let mut fixed: SmallVec<[Option<(Layout, FixReason)>; 1]> =
+            SmallVec::from_elem(None, leaves.len());
         // AUTO entry parameter leaves that live in HBM in a storage tiling.
         let mut storage_leaves: SmallVec<[usize; 1]> = SmallVec::new();
-        let given = |a: &ArrayShape| a.layout.clone().unwrap_or_else(|| policy::default_layout(target, a));
+        let given = |a: &ArrayShape| {
+            a.layout
+                .clone()
+                .unwrap_or_else(|| policy::default_layout(target, a))
+        };
         match inst.opcode {
             Opcode::Parameter => {
                 let n = inst.parameter_number().unwrap_or(0) as usize;
                 if let Some((params, _)) = &ctx.params {
                     let Some(param) = params.get(n) else {
-                        return Err(self.mismatch(id, format!("parameter {n} is not in the computation layout")));
+                        return Err(self.mismatch(
+                            id,
+                            format!("parameter {n} is not in the computation layout"),
+                        ));
                     };
                     let given_leaves = array_leaves(param);
                     if given_leaves.len() != leaves.len() {
-                        return Err(self.mismatch(id, "the parameter's shape differs from the computation layout"));
+                        return Err(self.mismatch(
+                            id,
+                            "the parameter's shape differs from the computation layout",
+                        ));
                     }
                     for (i, g) in given_leaves.iter().enumerate() {
                         match &g.layout {
                             Some(l) if ctx.is_entry => {
-                                fixed[i] = Some((entry_parameter_layout(target, g, l), FixReason::EntryParameter));
+                                fixed[i] = Some((
+                                    entry_parameter_layout(target, g, l),
+                                    FixReason::EntryParameter,
+                                ));
                             }
                             Some(l) => {
-                                let why = if ctx.is_entry { FixReason::EntryParameter } else { FixReason::Boundary };
+                                let why = if ctx.is_entry {
+                                    FixReason::EntryParameter
+                                } else {
+                                    FixReason::Boundary
+                                };
                                 fixed[i] = Some((l.clone(), why));
                             }
                             // A scalar has one layout: not AUTO, whatever the text says.
@@ -622,7 +729,10 @@ impl<'c> Problem<'c> {
                                 // leaf takes that leaf's layout (XLA resets
                                 // the side the user did not set).
                                 if let Some(l) = aliased_result_layout(ctx, n, param, i) {
-                                    fixed[i] = Some((entry_device_layout(target, g, &l), FixReason::Alias));
+                                    fixed[i] = Some((
+                                        entry_device_layout(target, g, &l),
+                                        FixReason::Alias,
+                                    ));
                                 }
                             }
                             None => {}
@@ -633,9 +743,10 @@ impl<'c> Problem<'c> {
             Opcode::While | Opcode::Call | Opcode::Conditional | Opcode::Fusion => {
                 let callee = match inst.opcode {
                     Opcode::While => inst.attrs.get(KnownAttr::Body),
-                    Opcode::Call | Opcode::Fusion => {
-                        inst.attrs.get(KnownAttr::ToApply).or(inst.attrs.get(KnownAttr::Calls))
-                    }
+                    Opcode::Call | Opcode::Fusion => inst
+                        .attrs
+                        .get(KnownAttr::ToApply)
+                        .or(inst.attrs.get(KnownAttr::Calls)),
                     _ => None,
                 };
                 let callees: Vec<CompId> = match (inst.opcode, callee) {
@@ -651,9 +762,14 @@ impl<'c> Problem<'c> {
                     })?;
                     let result_leaves = array_leaves(&sig.result);
                     if result_leaves.len() != leaves.len() {
-                        return Err(self.mismatch(id, "the callee's result shape differs from the instruction's"));
+                        return Err(self.mismatch(
+                            id,
+                            "the callee's result shape differs from the instruction's",
+                        ));
                     }
-                    if inst.opcode != Opcode::Conditional && ctx.preferred.binary_search(&first).is_ok() {
+                    if inst.opcode != Opcode::Conditional
+                        && ctx.preferred.binary_search(&first).is_ok()
+                    {
                         // The result is free; `relate` prices leaving the
                         // callee's choice.
                         self.preferred_calls.push((id, first));
@@ -679,11 +795,20 @@ impl<'c> Problem<'c> {
                 })?;
                 let params: Vec<&ArrayShape> = sig.params.iter().flat_map(array_leaves).collect();
                 let result = array_leaves(&sig.result);
-                let (Some(r0), Some(r1)) = (element_leaf_range(&inst.shape, 0), element_leaf_range(&inst.shape, 1)) else {
-                    return Err(self.mismatch(id, "async-start's shape is not an (operands, result, ...) tuple"));
+                let (Some(r0), Some(r1)) = (
+                    element_leaf_range(&inst.shape, 0),
+                    element_leaf_range(&inst.shape, 1),
+                ) else {
+                    return Err(self.mismatch(
+                        id,
+                        "async-start's shape is not an (operands, result, ...) tuple",
+                    ));
                 };
                 if r0.len() != params.len() || r1.len() != result.len() {
-                    return Err(self.mismatch(id, "async-start's shape does not match the wrapped computation"));
+                    return Err(self.mismatch(
+                        id,
+                        "async-start's shape does not match the wrapped computation",
+                    ));
                 }
                 if ctx.preferred.binary_search(callee).is_ok() {
                     self.preferred_calls.push((id, *callee));
@@ -696,7 +821,10 @@ impl<'c> Problem<'c> {
             Opcode::Bitcast => {
                 // An input bitcast is a bitcast in the layouts it was
                 // written with (see `bitcast_side`).
-                let operand = inst.operands().first().and_then(|&o| comp.inst(o).shape.as_array());
+                let operand = inst
+                    .operands()
+                    .first()
+                    .and_then(|&o| comp.inst(o).shape.as_array());
                 for (i, a) in leaves.iter().enumerate() {
                     fixed[i] = Some((bitcast_side(target, a, operand), FixReason::ExistingBitcast));
                 }
@@ -707,10 +835,14 @@ impl<'c> Problem<'c> {
                 }
             }
             _ => {
-                let needs = needs_cache[id.index()].get_or_insert_with(|| policy::inst_needs(target, comp, id));
+                let needs = needs_cache[id.index()]
+                    .get_or_insert_with(|| policy::inst_needs(target, comp, id));
                 for (i, l) in needs.result_leaves.iter().enumerate() {
                     if let (Some(l), Some(slot), Some(a)) = (l, fixed.get_mut(i), leaves.get(i)) {
-                        *slot = Some((crate::tiling::device_layout(target, a, l), FixReason::CustomCall));
+                        *slot = Some((
+                            crate::tiling::device_layout(target, a, l),
+                            FixReason::CustomCall,
+                        ));
                     }
                 }
                 // An op that keeps its layout, whose same-rank operands the
@@ -718,20 +850,27 @@ impl<'c> Problem<'c> {
                 // (XLA CPU: every operand row-major makes elementwise
                 // results row-major).
                 if target.keeps_layout(inst.opcode)
-                    && let Some(a) = leaves.first() {
-                        let forced = needs.operand_needs().find_map(|(i, n, src)| match n {
-                            Need::Exact(l)
-                                if inst.operands().get(i).and_then(|&o| comp.inst(o).shape.as_array()).is_some_and(|x| x.rank() == a.rank()) =>
-                            {
-                                Some((l.clone(), src))
-                            }
-                            _ => None,
-                        });
-                        if let (Some((l, src)), Some(slot)) = (forced, fixed.first_mut())
-                            && slot.is_none() && a.rank() > 0 {
-                                *slot = Some((l, FixReason::OperandNeed(src)));
-                            }
+                    && let Some(a) = leaves.first()
+                {
+                    let forced = needs.operand_needs().find_map(|(i, n, src)| match n {
+                        Need::Exact(l)
+                            if inst
+                                .operands()
+                                .get(i)
+                                .and_then(|&o| comp.inst(o).shape.as_array())
+                                .is_some_and(|x| x.rank() == a.rank()) =>
+                        {
+                            Some((l.clone(), src))
+                        }
+                        _ => None,
+                    });
+                    if let (Some((l, src)), Some(slot)) = (forced, fixed.first_mut())
+                        && slot.is_none()
+                        && a.rank() > 0
+                    {
+                        *slot = Some((l, FixReason::OperandNeed(src)));
                     }
+                }
                 // A result needed with given most minor dimensions (a TPU
                 // convolution's feature dimension) takes the layout that
                 // stores it with the least padding among those: a result is
@@ -744,11 +883,18 @@ impl<'c> Problem<'c> {
                 if let Some((l, source)) = result_need {
                     let reason = match *source {
                         NeedSource::TargetRule(rule) => FixReason::TargetRule(rule),
-                        NeedSource::CustomCall | NeedSource::LayoutConstraint | NeedSource::TargetDefault | NeedSource::Outfeed => FixReason::CustomCall,
+                        NeedSource::CustomCall
+                        | NeedSource::LayoutConstraint
+                        | NeedSource::TargetDefault
+                        | NeedSource::Outfeed => FixReason::CustomCall,
                     };
                     for (i, a) in leaves.iter().enumerate() {
                         if fixed[i].is_none() && a.rank() == l.minor_to_major.len() {
-                            let layout = if i == 0 { l.clone() } else { policy::default_layout(target, a) };
+                            let layout = if i == 0 {
+                                l.clone()
+                            } else {
+                                policy::default_layout(target, a)
+                            };
                             fixed[i] = Some((layout, reason));
                         }
                     }
@@ -765,7 +911,10 @@ impl<'c> Problem<'c> {
         }
         // Ops that keep one layout across several outputs (sort, variadic
         // reduce-window and scatter) lock their same-rank outputs together.
-        if values.len() > 1 && target.keeps_layout(inst.opcode) && !is_per_leaf_collective(inst.opcode) {
+        if values.len() > 1
+            && target.keeps_layout(inst.opcode)
+            && !is_per_leaf_collective(inst.opcode)
+        {
             let first = values[0];
             let rank = self.values[first as usize].shape.rank();
             for &v in &values[1..] {
@@ -779,7 +928,12 @@ impl<'c> Problem<'c> {
     }
 
     fn push(&mut self, v: ValueId, kind: RelationKind, site: Site, source: RelationSource) {
-        self.relations.push(Relation { v, kind, site, source });
+        self.relations.push(Relation {
+            v,
+            kind,
+            site,
+            source,
+        });
     }
 
     /// Adds an exact need of `layout` on value `v` at `site`.
@@ -807,7 +961,16 @@ impl<'c> Problem<'c> {
         let comp = self.comp;
         let inst = comp.inst(id);
         let op = inst.opcode;
-        if matches!(op, Opcode::Tuple | Opcode::GetTupleElement | Opcode::OptimizationBarrier | Opcode::AddDependency | Opcode::Domain | Opcode::Parameter | Opcode::Bitcast) {
+        if matches!(
+            op,
+            Opcode::Tuple
+                | Opcode::GetTupleElement
+                | Opcode::OptimizationBarrier
+                | Opcode::AddDependency
+                | Opcode::Domain
+                | Opcode::Parameter
+                | Opcode::Bitcast
+        ) {
             if op == Opcode::Bitcast {
                 // An existing bitcast is only valid in the layouts it was
                 // written with: its operand must stay as it is.
@@ -817,8 +980,17 @@ impl<'c> Problem<'c> {
                     let result = inst.shape.as_array();
                     for (leaf, (&v, a)) in leaves.iter().zip(shapes).enumerate() {
                         let layout = bitcast_side(target, a, result);
-                        let site = Site::Operand { user: id, operand: 0, leaf: leaf as u32 };
-                        self.need(v, &Need::Exact(layout), site, RelationSource::Need(NeedSource::LayoutConstraint));
+                        let site = Site::Operand {
+                            user: id,
+                            operand: 0,
+                            leaf: leaf as u32,
+                        };
+                        self.need(
+                            v,
+                            &Need::Exact(layout),
+                            site,
+                            RelationSource::Need(NeedSource::LayoutConstraint),
+                        );
                     }
                 }
             }
@@ -834,12 +1006,23 @@ impl<'c> Problem<'c> {
                 _ => vec![],
             },
             Opcode::Call | Opcode::Fusion | Opcode::AsyncStart => {
-                match inst.attrs.get(KnownAttr::ToApply).or(inst.attrs.get(KnownAttr::Calls)) {
-                    Some(AttrValue::Computation(c)) => (0..inst.operands().len()).map(|i| (i, *c)).collect(),
+                match inst
+                    .attrs
+                    .get(KnownAttr::ToApply)
+                    .or(inst.attrs.get(KnownAttr::Calls))
+                {
+                    Some(AttrValue::Computation(c)) => {
+                        (0..inst.operands().len()).map(|i| (i, *c)).collect()
+                    }
                     _ => vec![],
                 }
             }
-            Opcode::Conditional => inst.attrs.called_computations().enumerate().map(|(j, c)| (j + 1, c)).collect(),
+            Opcode::Conditional => inst
+                .attrs
+                .called_computations()
+                .enumerate()
+                .map(|(j, c)| (j + 1, c))
+                .collect(),
             _ => vec![],
         };
         if !call_targets.is_empty() {
@@ -848,13 +1031,19 @@ impl<'c> Problem<'c> {
                 return Ok(());
             }
             for (operand, callee) in call_targets {
-                let Some(sig) = ctx.callees.get(&callee) else { continue };
+                let Some(sig) = ctx.callees.get(&callee) else {
+                    continue;
+                };
                 let param_index = match op {
                     Opcode::Call | Opcode::Fusion | Opcode::AsyncStart => operand,
                     _ => 0,
                 };
-                let Some(param) = sig.params.get(param_index) else { continue };
-                let Some(&o) = inst.operands().get(operand) else { continue };
+                let Some(param) = sig.params.get(param_index) else {
+                    continue;
+                };
+                let Some(&o) = inst.operands().get(operand) else {
+                    continue;
+                };
                 let leaves = self.leaf_values[o.index()].clone();
                 let params = array_leaves(param);
                 let source = if op == Opcode::While {
@@ -863,43 +1052,89 @@ impl<'c> Problem<'c> {
                     RelationSource::CalleeParameter { callee }
                 };
                 for (leaf, (&v, p)) in leaves.iter().zip(params).enumerate() {
-                    let layout = p.layout.clone().unwrap_or_else(|| policy::default_layout(target, p));
-                    let site = Site::Operand { user: id, operand: operand as u32, leaf: leaf as u32 };
+                    let layout = p
+                        .layout
+                        .clone()
+                        .unwrap_or_else(|| policy::default_layout(target, p));
+                    let site = Site::Operand {
+                        user: id,
+                        operand: operand as u32,
+                        leaf: leaf as u32,
+                    };
                     self.need(v, &Need::Exact(layout), site, source);
                 }
             }
             return Ok(());
         }
 
-        let needs = needs_cache[id.index()].get_or_insert_with(|| policy::inst_needs(target, comp, id));
+        let needs =
+            needs_cache[id.index()].get_or_insert_with(|| policy::inst_needs(target, comp, id));
         // Needs on leaves of tuple operands (a constrained custom call's
         // tuple operand, a tuple outfeed).
         for (operand, leaf, layout, source) in &needs.tuple_operand_leaves {
-            let Some(&o) = inst.operands().get(*operand) else { continue };
-            let Some(&v) = self.leaf_values[o.index()].get(*leaf) else { continue };
-            let site = Site::Operand { user: id, operand: *operand as u32, leaf: *leaf as u32 };
-            self.need(v, &Need::Exact(layout.clone()), site, RelationSource::Need(*source));
+            let Some(&o) = inst.operands().get(*operand) else {
+                continue;
+            };
+            let Some(&v) = self.leaf_values[o.index()].get(*leaf) else {
+                continue;
+            };
+            let site = Site::Operand {
+                user: id,
+                operand: *operand as u32,
+                leaf: *leaf as u32,
+            };
+            self.need(
+                v,
+                &Need::Exact(layout.clone()),
+                site,
+                RelationSource::Need(*source),
+            );
         }
         // An output aliased to an operand shares its buffer, so the
         // operand is read in the output's layout.
-        if let Some(AttrValue::Aliasing(aliases)) = inst.attrs.get(KnownAttr::OutputToOperandAliasing) {
+        if let Some(AttrValue::Aliasing(aliases)) =
+            inst.attrs.get(KnownAttr::OutputToOperandAliasing)
+        {
             for alias in aliases {
-                let Some(&o) = usize::try_from(alias.operand).ok().and_then(|i| inst.operands().get(i)) else { continue };
-                let (Some(out_range), Some(in_range)) =
-                    (leaf_range_at(&inst.shape, &alias.output_index), leaf_range_at(&comp.inst(o).shape, &alias.operand_index))
+                let Some(&o) = usize::try_from(alias.operand)
+                    .ok()
+                    .and_then(|i| inst.operands().get(i))
                 else {
                     continue;
                 };
+                let (Some(out_range), Some(in_range)) = (
+                    leaf_range_at(&inst.shape, &alias.output_index),
+                    leaf_range_at(&comp.inst(o).shape, &alias.operand_index),
+                ) else {
+                    continue;
+                };
                 if out_range.len() != in_range.len() {
-                    return Err(self.mismatch(id, "output_to_operand_aliasing pairs shapes of different structure"));
+                    return Err(self.mismatch(
+                        id,
+                        "output_to_operand_aliasing pairs shapes of different structure",
+                    ));
                 }
                 let outs = self.leaf_values[id.index()].clone();
                 let ins = self.leaf_values[o.index()].clone();
                 for (out_leaf, in_leaf) in out_range.zip(in_range) {
-                    let (Some(&out), Some(&v)) = (outs.get(out_leaf), ins.get(in_leaf)) else { continue };
-                    if self.values[out as usize].shape.rank() == self.values[v as usize].shape.rank() && v != out {
-                        let site = Site::Operand { user: id, operand: alias.operand as u32, leaf: in_leaf as u32 };
-                        self.push(v, RelationKind::Same { out }, site, RelationSource::LayoutPreservingUser { opcode: op });
+                    let (Some(&out), Some(&v)) = (outs.get(out_leaf), ins.get(in_leaf)) else {
+                        continue;
+                    };
+                    if self.values[out as usize].shape.rank()
+                        == self.values[v as usize].shape.rank()
+                        && v != out
+                    {
+                        let site = Site::Operand {
+                            user: id,
+                            operand: alias.operand as u32,
+                            leaf: in_leaf as u32,
+                        };
+                        self.push(
+                            v,
+                            RelationKind::Same { out },
+                            site,
+                            RelationSource::LayoutPreservingUser { opcode: op },
+                        );
                     }
                 }
             }
@@ -911,11 +1146,16 @@ impl<'c> Problem<'c> {
                 continue;
             }
             let operand_is_array = comp.inst(o).shape.is_array();
-            let site = Site::Operand { user: id, operand: i as u32, leaf: 0 };
+            let site = Site::Operand {
+                user: id,
+                operand: i as u32,
+                leaf: 0,
+            };
             if let Some((need, source)) = needs.operand(i)
-                && operand_is_array {
-                    self.need(operand_leaves[0], need, site, RelationSource::Need(source));
-                }
+                && operand_is_array
+            {
+                self.need(operand_leaves[0], need, site, RelationSource::Need(source));
+            }
             if !operand_is_array {
                 continue;
             }
@@ -923,7 +1163,8 @@ impl<'c> Problem<'c> {
             let v_rank = self.values[v as usize].shape.rank();
             // The output leaf this operand keeps its layout with: per leaf
             // for collectives on tuples, otherwise the first output.
-            let partner = if is_per_leaf_collective(op) && out_values.len() == inst.operands().len() {
+            let partner = if is_per_leaf_collective(op) && out_values.len() == inst.operands().len()
+            {
                 out_values.get(i).copied()
             } else {
                 out
@@ -937,30 +1178,51 @@ impl<'c> Problem<'c> {
                         .ints(KnownAttr::Dimensions)
                         .map(|d| d.iter().filter_map(|&x| usize::try_from(x).ok()).collect());
                     let Some(dims) = dims.filter(|d| d.len() == v_rank) else {
-                        return Err(self.mismatch(id, "broadcast dimensions do not match the operand rank"));
+                        return Err(
+                            self.mismatch(id, "broadcast dimensions do not match the operand rank")
+                        );
                     };
                     if v_rank > 0 {
                         // A need at this use (the last Need relation pushed
                         // for it) pins the operand's layout.
                         let pin = match (needs.operand(i), self.relations.last()) {
-                            (Some((Need::Exact(_), _)), Some(r)) if r.v == v && r.site == site => match r.kind {
-                                RelationKind::Need { need_id, .. } => Some(need_id),
-                                _ => None,
-                            },
+                            (Some((Need::Exact(_), _)), Some(r)) if r.v == v && r.site == site => {
+                                match r.kind {
+                                    RelationKind::Need { need_id, .. } => Some(need_id),
+                                    _ => None,
+                                }
+                            }
                             _ => None,
                         };
                         if let Some(pin_id) = pin {
                             // Offer the result the order that agrees with the
                             // pin: the operand's dimensions in its order, the
                             // broadcast dimensions more major.
-                            let pinned = self.table.get(self.values[v as usize].key(pin_id)).minor_to_major.clone();
+                            let pinned = self
+                                .table
+                                .get(self.values[v as usize].key(pin_id))
+                                .minor_to_major
+                                .clone();
                             let mut m2m: DimVec = pinned.iter().map(|&d| dims[d]).collect();
                             m2m.extend((0..out_rank).rev().filter(|d| !dims.contains(d)));
-                            let layout = crate::tiling::layout_for(target, &self.values[partner as usize].shape, &m2m);
+                            let layout = crate::tiling::layout_for(
+                                target,
+                                &self.values[partner as usize].shape,
+                                &m2m,
+                            );
                             let key = self.table.key(&layout);
                             self.values[partner as usize].add_candidate(&self.table, key);
                         }
-                        self.push(v, RelationKind::Broadcast { out: partner, dims, pin }, site, RelationSource::Broadcast);
+                        self.push(
+                            v,
+                            RelationKind::Broadcast {
+                                out: partner,
+                                dims,
+                                pin,
+                            },
+                            site,
+                            RelationSource::Broadcast,
+                        );
                     }
                 }
                 Opcode::Transpose => {
@@ -968,16 +1230,40 @@ impl<'c> Problem<'c> {
                         .attrs
                         .ints(KnownAttr::Dimensions)
                         .map(|d| d.iter().filter_map(|&x| usize::try_from(x).ok()).collect());
-                    let Some(dims) = dims.filter(|d| d.len() == v_rank && v_rank == out_rank) else {
-                        return Err(self.mismatch(id, "transpose dimensions do not match the ranks"));
+                    let Some(dims) = dims.filter(|d| d.len() == v_rank && v_rank == out_rank)
+                    else {
+                        return Err(
+                            self.mismatch(id, "transpose dimensions do not match the ranks")
+                        );
                     };
-                    self.push(v, RelationKind::Movement { out: partner, transpose: Some(dims) }, site, RelationSource::DataMovement);
+                    self.push(
+                        v,
+                        RelationKind::Movement {
+                            out: partner,
+                            transpose: Some(dims),
+                        },
+                        site,
+                        RelationSource::DataMovement,
+                    );
                 }
                 Opcode::Reshape => {
-                    self.push(v, RelationKind::Movement { out: partner, transpose: None }, site, RelationSource::DataMovement);
+                    self.push(
+                        v,
+                        RelationKind::Movement {
+                            out: partner,
+                            transpose: None,
+                        },
+                        site,
+                        RelationSource::DataMovement,
+                    );
                 }
                 _ if keeps && v_rank == out_rank && v_rank > 0 => {
-                    self.push(v, RelationKind::Same { out: partner }, site, RelationSource::LayoutPreservingUser { opcode: op });
+                    self.push(
+                        v,
+                        RelationKind::Same { out: partner },
+                        site,
+                        RelationSource::LayoutPreservingUser { opcode: op },
+                    );
                 }
                 _ => {}
             }
@@ -995,19 +1281,36 @@ impl<'c> Problem<'c> {
     fn relate_preferred(&mut self, id: InstId, callee: CompId, ctx: &Context, target: &TargetSpec) {
         let comp = self.comp;
         let inst = comp.inst(id);
-        let Some(sig) = ctx.callees.get(&callee) else { return };
+        let Some(sig) = ctx.callees.get(&callee) else {
+            return;
+        };
         let own = self.leaf_values[id.index()].clone();
-        let layout_of = |a: &ArrayShape| a.layout.clone().unwrap_or_else(|| policy::default_layout(target, a));
+        let layout_of = |a: &ArrayShape| {
+            a.layout
+                .clone()
+                .unwrap_or_else(|| policy::default_layout(target, a))
+        };
         // (value, preferred layout) per leaf.
         let mut prefs: Vec<(ValueId, Layout)> = Vec::new();
         match inst.opcode {
             Opcode::While => {
-                let Some(&o) = inst.operands().first() else { return };
+                let Some(&o) = inst.operands().first() else {
+                    return;
+                };
                 let init = self.leaf_values[o.index()].clone();
                 for (leaf, (&v, &w)) in init.iter().zip(&own).enumerate() {
-                    let site = Site::Operand { user: id, operand: 0, leaf: leaf as u32 };
+                    let site = Site::Operand {
+                        user: id,
+                        operand: 0,
+                        leaf: leaf as u32,
+                    };
                     if v != w && self.values[w as usize].shape.rank() > 0 {
-                        self.push(v, RelationKind::Same { out: w }, site, RelationSource::LoopState { body: callee });
+                        self.push(
+                            v,
+                            RelationKind::Same { out: w },
+                            site,
+                            RelationSource::LoopState { body: callee },
+                        );
                     }
                 }
                 for (&w, r) in own.iter().zip(array_leaves(&sig.result)) {
@@ -1015,15 +1318,32 @@ impl<'c> Problem<'c> {
                 }
             }
             Opcode::AsyncStart => {
-                let (Some(r0), Some(r1)) = (element_leaf_range(&inst.shape, 0), element_leaf_range(&inst.shape, 1)) else { return };
-                let held: SmallVec<[ValueId; 1]> = own.get(r0.clone()).map(SmallVec::from_slice).unwrap_or_default();
+                let (Some(r0), Some(r1)) = (
+                    element_leaf_range(&inst.shape, 0),
+                    element_leaf_range(&inst.shape, 1),
+                ) else {
+                    return;
+                };
+                let held: SmallVec<[ValueId; 1]> = own
+                    .get(r0.clone())
+                    .map(SmallVec::from_slice)
+                    .unwrap_or_default();
                 let mut k = 0;
                 for (i, &o) in inst.operands().iter().enumerate() {
                     for (leaf, &v) in self.leaf_values[o.index()].clone().iter().enumerate() {
                         if let Some(&w) = held.get(k) {
-                            let site = Site::Operand { user: id, operand: i as u32, leaf: leaf as u32 };
+                            let site = Site::Operand {
+                                user: id,
+                                operand: i as u32,
+                                leaf: leaf as u32,
+                            };
                             if v != w && self.values[w as usize].shape.rank() > 0 {
-                                self.push(v, RelationKind::Same { out: w }, site, RelationSource::CalleeParameter { callee });
+                                self.push(
+                                    v,
+                                    RelationKind::Same { out: w },
+                                    site,
+                                    RelationSource::CalleeParameter { callee },
+                                );
                             }
                         }
                         k += 1;
@@ -1039,7 +1359,9 @@ impl<'c> Problem<'c> {
             }
             _ => {
                 for (i, &o) in inst.operands().iter().enumerate() {
-                    let Some(param) = sig.params.get(i) else { continue };
+                    let Some(param) = sig.params.get(i) else {
+                        continue;
+                    };
                     let leaves = self.leaf_values[o.index()].clone();
                     for (&v, a) in leaves.iter().zip(array_leaves(param)) {
                         prefs.push((v, layout_of(a)));
@@ -1061,22 +1383,35 @@ impl<'c> Problem<'c> {
     /// Adds the relations of the computation's result.
     fn relate_root(&mut self, ctx: &Context, target: &TargetSpec) -> Result<(), ProblemError> {
         let comp = self.comp;
-        let root = comp.root().ok_or_else(|| ProblemError::NoRoot { computation: comp.name.clone() })?;
+        let root = comp.root().ok_or_else(|| ProblemError::NoRoot {
+            computation: comp.name.clone(),
+        })?;
         let root_values = self.leaf_values[root.index()].clone();
         if let Some((result, reason)) = &ctx.result {
             let leaves = array_leaves(result);
             if leaves.len() != root_values.len() {
-                return Err(self.mismatch(root, "the root's shape differs from the required result shape"));
+                return Err(self.mismatch(
+                    root,
+                    "the root's shape differs from the required result shape",
+                ));
             }
             let mut auto = Vec::new();
             for (leaf, (&v, a)) in root_values.iter().zip(leaves).enumerate() {
                 match &a.layout {
                     Some(l) => {
                         let (source, layout) = match reason {
-                            BoundaryReason::Entry => (RelationSource::EntryResult, entry_device_layout(target, a, l)),
+                            BoundaryReason::Entry => (
+                                RelationSource::EntryResult,
+                                entry_device_layout(target, a, l),
+                            ),
                             _ => (RelationSource::BoundaryResult, l.clone()),
                         };
-                        self.need(v, &Need::Exact(layout), Site::Root { leaf: leaf as u32 }, source);
+                        self.need(
+                            v,
+                            &Need::Exact(layout),
+                            Site::Root { leaf: leaf as u32 },
+                            source,
+                        );
                     }
                     None if a.rank() > 0 => auto.push(leaf as u32),
                     None => {}
@@ -1090,12 +1425,18 @@ impl<'c> Problem<'c> {
         // takes the parameter's layout.
         if ctx.is_entry {
             for alias in &ctx.io_alias {
-                let Some((params, _)) = &ctx.params else { break };
+                let Some((params, _)) = &ctx.params else {
+                    break;
+                };
                 let result_auto = match &ctx.result {
-                    Some((r, _)) => alias_leaf(r, &alias.output_index).is_some_and(|(_, a)| a.layout.is_none()),
+                    Some((r, _)) => {
+                        alias_leaf(r, &alias.output_index).is_some_and(|(_, a)| a.layout.is_none())
+                    }
                     None => true,
                 };
-                let param = usize::try_from(alias.parameter).ok().and_then(|p| params.get(p));
+                let param = usize::try_from(alias.parameter)
+                    .ok()
+                    .and_then(|p| params.get(p));
                 let Some(param) = param else { continue };
                 let (Some((_, pa)), Some((leaf, _))) = (
                     alias_leaf(param, &alias.parameter_index),
@@ -1103,11 +1444,20 @@ impl<'c> Problem<'c> {
                 ) else {
                     continue;
                 };
-                let Some(&v) = root_values.get(leaf) else { continue };
+                let Some(&v) = root_values.get(leaf) else {
+                    continue;
+                };
                 match (result_auto, &pa.layout) {
                     (true, Some(l)) => {
                         let layout = entry_device_layout(target, pa, l);
-                        self.need(v, &Need::Exact(layout), Site::Root { leaf: leaf as u32 }, RelationSource::Alias { parameter: alias.parameter });
+                        self.need(
+                            v,
+                            &Need::Exact(layout),
+                            Site::Root { leaf: leaf as u32 },
+                            RelationSource::Alias {
+                                parameter: alias.parameter,
+                            },
+                        );
                     }
                     // Both sides AUTO: the result is read in whatever
                     // layout the parameter gets, as a loop body's root is
@@ -1116,12 +1466,25 @@ impl<'c> Problem<'c> {
                         let param_value = comp
                             .parameters()
                             .into_iter()
-                            .find(|&p| comp.inst(p).parameter_number().map(i64::from) == Some(alias.parameter))
-                            .and_then(|p| alias_leaf(&comp.inst(p).shape, &alias.parameter_index).map(|(k, _)| (p, k)))
+                            .find(|&p| {
+                                comp.inst(p).parameter_number().map(i64::from)
+                                    == Some(alias.parameter)
+                            })
+                            .and_then(|p| {
+                                alias_leaf(&comp.inst(p).shape, &alias.parameter_index)
+                                    .map(|(k, _)| (p, k))
+                            })
                             .and_then(|(p, k)| self.leaf_values[p.index()].get(k).copied());
                         if let Some(w) = param_value.filter(|&w| w != v) {
-                            let source = RelationSource::Alias { parameter: alias.parameter };
-                            self.push(v, RelationKind::Same { out: w }, Site::Root { leaf: leaf as u32 }, source);
+                            let source = RelationSource::Alias {
+                                parameter: alias.parameter,
+                            };
+                            self.push(
+                                v,
+                                RelationKind::Same { out: w },
+                                Site::Root { leaf: leaf as u32 },
+                                source,
+                            );
                         }
                     }
                     // A set result with an AUTO parameter fixed the
@@ -1137,7 +1500,12 @@ impl<'c> Problem<'c> {
                 let param_values = self.leaf_values[param.index()].clone();
                 for (leaf, (&v, &w)) in root_values.iter().zip(&param_values).enumerate() {
                     if v != w {
-                        self.push(v, RelationKind::Same { out: w }, Site::Root { leaf: leaf as u32 }, RelationSource::LoopBackEdge);
+                        self.push(
+                            v,
+                            RelationKind::Same { out: w },
+                            Site::Root { leaf: leaf as u32 },
+                            RelationSource::LoopBackEdge,
+                        );
                     }
                 }
             }
@@ -1147,7 +1515,12 @@ impl<'c> Problem<'c> {
 
     /// Seeds each free value's candidates: layouts its uses need, then the
     /// target default.
-    fn seed_candidates(&mut self, relations: &[Relation], retilings: &[crate::retile::Retiling], target: &TargetSpec) {
+    fn seed_candidates(
+        &mut self,
+        relations: &[Relation],
+        retilings: &[crate::retile::Retiling],
+        target: &TargetSpec,
+    ) {
         for rel in relations {
             if let RelationKind::Need { need_id, .. } = rel.kind {
                 let value = &mut self.values[rel.v as usize];
@@ -1163,7 +1536,11 @@ impl<'c> Problem<'c> {
         let mut default_by_rank: SmallVec<[Option<LayoutKey>; 8]> = SmallVec::new();
         for v in &mut self.values {
             let rank = v.shape.rank();
-            let memo = if target.tiling.is_none() { default_by_rank.get(rank).copied().flatten() } else { None };
+            let memo = if target.tiling.is_none() {
+                default_by_rank.get(rank).copied().flatten()
+            } else {
+                None
+            };
             let default = match memo {
                 Some(key) => key,
                 None => {
@@ -1195,7 +1572,8 @@ impl<'c> Problem<'c> {
         // The layouts depend only on the element type, dimensions and
         // residence, and a model repeats a few shapes many times.
         type Seeds = (LayoutKey, SmallVec<[LayoutKey; 2]>);
-        let mut by_shape: FxHashMap<(shape::PrimitiveType, shape::Dims, TileUse), Seeds> = FxHashMap::default();
+        let mut by_shape: FxHashMap<(shape::PrimitiveType, shape::Dims, TileUse), Seeds> =
+            FxHashMap::default();
         for v in &mut self.values {
             if v.fixed.is_some() || v.shape.rank() < 2 {
                 continue;
@@ -1204,7 +1582,8 @@ impl<'c> Problem<'c> {
             let (least, combined) = by_shape
                 .entry((v.shape.element_type, v.shape.dims.clone(), v.tile_use))
                 .or_insert_with(|| {
-                    let m2m = crate::tiling::least_padding_order(target, &v.shape, v.tile_use, None);
+                    let m2m =
+                        crate::tiling::least_padding_order(target, &v.shape, v.tile_use, None);
                     let least = crate::tiling::layout_for_use(target, &v.shape, &m2m, v.tile_use);
                     // Where the target combines dimensions, the combined
                     // form of the default and least-padding layouts, when
@@ -1240,16 +1619,29 @@ impl<'c> Problem<'c> {
             if v.tile_use != TileUse::Storage {
                 continue;
             }
-            let orders: Vec<DimVec> =
-                v.candidates.iter().map(|&c| self.table.get(v.key(c)).minor_to_major.clone()).collect();
+            let orders: Vec<DimVec> = v
+                .candidates
+                .iter()
+                .map(|&c| self.table.get(v.key(c)).minor_to_major.clone())
+                .collect();
             v.candidates.clear();
             for m2m in orders {
-                let key = self.table.key(&crate::tiling::layout_for_use(target, &v.shape, &m2m, TileUse::Storage));
+                let key = self.table.key(&crate::tiling::layout_for_use(
+                    target,
+                    &v.shape,
+                    &m2m,
+                    TileUse::Storage,
+                ));
                 v.add_candidate(&self.table, key);
             }
             if let Some(least) = v.least_padding {
                 let m2m = self.table.get(v.key(least)).minor_to_major.clone();
-                let key = self.table.key(&crate::tiling::layout_for_use(target, &v.shape, &m2m, TileUse::Storage));
+                let key = self.table.key(&crate::tiling::layout_for_use(
+                    target,
+                    &v.shape,
+                    &m2m,
+                    TileUse::Storage,
+                ));
                 v.least_padding = Some(v.intern(&self.table, key));
             }
         }
@@ -1275,7 +1667,10 @@ impl<'c> Problem<'c> {
                         None => policy::default_layout(target, &result.shape).minor_to_major,
                     };
                     let rank = self.values[operand as usize].shape.rank();
-                    (operand, crate::retile::aligned_reduce_input_order(&result_order, reduced, rank))
+                    (
+                        operand,
+                        crate::retile::aligned_reduce_input_order(&result_order, reduced, rank),
+                    )
                 }
                 RetileOp::Broadcast { dims } => {
                     let source = &self.values[operand as usize];
@@ -1284,7 +1679,10 @@ impl<'c> Problem<'c> {
                         None => policy::default_layout(target, &source.shape).minor_to_major,
                     };
                     let rank = self.values[out as usize].shape.rank();
-                    let mut m2m: DimVec = operand_order.iter().filter_map(|&d| dims.get(d).copied()).collect();
+                    let mut m2m: DimVec = operand_order
+                        .iter()
+                        .filter_map(|&d| dims.get(d).copied())
+                        .collect();
                     m2m.extend((0..rank).rev().filter(|d| !dims.contains(d)));
                     (out, (m2m.len() == rank).then_some(m2m))
                 }
@@ -1292,8 +1690,14 @@ impl<'c> Problem<'c> {
                     let rank = self.values[out as usize].shape.rank();
                     let cut: DimVec = (0..rank)
                         .filter(|&d| match op {
-                            RetileOp::Slice { starts, strides } => starts.get(d).is_some_and(|&s| s != 0) || strides.get(d).is_some_and(|&s| s != 1),
-                            RetileOp::Pad { low, interior, .. } => low.get(d).is_some_and(|&l| l != 0) || interior.get(d).is_some_and(|&i| i != 0),
+                            RetileOp::Slice { starts, strides } => {
+                                starts.get(d).is_some_and(|&s| s != 0)
+                                    || strides.get(d).is_some_and(|&s| s != 1)
+                            }
+                            RetileOp::Pad { low, interior, .. } => {
+                                low.get(d).is_some_and(|&l| l != 0)
+                                    || interior.get(d).is_some_and(|&i| i != 0)
+                            }
                             RetileOp::Concatenate { dim, offset } => *dim == d && *offset != 0,
                             _ => false,
                         })
@@ -1302,8 +1706,13 @@ impl<'c> Problem<'c> {
                     if cut.is_empty() || rank < 3 {
                         continue;
                     }
-                    let default = policy::default_layout(target, &self.values[out as usize].shape).minor_to_major;
-                    let mut m2m: DimVec = default.iter().copied().filter(|d| !cut.contains(d)).collect();
+                    let default = policy::default_layout(target, &self.values[out as usize].shape)
+                        .minor_to_major;
+                    let mut m2m: DimVec = default
+                        .iter()
+                        .copied()
+                        .filter(|d| !cut.contains(d))
+                        .collect();
                     m2m.extend(cut.iter().rev().copied());
                     (out, Some(m2m))
                 }
@@ -1312,7 +1721,8 @@ impl<'c> Problem<'c> {
             if !accepts_more(&self.values[value as usize]) {
                 continue;
             }
-            let layout = crate::tiling::layout_for(target, &self.values[value as usize].shape, &m2m);
+            let layout =
+                crate::tiling::layout_for(target, &self.values[value as usize].shape, &m2m);
             let key = self.table.key(&layout);
             self.values[value as usize].add_candidate(&self.table, key);
         }
@@ -1330,17 +1740,32 @@ impl<'c> Problem<'c> {
             if inst.opcode != Opcode::Reduce {
                 continue;
             }
-            let Some(reduced) = inst.attrs.ints(KnownAttr::Dimensions) else { continue };
-            let Ok(reduced) = reduced.iter().map(|&d| usize::try_from(d)).collect::<Result<DimVec, _>>() else { continue };
+            let Some(reduced) = inst.attrs.ints(KnownAttr::Dimensions) else {
+                continue;
+            };
+            let Ok(reduced) = reduced
+                .iter()
+                .map(|&d| usize::try_from(d))
+                .collect::<Result<DimVec, _>>()
+            else {
+                continue;
+            };
             // A variadic reduce takes N inputs, then N initial values.
             let inputs = inst.operands().len() / 2;
             let outputs = self.leaf_values[id.index()].clone();
             for (i, &o) in inst.operands()[..inputs].iter().enumerate() {
-                let Some(&v) = self.leaf_values[o.index()].first() else { continue };
-                let Some(&out) = outputs.get(i).or(outputs.first()) else { continue };
+                let Some(&v) = self.leaf_values[o.index()].first() else {
+                    continue;
+                };
+                let Some(&out) = outputs.get(i).or(outputs.first()) else {
+                    continue;
+                };
                 let (operand, result) = (&self.values[v as usize], &self.values[out as usize]);
                 let rank = operand.shape.rank();
-                if !accepts_more(operand) || reduced.iter().any(|&d| d >= rank) || result.shape.rank() + reduced.len() != rank {
+                if !accepts_more(operand)
+                    || reduced.iter().any(|&d| d >= rank)
+                    || result.shape.rank() + reduced.len() != rank
+                {
                     continue;
                 }
                 let kept: DimVec = (0..rank).filter(|d| !reduced.contains(d)).collect();
@@ -1363,14 +1788,20 @@ impl<'c> Problem<'c> {
     /// Spreads candidates along relations, so that a layout one value
     /// wants can be reached by its neighbours (a few rounds suffice: the
     /// solver also moves whole groups at once).
-    fn propagate_candidates(&mut self, relations: &[Relation], target: &TargetSpec, offers: Offers) {
+    fn propagate_candidates(
+        &mut self,
+        relations: &[Relation],
+        target: &TargetSpec,
+        offers: Offers,
+    ) {
         let values = &mut self.values;
         let table = &mut self.table;
         let mut scratch: Vec<LayoutKey> = Vec::new();
         // The layouts a movement induces from one candidate, by (relation,
         // direction, candidate): later rounds ask again for every candidate
         // they already saw, and the algebra costs more than the lookup.
-        let mut induced_keys: FxHashMap<(u32, bool, LayoutKey), SmallVec<[LayoutKey; 2]>> = FxHashMap::default();
+        let mut induced_keys: FxHashMap<(u32, bool, LayoutKey), SmallVec<[LayoutKey; 2]>> =
+            FxHashMap::default();
         // What a reshape induces depends only on its two shapes and the
         // layout, not on which reshape it is, and a large model repeats a
         // few reshapes hundreds of times (the transformer: 884 reshapes of
@@ -1386,13 +1817,14 @@ impl<'c> Problem<'c> {
         // result is the same, sooner. Per relation: the source's length at
         // the last offer from `out` to `v`, and from `v` to `out`.
         let mut offered: Vec<[u32; 2]> = vec![[u32::MAX; 2]; relations.len()];
-        let fresh = |offered: &mut Vec<[u32; 2]>, r: usize, direction: usize, source: &Value| -> bool {
-            let len = source.candidates.len() as u32;
-            let slot = &mut offered[r][direction];
-            let grown = *slot != len;
-            *slot = len;
-            grown || offers == Offers::All
-        };
+        let fresh =
+            |offered: &mut Vec<[u32; 2]>, r: usize, direction: usize, source: &Value| -> bool {
+                let len = source.candidates.len() as u32;
+                let slot = &mut offered[r][direction];
+                let grown = *slot != len;
+                *slot = len;
+                grown || offers == Offers::All
+            };
         for _round in 0..3 {
             let mut changed = false;
             for (rel_index, rel) in relations.iter().enumerate() {
@@ -1403,19 +1835,24 @@ impl<'c> Problem<'c> {
                     RelationKind::Same { out } => {
                         let out = *out as usize;
                         if fresh(&mut offered, r, 0, &values[out]) {
-                            changed |= share_candidates(values, table, target, out, v, &mut scratch);
+                            changed |=
+                                share_candidates(values, table, target, out, v, &mut scratch);
                         }
                         if fresh(&mut offered, r, 1, &values[v]) {
-                            changed |= share_candidates(values, table, target, v, out, &mut scratch);
+                            changed |=
+                                share_candidates(values, table, target, v, out, &mut scratch);
                         }
                     }
                     RelationKind::Broadcast { out, dims, .. } => {
-                        if !accepts_more(&values[v]) || !fresh(&mut offered, r, 0, &values[*out as usize]) {
+                        if !accepts_more(&values[v])
+                            || !fresh(&mut offered, r, 0, &values[*out as usize])
+                        {
                             continue;
                         }
                         candidate_keys_into(&values[*out as usize], &mut scratch);
                         for k in scratch.drain(..) {
-                            let restricted = restrict_layout(target, &values[v].shape, table.get(k), dims);
+                            let restricted =
+                                restrict_layout(target, &values[v].shape, table.get(k), dims);
                             let key = table.key(&restricted);
                             changed |= values[v].add_candidate(table, key);
                         }
@@ -1425,27 +1862,45 @@ impl<'c> Problem<'c> {
                         if accepts_more(&values[out]) && fresh(&mut offered, r, 1, &values[v]) {
                             candidate_keys_into(&values[v], &mut scratch);
                             for k in scratch.drain(..) {
-                                let keys = induced(&mut induced_keys, &mut reshape_keys, (rel_index, true, k), (&values[v].shape, &values[out].shape), transpose.is_none(), || {
-                                    let mut keys = SmallVec::new();
-                                    let a = with_layout(&values[v].shape, table.get(k).clone());
-                                    let induced = match transpose {
-                                        Some(dims) => algebra::transpose_output_layout(&a, dims),
-                                        None => algebra::reshape_output_layout(&a, &values[out].shape),
-                                    };
-                                    if let Some(l) = induced.map(|l| policy_tiled(target, &values[out].shape, l)) {
-                                        keys.push(table.key(&l));
-                                    }
-                                    // Tiled reshapes: search the orders whose
-                                    // policy tiling keeps the reshape a bitcast.
-                                    if transpose.is_none() && target.tiling.is_some() {
-                                        let out_shape = &values[out].shape;
-                                        let tiling = |o: &[usize]| crate::tiling::layout_for(target, out_shape, o);
-                                        for l in algebra::tiled_reshape_output_layouts(&a, out_shape, &tiling) {
+                                let keys = induced(
+                                    &mut induced_keys,
+                                    &mut reshape_keys,
+                                    (rel_index, true, k),
+                                    (&values[v].shape, &values[out].shape),
+                                    transpose.is_none(),
+                                    || {
+                                        let mut keys = SmallVec::new();
+                                        let a = with_layout(&values[v].shape, table.get(k).clone());
+                                        let induced = match transpose {
+                                            Some(dims) => {
+                                                algebra::transpose_output_layout(&a, dims)
+                                            }
+                                            None => algebra::reshape_output_layout(
+                                                &a,
+                                                &values[out].shape,
+                                            ),
+                                        };
+                                        if let Some(l) = induced
+                                            .map(|l| policy_tiled(target, &values[out].shape, l))
+                                        {
                                             keys.push(table.key(&l));
                                         }
-                                    }
-                                    keys
-                                });
+                                        // Tiled reshapes: search the orders whose
+                                        // policy tiling keeps the reshape a bitcast.
+                                        if transpose.is_none() && target.tiling.is_some() {
+                                            let out_shape = &values[out].shape;
+                                            let tiling = |o: &[usize]| {
+                                                crate::tiling::layout_for(target, out_shape, o)
+                                            };
+                                            for l in algebra::tiled_reshape_output_layouts(
+                                                &a, out_shape, &tiling,
+                                            ) {
+                                                keys.push(table.key(&l));
+                                            }
+                                        }
+                                        keys
+                                    },
+                                );
                                 for &key in keys.iter() {
                                     changed |= values[out].add_candidate(table, key);
                                 }
@@ -1454,14 +1909,36 @@ impl<'c> Problem<'c> {
                         if accepts_more(&values[v]) && fresh(&mut offered, r, 0, &values[out]) {
                             candidate_keys_into(&values[out], &mut scratch);
                             for k in scratch.drain(..) {
-                                let keys = induced(&mut induced_keys, &mut reshape_keys, (rel_index, false, k), (&values[out].shape, &values[v].shape), transpose.is_none(), || {
-                                    let a = with_layout(&values[out].shape, table.get(k).clone());
-                                    let induced = match transpose {
-                                        Some(dims) => algebra::transpose_operand_layout(&a, dims),
-                                        None => algebra::reshape_operand_layout(&values[v].shape, &a),
-                                    };
-                                    induced.map(|l| table.key(&policy_tiled(target, &values[v].shape, l))).into_iter().collect()
-                                });
+                                let keys = induced(
+                                    &mut induced_keys,
+                                    &mut reshape_keys,
+                                    (rel_index, false, k),
+                                    (&values[out].shape, &values[v].shape),
+                                    transpose.is_none(),
+                                    || {
+                                        let a =
+                                            with_layout(&values[out].shape, table.get(k).clone());
+                                        let induced = match transpose {
+                                            Some(dims) => {
+                                                algebra::transpose_operand_layout(&a, dims)
+                                            }
+                                            None => algebra::reshape_operand_layout(
+                                                &values[v].shape,
+                                                &a,
+                                            ),
+                                        };
+                                        induced
+                                            .map(|l| {
+                                                table.key(&policy_tiled(
+                                                    target,
+                                                    &values[v].shape,
+                                                    l,
+                                                ))
+                                            })
+                                            .into_iter()
+                                            .collect()
+                                    },
+                                );
                                 for &key in keys.iter() {
                                     changed |= values[v].add_candidate(table, key);
                                 }
@@ -1505,7 +1982,12 @@ pub(crate) const LARGE_PROBLEM_VALUES: usize = 1024;
 /// A target's needs of one instruction depend only on the instruction and
 /// its operands' shapes, so they are computed up front, on all cores for
 /// a large computation: this is the largest share of building a problem.
-fn needs_of(comp: &Computation, target: &TargetSpec, order: &[InstId], bound: usize) -> Vec<Option<policy::InstNeeds>> {
+fn needs_of(
+    comp: &Computation,
+    target: &TargetSpec,
+    order: &[InstId],
+    bound: usize,
+) -> Vec<Option<policy::InstNeeds>> {
     use rayon::prelude::*;
     let wanted = |id: InstId| !reads_no_needs(comp.inst(id).opcode);
     let mut needs: Vec<Option<policy::InstNeeds>> = Vec::with_capacity(bound);
@@ -1518,12 +2000,16 @@ fn needs_of(comp: &Computation, target: &TargetSpec, order: &[InstId], bound: us
         }
         return needs;
     }
-    needs.par_iter_mut().enumerate().with_min_len(64).for_each(|(i, slot)| {
-        let id = InstId::new(i);
-        if comp.get(id).is_some() && wanted(id) {
-            *slot = Some(policy::inst_needs(target, comp, id));
-        }
-    });
+    needs
+        .par_iter_mut()
+        .enumerate()
+        .with_min_len(64)
+        .for_each(|(i, slot)| {
+            let id = InstId::new(i);
+            if comp.get(id).is_some() && wanted(id) {
+                *slot = Some(policy::inst_needs(target, comp, id));
+            }
+        });
     needs
 }
 
@@ -1534,8 +2020,20 @@ fn reads_no_needs(op: Opcode) -> bool {
     use Opcode::*;
     matches!(
         op,
-        Tuple | GetTupleElement | OptimizationBarrier | AddDependency | Domain | Parameter | Bitcast | While | Call
-            | Conditional | Fusion | AsyncStart | AsyncUpdate | AsyncDone
+        Tuple
+            | GetTupleElement
+            | OptimizationBarrier
+            | AddDependency
+            | Domain
+            | Parameter
+            | Bitcast
+            | While
+            | Call
+            | Conditional
+            | Fusion
+            | AsyncStart
+            | AsyncUpdate
+            | AsyncDone
     )
 }
 
@@ -1562,12 +2060,19 @@ fn induced<'m>(
             return compute();
         }
         let (_, forward, key) = at;
-        by_shapes.entry((shapes.0.clone(), shapes.1.clone(), forward, key)).or_insert_with(compute).clone()
+        by_shapes
+            .entry((shapes.0.clone(), shapes.1.clone(), forward, key))
+            .or_insert_with(compute)
+            .clone()
     })
 }
 
 fn policy_tiled(target: &TargetSpec, a: &ArrayShape, layout: Layout) -> Layout {
-    if target.tiling.is_some() { crate::tiling::layout_for(target, a, &layout.minor_to_major) } else { layout }
+    if target.tiling.is_some() {
+        crate::tiling::layout_for(target, a, &layout.minor_to_major)
+    } else {
+        layout
+    }
 }
 
 /// The `*`-combined variant of `base` that stores `a` in the fewest bytes,
@@ -1613,14 +2118,20 @@ fn share_candidates(
     let rank = values[to].shape.rank();
     // Another element type, or on a tiled target other dimensions, may
     // need the order with the value's own tiling.
-    let retile = target.tiling.is_some() || !crate::tiling::tiled_alike(Some(target), &values[from].shape, &values[to].shape);
+    let retile = target.tiling.is_some()
+        || !crate::tiling::tiled_alike(Some(target), &values[from].shape, &values[to].shape);
     let mut changed = false;
     for k in scratch.drain(..) {
         if table.get(k).minor_to_major.len() != rank {
             continue;
         }
         let k = if retile {
-            let layout = crate::tiling::same_layout_for(target, table.get(k), &values[from].shape, &values[to].shape);
+            let layout = crate::tiling::same_layout_for(
+                target,
+                table.get(k),
+                &values[from].shape,
+                &values[to].shape,
+            );
             table.key(&layout)
         } else {
             k
@@ -1633,7 +2144,12 @@ fn share_candidates(
 /// The layout a broadcast's operand is read in: the output's order
 /// restricted to the broadcast dimensions, renumbered to operand dimensions,
 /// with the target's tiling for the operand.
-pub fn restrict_layout(target: &TargetSpec, operand: &ArrayShape, out_layout: &Layout, dims: &[usize]) -> Layout {
+pub fn restrict_layout(
+    target: &TargetSpec,
+    operand: &ArrayShape,
+    out_layout: &Layout,
+    dims: &[usize],
+) -> Layout {
     let m2m: DimVec = out_layout
         .minor_to_major
         .iter()
@@ -1647,9 +2163,19 @@ fn is_per_leaf_collective(op: Opcode) -> bool {
     use Opcode::*;
     matches!(
         op,
-        AllReduce | AllReduceStart | AllReduceDone | AllToAll | CollectivePermute | CollectivePermuteStart
-            | CollectivePermuteDone | AllGather | AllGatherStart | AllGatherDone | ReduceScatter
-            | CollectiveBroadcast | OptimizationBarrier
+        AllReduce
+            | AllReduceStart
+            | AllReduceDone
+            | AllToAll
+            | CollectivePermute
+            | CollectivePermuteStart
+            | CollectivePermuteDone
+            | AllGather
+            | AllGatherStart
+            | AllGatherDone
+            | ReduceScatter
+            | CollectiveBroadcast
+            | OptimizationBarrier
     )
 }
 
@@ -1660,7 +2186,11 @@ fn alias_leaf<'s>(s: &'s Shape, index: &[i64]) -> Option<(usize, &'s ArrayShape)
     for &i in index {
         let i = usize::try_from(i).ok()?;
         let elements = cur.tuple_elements()?;
-        flat += elements.get(..i)?.iter().map(array_leaf_count).sum::<usize>();
+        flat += elements
+            .get(..i)?
+            .iter()
+            .map(array_leaf_count)
+            .sum::<usize>();
         cur = elements.get(i)?;
     }
     cur.as_array().map(|a| (flat, a))
@@ -1687,10 +2217,17 @@ fn entry_parameter_layout(target: &TargetSpec, a: &ArrayShape, given: &Layout) -
 
 /// The given layout of the entry result leaf that `input_output_alias`
 /// ties to leaf `leaf` of entry parameter `parameter` (of shape `param`).
-fn aliased_result_layout(ctx: &Context, parameter: usize, param: &Shape, leaf: usize) -> Option<Layout> {
+fn aliased_result_layout(
+    ctx: &Context,
+    parameter: usize,
+    param: &Shape,
+    leaf: usize,
+) -> Option<Layout> {
     let (result, _) = ctx.result.as_ref()?;
     ctx.io_alias.iter().find_map(|alias| {
-        if usize::try_from(alias.parameter).ok()? != parameter || alias_leaf(param, &alias.parameter_index)?.0 != leaf {
+        if usize::try_from(alias.parameter).ok()? != parameter
+            || alias_leaf(param, &alias.parameter_index)?.0 != leaf
+        {
             return None;
         }
         alias_leaf(result, &alias.output_index)?.1.layout.clone()
@@ -1700,7 +2237,9 @@ fn aliased_result_layout(ctx: &Context, parameter: usize, param: &Shape, leaf: u
 /// The layout an input bitcast's side was written with: its own, or the
 /// plain descending one.
 fn written(a: &ArrayShape) -> Layout {
-    a.layout.clone().unwrap_or_else(|| Layout::descending(a.rank()))
+    a.layout
+        .clone()
+        .unwrap_or_else(|| Layout::descending(a.rank()))
 }
 
 /// The layout of side `a` of an input bitcast whose other side is `other`.
@@ -1714,9 +2253,16 @@ fn written(a: &ArrayShape) -> Layout {
 /// to or from a scalar counts as unnamed too (`s32[1]{0}` to `s32[]` in an
 /// XLA fusion becomes `s32[1]{0:T(128)}` to `s32[]{:T(128)}`).
 fn bitcast_side(target: &TargetSpec, a: &ArrayShape, other: Option<&ArrayShape>) -> Layout {
-    let scalar_involved = target.tiling.is_some() && (a.rank() == 0 || other.is_some_and(|o| o.rank() == 0));
-    let unnamed = |x: &ArrayShape| x.layout.as_ref().is_none_or(|l| scalar_involved && l.tiles.is_empty());
-    let Some(other) = other.filter(|o| unnamed(a) && unnamed(o)) else { return written(a) };
+    let scalar_involved =
+        target.tiling.is_some() && (a.rank() == 0 || other.is_some_and(|o| o.rank() == 0));
+    let unnamed = |x: &ArrayShape| {
+        x.layout
+            .as_ref()
+            .is_none_or(|l| scalar_involved && l.tiles.is_empty())
+    };
+    let Some(other) = other.filter(|o| unnamed(a) && unnamed(o)) else {
+        return written(a);
+    };
     let defaulted = |x: &ArrayShape| {
         let mut x = x.clone();
         x.layout = Some(policy::default_layout(target, &x));
@@ -1725,5 +2271,9 @@ fn bitcast_side(target: &TargetSpec, a: &ArrayShape, other: Option<&ArrayShape>)
     let (from, to) = (defaulted(a), defaulted(other));
     // Equal sizes are not enough (`pred[4,5]` and `pred[20]` under their
     // default packed tiles): the defaults must make a bitcast.
-    if crate::check::prove_bitcast(&from, &to).is_ok() { policy::default_layout(target, a) } else { written(a) }
+    if crate::check::prove_bitcast(&from, &to).is_ok() {
+        policy::default_layout(target, a)
+    } else {
+        written(a)
+    }
 }

@@ -212,7 +212,11 @@ impl ComputationStats {
             }
             Some(b) => {
                 let slack = 1e-6 * b.lower.abs().max(1.0);
-                let lower = if whole { (b.lower - slack).ceil() } else { (b.lower - slack).floor() };
+                let lower = if whole {
+                    (b.lower - slack).ceil()
+                } else {
+                    (b.lower - slack).floor()
+                };
                 self.lower_bound = Some((lower.max(0.0) as u64).min(self.cost));
                 self.proven_optimal = self.lower_bound == Some(self.cost);
             }
@@ -275,11 +279,19 @@ impl Report {
 
     /// The cost of the assignment against the best possible.
     pub fn optimality(&self) -> Optimality {
-        let lower_bound = self.computations.iter().map(|c| c.lower_bound).sum::<Option<u64>>();
+        let lower_bound = self
+            .computations
+            .iter()
+            .map(|c| c.lower_bound)
+            .sum::<Option<u64>>();
         Optimality {
             cost: self.computations.iter().map(|c| c.cost).sum(),
             lower_bound,
-            proven_optimal_computations: self.computations.iter().filter(|c| c.proven_optimal).count(),
+            proven_optimal_computations: self
+                .computations
+                .iter()
+                .filter(|c| c.proven_optimal)
+                .count(),
             computations: self.computations.len(),
         }
     }

@@ -40,9 +40,16 @@ use crate::problem::ValueId;
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum RetileOp {
     /// `slice`: per dimension, the first index taken and the stride.
-    Slice { starts: SmallVec<[i64; 6]>, strides: SmallVec<[i64; 6]> },
+    Slice {
+        starts: SmallVec<[i64; 6]>,
+        strides: SmallVec<[i64; 6]>,
+    },
     /// `pad`: per dimension, low, high and interior padding.
-    Pad { low: SmallVec<[i64; 6]>, high: SmallVec<[i64; 6]>, interior: SmallVec<[i64; 6]> },
+    Pad {
+        low: SmallVec<[i64; 6]>,
+        high: SmallVec<[i64; 6]>,
+        interior: SmallVec<[i64; 6]>,
+    },
     /// One operand of a `concatenate`, placed at `offset` along `dim`.
     Concatenate { dim: usize, offset: i64 },
     /// `broadcast`: result dimension of each operand dimension.
@@ -74,7 +81,12 @@ enum Extent {
     /// folded into it, most major first (one unless `*` folds several), and
     /// `inner` is the product of the sizes of the members more minor than
     /// this one: an index step along this dimension moves `inner` rows.
-    Tiled { position: usize, size: i64, group: DimVec, inner: i64 },
+    Tiled {
+        position: usize,
+        size: i64,
+        group: DimVec,
+        inner: i64,
+    },
 }
 
 /// The extent of the first tile level on each logical dimension of `a`,
@@ -96,18 +108,32 @@ fn extents(a: &ArrayShape) -> Option<(Vec<Extent>, Vec<shape::Tile>, i64)> {
     let mut input = 0;
     for (c, &count) in level.groups.iter().enumerate() {
         let logical = input.max(lead) - lead..(input + count).max(lead) - lead;
-        let group: DimVec = expansion.physical_order.get(logical)?.iter().copied().collect();
+        let group: DimVec = expansion
+            .physical_order
+            .get(logical)?
+            .iter()
+            .copied()
+            .collect();
         if c >= level.prefix {
             let j = c - level.prefix;
             let (position, size) = (level.tile_sizes.len() - 1 - j, level.tile_sizes[j]);
             for (k, &d) in group.iter().enumerate() {
                 let inner = group[k + 1..].iter().map(|&m| a.dims[m]).product();
-                out[d] = Extent::Tiled { position, size, group: group.clone(), inner };
+                out[d] = Extent::Tiled {
+                    position,
+                    size,
+                    group: group.clone(),
+                    inner,
+                };
             }
         }
         input += count;
     }
-    Some((out, layout.tiles.iter().skip(1).cloned().collect(), layout.element_size_in_bits))
+    Some((
+        out,
+        layout.tiles.iter().skip(1).cloned().collect(),
+        layout.element_size_in_bits,
+    ))
 }
 
 /// True when shifting dimension `d` by `offset`, or changing its size when
@@ -118,11 +144,15 @@ fn extents(a: &ArrayShape) -> Option<(Vec<Extent>, Vec<shape::Tile>, i64)> {
 fn on_boundary(extent: &Extent, d: usize, offset: i64, resized: bool) -> bool {
     match extent {
         Extent::Untiled => true,
-        Extent::Tiled { size, group, inner, .. } => {
+        Extent::Tiled {
+            size, group, inner, ..
+        } => {
             if group.first() != Some(&d) {
                 return offset == 0 && !resized;
             }
-            offset.checked_mul(*inner).is_some_and(|rows| rows.rem_euclid(*size) == 0)
+            offset
+                .checked_mul(*inner)
+                .is_some_and(|rows| rows.rem_euclid(*size) == 0)
         }
     }
 }
@@ -132,7 +162,10 @@ fn describe(extent: &Extent) -> String {
         Extent::Untiled => "untiled".to_string(),
         Extent::Tiled { size, group, .. } if group.len() > 1 => {
             let dims: Vec<String> = group.iter().map(ToString::to_string).collect();
-            format!("folded with dimensions {{{}}} and tiled by {size}", dims.join(","))
+            format!(
+                "folded with dimensions {{{}}} and tiled by {size}",
+                dims.join(",")
+            )
         }
         Extent::Tiled { size, .. } => format!("tiled by {size}"),
     }
@@ -143,7 +176,12 @@ fn describe(extent: &Extent) -> String {
 fn renamed(e: &Extent, map: &dyn Fn(usize) -> Option<usize>) -> Option<Extent> {
     match e {
         Extent::Untiled => Some(Extent::Untiled),
-        Extent::Tiled { position, size, group, inner } => Some(Extent::Tiled {
+        Extent::Tiled {
+            position,
+            size,
+            group,
+            inner,
+        } => Some(Extent::Tiled {
             position: *position,
             size: *size,
             group: group.iter().map(|&d| map(d)).collect::<Option<DimVec>>()?,
@@ -173,29 +211,58 @@ pub fn reason(op: &RetileOp, operand: &ArrayShape, out: &ArrayShape) -> Option<S
         }
         let shape_of = |e: &Extent| match e {
             Extent::Untiled => None,
-            Extent::Tiled { position, size, group, .. } => Some((*position, *size, group.clone())),
+            Extent::Tiled {
+                position,
+                size,
+                group,
+                ..
+            } => Some((*position, *size, group.clone())),
         };
         for (d, (a, b)) in ext_in.iter().zip(&ext_out).enumerate() {
             if shape_of(a) != shape_of(b) {
-                return Some(format!("operand dimension {d} is {} but result dimension {d} is {}", describe(a), describe(b)));
+                return Some(format!(
+                    "operand dimension {d} is {} but result dimension {d} is {}",
+                    describe(a),
+                    describe(b)
+                ));
             }
         }
     }
     match op {
         RetileOp::Slice { starts, strides } => {
             for (d, extent) in ext_out.iter().enumerate() {
-                let (start, stride) = (starts.get(d).copied().unwrap_or(0), strides.get(d).copied().unwrap_or(1));
-                if *extent != Extent::Untiled && (stride != 1 || !on_boundary(extent, d, start, resized(d))) {
-                    return Some(format!("slice [{start}:..:{stride}] of dimension {d}, {}", describe(extent)));
+                let (start, stride) = (
+                    starts.get(d).copied().unwrap_or(0),
+                    strides.get(d).copied().unwrap_or(1),
+                );
+                if *extent != Extent::Untiled
+                    && (stride != 1 || !on_boundary(extent, d, start, resized(d)))
+                {
+                    return Some(format!(
+                        "slice [{start}:..:{stride}] of dimension {d}, {}",
+                        describe(extent)
+                    ));
                 }
             }
             None
         }
-        RetileOp::Pad { low, high, interior } => {
+        RetileOp::Pad {
+            low,
+            high,
+            interior,
+        } => {
             for (d, extent) in ext_out.iter().enumerate() {
-                let (l, h, i) = (low.get(d).copied().unwrap_or(0), high.get(d).copied().unwrap_or(0), interior.get(d).copied().unwrap_or(0));
-                if *extent != Extent::Untiled && (i != 0 || !on_boundary(extent, d, l, resized(d))) {
-                    return Some(format!("padding {l}_{h}_{i} of dimension {d}, {}", describe(extent)));
+                let (l, h, i) = (
+                    low.get(d).copied().unwrap_or(0),
+                    high.get(d).copied().unwrap_or(0),
+                    interior.get(d).copied().unwrap_or(0),
+                );
+                if *extent != Extent::Untiled && (i != 0 || !on_boundary(extent, d, l, resized(d)))
+                {
+                    return Some(format!(
+                        "padding {l}_{h}_{i} of dimension {d}, {}",
+                        describe(extent)
+                    ));
                 }
             }
             None
@@ -203,8 +270,12 @@ pub fn reason(op: &RetileOp, operand: &ArrayShape, out: &ArrayShape) -> Option<S
         RetileOp::Concatenate { dim, offset } => {
             let extent = ext_out.get(*dim).unwrap_or(&Extent::Untiled);
             // Joining operands changes the dimension's size.
-            (!on_boundary(extent, *dim, *offset, true))
-                .then(|| format!("operand at offset {offset} of dimension {dim}, {}", describe(extent)))
+            (!on_boundary(extent, *dim, *offset, true)).then(|| {
+                format!(
+                    "operand at offset {offset} of dimension {dim}, {}",
+                    describe(extent)
+                )
+            })
         }
         RetileOp::Broadcast { dims } => {
             let Some((ext_in, rest_in, bits_in)) = extents(operand) else {
@@ -214,7 +285,9 @@ pub fn reason(op: &RetileOp, operand: &ArrayShape, out: &ArrayShape) -> Option<S
                 return Some(why);
             }
             for (i, &d) in dims.iter().enumerate() {
-                let want = ext_in.get(i).and_then(|e| renamed(e, &|x| dims.get(x).copied()));
+                let want = ext_in
+                    .get(i)
+                    .and_then(|e| renamed(e, &|x| dims.get(x).copied()));
                 if want.as_ref() != ext_out.get(d) {
                     return Some(format!(
                         "operand dimension {i} is {} but result dimension {d} is {}",
@@ -243,7 +316,9 @@ pub fn reason(op: &RetileOp, operand: &ArrayShape, out: &ArrayShape) -> Option<S
                     return Some(format!("reduced dimension {d} is {}", describe(extent)));
                 }
             }
-            let kept: DimVec = (0..operand.rank()).filter(|d| !reduced.contains(d)).collect();
+            let kept: DimVec = (0..operand.rank())
+                .filter(|d| !reduced.contains(d))
+                .collect();
             let to_result = |i: usize| kept.iter().position(|&k| k == i);
             for (j, &i) in kept.iter().enumerate() {
                 let want = ext_in.get(i).and_then(|e| renamed(e, &to_result));
@@ -262,8 +337,14 @@ pub fn reason(op: &RetileOp, operand: &ArrayShape, out: &ArrayShape) -> Option<S
 
 /// A broadcast or reduce moves whole tiles only when the tile levels after
 /// the first (packing inside a tile) and the element size agree.
-fn inner_tiles_differ(a: &[shape::Tile], bits_a: i64, b: &[shape::Tile], bits_b: i64) -> Option<String> {
-    (a != b || bits_a != bits_b).then(|| "the operand and result pack elements inside tiles differently".to_string())
+fn inner_tiles_differ(
+    a: &[shape::Tile],
+    bits_a: i64,
+    b: &[shape::Tile],
+    bits_b: i64,
+) -> Option<String> {
+    (a != b || bits_a != bits_b)
+        .then(|| "the operand and result pack elements inside tiles differently".to_string())
 }
 
 /// The bytes of the buffer whose elements a re-tiling op moves: the input
@@ -279,28 +360,58 @@ pub fn moved_bytes(op: &RetileOp, operand: &ArrayShape, out: &ArrayShape) -> u64
 /// define (`leaf_values` maps an instruction to its array values). Only
 /// array operands of the op's rank pairing (or, for broadcast and reduce,
 /// any rank above 0) are listed.
-pub fn collect(comp: &Computation, order: &[InstId], leaf_values: &[SmallVec<[ValueId; 1]>]) -> Vec<Retiling> {
+pub fn collect(
+    comp: &Computation,
+    order: &[InstId],
+    leaf_values: &[SmallVec<[ValueId; 1]>],
+) -> Vec<Retiling> {
     let mut out = Vec::new();
     let ints = |inst: &hlo::Instruction| -> Option<DimVec> {
-        inst.attrs.ints(KnownAttr::Dimensions)?.iter().map(|&d| usize::try_from(d).ok()).collect()
+        inst.attrs
+            .ints(KnownAttr::Dimensions)?
+            .iter()
+            .map(|&d| usize::try_from(d).ok())
+            .collect()
     };
     for &id in order {
         let inst = comp.inst(id);
-        let value_of = |o: InstId| leaf_values.get(o.index()).and_then(|v| (v.len() == 1).then(|| v[0]));
-        let Some(results) = leaf_values.get(id.index()) else { continue };
+        let value_of = |o: InstId| {
+            leaf_values
+                .get(o.index())
+                .and_then(|v| (v.len() == 1).then(|| v[0]))
+        };
+        let Some(results) = leaf_values.get(id.index()) else {
+            continue;
+        };
         let mut push = |operand: InstId, out_leaf: usize, op: RetileOp| {
             if let (Some(v), Some(&o)) = (value_of(operand), results.get(out_leaf)) {
-                out.push(Retiling { inst: id, operand: v, out: o, op });
+                out.push(Retiling {
+                    inst: id,
+                    operand: v,
+                    out: o,
+                    op,
+                });
             }
         };
         match inst.opcode {
             Opcode::Slice => {
-                let (Some(AttrValue::Slice(s)), Some(&o)) = (inst.attrs.get(KnownAttr::Slice), inst.operands().first()) else { continue };
-                let op = RetileOp::Slice { starts: s.iter().map(|d| d.start).collect(), strides: s.iter().map(|d| d.stride).collect() };
+                let (Some(AttrValue::Slice(s)), Some(&o)) =
+                    (inst.attrs.get(KnownAttr::Slice), inst.operands().first())
+                else {
+                    continue;
+                };
+                let op = RetileOp::Slice {
+                    starts: s.iter().map(|d| d.start).collect(),
+                    strides: s.iter().map(|d| d.stride).collect(),
+                };
                 push(o, 0, op);
             }
             Opcode::Pad => {
-                let (Some(AttrValue::Padding(p)), Some(&o)) = (inst.attrs.get(KnownAttr::Padding), inst.operands().first()) else { continue };
+                let (Some(AttrValue::Padding(p)), Some(&o)) =
+                    (inst.attrs.get(KnownAttr::Padding), inst.operands().first())
+                else {
+                    continue;
+                };
                 let op = RetileOp::Pad {
                     low: p.iter().map(|d| d.low).collect(),
                     high: p.iter().map(|d| d.high).collect(),
@@ -309,17 +420,31 @@ pub fn collect(comp: &Computation, order: &[InstId], leaf_values: &[SmallVec<[Va
                 push(o, 0, op);
             }
             Opcode::Concatenate => {
-                let Some(&[dim]) = ints(inst).as_deref() else { continue };
+                let Some(&[dim]) = ints(inst).as_deref() else {
+                    continue;
+                };
                 let mut offset = 0i64;
                 for &o in inst.operands() {
-                    let size = comp.inst(o).shape.as_array().and_then(|a| a.dims.get(dim).copied()).unwrap_or(0);
+                    let size = comp
+                        .inst(o)
+                        .shape
+                        .as_array()
+                        .and_then(|a| a.dims.get(dim).copied())
+                        .unwrap_or(0);
                     push(o, 0, RetileOp::Concatenate { dim, offset });
                     offset = offset.saturating_add(size);
                 }
             }
             Opcode::Broadcast => {
-                let (Some(dims), Some(&o)) = (ints(inst), inst.operands().first()) else { continue };
-                if comp.inst(o).shape.as_array().is_some_and(|a| a.rank() > 0 && a.rank() == dims.len()) {
+                let (Some(dims), Some(&o)) = (ints(inst), inst.operands().first()) else {
+                    continue;
+                };
+                if comp
+                    .inst(o)
+                    .shape
+                    .as_array()
+                    .is_some_and(|a| a.rank() > 0 && a.rank() == dims.len())
+                {
                     push(o, 0, RetileOp::Broadcast { dims });
                 }
             }
@@ -330,7 +455,13 @@ pub fn collect(comp: &Computation, order: &[InstId], leaf_values: &[SmallVec<[Va
                 for (i, &o) in inst.operands()[..inputs].iter().enumerate() {
                     let rank = comp.inst(o).shape.as_array().map_or(0, ArrayShape::rank);
                     if rank > 0 && reduced.iter().all(|&d| d < rank) {
-                        push(o, i, RetileOp::Reduce { reduced: reduced.clone() });
+                        push(
+                            o,
+                            i,
+                            RetileOp::Reduce {
+                                reduced: reduced.clone(),
+                            },
+                        );
                     }
                 }
             }
@@ -343,9 +474,16 @@ pub fn collect(comp: &Computation, order: &[InstId], leaf_values: &[SmallVec<[Va
 /// The layout order of a reduce input that moves whole tiles: the kept
 /// dimensions in the result's order (most minor, where the tiles are),
 /// then the reduced dimensions more major, in descending order.
-pub fn aligned_reduce_input_order(result_m2m: &[usize], reduced: &[usize], rank: usize) -> Option<DimVec> {
+pub fn aligned_reduce_input_order(
+    result_m2m: &[usize],
+    reduced: &[usize],
+    rank: usize,
+) -> Option<DimVec> {
     let kept: DimVec = (0..rank).filter(|d| !reduced.contains(d)).collect();
-    let mut m2m: DimVec = result_m2m.iter().filter_map(|&j| kept.get(j).copied()).collect();
+    let mut m2m: DimVec = result_m2m
+        .iter()
+        .filter_map(|&j| kept.get(j).copied())
+        .collect();
     let mut major: DimVec = reduced.iter().copied().collect();
     major.sort_unstable();
     m2m.extend(major.iter().rev().copied());

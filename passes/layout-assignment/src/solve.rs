@@ -14,7 +14,9 @@ use smallvec::SmallVec;
 use target::CostWeights;
 
 use crate::algebra;
-use crate::problem::{LayoutId, LayoutKey, Problem, Relation, RelationKind, ValueId, restrict_layout, with_layout};
+use crate::problem::{
+    LayoutId, LayoutKey, Problem, Relation, RelationKind, ValueId, restrict_layout, with_layout,
+};
 use crate::retile::Retiling;
 
 /// The most improvement sweeps; convergence usually takes two or three.
@@ -128,7 +130,11 @@ pub fn solve(p: &mut Problem<'_>, target: &target::TargetSpec) -> Solution {
 /// (`crate::exact`) from the search's answer, within `limits`: the
 /// labelling is the search's unless the exact solver found a cheaper one.
 /// Also returns what the exact solver proved.
-pub(crate) fn solve_exact(p: &mut Problem<'_>, target: &target::TargetSpec, limits: &crate::exact::Limits) -> (Solution, crate::exact::Bound) {
+pub(crate) fn solve_exact(
+    p: &mut Problem<'_>,
+    target: &target::TargetSpec,
+    limits: &crate::exact::Limits,
+) -> (Solution, crate::exact::Bound) {
     let (solution, bound) = solve_with(p, target, Looks::SkipStill, Some(limits));
     (solution, bound.unwrap_or_default())
 }
@@ -136,7 +142,11 @@ pub(crate) fn solve_exact(p: &mut Problem<'_>, target: &target::TargetSpec, limi
 /// The solution with these labels: the needs they leave, as the solver
 /// would report them (tests price arbitrary labellings with it).
 #[cfg(test)]
-pub(crate) fn solution_for(p: &mut Problem<'_>, target: &target::TargetSpec, labels: &[LayoutId]) -> Solution {
+pub(crate) fn solution_for(
+    p: &mut Problem<'_>,
+    target: &target::TargetSpec,
+    labels: &[LayoutId],
+) -> Solution {
     let locks: Vec<ValueId> = p.values.iter().map(|v| v.lock).collect();
     let fixed: Vec<bool> = p.values.iter().map(|v| v.fixed.is_some()).collect();
     let structure = Structure::build(&p.relations, &locks, &fixed, &p.retilings);
@@ -160,7 +170,14 @@ pub(crate) fn solution_for(p: &mut Problem<'_>, target: &target::TargetSpec, lab
         s.refresh(r);
     }
     let needs = (0..relation_count as u32).map(|r| s.needed(r)).collect();
-    Solution { labels: s.labels, sweeps: 0, moves: 0, needs, padding_saved: 0, orientations: Vec::new() }
+    Solution {
+        labels: s.labels,
+        sweeps: 0,
+        moves: 0,
+        needs,
+        padding_saved: 0,
+        orientations: Vec::new(),
+    }
 }
 
 /// Which groups a sweep looks at.
@@ -188,9 +205,25 @@ fn solve_with(
             Structure::build(&p.relations, &locks, &fixed, &p.retilings)
         }
     };
-    let Structure { outs, matrix_reads, moves, retiles, atoms, components, split, raw, counts, need_cache, move_cache, retile_cache } =
-        structure;
-    let labels = p.values.iter().map(|v| v.candidates.first().copied().unwrap_or(0)).collect();
+    let Structure {
+        outs,
+        matrix_reads,
+        moves,
+        retiles,
+        atoms,
+        components,
+        split,
+        raw,
+        counts,
+        need_cache,
+        move_cache,
+        retile_cache,
+    } = structure;
+    let labels = p
+        .values
+        .iter()
+        .map(|v| v.candidates.first().copied().unwrap_or(0))
+        .collect();
     let relation_count = p.relations.len();
     let mut s = Solver {
         p,
@@ -226,9 +259,23 @@ fn solve_with(
     // What combined layouts save, read off the final labels (the search's,
     // combining's or the exact solver's).
     let padding_saved = if combines { s.combining_savings() } else { 0 };
-    let orientations = if target.tiling.is_some() { s.orientations(&components) } else { Vec::new() };
+    let orientations = if target.tiling.is_some() {
+        s.orientations(&components)
+    } else {
+        Vec::new()
+    };
     let needs = (0..relation_count as u32).map(|r| s.needed(r)).collect();
-    (Solution { labels: s.labels, sweeps, moves, needs, padding_saved, orientations }, bound)
+    (
+        Solution {
+            labels: s.labels,
+            sweeps,
+            moves,
+            needs,
+            padding_saved,
+            orientations,
+        },
+        bound,
+    )
 }
 
 /// What the solver derives from a problem's relations, locks and
@@ -258,20 +305,30 @@ pub(crate) struct Structure {
 impl Structure {
     /// The structure of a problem with these relations, per-value locks
     /// (`Value::lock`, one per value) and re-tilings.
-    pub(crate) fn build(relations: &[Relation], locks: &[ValueId], fixed: &[bool], retilings: &[Retiling]) -> Structure {
+    pub(crate) fn build(
+        relations: &[Relation],
+        locks: &[ValueId],
+        fixed: &[bool],
+        retilings: &[Retiling],
+    ) -> Structure {
         let n = locks.len();
         let outs = Adjacency::build(n, |emit| {
             for (r, rel) in relations.iter().enumerate() {
                 match rel.kind {
                     RelationKind::Broadcast { pin: Some(_), .. } => {}
-                    RelationKind::Same { out } | RelationKind::Broadcast { out, .. } => emit(out as usize, r as u32),
+                    RelationKind::Same { out } | RelationKind::Broadcast { out, .. } => {
+                        emit(out as usize, r as u32)
+                    }
                     _ => {}
                 }
             }
         });
         let matrix_reads = Adjacency::build(n, |emit| {
             for (r, rel) in relations.iter().enumerate() {
-                if let RelationKind::Need { matrix: Some(_), .. } = rel.kind {
+                if let RelationKind::Need {
+                    matrix: Some(_), ..
+                } = rel.kind
+                {
                     emit(rel.v as usize, r as u32);
                 }
             }
@@ -279,7 +336,9 @@ impl Structure {
         let moves = Adjacency::build(n, |emit| {
             for (r, rel) in relations.iter().enumerate() {
                 match rel.kind {
-                    RelationKind::Broadcast { out, pin: Some(_), .. } => emit(out as usize, r as u32),
+                    RelationKind::Broadcast {
+                        out, pin: Some(_), ..
+                    } => emit(out as usize, r as u32),
                     RelationKind::Movement { out, .. } => {
                         emit(rel.v as usize, r as u32);
                         if out != rel.v {
@@ -298,7 +357,11 @@ impl Structure {
                 }
             }
         });
-        let Groups { atoms, components, split } = groups(relations, locks, fixed);
+        let Groups {
+            atoms,
+            components,
+            split,
+        } = groups(relations, locks, fixed);
         let relation_count = relations.len();
         Structure {
             outs,
@@ -364,7 +427,11 @@ fn groups(relations: &[Relation], locks: &[ValueId], fixed: &[bool]) -> Groups {
             parts_of[root] > 1 && g.iter().all(|&v| !fixed[v as usize])
         })
         .collect();
-    Groups { atoms, components, split }
+    Groups {
+        atoms,
+        components,
+        split,
+    }
 }
 
 /// Two groups joined by a broadcast or a transpose (see
@@ -405,9 +472,10 @@ impl Solver<'_, '_> {
         let v = self.p.relations[r as usize].v as usize;
         let counts = &mut self.counts[v];
         if let Some(old) = old
-            && let Some(slot) = counts.iter_mut().find(|(id, _)| *id == old) {
-                slot.1 -= 1;
-            }
+            && let Some(slot) = counts.iter_mut().find(|(id, _)| *id == old)
+        {
+            slot.1 -= 1;
+        }
         if let Some(new) = new {
             match counts.iter_mut().find(|(id, _)| *id == new) {
                 Some(slot) => slot.1 += 1,
@@ -438,13 +506,19 @@ impl Solver<'_, '_> {
     fn broadcast_read_under(&mut self, r: u32, out_label: LayoutId) -> LayoutId {
         let p = &mut *self.p;
         let rel = &p.relations[r as usize];
-        let RelationKind::Broadcast { out, dims, .. } = &rel.kind else { return 0 };
+        let RelationKind::Broadcast { out, dims, .. } = &rel.kind else {
+            return 0;
+        };
         let (v, out) = (rel.v as usize, *out as usize);
-        if let Some(&(_, id)) = self.need_cache[r as usize].iter().find(|(l, _)| *l == out_label) {
+        if let Some(&(_, id)) = self.need_cache[r as usize]
+            .iter()
+            .find(|(l, _)| *l == out_label)
+        {
             return id;
         }
         let out_key = p.values[out].key(out_label);
-        let restricted = restrict_layout(self.target, &p.values[v].shape, p.table.get(out_key), dims);
+        let restricted =
+            restrict_layout(self.target, &p.values[v].shape, p.table.get(out_key), dims);
         let key = p.table.key(&restricted);
         let id = p.values[v].intern(&p.table, key);
         self.need_cache[r as usize].push((out_label, id));
@@ -457,7 +531,9 @@ impl Solver<'_, '_> {
         let rel = &self.p.relations[r as usize];
         let lv = self.labels[rel.v as usize];
         let lo = match rel.kind {
-            RelationKind::Same { out } | RelationKind::Broadcast { out, .. } => self.labels[out as usize],
+            RelationKind::Same { out } | RelationKind::Broadcast { out, .. } => {
+                self.labels[out as usize]
+            }
             _ => 0,
         };
         self.need_under(r, lv, lo)
@@ -475,22 +551,39 @@ impl Solver<'_, '_> {
             RelationKind::Same { out } | RelationKind::Broadcast { out, .. } => {
                 let out = *out as usize;
                 let out_label = lo;
-                if let Some(&(_, id)) = self.need_cache[r as usize].iter().find(|(l, _)| *l == out_label) {
+                if let Some(&(_, id)) = self.need_cache[r as usize]
+                    .iter()
+                    .find(|(l, _)| *l == out_label)
+                {
                     id
                 } else {
                     let out_key = p.values[out].key(out_label);
                     let key = match &rel.kind {
                         RelationKind::Broadcast { dims, .. } => {
-                            let restricted = restrict_layout(self.target, &p.values[v].shape, p.table.get(out_key), dims);
+                            let restricted = restrict_layout(
+                                self.target,
+                                &p.values[v].shape,
+                                p.table.get(out_key),
+                                dims,
+                            );
                             p.table.key(&restricted)
                         }
                         // Another element type, or on a tiled target
                         // other dimensions, may need the value's own
                         // tiling of the order.
                         _ if self.target.tiling.is_some()
-                            || !crate::tiling::tiled_alike(Some(self.target), &p.values[out].shape, &p.values[v].shape) =>
+                            || !crate::tiling::tiled_alike(
+                                Some(self.target),
+                                &p.values[out].shape,
+                                &p.values[v].shape,
+                            ) =>
                         {
-                            let layout = crate::tiling::same_layout_for(self.target, p.table.get(out_key), &p.values[out].shape, &p.values[v].shape);
+                            let layout = crate::tiling::same_layout_for(
+                                self.target,
+                                p.table.get(out_key),
+                                &p.values[out].shape,
+                                &p.values[v].shape,
+                            );
                             p.table.key(&layout)
                         }
                         _ => out_key,
@@ -543,7 +636,9 @@ impl Solver<'_, '_> {
     fn move_cost(&mut self, r: u32) -> f64 {
         let rel = &self.p.relations[r as usize];
         let (v, out) = match rel.kind {
-            RelationKind::Broadcast { out, .. } | RelationKind::Movement { out, .. } => (rel.v, out),
+            RelationKind::Broadcast { out, .. } | RelationKind::Movement { out, .. } => {
+                (rel.v, out)
+            }
             _ => return 0.0,
         };
         let (lv, lo) = (self.labels[v as usize], self.labels[out as usize]);
@@ -562,15 +657,23 @@ impl Solver<'_, '_> {
         if let RelationKind::Broadcast { pin: Some(pin), .. } = rel.kind {
             return (self.broadcast_read_under(r, lo) == pin).then_some(0.0);
         }
-        let RelationKind::Movement { out, transpose } = &rel.kind else { return Some(0.0) };
+        let RelationKind::Movement { out, transpose } = &rel.kind else {
+            return Some(0.0);
+        };
         let (v, out) = (rel.v as usize, *out as usize);
-        let cached = self.move_cache[r as usize].iter().find(|&&(a, b, _)| a == lv && b == lo).map(|&(_, _, x)| x);
+        let cached = self.move_cache[r as usize]
+            .iter()
+            .find(|&&(a, b, _)| a == lv && b == lo)
+            .map(|&(_, _, x)| x);
         let bitcast = match cached {
             Some(b) => b,
             None => {
                 let p = &*self.p;
                 let a = with_layout(&p.values[v].shape, p.table.get(p.values[v].key(lv)).clone());
-                let b = with_layout(&p.values[out].shape, p.table.get(p.values[out].key(lo)).clone());
+                let b = with_layout(
+                    &p.values[out].shape,
+                    p.table.get(p.values[out].key(lo)).clone(),
+                );
                 let bitcast = match transpose {
                     Some(dims) => algebra::transpose_is_bitcast(&a, &b, dims),
                     None => algebra::reshape_is_bitcast(&a, &b),
@@ -579,7 +682,11 @@ impl Solver<'_, '_> {
                 bitcast
             }
         };
-        Some(if bitcast { 0.0 } else { self.p.values[out].bytes[lo as usize] as f64 * self.weights.transpose_byte })
+        Some(if bitcast {
+            0.0
+        } else {
+            self.p.values[out].bytes[lo as usize] as f64 * self.weights.transpose_byte
+        })
     }
 
     /// The cost of re-tiling op `i` (an index into `Problem::retilings`)
@@ -601,20 +708,32 @@ impl Solver<'_, '_> {
         use crate::retile::RetileOp;
         let t = &self.p.retilings[i as usize];
         let (v, out) = (t.operand as usize, t.out as usize);
-        if let Some(&(_, _, c)) = self.retile_cache[i as usize].iter().find(|&&(a, b, _)| a == lv && b == lo) {
+        if let Some(&(_, _, c)) = self.retile_cache[i as usize]
+            .iter()
+            .find(|&&(a, b, _)| a == lv && b == lo)
+        {
             return c;
         }
         let p = &*self.p;
         let out_layout = p.table.get(p.values[out].key(lo));
         let operand_layout = match &t.op {
             RetileOp::Reduce { .. } => p.table.get(p.values[v].key(lv)).clone(),
-            RetileOp::Broadcast { dims } => restrict_layout(self.target, &p.values[v].shape, out_layout, dims),
-            _ => crate::tiling::same_layout_for(self.target, out_layout, &p.values[out].shape, &p.values[v].shape),
+            RetileOp::Broadcast { dims } => {
+                restrict_layout(self.target, &p.values[v].shape, out_layout, dims)
+            }
+            _ => crate::tiling::same_layout_for(
+                self.target,
+                out_layout,
+                &p.values[out].shape,
+                &p.values[v].shape,
+            ),
         };
         let a = with_layout(&p.values[v].shape, operand_layout);
         let b = with_layout(&p.values[out].shape, out_layout.clone());
         let cost = match crate::retile::reason(&t.op, &a, &b) {
-            Some(_) => crate::retile::moved_bytes(&t.op, &a, &b) as f64 * self.weights.transpose_byte,
+            Some(_) => {
+                crate::retile::moved_bytes(&t.op, &a, &b) as f64 * self.weights.transpose_byte
+            }
             None => 0.0,
         };
         self.retile_cache[i as usize].push((lv, lo, cost));
@@ -631,7 +750,11 @@ impl Solver<'_, '_> {
     /// data movement (transposes and reshapes that are not bitcasts, and
     /// ops that re-tile), and weighed padding.
     fn local_cost_parts(&mut self, members: &[ValueId], scratch: &mut Scratch) -> (f64, f64, f64) {
-        scratch.begin(self.p.values.len(), self.p.relations.len(), self.p.retilings.len());
+        scratch.begin(
+            self.p.values.len(),
+            self.p.relations.len(),
+            self.p.retilings.len(),
+        );
         for &m in members {
             scratch.add_value(m);
             for &r in &self.outs[m as usize] {
@@ -668,10 +791,18 @@ impl Solver<'_, '_> {
     pub(crate) fn member_label(&mut self, m: ValueId, key: LayoutKey, origin: ValueId) -> LayoutId {
         let p = &mut *self.p;
         let (value, origin) = (&p.values[m as usize], &p.values[origin as usize]);
-        let member_key = if self.target.tiling.is_none() && crate::tiling::tiled_alike(Some(self.target), &value.shape, &origin.shape) {
+        let member_key = if self.target.tiling.is_none()
+            && crate::tiling::tiled_alike(Some(self.target), &value.shape, &origin.shape)
+        {
             key
         } else {
-            let layout = crate::tiling::member_layout(self.target, p.table.get(key), &origin.shape, &value.shape, value.tile_use);
+            let layout = crate::tiling::member_layout(
+                self.target,
+                p.table.get(key),
+                &origin.shape,
+                &value.shape,
+                value.tile_use,
+            );
             p.table.key(&layout)
         };
         p.values[m as usize].intern(&p.table, member_key)
@@ -705,7 +836,10 @@ impl Solver<'_, '_> {
             scratch.ids.push(self.member_label(m, key, origin));
         }
         let new_ids = std::mem::take(&mut scratch.ids);
-        let unchanged = free.iter().zip(&new_ids).all(|(&m, &id)| self.labels[m as usize] == id);
+        let unchanged = free
+            .iter()
+            .zip(&new_ids)
+            .all(|(&m, &id)| self.labels[m as usize] == id);
         let result = if unchanged {
             (before, false)
         } else {
@@ -734,7 +868,6 @@ impl Solver<'_, '_> {
         result
     }
 
-
     /// Candidate layouts of a group: its members' candidates in member order,
     /// each with the member it came from, one per dimension order (members
     /// of another element width derive their own tiling from it), at most
@@ -748,7 +881,11 @@ impl Solver<'_, '_> {
         let tiled = self.target.tiling.is_some();
         let mut offer = |out: &mut Vec<(LayoutKey, ValueId)>, k: LayoutKey, m: ValueId| {
             let order = &self.p.table.get(k).minor_to_major;
-            let seen = if tiled { out.iter().any(|&(x, _)| x == k) } else { orders.contains(&order) };
+            let seen = if tiled {
+                out.iter().any(|&(x, _)| x == k)
+            } else {
+                orders.contains(&order)
+            };
             if out.len() < MAX_GROUP_CANDIDATES && !seen {
                 orders.push(order);
                 out.push((k, m));
@@ -783,9 +920,18 @@ impl Solver<'_, '_> {
         let mut scratch = Scratch::default();
         let mut saved = 0u64;
         for members in components {
-            let Some(&first) = members.iter().find(|&&m| self.p.values[m as usize].fixed.is_none()) else { continue };
+            let Some(&first) = members
+                .iter()
+                .find(|&&m| self.p.values[m as usize].fixed.is_none())
+            else {
+                continue;
+            };
             let value = &self.p.values[first as usize];
-            let base = self.p.table.get(value.key(self.labels[first as usize])).clone();
+            let base = self
+                .p
+                .table
+                .get(value.key(self.labels[first as usize]))
+                .clone();
             let shape = crate::problem::with_layout(&value.shape, base.clone());
             let variants = crate::tiling::combined_variants(self.target, &shape, &base);
             if variants.is_empty() {
@@ -805,7 +951,8 @@ impl Solver<'_, '_> {
             let first_shape = &self.p.values[first as usize].shape;
             if free.iter().any(|&m| {
                 let v = &self.p.values[m as usize];
-                !crate::tiling::tiled_alike(Some(self.target), &v.shape, first_shape) || v.tile_use != crate::tiling::TileUse::Compute
+                !crate::tiling::tiled_alike(Some(self.target), &v.shape, first_shape)
+                    || v.tile_use != crate::tiling::TileUse::Compute
             }) {
                 continue;
             }
@@ -869,11 +1016,24 @@ impl Solver<'_, '_> {
         for v in 0..self.p.values.len() {
             let value = &self.p.values[v];
             let layout = self.p.table.get(value.key(self.labels[v]));
-            if value.fixed.is_some() || !layout.tiles.first().is_some_and(|t| t.dims.contains(&shape::Tile::COMBINE)) {
+            if value.fixed.is_some()
+                || !layout
+                    .tiles
+                    .first()
+                    .is_some_and(|t| t.dims.contains(&shape::Tile::COMBINE))
+            {
                 continue;
             }
-            let plain = crate::tiling::layout_for_use(self.target, &value.shape, &layout.minor_to_major, value.tile_use);
-            let (combined, uncombined) = (value.bytes[self.labels[v] as usize], crate::algebra::storage_bytes_in(&value.shape, &plain));
+            let plain = crate::tiling::layout_for_use(
+                self.target,
+                &value.shape,
+                &layout.minor_to_major,
+                value.tile_use,
+            );
+            let (combined, uncombined) = (
+                value.bytes[self.labels[v] as usize],
+                crate::algebra::storage_bytes_in(&value.shape, &plain),
+            );
             saved = saved.saturating_add(uncombined.saturating_sub(combined));
         }
         saved
@@ -897,16 +1057,24 @@ impl Solver<'_, '_> {
         for members in components {
             let worse = members.iter().copied().find(|&m| {
                 let v = &self.p.values[m as usize];
-                v.fixed.is_none() && v.least_padding.is_some_and(|l| v.bytes[l as usize] < v.bytes[self.labels[m as usize] as usize])
+                v.fixed.is_none()
+                    && v.least_padding.is_some_and(|l| {
+                        v.bytes[l as usize] < v.bytes[self.labels[m as usize] as usize]
+                    })
             });
             let Some(origin) = worse else { continue };
-            let Some(least) = self.p.values[origin as usize].least_padding else { continue };
+            let Some(least) = self.p.values[origin as usize].least_padding else {
+                continue;
+            };
             let key = self.p.values[origin as usize].key(least);
             let rank = self.p.table.get(key).minor_to_major.len();
             let free: Vec<ValueId> = members
                 .iter()
                 .copied()
-                .filter(|&m| self.p.values[m as usize].fixed.is_none() && self.p.values[m as usize].shape.rank() == rank)
+                .filter(|&m| {
+                    self.p.values[m as usize].fixed.is_none()
+                        && self.p.values[m as usize].shape.rank() == rank
+                })
                 .collect();
             // The relations whose needs or bitcasts the move can change.
             let mut touched: Vec<u32> = Vec::new();
@@ -917,7 +1085,8 @@ impl Solver<'_, '_> {
             }
             touched.sort_unstable();
             touched.dedup();
-            let before_needs: Vec<Option<LayoutId>> = touched.iter().map(|&r| self.needed(r)).collect();
+            let before_needs: Vec<Option<LayoutId>> =
+                touched.iter().map(|&r| self.needed(r)).collect();
             let before_moves: Vec<f64> = touched.iter().map(|&r| self.move_cost(r)).collect();
             let (c0, m0, p0) = self.local_cost_parts(&free, &mut scratch);
             let old: Vec<LayoutId> = free.iter().map(|&m| self.labels[m as usize]).collect();
@@ -975,7 +1144,12 @@ impl Solver<'_, '_> {
         // Only free members move, and only their costs can change.
         let components: Vec<Vec<ValueId>> = components
             .iter()
-            .map(|g| g.iter().copied().filter(|&m| self.p.values[m as usize].fixed.is_none()).collect())
+            .map(|g| {
+                g.iter()
+                    .copied()
+                    .filter(|&m| self.p.values[m as usize].fixed.is_none())
+                    .collect()
+            })
             .collect();
         let mut group_of = vec![u32::MAX; self.p.values.len()];
         for (g, members) in components.iter().enumerate() {
@@ -983,17 +1157,34 @@ impl Solver<'_, '_> {
                 group_of[m as usize] = g as u32;
             }
         }
-        let small = |g: u32| components.get(g as usize).is_some_and(|m| !m.is_empty() && m.len() <= MAX_JOINT_MOVE);
+        let small = |g: u32| {
+            components
+                .get(g as usize)
+                .is_some_and(|m| !m.is_empty() && m.len() <= MAX_JOINT_MOVE)
+        };
         let mut joints: Vec<Joint> = Vec::new();
         for r in &self.p.relations {
             match &r.kind {
-                RelationKind::Broadcast { out, dims, pin: None } => {
+                RelationKind::Broadcast {
+                    out,
+                    dims,
+                    pin: None,
+                } => {
                     let (from, to) = (group_of[r.v as usize], group_of[*out as usize]);
                     if small(from) && small(to) {
-                        joints.push(Joint { from, to, to_value: *out, map: dims.clone(), broadcast: true });
+                        joints.push(Joint {
+                            from,
+                            to,
+                            to_value: *out,
+                            map: dims.clone(),
+                            broadcast: true,
+                        });
                     }
                 }
-                RelationKind::Movement { out, transpose: Some(dims) } => {
+                RelationKind::Movement {
+                    out,
+                    transpose: Some(dims),
+                } => {
                     let (a, b) = (group_of[r.v as usize], group_of[*out as usize]);
                     if a == b || !small(a) || !small(b) {
                         continue;
@@ -1005,8 +1196,20 @@ impl Solver<'_, '_> {
                             *slot = j;
                         }
                     }
-                    joints.push(Joint { from: a, to: b, to_value: *out, map: inverse, broadcast: false });
-                    joints.push(Joint { from: b, to: a, to_value: r.v, map: dims.clone(), broadcast: false });
+                    joints.push(Joint {
+                        from: a,
+                        to: b,
+                        to_value: *out,
+                        map: inverse,
+                        broadcast: false,
+                    });
+                    joints.push(Joint {
+                        from: b,
+                        to: a,
+                        to_value: r.v,
+                        map: dims.clone(),
+                        broadcast: false,
+                    });
                 }
                 _ => {}
             }
@@ -1025,25 +1228,40 @@ impl Solver<'_, '_> {
         'sweeps: for _ in 0..MAX_SWEEPS {
             let mut improved = false;
             for joint in &joints {
-                let (g1, g2) = (&components[joint.from as usize], &components[joint.to as usize]);
+                let (g1, g2) = (
+                    &components[joint.from as usize],
+                    &components[joint.to as usize],
+                );
                 if self.local_cost(g1, &mut scratch) < 0.5 {
                     continue;
                 }
                 for (key, origin) in self.group_candidates(g1) {
-                    let Some(left) = budget.checked_sub(g1.len() + g2.len()) else { break 'sweeps };
+                    let Some(left) = budget.checked_sub(g1.len() + g2.len()) else {
+                        break 'sweeps;
+                    };
                     budget = left;
                     let from_order = self.p.table.get(key).minor_to_major.clone();
                     let to_shape = &self.p.values[joint.to_value as usize].shape;
-                    let mut m2m: shape::DimVec = from_order.iter().filter_map(|&d| joint.map.get(d).copied()).collect();
+                    let mut m2m: shape::DimVec = from_order
+                        .iter()
+                        .filter_map(|&d| joint.map.get(d).copied())
+                        .collect();
                     if joint.broadcast {
-                        m2m.extend((0..to_shape.rank()).rev().filter(|d| !joint.map.contains(d)));
+                        m2m.extend(
+                            (0..to_shape.rank())
+                                .rev()
+                                .filter(|d| !joint.map.contains(d)),
+                        );
                     }
                     if m2m.len() != to_shape.rank() {
                         continue;
                     }
                     let to_layout = crate::tiling::layout_for(self.target, to_shape, &m2m);
                     let to_key = self.p.table.key(&to_layout);
-                    if self.try_joint_move(&[(g1, key, origin), (g2, to_key, joint.to_value)], &mut scratch) {
+                    if self.try_joint_move(
+                        &[(g1, key, origin), (g2, to_key, joint.to_value)],
+                        &mut scratch,
+                    ) {
                         applied += 1;
                         improved = true;
                         break;
@@ -1060,7 +1278,11 @@ impl Solver<'_, '_> {
     /// Relabels several groups at once, each to its own layout (as
     /// `try_move` does for one), and keeps the change only when the cost of
     /// all of them together drops.
-    fn try_joint_move(&mut self, parts: &[(&Vec<ValueId>, LayoutKey, ValueId)], scratch: &mut Scratch) -> bool {
+    fn try_joint_move(
+        &mut self,
+        parts: &[(&Vec<ValueId>, LayoutKey, ValueId)],
+        scratch: &mut Scratch,
+    ) -> bool {
         let mut moves: Vec<(ValueId, LayoutId)> = Vec::new();
         for &(members, key, origin) in parts {
             let rank = self.p.table.get(key).minor_to_major.len();
@@ -1091,11 +1313,17 @@ impl Solver<'_, '_> {
         false
     }
 
-    fn search(&mut self, atoms: &[Vec<ValueId>], components: &[Vec<ValueId>], looks: Looks) -> (usize, usize) {
+    fn search(
+        &mut self,
+        atoms: &[Vec<ValueId>],
+        components: &[Vec<ValueId>],
+        looks: Looks,
+    ) -> (usize, usize) {
         /// A group of values moved together, and the (layout, origin value)
         /// candidates it may move to.
         type Group = (Vec<ValueId>, Vec<(LayoutKey, ValueId)>);
-        let movable = |s: &Self, g: &Vec<ValueId>| g.iter().any(|&m| s.p.values[m as usize].fixed.is_none());
+        let movable =
+            |s: &Self, g: &Vec<ValueId>| g.iter().any(|&m| s.p.values[m as usize].fixed.is_none());
         let components: Vec<Group> = components
             .iter()
             .filter(|g| g.len() > 1 && movable(self, g))
@@ -1127,10 +1355,14 @@ impl Solver<'_, '_> {
         // all groups that read one widely shared value (a bias broadcast
         // in every block) quadratic in the module's size.
         let inputs: [Vec<Vec<ValueId>>; 2] = [
-            components.iter().map(|(m, _)| self.group_inputs(m)).collect(),
+            components
+                .iter()
+                .map(|(m, _)| self.group_inputs(m))
+                .collect(),
             atoms.iter().map(|(m, _)| self.group_inputs(m)).collect(),
         ];
-        let mut still_since: [Vec<Option<usize>>; 2] = [vec![None; components.len()], vec![None; atoms.len()]];
+        let mut still_since: [Vec<Option<usize>>; 2] =
+            [vec![None; components.len()], vec![None; atoms.len()]];
         let mut relabelled_at: Vec<usize> = vec![0; self.p.values.len()];
         let mut step = 0;
         for _ in 0..MAX_SWEEPS {
@@ -1138,11 +1370,18 @@ impl Solver<'_, '_> {
             let mut improved = false;
             let mut group_improved = false;
             // Group moves first, while they still help; then single values.
-            let lists: [&[Group]; 2] =
-                if groups_active { [&components, &atoms] } else { [&[], &atoms] };
+            let lists: [&[Group]; 2] = if groups_active {
+                [&components, &atoms]
+            } else {
+                [&[], &atoms]
+            };
             for (k, (list, is_group)) in lists.into_iter().zip([true, false]).enumerate() {
                 for (g, (members, candidates)) in list.iter().enumerate() {
-                    let still = still_since[k][g].is_some_and(|since| inputs[k][g].iter().all(|&v| relabelled_at[v as usize] <= since));
+                    let still = still_since[k][g].is_some_and(|since| {
+                        inputs[k][g]
+                            .iter()
+                            .all(|&v| relabelled_at[v as usize] <= since)
+                    });
                     if still && looks == Looks::SkipStill {
                         continue;
                     }
@@ -1151,7 +1390,8 @@ impl Solver<'_, '_> {
                     let mut current: Option<f64> = None;
                     let mut moved_any = false;
                     for &(key, origin) in candidates {
-                        let (cost, moved) = self.try_move(members, key, origin, current, &mut scratch);
+                        let (cost, moved) =
+                            self.try_move(members, key, origin, current, &mut scratch);
                         current = cost;
                         if moved {
                             applied += 1;
@@ -1195,16 +1435,24 @@ impl Solver<'_, '_> {
                 component_of[m as usize] = i as u32;
             }
         }
-        let mut listed: rustc_hash::FxHashMap<u32, Vec<(LayoutKey, ValueId)>> = rustc_hash::FxHashMap::default();
+        let mut listed: rustc_hash::FxHashMap<u32, Vec<(LayoutKey, ValueId)>> =
+            rustc_hash::FxHashMap::default();
         let mut scratch = Scratch::default();
         let mut applied = 0;
         for atom in atoms {
             let Some(&first) = atom.first() else { continue };
             let c = component_of[first as usize];
-            if c == NONE || atom.iter().all(|&m| self.p.values[m as usize].fixed.is_some()) {
+            if c == NONE
+                || atom
+                    .iter()
+                    .all(|&m| self.p.values[m as usize].fixed.is_some())
+            {
                 continue;
             }
-            let candidates = listed.entry(c).or_insert_with(|| self.group_candidates(&components[c as usize])).clone();
+            let candidates = listed
+                .entry(c)
+                .or_insert_with(|| self.group_candidates(&components[c as usize]))
+                .clone();
             let mut current = None;
             for (key, origin) in candidates {
                 let (cost, moved) = self.try_move(atom, key, origin, current, &mut scratch);
@@ -1233,7 +1481,9 @@ impl Solver<'_, '_> {
                 let rel = &self.p.relations[r as usize];
                 inputs.push(rel.v);
                 match rel.kind {
-                    RelationKind::Movement { out, .. } | RelationKind::Broadcast { out, .. } => inputs.push(out),
+                    RelationKind::Movement { out, .. } | RelationKind::Broadcast { out, .. } => {
+                        inputs.push(out)
+                    }
                     _ => {}
                 }
             }
@@ -1357,7 +1607,9 @@ pub(crate) struct UnionFind {
 
 impl UnionFind {
     pub(crate) fn new(n: usize) -> Self {
-        UnionFind { parent: (0..n).collect() }
+        UnionFind {
+            parent: (0..n).collect(),
+        }
     }
 
     pub(crate) fn find(&mut self, mut x: usize) -> usize {
@@ -1419,13 +1671,18 @@ mod tests {
         for name in ["cpu", "gpu", "tpu"] {
             let target = target::load_builtin(name).expect("built-in target");
             for path in &files {
-                let Ok(text) = std::fs::read_to_string(path) else { continue };
-                let Ok(module) = hlo::parse_module(&text, "t") else { continue };
+                let Ok(text) = std::fs::read_to_string(path) else {
+                    continue;
+                };
+                let Ok(module) = hlo::parse_module(&text, "t") else {
+                    continue;
+                };
                 for comp in &module.computations {
                     let ctx = Context::default();
-                    let (Ok(mut a), Ok(mut b)) =
-                        (Problem::build_with(comp, &ctx, &target, Offers::All), Problem::build(comp, &ctx, &target))
-                    else {
+                    let (Ok(mut a), Ok(mut b)) = (
+                        Problem::build_with(comp, &ctx, &target, Offers::All),
+                        Problem::build(comp, &ctx, &target),
+                    ) else {
                         continue;
                     };
                     let at = format!("{} in {} on {name}", comp.name, path.display());
@@ -1435,14 +1692,20 @@ mod tests {
                     a.structure = None;
                     prebuilt += usize::from(b.structure.is_some());
                     for (x, y) in a.values.iter().zip(&b.values) {
-                        let keys = |v: &crate::problem::Value| -> Vec<LayoutKey> { v.candidates.iter().map(|&c| v.key(c)).collect() };
+                        let keys = |v: &crate::problem::Value| -> Vec<LayoutKey> {
+                            v.candidates.iter().map(|&c| v.key(c)).collect()
+                        };
                         assert_eq!(keys(x), keys(y), "candidates of a value of {at}");
                     }
                     let all = solve_with(&mut a, &target, Looks::All, None).0;
                     let skipping = solve_with(&mut b, &target, Looks::SkipStill, None).0;
                     assert_eq!(all.labels, skipping.labels, "{at}");
                     assert_eq!(all.needs, skipping.needs, "{at}");
-                    assert_eq!((all.sweeps, all.moves, all.padding_saved), (skipping.sweeps, skipping.moves, skipping.padding_saved), "{at}");
+                    assert_eq!(
+                        (all.sweeps, all.moves, all.padding_saved),
+                        (skipping.sweeps, skipping.moves, skipping.padding_saved),
+                        "{at}"
+                    );
                     solved += 1;
                     moved += usize::from(all.moves > 0 && all.sweeps > 1);
                 }
@@ -1451,7 +1714,13 @@ mod tests {
         // The comparison must have bitten: many problems, and some where a
         // later sweep had groups to skip.
         assert!(solved > 2000, "only {solved} problems solved");
-        assert!(moved > 100, "only {moved} problems with moves over several sweeps");
-        assert!(prebuilt >= 3, "only {prebuilt} problems had their structure built beside propagation");
+        assert!(
+            moved > 100,
+            "only {moved} problems with moves over several sweeps"
+        );
+        assert!(
+            prebuilt >= 3,
+            "only {prebuilt} problems had their structure built beside propagation"
+        );
     }
 }

@@ -36,12 +36,19 @@ pub fn layout_for(target: &TargetSpec, a: &ArrayShape, m2m: &[usize]) -> Layout 
 /// [`layout_for`] for a buffer with the given residence.
 pub fn layout_for_use(target: &TargetSpec, a: &ArrayShape, m2m: &[usize], use_: TileUse) -> Layout {
     let mut layout = Layout::new(m2m);
-    let Some(rule) = target.tiling.as_ref().and_then(|policy| rule_for(policy, a)) else { return layout };
+    let Some(rule) = target
+        .tiling
+        .as_ref()
+        .and_then(|policy| rule_for(policy, a))
+    else {
+        return layout;
+    };
     if let Some(bits) = rule.element_size_in_bits {
         layout.element_size_in_bits = bits;
     }
     let chosen = match use_ {
-        TileUse::Storage => cheapest(rule, a, &layout, true, &|_| true).or_else(|| cheapest(rule, a, &layout, false, &|_| true)),
+        TileUse::Storage => cheapest(rule, a, &layout, true, &|_| true)
+            .or_else(|| cheapest(rule, a, &layout, false, &|_| true)),
         TileUse::Compute => cheapest(rule, a, &layout, false, &|_| true),
     };
     if let Some(c) = chosen {
@@ -60,7 +67,10 @@ fn cheapest<'r>(
     storage_only: bool,
     also: &dyn Fn(&TileCandidate) -> bool,
 ) -> Option<&'r TileCandidate> {
-    let mut legal = rule.candidates.iter().filter(|c| c.storage_only == storage_only && fits(c, a, &base.minor_to_major) && also(c));
+    let mut legal = rule
+        .candidates
+        .iter()
+        .filter(|c| c.storage_only == storage_only && fits(c, a, &base.minor_to_major) && also(c));
     let first = legal.next()?;
     let mut rest = legal.peekable();
     // One legal tiling (the usual case: a dimension longer than every
@@ -87,8 +97,13 @@ fn cheapest<'r>(
 /// dimension its first entry covers (the second most minor physical one
 /// for a 2-D tile, the only one for a vector, a unit one for a scalar).
 fn fits(c: &TileCandidate, a: &ArrayShape, m2m: &[usize]) -> bool {
-    let Some(first) = c.tiles.first() else { return true };
-    let (Some(&height), Some(size)) = (first.dims.first(), covered_size(a, m2m, first.dims.len())) else { return false };
+    let Some(first) = c.tiles.first() else {
+        return true;
+    };
+    let (Some(&height), Some(size)) = (first.dims.first(), covered_size(a, m2m, first.dims.len()))
+    else {
+        return false;
+    };
     match c.fit {
         TileFit::Any => true,
         TileFit::Within => size <= height,
@@ -108,7 +123,10 @@ fn covered_size(a: &ArrayShape, m2m: &[usize], len: usize) -> Option<i64> {
 
 /// The first tiling rule covering `a`'s element type and rank.
 pub fn rule_for<'p>(policy: &'p TilingPolicy, a: &ArrayShape) -> Option<&'p TilingRule> {
-    policy.rules.iter().find(|r| r.covers(a.element_type, a.rank()))
+    policy
+        .rules
+        .iter()
+        .find(|r| r.covers(a.element_type, a.rank()))
 }
 
 /// True when the target may give `a`, with residence `use_`, the tiling
@@ -118,15 +136,30 @@ pub fn rule_for<'p>(policy: &'p TilingPolicy, a: &ArrayShape) -> Option<&'p Tili
 /// form of a compute one that repeats. A layout whose tiles the target
 /// does not list at all (one given in the input) is taken as it is.
 pub fn allows(target: &TargetSpec, a: &ArrayShape, layout: &Layout, use_: TileUse) -> bool {
-    let Some(rule) = target.tiling.as_ref().and_then(|policy| rule_for(policy, a)) else { return true };
-    let Some(first) = layout.tiles.first() else { return true };
-    let usable = |c: &TileCandidate| {
-        (!c.storage_only || use_ == TileUse::Storage) && layout.element_size_in_bits == rule.element_size_in_bits.unwrap_or(0)
+    let Some(rule) = target
+        .tiling
+        .as_ref()
+        .and_then(|policy| rule_for(policy, a))
+    else {
+        return true;
     };
-    let plain: Vec<i64> = first.dims.iter().copied().filter(|&d| d != Tile::COMBINE).collect();
+    let Some(first) = layout.tiles.first() else {
+        return true;
+    };
+    let usable = |c: &TileCandidate| {
+        (!c.storage_only || use_ == TileUse::Storage)
+            && layout.element_size_in_bits == rule.element_size_in_bits.unwrap_or(0)
+    };
+    let plain: Vec<i64> = first
+        .dims
+        .iter()
+        .copied()
+        .filter(|&d| d != Tile::COMBINE)
+        .collect();
     let folds = first.dims.len() - plain.len();
     let listed = rule.candidates.iter().filter(|c| {
-        c.tiles.first().is_some_and(|t| t.dims[..] == plain[..]) && c.tiles[1..] == layout.tiles[1..]
+        c.tiles.first().is_some_and(|t| t.dims[..] == plain[..])
+            && c.tiles[1..] == layout.tiles[1..]
     });
     let mut any = false;
     for c in listed {
@@ -157,22 +190,36 @@ pub fn allows(target: &TargetSpec, a: &ArrayShape, layout: &Layout, use_: TileUs
 /// rows padded to 16). The caller sizes each variant with the algebra and
 /// decides whether it is worth it.
 pub fn combined_variants(target: &TargetSpec, a: &ArrayShape, base: &Layout) -> Vec<Layout> {
-    let Some(policy) = &target.tiling else { return Vec::new() };
+    let Some(policy) = &target.tiling else {
+        return Vec::new();
+    };
     if !policy.combine_dimensions || a.rank() < 3 {
         return Vec::new();
     }
-    let Some(first) = base.tiles.first() else { return Vec::new() };
+    let Some(first) = base.tiles.first() else {
+        return Vec::new();
+    };
     if first.dims.len() != 2 || first.dims.contains(&Tile::COMBINE) {
         return Vec::new();
     }
-    let Some(rule) = rule_for(policy, a) else { return Vec::new() };
+    let Some(rule) = rule_for(policy, a) else {
+        return Vec::new();
+    };
     (1..=a.rank() - 2)
         .filter_map(|folds| {
             let mut best: Option<(u64, Layout)> = None;
-            for c in rule.candidates.iter().filter(|c| !c.storage_only && c.fit == TileFit::Any) {
-                let Some(tile) = c.tiles.first().filter(|t| t.dims.len() == 2) else { continue };
+            for c in rule
+                .candidates
+                .iter()
+                .filter(|c| !c.storage_only && c.fit == TileFit::Any)
+            {
+                let Some(tile) = c.tiles.first().filter(|t| t.dims.len() == 2) else {
+                    continue;
+                };
                 let mut combined = Tile::default();
-                combined.dims.extend(std::iter::repeat_n(Tile::COMBINE, folds));
+                combined
+                    .dims
+                    .extend(std::iter::repeat_n(Tile::COMBINE, folds));
                 combined.dims.extend_from_slice(&tile.dims);
                 let mut layout = base.clone();
                 layout.tiles = c.tiles.iter().cloned().collect();
@@ -194,9 +241,17 @@ pub fn combined_variants(target: &TargetSpec, a: &ArrayShape, base: &Layout) -> 
 /// own tiling (a `compare` of `s32` values giving `pred` keeps the order,
 /// not the packed `pred` tiles; the 10-row operand of a slice whose 3-row
 /// result has `(4,128)` tiles keeps `(8,128)`).
-pub fn same_layout_for(target: &TargetSpec, out_layout: &Layout, out: &ArrayShape, operand: &ArrayShape) -> Layout {
+pub fn same_layout_for(
+    target: &TargetSpec,
+    out_layout: &Layout,
+    out: &ArrayShape,
+    operand: &ArrayShape,
+) -> Layout {
     let untiled = out_layout.tiles.is_empty() && out_layout.element_size_in_bits == 0;
-    if untiled || (tiled_alike(Some(target), out, operand) && allows(target, operand, out_layout, TileUse::Compute)) {
+    if untiled
+        || (tiled_alike(Some(target), out, operand)
+            && allows(target, operand, out_layout, TileUse::Compute))
+    {
         return out_layout.clone();
     }
     layout_for(target, operand, &out_layout.minor_to_major)
@@ -207,9 +262,17 @@ pub fn same_layout_for(target: &TargetSpec, out_layout: &Layout, out: &ArrayShap
 /// of values joined by layout-preserving ops): [`same_layout_for`] for a
 /// value computed on, and for an HBM-resident one, the storage tiling of
 /// the same order.
-pub fn member_layout(target: &TargetSpec, layout: &Layout, origin: &ArrayShape, member: &ArrayShape, use_: TileUse) -> Layout {
+pub fn member_layout(
+    target: &TargetSpec,
+    layout: &Layout,
+    origin: &ArrayShape,
+    member: &ArrayShape,
+    use_: TileUse,
+) -> Layout {
     match use_ {
-        TileUse::Storage if target.tiling.is_some() => layout_for_use(target, member, &layout.minor_to_major, TileUse::Storage),
+        TileUse::Storage if target.tiling.is_some() => {
+            layout_for_use(target, member, &layout.minor_to_major, TileUse::Storage)
+        }
         _ => same_layout_for(target, layout, origin, member),
     }
 }
@@ -217,7 +280,11 @@ pub fn member_layout(target: &TargetSpec, layout: &Layout, origin: &ArrayShape, 
 /// True when the target has storage tilings for arrays like `a`: an entry
 /// parameter of this shape lives in HBM in one of them where legal.
 pub fn has_storage_tiles(target: &TargetSpec, a: &ArrayShape) -> bool {
-    target.tiling.as_ref().and_then(|policy| rule_for(policy, a)).is_some_and(|r| r.candidates.iter().any(|c| c.storage_only))
+    target
+        .tiling
+        .as_ref()
+        .and_then(|policy| rule_for(policy, a))
+        .is_some_and(|r| r.candidates.iter().any(|c| c.storage_only))
 }
 
 /// Whether a layout made for `a` serves `b` as it is: both have the same
@@ -257,7 +324,12 @@ pub fn device_layout(target: &TargetSpec, a: &ArrayShape, given: &Layout) -> Lay
 
 /// [`device_layout`] for a buffer with the given residence: an entry
 /// parameter is HBM-resident and takes a storage tiling where one is legal.
-pub fn device_layout_for_use(target: &TargetSpec, a: &ArrayShape, given: &Layout, use_: TileUse) -> Layout {
+pub fn device_layout_for_use(
+    target: &TargetSpec,
+    a: &ArrayShape,
+    given: &Layout,
+    use_: TileUse,
+) -> Layout {
     match &target.tiling {
         Some(policy) if !policy.keep_untiled_entry && given.tiles.is_empty() => {
             let mut tiled = layout_for_use(target, a, &given.minor_to_major, use_);
@@ -286,9 +358,15 @@ pub fn scalar_layout(target: &TargetSpec, a: &ArrayShape) -> Layout {
 /// pair the tiles cover), the others kept in descending order, more major.
 /// Ties go to descending (with `minor` moved first), then to the pair
 /// found first.
-pub fn least_padding_order(target: &TargetSpec, a: &ArrayShape, use_: TileUse, minor: Option<usize>) -> DimVec {
+pub fn least_padding_order(
+    target: &TargetSpec,
+    a: &ArrayShape,
+    use_: TileUse,
+    minor: Option<usize>,
+) -> DimVec {
     let rank = a.rank();
-    let bytes = |m2m: &[usize]| crate::algebra::storage_bytes_in(a, &layout_for_use(target, a, m2m, use_));
+    let bytes =
+        |m2m: &[usize]| crate::algebra::storage_bytes_in(a, &layout_for_use(target, a, m2m, use_));
     let order = |first: usize, second: Option<usize>| -> DimVec {
         let mut m2m: DimVec = DimVec::new();
         m2m.push(first);

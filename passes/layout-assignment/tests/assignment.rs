@@ -45,17 +45,40 @@ fn check_with(target_name: &str, hlo: &str, expected: Expect, evaluate: bool) {
     let structural = hlo::verify_module(&module);
     assert!(structural.is_empty(), "{structural:?}");
     let order = hlo::uses_before_definition(&module);
-    assert!(order.is_empty(), "used before defined: {order:?}\n{}", hlo::print_module(&module));
+    assert!(
+        order.is_empty(),
+        "used before defined: {order:?}\n{}",
+        hlo::print_module(&module)
+    );
     let layout = layout_assignment::check_layouts(&module, Some(&spec));
-    assert!(layout.is_empty(), "{}", layout.iter().map(ToString::to_string).collect::<Vec<_>>().join("\n"));
+    assert!(
+        layout.is_empty(),
+        "{}",
+        layout
+            .iter()
+            .map(ToString::to_string)
+            .collect::<Vec<_>>()
+            .join("\n")
+    );
     // The output computes what the input computed, with its layouts real.
     // Custom calls and a few library ops cannot be evaluated; for those the
     // layout verifier above is the check.
     let before = hlo::parse_module(hlo, "test.hlo").unwrap();
-    let equivalent = if evaluate { interp::check_equivalent(&before, &module, &[1, 2], &interp::Limits::default()) } else { Ok(Default::default()) };
+    let equivalent = if evaluate {
+        interp::check_equivalent(&before, &module, &[1, 2], &interp::Limits::default())
+    } else {
+        Ok(Default::default())
+    };
     match equivalent {
-        Ok(_) | Err(interp::EquivalenceError::Before { error: interp::EvalError::Unsupported { .. }, .. }) => {}
-        Err(e) => panic!("the output is not equivalent to the input:\n{e}\n{}", hlo::print_module(&module)),
+        Ok(_)
+        | Err(interp::EquivalenceError::Before {
+            error: interp::EvalError::Unsupported { .. },
+            ..
+        }) => {}
+        Err(e) => panic!(
+            "the output is not equivalent to the input:\n{e}\n{}",
+            hlo::print_module(&module)
+        ),
     }
     // Deterministic: a second run on a fresh parse prints the same text.
     let mut again = hlo::parse_module(hlo, "test.hlo").unwrap();
@@ -72,12 +95,30 @@ fn summary(module: &hlo::Module, report: &layout_assignment::Report) -> String {
         out.push_str(&format!("{}:\n", comp.name));
         for (id, inst) in comp.instructions() {
             let root = if comp.root() == Some(id) { "ROOT " } else { "" };
-            let operands: Vec<String> = inst.operands().iter().map(|&o| comp.inst(o).name.clone()).collect();
-            out.push_str(&format!("  {root}{} = {} {}({})\n", inst.name, inst.shape, inst.opcode_name(), operands.join(", ")));
+            let operands: Vec<String> = inst
+                .operands()
+                .iter()
+                .map(|&o| comp.inst(o).name.clone())
+                .collect();
+            out.push_str(&format!(
+                "  {root}{} = {} {}({})\n",
+                inst.name,
+                inst.shape,
+                inst.opcode_name(),
+                operands.join(", ")
+            ));
         }
     }
     for c in &report.copies {
-        out.push_str(&format!("copy {}: {} {} -> {} ({} bytes, {})\n", c.name, c.value, c.from, c.to, c.bytes, c.cause.name()));
+        out.push_str(&format!(
+            "copy {}: {} {} -> {} ({} bytes, {})\n",
+            c.name,
+            c.value,
+            c.from,
+            c.to,
+            c.bytes,
+            c.cause.name()
+        ));
     }
     for f in &report.filled {
         out.push_str(&format!("filled {}: {}\n", f.position, f.layout));
@@ -1278,7 +1319,10 @@ ENTRY e {
         let mut module = hlo::parse_module(text, "t.hlo").unwrap();
         let report = layout_assignment::run(&mut module, &spec).unwrap();
         let comp = module.entry_computation();
-        let mut v: Vec<String> = comp.instructions().map(|(_, i)| format!("{}: {}", i.name, i.shape)).collect();
+        let mut v: Vec<String> = comp
+            .instructions()
+            .map(|(_, i)| format!("{}: {}", i.name, i.shape))
+            .collect();
         v.sort();
         (v, report.copy_bytes())
     };
@@ -2433,7 +2477,8 @@ ENTRY e {
     let mut module = hlo::parse_module(hlo, "test.hlo").unwrap();
     layout_assignment::run(&mut module, &target("generic")).unwrap();
     assert!(
-        hlo::print_module(&module).contains("entry_computation_layout={(f32[4,8]{1,0:S(5)})->f32[4,8]{1,0:S(5)}}"),
+        hlo::print_module(&module)
+            .contains("entry_computation_layout={(f32[4,8]{1,0:S(5)})->f32[4,8]{1,0:S(5)}}"),
         "{}",
         hlo::print_module(&module)
     );

@@ -15,9 +15,15 @@ struct Case {
 
 fn problems(text: &str, target_name: Option<&str>) -> Vec<String> {
     let module = hlo::parse_module(text, "case.hlo").unwrap_or_else(|e| panic!("{e}"));
-    assert!(hlo::verify_module(&module).is_empty(), "structurally invalid case");
+    assert!(
+        hlo::verify_module(&module).is_empty(),
+        "structurally invalid case"
+    );
     let spec = target_name.map(|t| target::load_builtin(t).unwrap());
-    layout_assignment::check_layouts(&module, spec.as_ref()).iter().map(ToString::to_string).collect()
+    layout_assignment::check_layouts(&module, spec.as_ref())
+        .iter()
+        .map(ToString::to_string)
+        .collect()
 }
 
 const CASES: &[Case] = &[
@@ -157,6 +163,10 @@ fn each_broken_module_has_exactly_its_problem_and_the_fixed_one_none() {
             case.expect
         );
         let fixed = problems(case.fixed, case.target);
-        assert!(fixed.is_empty(), "{}: the fixed module still has {fixed:#?}", case.name);
+        assert!(
+            fixed.is_empty(),
+            "{}: the fixed module still has {fixed:#?}",
+            case.name
+        );
     }
 }

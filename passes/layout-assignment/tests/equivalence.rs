@@ -26,8 +26,14 @@ fn check(target_name: &str) {
         let before = hlo::parse_module(&text, name).unwrap();
         let mut after = before.clone();
         layout_assignment::run(&mut after, &target).unwrap_or_else(|e| panic!("{name}: {e}"));
-        assert!(hlo::verify_module(&after).is_empty(), "{target_name} {name}");
-        assert!(hlo::uses_before_definition(&after).is_empty(), "{target_name} {name}");
+        assert!(
+            hlo::verify_module(&after).is_empty(),
+            "{target_name} {name}"
+        );
+        assert!(
+            hlo::uses_before_definition(&after).is_empty(),
+            "{target_name} {name}"
+        );
         let limits = interp::Limits::default();
         if let Err(e) = interp::check_equivalent(&before, &after, &[7], &limits) {
             panic!("{target_name} {name}: the output is not equivalent to the input:\n{e}");
@@ -64,17 +70,32 @@ fn check_exact(target_name: &str) -> usize {
         let text = std::fs::read_to_string(dir.join(name).join("before_layout.hlo")).unwrap();
         let before = hlo::parse_module(&text, name).unwrap();
         let mut heuristic = before.clone();
-        let h = layout_assignment::run(&mut heuristic, &target).unwrap_or_else(|e| panic!("{name}: {e}"));
+        let h = layout_assignment::run(&mut heuristic, &target)
+            .unwrap_or_else(|e| panic!("{name}: {e}"));
         let mut after = before.clone();
         let solver = layout_assignment::SolverOptions::exact();
-        let e = layout_assignment::run_with(&mut after, &target, &solver).unwrap_or_else(|e| panic!("{name}: {e}"));
-        assert!(hlo::verify_module(&after).is_empty(), "{target_name} {name}");
-        assert!(hlo::uses_before_definition(&after).is_empty(), "{target_name} {name}");
+        let e = layout_assignment::run_with(&mut after, &target, &solver)
+            .unwrap_or_else(|e| panic!("{name}: {e}"));
+        assert!(
+            hlo::verify_module(&after).is_empty(),
+            "{target_name} {name}"
+        );
+        assert!(
+            hlo::uses_before_definition(&after).is_empty(),
+            "{target_name} {name}"
+        );
         let problems = layout_assignment::check_layouts(&after, Some(&target));
         assert!(problems.is_empty(), "{target_name} {name}: {problems:?}");
         let (ho, eo) = (h.optimality(), e.optimality());
-        let lower = eo.lower_bound.unwrap_or_else(|| panic!("{target_name} {name}: the exact solver gave no bound"));
-        assert!(lower <= eo.cost && eo.cost <= ho.cost, "{target_name} {name}: bound {lower}, exact {}, heuristic {}", eo.cost, ho.cost);
+        let lower = eo
+            .lower_bound
+            .unwrap_or_else(|| panic!("{target_name} {name}: the exact solver gave no bound"));
+        assert!(
+            lower <= eo.cost && eo.cost <= ho.cost,
+            "{target_name} {name}: bound {lower}, exact {}, heuristic {}",
+            eo.cost,
+            ho.cost
+        );
         assert_eq!(ho.lower_bound, None);
         if hlo::print_module(&after) == hlo::print_module(&heuristic) {
             assert_eq!(eo.cost, ho.cost, "{target_name} {name}");
@@ -99,5 +120,8 @@ fn exact_tpu_outputs_are_equivalent() {
     // The exact solver must have changed something on TPU (the
     // orientation and tiling of transpose_reshape_chain's reshapes), or
     // this repeats the heuristic's check.
-    assert!(check_exact("tpu") >= 1, "no exact output differs from the heuristic's");
+    assert!(
+        check_exact("tpu") >= 1,
+        "no exact output differs from the heuristic's"
+    );
 }

@@ -50,7 +50,10 @@ fn drawn(comp: &Computation) -> (Vec<InstId>, Option<String>) {
     let all = comp.schedule();
     let ids: Vec<InstId> = all.iter().copied().take(MAX_DRAWN_NODES).collect();
     let note = (all.len() > MAX_DRAWN_NODES).then(|| {
-        format!("showing the first {MAX_DRAWN_NODES} of {} instructions (program order)", all.len())
+        format!(
+            "showing the first {MAX_DRAWN_NODES} of {} instructions (program order)",
+            all.len()
+        )
     });
     (ids, note)
 }
@@ -76,12 +79,18 @@ pub fn to_dot(module: &Module, id: CompId) -> String {
     }
     let _ = writeln!(out, "  label=\"{}\";", dot_escape(&title));
     out.push_str("  labelloc=t;\n  rankdir=TB;\n");
-    out.push_str("  node [shape=box, style=\"rounded,filled\", fontname=\"monospace\", fontsize=10];\n");
+    out.push_str(
+        "  node [shape=box, style=\"rounded,filled\", fontname=\"monospace\", fontsize=10];\n",
+    );
     out.push_str("  edge [fontname=\"monospace\", fontsize=8];\n");
     for (i, &n) in ids.iter().enumerate() {
         let inst = comp.inst(n);
         let (fill, stroke) = colors(inst.opcode);
-        let root = if comp.root() == Some(n) { ", penwidth=2" } else { "" };
+        let root = if comp.root() == Some(n) {
+            ", penwidth=2"
+        } else {
+            ""
+        };
         let _ = writeln!(
             out,
             "  n{i} [label=\"%{}\\n{}\\n{}\", fillcolor=\"{fill}\", color=\"{stroke}\"{root}];",
@@ -136,7 +145,8 @@ struct Node {
 /// an empty picture.
 pub fn to_svg(module: &Module, id: CompId) -> String {
     let Some(comp) = module.computations.get(id.index()) else {
-        return "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"10\" height=\"10\"/>\n".to_string();
+        return "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"10\" height=\"10\"/>\n"
+            .to_string();
     };
     let (ids, note) = drawn(comp);
     let index: FxHashMap<InstId, usize> = ids.iter().enumerate().map(|(i, &id)| (id, i)).collect();
@@ -149,14 +159,25 @@ pub fn to_svg(module: &Module, id: CompId) -> String {
     let mut layer = vec![0usize; ids.len()];
     for &n in &topo {
         let i = index[&n];
-        let l = comp.operands(n).iter().filter_map(|o| index.get(o)).map(|&j| layer[j] + 1).max().unwrap_or(0);
+        let l = comp
+            .operands(n)
+            .iter()
+            .filter_map(|o| index.get(o))
+            .map(|&j| layer[j] + 1)
+            .max()
+            .unwrap_or(0);
         layer[i] = l;
     }
     // Then as late as possible: a value sits just above its first user, so
     // that few edges cross several layers.
     for &n in topo.iter().rev() {
         let i = index[&n];
-        let first_use = comp.users(n).iter().filter_map(|u| index.get(u)).map(|&j| layer[j]).min();
+        let first_use = comp
+            .users(n)
+            .iter()
+            .filter_map(|u| index.get(u))
+            .map(|&j| layer[j])
+            .min();
         if let Some(l) = first_use {
             layer[i] = layer[i].max(l.saturating_sub(1));
         }
@@ -167,7 +188,13 @@ pub fn to_svg(module: &Module, id: CompId) -> String {
         .map(|(i, &n)| {
             let inst = comp.inst(n);
             let chars = (inst.name.len() + 1).max(inst.opcode_name().len()).max(6);
-            Node { id: n, layer: layer[i], width: chars as f64 * CHAR_W + 16.0, x: 0.0, y: 0.0 }
+            Node {
+                id: n,
+                layer: layer[i],
+                width: chars as f64 * CHAR_W + 16.0,
+                x: 0.0,
+                y: 0.0,
+            }
         })
         .collect();
     let layers = layer.iter().max().map_or(0, |m| m + 1);
@@ -187,7 +214,11 @@ pub fn to_svg(module: &Module, id: CompId) -> String {
                     .filter_map(|o| index.get(o))
                     .map(|&j| nodes[j].x + nodes[j].width / 2.0)
                     .collect();
-                if centres.is_empty() { f64::MAX } else { centres.iter().sum::<f64>() / centres.len() as f64 }
+                if centres.is_empty() {
+                    f64::MAX
+                } else {
+                    centres.iter().sum::<f64>() / centres.len() as f64
+                }
             };
             let mut keyed: Vec<(f64, usize)> = row.iter().map(|&i| (key(i), i)).collect();
             keyed.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
@@ -204,7 +235,9 @@ pub fn to_svg(module: &Module, id: CompId) -> String {
     let width = widest.max(720.0);
     // Centre every row in the picture.
     for row in &rows {
-        let Some((&first, &last)) = row.first().zip(row.last()) else { continue };
+        let Some((&first, &last)) = row.first().zip(row.last()) else {
+            continue;
+        };
         let used = nodes[last].x + nodes[last].width - nodes[first].x;
         let shift = (width - 2.0 * MARGIN - used) / 2.0;
         for &i in row {
@@ -219,7 +252,10 @@ pub fn to_svg(module: &Module, id: CompId) -> String {
         "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{width:.0}\" height=\"{height:.0}\" viewBox=\"0 0 {width:.0} {height:.0}\" font-family=\"monospace\">"
     );
     out.push_str("<defs><marker id=\"arrow\" viewBox=\"0 0 10 10\" refX=\"10\" refY=\"5\" markerWidth=\"7\" markerHeight=\"7\" orient=\"auto-start-reverse\"><path d=\"M 0 0 L 10 5 L 0 10 z\" fill=\"#777777\"/></marker></defs>\n");
-    let _ = writeln!(out, "<rect x=\"0\" y=\"0\" width=\"{width:.0}\" height=\"{height:.0}\" fill=\"white\"/>");
+    let _ = writeln!(
+        out,
+        "<rect x=\"0\" y=\"0\" width=\"{width:.0}\" height=\"{height:.0}\" fill=\"white\"/>"
+    );
     let _ = writeln!(
         out,
         "<text x=\"{MARGIN}\" y=\"22\" font-size=\"14\" font-weight=\"bold\">computation {}</text>",
@@ -229,9 +265,16 @@ pub fn to_svg(module: &Module, id: CompId) -> String {
         "{} instructions; <tspan fill=\"{COPY_STROKE}\">copy</tspan> red, <tspan fill=\"{BITCAST_STROKE}\">bitcast</tspan> green; edges show the operand's layout",
         comp.len()
     );
-    let _ = writeln!(out, "<text x=\"{MARGIN}\" y=\"40\" font-size=\"11\">{legend}</text>");
+    let _ = writeln!(
+        out,
+        "<text x=\"{MARGIN}\" y=\"40\" font-size=\"11\">{legend}</text>"
+    );
     if let Some(n) = &note {
-        let _ = writeln!(out, "<text x=\"{MARGIN}\" y=\"56\" font-size=\"11\" fill=\"#b00020\">{}</text>", xml_escape(n));
+        let _ = writeln!(
+            out,
+            "<text x=\"{MARGIN}\" y=\"56\" font-size=\"11\" fill=\"#b00020\">{}</text>",
+            xml_escape(n)
+        );
     }
     // Edges first, so boxes cover their ends.
     out.push_str("<g stroke=\"#777777\" fill=\"none\">\n");
@@ -268,7 +311,11 @@ pub fn to_svg(module: &Module, id: CompId) -> String {
     for node in &nodes {
         let inst = comp.inst(node.id);
         let (fill, stroke) = colors(inst.opcode);
-        let stroke_width = if comp.root() == Some(node.id) { 2.5 } else { 1.0 };
+        let stroke_width = if comp.root() == Some(node.id) {
+            2.5
+        } else {
+            1.0
+        };
         let cx = node.x + node.width / 2.0;
         let _ = writeln!(
             out,

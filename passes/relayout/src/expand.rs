@@ -12,13 +12,18 @@
 //! the last step; the steps before it are new instructions named after it
 //! (`%x.copy.pad`, `%x.copy.transpose`, ...).
 
-use hlo::{AttrValue, Computation, InstId, Instruction, KnownAttr, Opcode, PadDim, Payload, SliceDim};
+use hlo::{
+    AttrValue, Computation, InstId, Instruction, KnownAttr, Opcode, PadDim, Payload, SliceDim,
+};
 use rustc_hash::FxHashMap;
 use shape::{ArrayShape, Layout, PrimitiveType, Shape, Step, StepOp};
 use target::TargetSpec;
 
 use crate::uses::inherited_attrs;
-use crate::{ExpandedStep, RelayoutError, Rewrite, RewriteKind, edit, laid_out, names_of, storage_bytes, unique_name};
+use crate::{
+    ExpandedStep, RelayoutError, Rewrite, RewriteKind, edit, laid_out, names_of, storage_bytes,
+    unique_name,
+};
 
 /// True when a copy from `from` to `to` is a tiled relayout: one side is
 /// tiled and the layouts differ (other tiles, or the same tiles over
@@ -44,20 +49,48 @@ fn zero_literal(t: PrimitiveType) -> &'static str {
 /// The opcode, attributes and operand count of a step.
 fn step_instruction(step: &Step, name: String, base: &Instruction) -> Instruction {
     let (opcode, attr) = match &step.op {
-        StepOp::Pad { low, high, interior } => {
-            let dims = (0..low.len()).map(|k| PadDim { low: low[k], high: high[k], interior: interior[k] }).collect();
-            (Opcode::Pad, Some((KnownAttr::Padding, AttrValue::Padding(dims))))
+        StepOp::Pad {
+            low,
+            high,
+            interior,
+        } => {
+            let dims = (0..low.len())
+                .map(|k| PadDim {
+                    low: low[k],
+                    high: high[k],
+                    interior: interior[k],
+                })
+                .collect();
+            (
+                Opcode::Pad,
+                Some((KnownAttr::Padding, AttrValue::Padding(dims))),
+            )
         }
         StepOp::Bitcast => (Opcode::Bitcast, None),
         StepOp::Copy => (Opcode::Copy, None),
         StepOp::Transpose { dims } => {
             let ints = dims.iter().map(|&d| d as i64).collect();
-            (Opcode::Transpose, Some((KnownAttr::Dimensions, AttrValue::Ints(ints))))
+            (
+                Opcode::Transpose,
+                Some((KnownAttr::Dimensions, AttrValue::Ints(ints))),
+            )
         }
-        StepOp::Slice { start, limit, stride } => {
-            let dims =
-                (0..start.len()).map(|k| SliceDim { start: start[k], limit: limit[k], stride: stride[k] }).collect();
-            (Opcode::Slice, Some((KnownAttr::Slice, AttrValue::Slice(dims))))
+        StepOp::Slice {
+            start,
+            limit,
+            stride,
+        } => {
+            let dims = (0..start.len())
+                .map(|k| SliceDim {
+                    start: start[k],
+                    limit: limit[k],
+                    stride: stride[k],
+                })
+                .collect();
+            (
+                Opcode::Slice,
+                Some((KnownAttr::Slice, AttrValue::Slice(dims))),
+            )
         }
     };
     let mut inst = Instruction::new(name, opcode, Shape::Array(step.shape.clone()));
@@ -122,7 +155,10 @@ fn working_element_size(target: &TargetSpec, a: &ArrayShape) -> Option<i64> {
 }
 
 /// Phase 3 on one computation.
-pub fn expand_copies(comp: &mut Computation, target: &TargetSpec) -> Result<Vec<Rewrite>, RelayoutError> {
+pub fn expand_copies(
+    comp: &mut Computation,
+    target: &TargetSpec,
+) -> Result<Vec<Rewrite>, RelayoutError> {
     let cname = comp.name.clone();
     let copies: Vec<(InstId, InstId, ArrayShape, ArrayShape)> = comp
         .instructions()
@@ -156,7 +192,9 @@ pub fn expand_copies(comp: &mut Computation, target: &TargetSpec) -> Result<Vec<
         }
         .map_err(|e| plan_error(e.to_string()))?;
         let steps_planned = simplify(&from, plan.steps);
-        let Some(last) = steps_planned.last() else { continue };
+        let Some(last) = steps_planned.last() else {
+            continue;
+        };
         if from.dynamic != 0 {
             return Err(plan_error("dynamic dimensions have no fixed buffer".into()));
         }
@@ -181,7 +219,8 @@ pub fn expand_copies(comp: &mut Computation, target: &TargetSpec) -> Result<Vec<
                         // the name derives from the copy's (unique) one.
                         let name = unique_name(&format!("{copy_name}.zero"), &mut names);
                         let scalar = ArrayShape::with_layout(t, &[], Layout::new(&[]));
-                        let mut inst = Instruction::new(name, Opcode::Constant, Shape::Array(scalar));
+                        let mut inst =
+                            Instruction::new(name, Opcode::Constant, Shape::Array(scalar));
                         inst.payload = Payload::Constant(zero_literal(t).into());
                         let z = comp.add_unscheduled(inst, &[]).map_err(edit(&cname))?;
                         before.entry(c).or_default().push(z);
@@ -191,7 +230,11 @@ pub fn expand_copies(comp: &mut Computation, target: &TargetSpec) -> Result<Vec<
                 };
                 operands.push(zero);
             }
-            let bytes = if step.op == StepOp::Bitcast { 0 } else { storage_bytes(&step.shape) };
+            let bytes = if step.op == StepOp::Bitcast {
+                0
+            } else {
+                storage_bytes(&step.shape)
+            };
             if k + 1 == count && reuse_last {
                 let made = step_instruction(step, copy_name.clone(), &base);
                 let inst = comp.inst_mut(c);
@@ -202,13 +245,25 @@ pub fn expand_copies(comp: &mut Computation, target: &TargetSpec) -> Result<Vec<
                     }
                 }
                 comp.set_operands(c, &operands).map_err(edit(&cname))?;
-                steps.push(ExpandedStep { name: copy_name.clone(), op, shape: step.shape.clone(), bytes });
+                steps.push(ExpandedStep {
+                    name: copy_name.clone(),
+                    op,
+                    shape: step.shape.clone(),
+                    bytes,
+                });
             } else {
                 let name = unique_name(&format!("{copy_name}.{op}"), &mut names);
                 let inst = step_instruction(step, name.clone(), &base);
-                let id = comp.add_unscheduled(inst, &operands).map_err(edit(&cname))?;
+                let id = comp
+                    .add_unscheduled(inst, &operands)
+                    .map_err(edit(&cname))?;
                 before.entry(c).or_default().push(id);
-                steps.push(ExpandedStep { name, op, shape: step.shape.clone(), bytes });
+                steps.push(ExpandedStep {
+                    name,
+                    op,
+                    shape: step.shape.clone(),
+                    bytes,
+                });
                 prev = id;
             }
         }
@@ -216,11 +271,19 @@ pub fn expand_copies(comp: &mut Computation, target: &TargetSpec) -> Result<Vec<
             let have = storage_bytes(&last.shape);
             let want = storage_bytes(&to);
             if have != want {
-                return Err(plan_error(format!("the plan ends in {} ({have} bytes), not {want} bytes", last.shape)));
+                return Err(plan_error(format!(
+                    "the plan ends in {} ({have} bytes), not {want} bytes",
+                    last.shape
+                )));
             }
             comp.inst_mut(c).opcode = Opcode::Bitcast;
             comp.set_operands(c, &[prev]).map_err(edit(&cname))?;
-            steps.push(ExpandedStep { name: copy_name.clone(), op: "bitcast", shape: to.clone(), bytes: 0 });
+            steps.push(ExpandedStep {
+                name: copy_name.clone(),
+                op: "bitcast",
+                shape: to.clone(),
+                bytes: 0,
+            });
         }
         let moves = steps.iter().filter(|s| s.op != "bitcast").count();
         let bytes = steps.iter().map(|s| s.bytes).sum();

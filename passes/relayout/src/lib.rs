@@ -71,7 +71,14 @@ impl RewriteKind {
     /// Every kind, in report order.
     pub fn all() -> &'static [RewriteKind] {
         use RewriteKind::*;
-        &[CopyToBitcast, TransposeToBitcast, ReshapeToBitcast, InsertedCopy, InsertedBitcast, ExpandedRelayout]
+        &[
+            CopyToBitcast,
+            TransposeToBitcast,
+            ReshapeToBitcast,
+            InsertedCopy,
+            InsertedBitcast,
+            ExpandedRelayout,
+        ]
     }
 
     /// The kind's name in reports: `copy-to-bitcast`, `inserted-copy`, ...
@@ -88,7 +95,10 @@ impl RewriteKind {
 
     /// True when the rewrite leaves a `bitcast` at [`Rewrite::instruction`].
     pub fn is_bitcast(self) -> bool {
-        !matches!(self, RewriteKind::InsertedCopy | RewriteKind::ExpandedRelayout)
+        !matches!(
+            self,
+            RewriteKind::InsertedCopy | RewriteKind::ExpandedRelayout
+        )
     }
 }
 
@@ -162,7 +172,10 @@ impl Report {
     pub fn bytes_moved(&self) -> u64 {
         self.rewrites
             .iter()
-            .filter(|r| !(r.kind == RewriteKind::InsertedCopy && self.expanded(&r.computation, &r.instruction)))
+            .filter(|r| {
+                !(r.kind == RewriteKind::InsertedCopy
+                    && self.expanded(&r.computation, &r.instruction))
+            })
             .map(|r| r.bytes)
             .sum()
     }
@@ -170,13 +183,19 @@ impl Report {
     /// True when the copy `instruction` of `computation` was expanded.
     fn expanded(&self, computation: &str, instruction: &str) -> bool {
         self.rewrites.iter().any(|r| {
-            r.kind == RewriteKind::ExpandedRelayout && r.computation == computation && r.instruction == instruction
+            r.kind == RewriteKind::ExpandedRelayout
+                && r.computation == computation
+                && r.instruction == instruction
         })
     }
 
     /// Bytes moved by the copies the pass inserted.
     pub fn inserted_copy_bytes(&self) -> u64 {
-        self.rewrites.iter().filter(|r| r.kind == RewriteKind::InsertedCopy).map(|r| r.bytes).sum()
+        self.rewrites
+            .iter()
+            .filter(|r| r.kind == RewriteKind::InsertedCopy)
+            .map(|r| r.bytes)
+            .sum()
     }
 }
 
@@ -186,20 +205,47 @@ pub enum RelayoutError {
     /// A graph edit was refused: a bug in the pass, reported rather than
     /// hidden.
     #[error("computation {computation}: graph edit failed: {error}")]
-    Edit { computation: String, error: EditError },
+    Edit {
+        computation: String,
+        error: EditError,
+    },
     /// The computation's instructions form a cycle.
     #[error("computation {computation} has a cycle through %{instruction}")]
-    Cycle { computation: String, instruction: String },
+    Cycle {
+        computation: String,
+        instruction: String,
+    },
     /// A layout a use needs is not valid for its value.
-    #[error("computation {computation}: %{instruction} needs {layout} for {operand}, which is not a valid layout of it: {message}")]
-    InvalidNeed { computation: String, instruction: String, operand: String, layout: String, message: String },
+    #[error(
+        "computation {computation}: %{instruction} needs {layout} for {operand}, which is not a valid layout of it: {message}"
+    )]
+    InvalidNeed {
+        computation: String,
+        instruction: String,
+        operand: String,
+        layout: String,
+        message: String,
+    },
     /// A tiled copy has no relayout plan.
-    #[error("computation {computation}: cannot expand %{instruction} from {from} to {to}: {message}")]
-    Plan { computation: String, instruction: String, from: String, to: String, message: String },
+    #[error(
+        "computation {computation}: cannot expand %{instruction} from {from} to {to}: {message}"
+    )]
+    Plan {
+        computation: String,
+        instruction: String,
+        from: String,
+        to: String,
+        message: String,
+    },
     /// The entry result does not have the shape the module's
     /// `entry_computation_layout` gives.
-    #[error("computation {computation}: the root does not match the entry computation layout's result {expected}")]
-    RootShape { computation: String, expected: String },
+    #[error(
+        "computation {computation}: the root does not match the entry computation layout's result {expected}"
+    )]
+    RootShape {
+        computation: String,
+        expected: String,
+    },
 }
 
 /// What a computation's relayout needs to know about the module around it.
@@ -214,7 +260,9 @@ pub struct ComputationFacts {
 /// result.
 pub fn facts_for(module: &dyn layout_assignment::ModuleFacts, id: CompId) -> ComputationFacts {
     if id == module.entry() {
-        ComputationFacts { result: Some(module.entry_layout().result) }
+        ComputationFacts {
+            result: Some(module.entry_layout().result),
+        }
     } else {
         ComputationFacts::default()
     }
@@ -225,9 +273,16 @@ pub fn facts_for(module: &dyn layout_assignment::ModuleFacts, id: CompId) -> Com
 /// Computations are independent here, so they are rewritten on all cores;
 /// the rewrites are reported in computation order, and the first error in
 /// that order is the one returned, as a sequential run would.
-pub fn run(module: &mut Module, target: &TargetSpec, opts: &Options) -> Result<Report, RelayoutError> {
+pub fn run(
+    module: &mut Module,
+    target: &TargetSpec,
+    opts: &Options,
+) -> Result<Report, RelayoutError> {
     use rayon::prelude::*;
-    let facts: Vec<ComputationFacts> = module.computation_ids().map(|id| facts_for(module, id)).collect();
+    let facts: Vec<ComputationFacts> = module
+        .computation_ids()
+        .map(|id| facts_for(module, id))
+        .collect();
     let per_computation: Vec<Result<Vec<Rewrite>, RelayoutError>> = module
         .computations
         .par_iter_mut()
@@ -286,16 +341,26 @@ pub(crate) fn unique_name(base: &str, names: &mut FxHashSet<String>) -> String {
 
 /// Wraps an edit error with the computation's name.
 pub(crate) fn edit(computation: &str) -> impl Fn(EditError) -> RelayoutError + '_ {
-    move |error| RelayoutError::Edit { computation: computation.to_string(), error }
+    move |error| RelayoutError::Edit {
+        computation: computation.to_string(),
+        error,
+    }
 }
 
 /// A topological order (operands first) of the computation.
 pub(crate) fn order(comp: &Computation) -> Result<Vec<InstId>, RelayoutError> {
     layout_assignment::topological_order(comp).map_err(|e| match e {
-        layout_assignment::ProblemError::Cycle { computation, instruction } => {
-            RelayoutError::Cycle { computation, instruction }
-        }
-        other => RelayoutError::Cycle { computation: comp.name.clone(), instruction: other.to_string() },
+        layout_assignment::ProblemError::Cycle {
+            computation,
+            instruction,
+        } => RelayoutError::Cycle {
+            computation,
+            instruction,
+        },
+        other => RelayoutError::Cycle {
+            computation: comp.name.clone(),
+            instruction: other.to_string(),
+        },
     })
 }
 

@@ -63,7 +63,10 @@ fn verdict(comp: &Computation, id: InstId, seen: &mut Verdicts) -> Option<Found>
                 .iter()
                 .map(|&d| usize::try_from(d).ok())
                 .collect::<Option<_>>()?;
-            if dims.len() != from.rank() || to.rank() != from.rank() || !shape::facts::is_permutation(&dims) {
+            if dims.len() != from.rank()
+                || to.rank() != from.rank()
+                || !shape::facts::is_permutation(&dims)
+            {
                 return None;
             }
             Some(dims)
@@ -77,20 +80,31 @@ fn verdict(comp: &Computation, id: InstId, seen: &mut Verdicts) -> Option<Found>
         None => {
             let (_, from, to, dims) = &key;
             let verdict = match (kind, dims) {
-                (RewriteKind::TransposeToBitcast, Some(dims)) => shape::transpose_is_bitcast(from, to, dims),
+                (RewriteKind::TransposeToBitcast, Some(dims)) => {
+                    shape::transpose_is_bitcast(from, to, dims)
+                }
                 (RewriteKind::ReshapeToBitcast, _) => shape::reshape_is_bitcast(from, to),
                 _ => shape::layout_change_is_bitcast(from, to),
             }
             .ok();
             let why = verdict.filter(|v| v.bitcast).map(|v| {
-                format!("the {} from {from} to {to} moves no byte: {}", inst.opcode, v.reason)
+                format!(
+                    "the {} from {from} to {to} moves no byte: {}",
+                    inst.opcode, v.reason
+                )
             });
             seen.insert(key.clone(), why.clone());
             why
         }
     }?;
     let (_, from, to, dims) = key;
-    Some(Found { kind, why, dims, from, to })
+    Some(Found {
+        kind,
+        why,
+        dims,
+        from,
+        to,
+    })
 }
 
 /// Computations with at least this many instructions look for no-op
@@ -108,7 +122,9 @@ fn all_found(comp: &Computation) -> Vec<(InstId, Rewrite)> {
     use rayon::prelude::*;
     let find = |run: &[InstId]| -> Vec<(InstId, Rewrite)> {
         let mut seen = Verdicts::default();
-        run.iter().filter_map(|&id| verdict(comp, id, &mut seen).map(|f| (id, rewrite_for(comp, id, f)))).collect()
+        run.iter()
+            .filter_map(|&id| verdict(comp, id, &mut seen).map(|f| (id, rewrite_for(comp, id, f))))
+            .collect()
     };
     let schedule = comp.schedule();
     if schedule.len() < PARALLEL_VERDICTS {
@@ -134,8 +150,17 @@ pub fn movements_to_bitcasts(comp: &mut Computation) -> Vec<Rewrite> {
 
 /// The report of turning `id`'s movement into a bitcast, from its verdict.
 fn rewrite_for(comp: &Computation, id: InstId, found: Found) -> Rewrite {
-    let Found { kind, why, dims, from, to } = found;
-    let operand = comp.operands(id).first().map_or_else(String::new, |&o| comp.inst(o).name.clone());
+    let Found {
+        kind,
+        why,
+        dims,
+        from,
+        to,
+    } = found;
+    let operand = comp
+        .operands(id)
+        .first()
+        .map_or_else(String::new, |&o| comp.inst(o).name.clone());
     Rewrite {
         kind,
         computation: comp.name.clone(),

@@ -25,8 +25,8 @@ use smallvec::SmallVec;
 use target::TargetSpec;
 
 use crate::{
-    ComputationFacts, RelayoutError, Rewrite, RewriteKind, edit, laid_out, names_of, order, same_memory_space, storage_bytes,
-    unique_name,
+    ComputationFacts, RelayoutError, Rewrite, RewriteKind, edit, laid_out, names_of, order,
+    same_memory_space, storage_bytes, unique_name,
 };
 
 /// Where a needed layout is read.
@@ -57,21 +57,42 @@ fn source_priority(source: NeedSource) -> Priority {
     }
 }
 
-fn source_because(target: &TargetSpec, comp: &Computation, user: InstId, source: NeedSource) -> String {
+fn source_because(
+    target: &TargetSpec,
+    comp: &Computation,
+    user: InstId,
+    source: NeedSource,
+) -> String {
     match source {
         NeedSource::TargetRule(i) => match target.rules.get(i as usize) {
-            Some(rule) => format!("target {} rule '{}' requires it: {}", target.name, rule.name, rule.reason.trim()),
+            Some(rule) => format!(
+                "target {} rule '{}' requires it: {}",
+                target.name,
+                rule.name,
+                rule.reason.trim()
+            ),
             None => format!("target {} requires it", target.name),
         },
         NeedSource::TargetDefault => {
-            format!("target {} requires this layout for every operand it does not otherwise constrain", target.name)
+            format!(
+                "target {} requires this layout for every operand it does not otherwise constrain",
+                target.name
+            )
         }
         NeedSource::CustomCall => {
-            let name = comp.inst(user).attrs.string(KnownAttr::CustomCallTarget).unwrap_or("");
+            let name = comp
+                .inst(user)
+                .attrs
+                .string(KnownAttr::CustomCallTarget)
+                .unwrap_or("");
             format!("custom call \"{name}\" constrains its operand layouts")
         }
-        NeedSource::LayoutConstraint => "a layout constraint in the input fixes this layout".to_string(),
-        NeedSource::Outfeed => "the outfeed sends it to the host in the layout of its outfeed_shape".to_string(),
+        NeedSource::LayoutConstraint => {
+            "a layout constraint in the input fixes this layout".to_string()
+        }
+        NeedSource::Outfeed => {
+            "the outfeed sends it to the host in the layout of its outfeed_shape".to_string()
+        }
     }
 }
 
@@ -82,8 +103,21 @@ fn unchecked(op: Opcode) -> bool {
     use Opcode::*;
     matches!(
         op,
-        Tuple | GetTupleElement | OptimizationBarrier | AddDependency | Domain | Parameter | Bitcast | Copy | While
-            | Call | Conditional | Fusion | AsyncStart | AsyncUpdate | AsyncDone
+        Tuple
+            | GetTupleElement
+            | OptimizationBarrier
+            | AddDependency
+            | Domain
+            | Parameter
+            | Bitcast
+            | Copy
+            | While
+            | Call
+            | Conditional
+            | Fusion
+            | AsyncStart
+            | AsyncUpdate
+            | AsyncDone
     )
 }
 
@@ -92,8 +126,18 @@ fn per_leaf(op: Opcode) -> bool {
     use Opcode::*;
     matches!(
         op,
-        AllReduce | AllReduceStart | AllReduceDone | AllToAll | CollectivePermute | CollectivePermuteStart
-            | CollectivePermuteDone | AllGather | AllGatherStart | AllGatherDone | ReduceScatter | CollectiveBroadcast
+        AllReduce
+            | AllReduceStart
+            | AllReduceDone
+            | AllToAll
+            | CollectivePermute
+            | CollectivePermuteStart
+            | CollectivePermuteDone
+            | AllGather
+            | AllGatherStart
+            | AllGatherDone
+            | ReduceScatter
+            | CollectiveBroadcast
     )
 }
 
@@ -142,7 +186,9 @@ fn operand_wants(comp: &Computation, target: &TargetSpec, id: InstId, out: &mut 
     let results = array_leaves(&inst.shape);
     let keeps = target.keeps_layout(op);
     for (i, &o) in inst.operands().iter().enumerate() {
-        let Some(a) = comp.inst(o).shape.as_array() else { continue };
+        let Some(a) = comp.inst(o).shape.as_array() else {
+            continue;
+        };
         if a.rank() == 0 {
             continue;
         }
@@ -153,7 +199,12 @@ fn operand_wants(comp: &Computation, target: &TargetSpec, id: InstId, out: &mut 
         // The strongest need, as (priority, layout, why); a met need holds
         // `have`. Layouts are borrowed where they can be: most needs are met.
         let mut best: Option<(Priority, Cow<'_, Layout>, Because)> = None;
-        fn offer<'l>(p: Priority, layout: Cow<'l, Layout>, because: Because, best: &mut Option<(Priority, Cow<'l, Layout>, Because)>) {
+        fn offer<'l>(
+            p: Priority,
+            layout: Cow<'l, Layout>,
+            because: Because,
+            best: &mut Option<(Priority, Cow<'l, Layout>, Because)>,
+        ) {
             if best.as_ref().is_none_or(|(q, _, _)| p < *q) {
                 *best = Some((p, layout, because));
             }
@@ -164,7 +215,12 @@ fn operand_wants(comp: &Computation, target: &TargetSpec, id: InstId, out: &mut 
                 Need::Matrix(_) | Need::Minor(_) if need.accepts_order(&have) => have.clone(),
                 Need::Matrix(_) | Need::Minor(_) => Cow::Borrowed(need.preferred()),
             };
-            offer(source_priority(source), layout, Because::Source(source), &mut best);
+            offer(
+                source_priority(source),
+                layout,
+                Because::Source(source),
+                &mut best,
+            );
         }
         if op == Opcode::Broadcast {
             let dims: Option<DimVec> = inst
@@ -180,7 +236,10 @@ fn operand_wants(comp: &Computation, target: &TargetSpec, id: InstId, out: &mut 
                         &descending.minor_to_major
                     }
                 };
-                let m2m: DimVec = out_order.iter().filter_map(|d| dims.iter().position(|x| x == d)).collect();
+                let m2m: DimVec = out_order
+                    .iter()
+                    .filter_map(|d| dims.iter().position(|x| x == d))
+                    .collect();
                 let layout = if have.minor_to_major == m2m {
                     have.clone()
                 } else {
@@ -199,7 +258,9 @@ fn operand_wants(comp: &Computation, target: &TargetSpec, id: InstId, out: &mut 
                     Some(l) => Cow::Borrowed(l),
                     None => Cow::Owned(Layout::descending(r.rank())),
                 };
-                let layout = if r.element_storage_bits() == a.element_storage_bits() && (*out_layout == *have || target.tiling.is_none()) {
+                let layout = if r.element_storage_bits() == a.element_storage_bits()
+                    && (*out_layout == *have || target.tiling.is_none())
+                {
                     out_layout
                 } else if out_layout.minor_to_major == have.minor_to_major {
                     // Different element widths, or on a tiled target other
@@ -207,7 +268,12 @@ fn operand_wants(comp: &Computation, target: &TargetSpec, id: InstId, out: &mut 
                     // must agree.
                     have.clone()
                 } else {
-                    Cow::Owned(layout_assignment::same_layout_for(target, &out_layout, r, a))
+                    Cow::Owned(layout_assignment::same_layout_for(
+                        target,
+                        &out_layout,
+                        r,
+                        a,
+                    ))
                 };
                 offer(2, layout, Because::Keeps(op), &mut best);
             }
@@ -216,7 +282,10 @@ fn operand_wants(comp: &Computation, target: &TargetSpec, id: InstId, out: &mut 
             && *layout != *have
         {
             out.push(Want {
-                site: Site::Operand { user: id, operand: i },
+                site: Site::Operand {
+                    user: id,
+                    operand: i,
+                },
                 value: o,
                 layout: layout.into_owned(),
                 consumer: format!("operand {i} of %{}", inst.name),
@@ -308,7 +377,10 @@ impl Inserter {
         let (bitcast, reason) = match shape::layout_change_is_bitcast(&from, &to) {
             _ if !same_memory_space(&from, &to) => (false, "the memory spaces differ".to_string()),
             Ok(v) => (v.bitcast, v.reason.to_string()),
-            Err(e) => (false, format!("the algebra cannot relate the layouts ({e})")),
+            Err(e) => (
+                false,
+                format!("the algebra cannot relate the layouts ({e})"),
+            ),
         };
         let (opcode, suffix, kind) = if bitcast {
             (Opcode::Bitcast, "bitcast", RewriteKind::InsertedBitcast)
@@ -319,7 +391,9 @@ impl Inserter {
         let operand_name = source.name.clone();
         let mut inst = Instruction::new(name.clone(), opcode, Shape::Array(to.clone()));
         inst.attrs = inherited_attrs(&source.attrs);
-        let id = comp.add_unscheduled(inst, &[value]).map_err(edit(&self.computation))?;
+        let id = comp
+            .add_unscheduled(inst, &[value])
+            .map_err(edit(&self.computation))?;
         self.after.entry(value).or_default().push(id);
         let bytes = if bitcast { 0 } else { storage_bytes(&to) };
         let verb = if bitcast { "bitcast" } else { "copy" };
@@ -336,7 +410,8 @@ impl Inserter {
             users: vec![consumer.to_string()],
             steps: Vec::new(),
         });
-        self.made.insert((value, layout.clone()), (id, self.rewrites.len() - 1));
+        self.made
+            .insert((value, layout.clone()), (id, self.rewrites.len() - 1));
         Ok(id)
     }
 
@@ -377,10 +452,17 @@ impl Inserter {
                             }
                         }
                     } else {
-                        let name = unique_name(&format!("{}.gte.{k}", comp.inst(id).name), &mut self.names);
-                        let mut gte = Instruction::new(name, Opcode::GetTupleElement, es[k].clone());
-                        gte.attrs.set(KnownAttr::Index, hlo::AttrValue::Int(k as i64));
-                        let g = comp.add_unscheduled(gte, &[id]).map_err(edit(&self.computation))?;
+                        let name = unique_name(
+                            &format!("{}.gte.{k}", comp.inst(id).name),
+                            &mut self.names,
+                        );
+                        let mut gte =
+                            Instruction::new(name, Opcode::GetTupleElement, es[k].clone());
+                        gte.attrs
+                            .set(KnownAttr::Index, hlo::AttrValue::Int(k as i64));
+                        let g = comp
+                            .add_unscheduled(gte, &[id])
+                            .map_err(edit(&self.computation))?;
                         self.at_end.push(g);
                         g
                     };
@@ -388,22 +470,31 @@ impl Inserter {
                     let new = self.fix_result(comp, element, r, &consumer)?;
                     parts.push(new.unwrap_or(element));
                 }
-                let shapes: Vec<Shape> = parts.iter().map(|&p| comp.inst(p).shape.clone()).collect();
+                let shapes: Vec<Shape> =
+                    parts.iter().map(|&p| comp.inst(p).shape.clone()).collect();
                 if is_tuple && comp.users(id).is_empty() {
                     // The root tuple itself is edited in place.
-                    let edits: Vec<(InstId, usize, InstId)> = parts.iter().enumerate().map(|(k, &p)| (id, k, p)).collect();
-                    comp.set_operands_at(&edits).map_err(edit(&self.computation))?;
+                    let edits: Vec<(InstId, usize, InstId)> =
+                        parts.iter().enumerate().map(|(k, &p)| (id, k, p)).collect();
+                    comp.set_operands_at(&edits)
+                        .map_err(edit(&self.computation))?;
                     comp.inst_mut(id).shape = Shape::Tuple(shapes);
                     return Ok(None);
                 }
-                let name = unique_name(&format!("{}.relayout", comp.inst(id).name), &mut self.names);
+                let name =
+                    unique_name(&format!("{}.relayout", comp.inst(id).name), &mut self.names);
                 let tuple = Instruction::new(name, Opcode::Tuple, Shape::Tuple(shapes));
-                let t = comp.add_unscheduled(tuple, &parts).map_err(edit(&self.computation))?;
+                let t = comp
+                    .add_unscheduled(tuple, &parts)
+                    .map_err(edit(&self.computation))?;
                 self.at_end.push(t);
                 Ok(Some(t))
             }
             _ if shape.same_logical_shape(required) => Ok(None),
-            _ => Err(RelayoutError::RootShape { computation: self.computation.clone(), expected: required.to_string() }),
+            _ => Err(RelayoutError::RootShape {
+                computation: self.computation.clone(),
+                expected: required.to_string(),
+            }),
         }
     }
 }
@@ -426,7 +517,10 @@ fn leaf_differs(have: &Shape, required: &Shape) -> bool {
     let r = array_leaves(required);
     h.len() != r.len()
         || h.iter().zip(&r).any(|(a, b)| {
-            a.rank() > 0 && b.layout.as_ref().is_some_and(|l| !same_but_memory_space(l, &a.layout_or_default()))
+            a.rank() > 0
+                && b.layout
+                    .as_ref()
+                    .is_some_and(|l| !same_but_memory_space(l, &a.layout_or_default()))
         })
 }
 
@@ -454,7 +548,11 @@ pub(crate) fn inherited_attrs(source: &Attrs) -> Attrs {
 }
 
 /// Phase 1 on one computation.
-pub fn fix_uses(facts: &ComputationFacts, comp: &mut Computation, target: &TargetSpec) -> Result<Vec<Rewrite>, RelayoutError> {
+pub fn fix_uses(
+    facts: &ComputationFacts,
+    comp: &mut Computation,
+    target: &TargetSpec,
+) -> Result<Vec<Rewrite>, RelayoutError> {
     let topo = order(comp)?;
     let wants = all_wants(comp, target, &topo);
     // As in XLA, a memory space in the entry result (`S(n)`, host memory)
@@ -462,7 +560,9 @@ pub fn fix_uses(facts: &ComputationFacts, comp: &mut Computation, target: &Targe
     // default memory space, so only the rest of the layout must match.
     let required_result = facts.result.as_ref().map(in_default_memory_space);
     let root_needs_work = match (&required_result, comp.root()) {
-        (Some(r), Some(root)) => leaf_differs(&comp.inst(root).shape, r) || !comp.inst(root).shape.same_logical_shape(r),
+        (Some(r), Some(root)) => {
+            leaf_differs(&comp.inst(root).shape, r) || !comp.inst(root).shape.same_logical_shape(r)
+        }
         _ => false,
     };
     if wants.is_empty() && !root_needs_work {
@@ -484,7 +584,8 @@ pub fn fix_uses(facts: &ComputationFacts, comp: &mut Computation, target: &Targe
         let Site::Operand { user, operand } = w.site;
         edits.push((user, operand, new));
     }
-    comp.set_operands_at(&edits).map_err(edit(&ins.computation))?;
+    comp.set_operands_at(&edits)
+        .map_err(edit(&ins.computation))?;
     if let (Some(required), Some(root)) = (&required_result, comp.root())
         && let Some(new) = ins.fix_result(comp, root, required, "the entry result")?
     {
@@ -504,6 +605,7 @@ pub fn fix_uses(facts: &ComputationFacts, comp: &mut Computation, target: &Targe
     for id in old.into_iter().chain(ins.at_end.iter().copied()) {
         push_tree(id, &mut schedule, &ins.after);
     }
-    comp.set_schedule(schedule).map_err(edit(&ins.computation))?;
+    comp.set_schedule(schedule)
+        .map_err(edit(&ins.computation))?;
     Ok(ins.rewrites)
 }

@@ -18,7 +18,15 @@ fn corpus() -> Vec<(String, PathBuf)> {
         .filter_map(Result::ok)
         .map(|e| e.path())
         .filter(|p| p.join("before_layout.hlo").exists())
-        .map(|p| (p.file_name().unwrap_or_default().to_string_lossy().into_owned(), p))
+        .map(|p| {
+            (
+                p.file_name()
+                    .unwrap_or_default()
+                    .to_string_lossy()
+                    .into_owned(),
+                p,
+            )
+        })
         .collect();
     dirs.sort();
     dirs
@@ -54,13 +62,18 @@ fn prove_corpus(target_name: &str) {
     let mut table = Vec::new();
     let mut total_proven = 0;
     let dirs = corpus();
-    assert!(dirs.len() >= 20, "expected the XLA CPU corpus, found {} modules", dirs.len());
+    assert!(
+        dirs.len() >= 20,
+        "expected the XLA CPU corpus, found {} modules",
+        dirs.len()
+    );
     for (name, dir) in &dirs {
         let text = std::fs::read_to_string(dir.join("before_layout.hlo")).expect("read");
         let mut m = parse(&text);
         layout_assignment::run(&mut m, &cpu).unwrap_or_else(|e| panic!("{name}: {e}"));
         let existing = bitcasts(&m);
-        let report = relayout::run(&mut m, &cpu, &relayout::Options::default()).unwrap_or_else(|e| panic!("{name}: {e}"));
+        let report = relayout::run(&mut m, &cpu, &relayout::Options::default())
+            .unwrap_or_else(|e| panic!("{name}: {e}"));
         let problems = hlo::verify_module(&m);
         assert!(problems.is_empty(), "{name}: {problems:?}");
         assert!(hlo::uses_before_definition(&m).is_empty(), "{name}");
@@ -70,11 +83,23 @@ fn prove_corpus(target_name: &str) {
         // second-minor dimension fills the tile), and relayout writes the
         // difference as a bitcast, which is proven below like the rest.
         assert_eq!(report.count(RewriteKind::InsertedCopy), 0, "{name}");
-        let proven = prove_bitcasts(&m, &report, &existing).unwrap_or_else(|e| panic!("{name}: {e}"));
+        let proven =
+            prove_bitcasts(&m, &report, &existing).unwrap_or_else(|e| panic!("{name}: {e}"));
         let ours = bitcasts(&m).len();
-        assert_eq!(proven + existing.len(), ours, "{name}: every bitcast is accounted for");
-        let bitcast_rewrites = report.rewrites.iter().filter(|r| r.kind.is_bitcast()).count();
-        assert_eq!(bitcast_rewrites, proven, "{name}: one proof per reported bitcast");
+        assert_eq!(
+            proven + existing.len(),
+            ours,
+            "{name}: every bitcast is accounted for"
+        );
+        let bitcast_rewrites = report
+            .rewrites
+            .iter()
+            .filter(|r| r.kind.is_bitcast())
+            .count();
+        assert_eq!(
+            bitcast_rewrites, proven,
+            "{name}: one proof per reported bitcast"
+        );
         confirm_movements(&m).unwrap_or_else(|e| panic!("{name}: {e}"));
         total_proven += proven;
         table.push((name.clone(), ours, xla_bitcasts(dir)));
@@ -84,8 +109,13 @@ fn prove_corpus(target_name: &str) {
         let xla = xla.map_or_else(|| "n/a".to_string(), |x| x.to_string());
         eprintln!("| {name} | {ours} | {xla} |");
     }
-    let (shrunk, sampled) = (SHRUNK.load(std::sync::atomic::Ordering::Relaxed), SAMPLED.load(std::sync::atomic::Ordering::Relaxed));
-    eprintln!("proven bitcasts: {total_proven} (large pairs so far, all targets: {shrunk} walked through small stand-ins, {sampled} sampled)");
+    let (shrunk, sampled) = (
+        SHRUNK.load(std::sync::atomic::Ordering::Relaxed),
+        SAMPLED.load(std::sync::atomic::Ordering::Relaxed),
+    );
+    eprintln!(
+        "proven bitcasts: {total_proven} (large pairs so far, all targets: {shrunk} walked through small stand-ins, {sampled} sampled)"
+    );
     assert!(total_proven > 0);
 }
 
@@ -98,14 +128,22 @@ fn xla_cpu_layouts_have_no_mismatched_use_under_our_cpu_model() {
     let cpu = target("cpu");
     let mut checked = 0;
     for (name, dir) in corpus() {
-        let Ok(text) = std::fs::read_to_string(dir.join("after_layout.hlo")) else { continue };
+        let Ok(text) = std::fs::read_to_string(dir.join("after_layout.hlo")) else {
+            continue;
+        };
         let mut m = parse(&text);
         let existing = bitcasts(&m);
-        let report = relayout::run(&mut m, &cpu, &relayout::Options::default()).unwrap_or_else(|e| panic!("{name}: {e}"));
+        let report = relayout::run(&mut m, &cpu, &relayout::Options::default())
+            .unwrap_or_else(|e| panic!("{name}: {e}"));
         let mismatched: Vec<&relayout::Rewrite> = report
             .rewrites
             .iter()
-            .filter(|r| matches!(r.kind, RewriteKind::InsertedCopy | RewriteKind::InsertedBitcast))
+            .filter(|r| {
+                matches!(
+                    r.kind,
+                    RewriteKind::InsertedCopy | RewriteKind::InsertedBitcast
+                )
+            })
             .collect();
         assert!(mismatched.is_empty(), "{name}: {mismatched:?}");
         assert!(hlo::verify_module(&m).is_empty(), "{name}");

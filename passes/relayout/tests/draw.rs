@@ -23,9 +23,22 @@ fn dot_colours_copies_and_bitcasts_and_labels_layouts() {
     assert!(dot.starts_with("digraph \"main\" {"), "{dot}");
     assert!(dot.trim_end().ends_with('}'));
     // %b became a bitcast (green), %c stays a copy (red).
-    let line = |name: &str| dot.lines().find(|l| l.contains(&format!("label=\"%{name}\\n"))).unwrap_or_else(|| panic!("{dot}")).to_string();
-    assert!(line("b").contains("bitcast") && line("b").contains("#c8ecc8"), "{}", line("b"));
-    assert!(line("c").contains("\\ncopy\\n") && line("c").contains("#f8c4c4"), "{}", line("c"));
+    let line = |name: &str| {
+        dot.lines()
+            .find(|l| l.contains(&format!("label=\"%{name}\\n")))
+            .unwrap_or_else(|| panic!("{dot}"))
+            .to_string()
+    };
+    assert!(
+        line("b").contains("bitcast") && line("b").contains("#c8ecc8"),
+        "{}",
+        line("b")
+    );
+    assert!(
+        line("c").contains("\\ncopy\\n") && line("c").contains("#f8c4c4"),
+        "{}",
+        line("c")
+    );
     assert!(line("t").contains("penwidth=2"), "the root is marked");
     // Edges carry the operand's layout.
     assert_eq!(dot.matches(" -> ").count(), 4);
@@ -42,7 +55,10 @@ fn svg_is_one_box_per_instruction_with_layout_labels() {
     assert_eq!(svg.matches("<line ").count(), 4);
     assert!(svg.contains("<g class=\"node copy\">") && svg.contains("fill=\"#f8c4c4\""));
     assert!(svg.contains("<g class=\"node bitcast\">") && svg.contains("fill=\"#c8ecc8\""));
-    assert!(svg.contains(">{1,0:T(8,128)}</text>"), "layouts label the edges");
+    assert!(
+        svg.contains(">{1,0:T(8,128)}</text>"),
+        "layouts label the edges"
+    );
     assert!(!svg.contains("showing the first"));
     // Every opened element is closed: the text is well formed enough for
     // a browser (a tag count, not a parser).
@@ -52,7 +68,9 @@ fn svg_is_one_box_per_instruction_with_layout_labels() {
 
 #[test]
 fn big_computations_are_capped_and_say_so() {
-    let mut text = String::from("HloModule big\n\nENTRY %main (p: f32[4]) -> f32[4] {\n  %p = f32[4]{0} parameter(0)\n");
+    let mut text = String::from(
+        "HloModule big\n\nENTRY %main (p: f32[4]) -> f32[4] {\n  %p = f32[4]{0} parameter(0)\n",
+    );
     let mut prev = "p".to_string();
     for i in 0..450 {
         text.push_str(&format!("  %n{i} = f32[4]{{0}} negate(%{prev})\n"));
@@ -61,8 +79,14 @@ fn big_computations_are_capped_and_say_so() {
     text.push_str(&format!("  ROOT %r = f32[4]{{0}} copy(%{prev})\n}}\n"));
     let m = parse(&text);
     let svg = relayout::to_svg(&m, m.entry);
-    assert_eq!(svg.matches("<g class=\"node ").count(), relayout::MAX_DRAWN_NODES);
-    assert!(svg.contains("showing the first 400 of 452 instructions"), "the picture says it is cut");
+    assert_eq!(
+        svg.matches("<g class=\"node ").count(),
+        relayout::MAX_DRAWN_NODES
+    );
+    assert!(
+        svg.contains("showing the first 400 of 452 instructions"),
+        "the picture says it is cut"
+    );
     let dot = relayout::to_dot(&m, m.entry);
     assert_eq!(dot.matches("[label=\"%").count(), relayout::MAX_DRAWN_NODES);
     assert!(dot.contains("showing the first 400 of 452 instructions"));

@@ -50,9 +50,13 @@ fn expand(from: &str, to: &str) -> (hlo::Module, relayout::Report) {
     assert_eq!(r.rewrites.len(), 1, "{:?}", r.rewrites);
     let w = &r.rewrites[0];
     assert_eq!(w.kind, RewriteKind::ExpandedRelayout);
-    assert_eq!((w.from.to_string(), w.to.to_string()), (from.to_string(), to.to_string()));
+    assert_eq!(
+        (w.from.to_string(), w.to.to_string()),
+        (from.to_string(), to.to_string())
+    );
     // The chain, executed, lands every element where TO puts it.
-    prove_bitcasts(&m, &r, &[]).unwrap_or_else(|e| panic!("{from} -> {to}: {e}\n{}", hlo::print_module(&m)));
+    prove_bitcasts(&m, &r, &[])
+        .unwrap_or_else(|e| panic!("{from} -> {to}: {e}\n{}", hlo::print_module(&m)));
     // The copy kept its name and metadata as the last step.
     let comp = m.entry_computation();
     let root = comp.inst(comp.root().expect("root"));
@@ -60,7 +64,12 @@ fn expand(from: &str, to: &str) -> (hlo::Module, relayout::Report) {
     assert!(root.attrs.get(hlo::KnownAttr::Metadata).is_some());
     assert_eq!(root.shape.to_string(), to);
     // Bytes: the sum of the data-moving steps, padding included.
-    let moved: u64 = w.steps.iter().filter(|s| s.op != "bitcast").map(|s| s.bytes).sum();
+    let moved: u64 = w
+        .steps
+        .iter()
+        .filter(|s| s.op != "bitcast")
+        .map(|s| s.bytes)
+        .sum();
     assert_eq!(w.bytes, moved);
     (m, r)
 }
@@ -71,8 +80,16 @@ fn untiled_to_tiled_pads_splits_transposes() {
     assert_eq!(ops(&m), ["pad", "bitcast", "transpose", "bitcast"]);
     let text = hlo::print_module(&m);
     assert!(text.contains("%x.zero = f32[] constant(0)"), "{text}");
-    assert!(text.contains("%x.pad = f32[8,256]{1,0} pad(%p, %x.zero), padding=0_5x0_56"), "{text}");
-    assert!(text.contains("%x.transpose = f32[1,2,8,128]{3,2,1,0} transpose(%x.bitcast), dimensions={0,2,1,3}"), "{text}");
+    assert!(
+        text.contains("%x.pad = f32[8,256]{1,0} pad(%p, %x.zero), padding=0_5x0_56"),
+        "{text}"
+    );
+    assert!(
+        text.contains(
+            "%x.transpose = f32[1,2,8,128]{3,2,1,0} transpose(%x.bitcast), dimensions={0,2,1,3}"
+        ),
+        "{text}"
+    );
     // 8x256 floats padded, then 8x256 floats transposed.
     assert_eq!(r.rewrites[0].bytes, 2 * 8 * 256 * 4);
 }
@@ -89,7 +106,10 @@ fn tiled_to_untiled_slices_the_padding_away() {
 fn tiled_to_tiled() {
     let (m, _) = expand("f32[16,256]{1,0:T(8,128)}", "f32[16,256]{1,0:T(4,128)}");
     assert!(ops(&m).contains(&"transpose"));
-    let (m, _) = expand("bf16[16,256]{1,0:T(8,128)}", "bf16[16,256]{1,0:T(8,128)(2,1)}");
+    let (m, _) = expand(
+        "bf16[16,256]{1,0:T(8,128)}",
+        "bf16[16,256]{1,0:T(8,128)(2,1)}",
+    );
     assert_eq!(ops(&m), ["bitcast", "transpose", "bitcast"]);
     // Padding on both sides: 3 rows pad to 8 and to 4.
     expand("f32[3,200]{1,0:T(8,128)}", "f32[3,200]{1,0:T(4,128)}");
@@ -99,7 +119,11 @@ fn tiled_to_tiled() {
 #[test]
 fn a_tiled_copy_that_only_drops_padding_free_tiles_is_a_bitcast() {
     // Phase 2 turns it into a bitcast before expansion looks at it.
-    let (m, r) = relayout_alone(&copy_module("f32[8,128]{1,0:T(8,128)}", "f32[8,128]{1,0}"), "gpu", true);
+    let (m, r) = relayout_alone(
+        &copy_module("f32[8,128]{1,0:T(8,128)}", "f32[8,128]{1,0}"),
+        "gpu",
+        true,
+    );
     assert_eq!(ops(&m), ["bitcast"]);
     assert_eq!(r.rewrites[0].kind, RewriteKind::CopyToBitcast);
 }
@@ -114,8 +138,22 @@ fn copies_that_keep_their_tiling_stay_copies() {
 #[test]
 fn many_tilings_expand_correctly() {
     let dims = ["[3,5]", "[8,128]", "[3,200]", "[16,130]", "[2,3,130]"];
-    let layouts2 = ["{1,0}", "{0,1}", "{1,0:T(2,2)}", "{1,0:T(8,128)}", "{0,1:T(8,128)}", "{1,0:T(4,128)}", "{1,0:T(8,128)(2,1)}"];
-    let layouts3 = ["{2,1,0}", "{0,1,2}", "{2,1,0:T(8,128)}", "{2,0,1:T(2,2)}", "{2,1,0:T(4,128)}"];
+    let layouts2 = [
+        "{1,0}",
+        "{0,1}",
+        "{1,0:T(2,2)}",
+        "{1,0:T(8,128)}",
+        "{0,1:T(8,128)}",
+        "{1,0:T(4,128)}",
+        "{1,0:T(8,128)(2,1)}",
+    ];
+    let layouts3 = [
+        "{2,1,0}",
+        "{0,1,2}",
+        "{2,1,0:T(8,128)}",
+        "{2,0,1:T(2,2)}",
+        "{2,1,0:T(4,128)}",
+    ];
     let mut expanded = 0;
     for d in dims {
         let rank = d.matches(',').count() + 1;
@@ -125,17 +163,25 @@ fn many_tilings_expand_correctly() {
                 for b in layouts {
                     let (from, to) = (format!("{ty}{d}{a}"), format!("{ty}{d}{b}"));
                     let (fa, ta) = (array(&from), array(&to));
-                    if fa.validate().is_err() || ta.validate().is_err() || !changes_tiling(&fa, &ta) {
+                    if fa.validate().is_err() || ta.validate().is_err() || !changes_tiling(&fa, &ta)
+                    {
                         continue;
                     }
                     let text = copy_module(&from, &to);
                     let (m, r) = relayout_alone(&text, "gpu", true);
                     assert!(no_copy_changes_tiling(&m), "{from} -> {to}");
-                    prove_bitcasts(&m, &r, &[]).unwrap_or_else(|e| panic!("{from} -> {to}: {e}\n{}", hlo::print_module(&m)));
+                    prove_bitcasts(&m, &r, &[]).unwrap_or_else(|e| {
+                        panic!("{from} -> {to}: {e}\n{}", hlo::print_module(&m))
+                    });
                     if r.count(RewriteKind::ExpandedRelayout) == 1 {
                         expanded += 1;
                     } else {
-                        assert_eq!(r.count(RewriteKind::CopyToBitcast), 1, "{from} -> {to}: {:?}", r.rewrites);
+                        assert_eq!(
+                            r.count(RewriteKind::CopyToBitcast),
+                            1,
+                            "{from} -> {to}: {:?}",
+                            r.rewrites
+                        );
                     }
                 }
             }
@@ -182,14 +228,16 @@ fn element() -> impl Strategy<Value = (PrimitiveType, Vec<i64>)> {
 /// One tile level over `rank` dimensions: sizes 1..=4, sometimes `*`.
 fn level(rank: usize) -> impl Strategy<Value = Tile> {
     (1..=rank.max(1)).prop_flat_map(|len| {
-        prop::collection::vec(prop_oneof![6 => 1i64..=4, 1 => Just(Tile::COMBINE)], len).prop_map(|mut v| {
-            if let Some(last) = v.last_mut()
-                && *last == Tile::COMBINE
-            {
-                *last = 2;
-            }
-            Tile { dims: v.into() }
-        })
+        prop::collection::vec(prop_oneof![6 => 1i64..=4, 1 => Just(Tile::COMBINE)], len).prop_map(
+            |mut v| {
+                if let Some(last) = v.last_mut()
+                    && *last == Tile::COMBINE
+                {
+                    *last = 2;
+                }
+                Tile { dims: v.into() }
+            },
+        )
     })
 }
 
@@ -198,12 +246,18 @@ fn level(rank: usize) -> impl Strategy<Value = Tile> {
 /// `T(8,128)(4,1)`; a rank-1 tile with two more, as in `T(256)(128)(2,1)`;
 /// `T(1,b)`); or up to three random levels.
 fn tiles(rank: usize) -> BoxedStrategy<Vec<Tile>> {
-    let t = |d: &[i64]| Tile { dims: d.iter().copied().collect() };
+    let t = |d: &[i64]| Tile {
+        dims: d.iter().copied().collect(),
+    };
     let mut families = vec![(2, Just(Vec::new()).boxed())];
     if rank >= 2 {
         families.push((
             3,
-            (prop_oneof![Just(1i64), Just(2), Just(4)], prop_oneof![Just(2i64), Just(4)], prop_oneof![Just(1i64), Just(2), Just(4)])
+            (
+                prop_oneof![Just(1i64), Just(2), Just(4)],
+                prop_oneof![Just(2i64), Just(4)],
+                prop_oneof![Just(1i64), Just(2), Just(4)],
+            )
                 .prop_map(move |(a, b, c)| {
                     let mut v = vec![t(&[a, b])];
                     if c > 1 && a % c == 0 {
@@ -214,7 +268,12 @@ fn tiles(rank: usize) -> BoxedStrategy<Vec<Tile>> {
                 .boxed(),
         ));
     }
-    families.push((1, (prop_oneof![Just(4i64), Just(8)], Just(2i64)).prop_map(move |(m, n)| vec![t(&[m]), t(&[n]), t(&[2, 1])]).boxed()));
+    families.push((
+        1,
+        (prop_oneof![Just(4i64), Just(8)], Just(2i64))
+            .prop_map(move |(m, n)| vec![t(&[m]), t(&[n]), t(&[2, 1])])
+            .boxed(),
+    ));
     let random = level(rank).prop_flat_map(move |a| {
         let r1 = rank - a.dims.len() + 2 * a.sized_entries();
         (Just(a), prop::option::of(level(r1)), any::<bool>()).prop_flat_map(move |(a, b, third)| {
@@ -225,7 +284,9 @@ fn tiles(rank: usize) -> BoxedStrategy<Vec<Tile>> {
                     let r2 = r1 - b.dims.len() + 2 * b.sized_entries();
                     let (a, b) = (a.clone(), b.clone());
                     if third {
-                        level(r2.min(2)).prop_map(move |c| vec![a.clone(), b.clone(), c]).boxed()
+                        level(r2.min(2))
+                            .prop_map(move |c| vec![a.clone(), b.clone(), c])
+                            .boxed()
                     } else {
                         Just(vec![a, b]).boxed()
                     }
@@ -239,26 +300,45 @@ fn tiles(rank: usize) -> BoxedStrategy<Vec<Tile>> {
 
 fn layout(dims: Vec<i64>, sizes: Vec<i64>) -> impl Strategy<Value = Layout> {
     let r = dims.len();
-    (Just((0..r).collect::<Vec<usize>>()).prop_shuffle(), tiles(r), prop::sample::select(sizes)).prop_map(|(perm, tiles, e)| {
-        let mut l = Layout::new(&perm).with_tiles(&tiles);
-        l.element_size_in_bits = e;
-        l
-    })
+    (
+        Just((0..r).collect::<Vec<usize>>()).prop_shuffle(),
+        tiles(r),
+        prop::sample::select(sizes),
+    )
+        .prop_map(|(perm, tiles, e)| {
+            let mut l = Layout::new(&perm).with_tiles(&tiles);
+            l.element_size_in_bits = e;
+            l
+        })
 }
 
 /// A copy between two random layouts of one array.
 fn copy_pair() -> impl Strategy<Value = (ArrayShape, ArrayShape)> {
-    (element(), prop::collection::vec(prop_oneof![1i64..=6, Just(8)], 1..=3)).prop_flat_map(|((t, sizes), dims)| {
-        let (d1, d2) = (dims.clone(), dims.clone());
-        (layout(dims.clone(), sizes.clone()), layout(dims, sizes)).prop_map(move |(a, b)| {
-            (ArrayShape::with_layout(t, &d1, a), ArrayShape::with_layout(t, &d2, b))
+    (
+        element(),
+        prop::collection::vec(prop_oneof![1i64..=6, Just(8)], 1..=3),
+    )
+        .prop_flat_map(|((t, sizes), dims)| {
+            let (d1, d2) = (dims.clone(), dims.clone());
+            (layout(dims.clone(), sizes.clone()), layout(dims, sizes)).prop_map(move |(a, b)| {
+                (
+                    ArrayShape::with_layout(t, &d1, a),
+                    ArrayShape::with_layout(t, &d2, b),
+                )
+            })
         })
-    })
 }
 
 fn config() -> ProptestConfig {
-    let cases = std::env::var("PROPTEST_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(500);
-    ProptestConfig { cases, failure_persistence: None, ..ProptestConfig::default() }
+    let cases = std::env::var("PROPTEST_CASES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(500);
+    ProptestConfig {
+        cases,
+        failure_persistence: None,
+        ..ProptestConfig::default()
+    }
 }
 
 /// For random shapes, element types (sub-byte ones packed or not) and
@@ -286,9 +366,21 @@ fn every_expansion_passes_the_layout_verifier() {
             let (m, r) = relayout_alone(&copy_module(&from.to_string(), &to.to_string()), t, true);
             prop_assert!(no_copy_changes_tiling(&m));
             let problems = layout_assignment::check_layouts(&m, Some(&target(t)));
-            prop_assert!(problems.is_empty(), "{} -> {} on {}: {:?}\n{}", from, to, t, problems, hlo::print_module(&m));
-            let proven = prove_bitcasts(&m, &r, &[])
-                .map_err(|e| TestCaseError::fail(format!("{from} -> {to} on {t}: {e}\n{}", hlo::print_module(&m))))?;
+            prop_assert!(
+                problems.is_empty(),
+                "{} -> {} on {}: {:?}\n{}",
+                from,
+                to,
+                t,
+                problems,
+                hlo::print_module(&m)
+            );
+            let proven = prove_bitcasts(&m, &r, &[]).map_err(|e| {
+                TestCaseError::fail(format!(
+                    "{from} -> {to} on {t}: {e}\n{}",
+                    hlo::print_module(&m)
+                ))
+            })?;
             let mut k = tally.borrow_mut();
             k.bitcasts += proven;
             if t == "tpu" && r.count(RewriteKind::ExpandedRelayout) == 1 {
@@ -296,7 +388,8 @@ fn every_expansion_passes_the_layout_verifier() {
                 k.expansions += 1;
                 k.repeated_tiles += usize::from(levels(&from) > 1 || levels(&to) > 1);
                 k.sub_byte += usize::from(from.element_storage_bits() < 8);
-                k.element_size_changes += usize::from(from.element_storage_bits() != to.element_storage_bits());
+                k.element_size_changes +=
+                    usize::from(from.element_storage_bits() != to.element_storage_bits());
             }
         }
         Ok(())
@@ -307,5 +400,10 @@ fn every_expansion_passes_the_layout_verifier() {
     let k = tally.into_inner();
     eprintln!("{k:?}");
     assert!(k.expansions * 2 >= config().cases as usize, "{k:?}");
-    assert!(k.repeated_tiles * 5 >= k.expansions && k.sub_byte * 10 >= k.expansions && k.element_size_changes * 20 >= k.expansions, "{k:?}");
+    assert!(
+        k.repeated_tiles * 5 >= k.expansions
+            && k.sub_byte * 10 >= k.expansions
+            && k.element_size_changes * 20 >= k.expansions,
+        "{k:?}"
+    );
 }

@@ -11,17 +11,31 @@ use hlo::Opcode;
 use relayout::RewriteKind;
 
 fn find<'m>(m: &'m hlo::Module, name: &str) -> &'m hlo::Instruction {
-    m.entry_computation().instructions().map(|(_, i)| i).find(|i| i.name == name).unwrap_or_else(|| panic!("no %{name}"))
+    m.entry_computation()
+        .instructions()
+        .map(|(_, i)| i)
+        .find(|i| i.name == name)
+        .unwrap_or_else(|| panic!("no %{name}"))
 }
 
 fn operand_names(m: &hlo::Module, name: &str) -> Vec<String> {
     let comp = m.entry_computation();
-    let (id, _) = comp.instructions().find(|(_, i)| i.name == name).unwrap_or_else(|| panic!("no %{name}"));
-    comp.operands(id).iter().map(|&o| comp.inst(o).name.clone()).collect()
+    let (id, _) = comp
+        .instructions()
+        .find(|(_, i)| i.name == name)
+        .unwrap_or_else(|| panic!("no %{name}"));
+    comp.operands(id)
+        .iter()
+        .map(|&o| comp.inst(o).name.clone())
+        .collect()
 }
 
 fn kind_of(r: &relayout::Report, name: &str) -> RewriteKind {
-    r.rewrites.iter().find(|w| w.instruction == name).unwrap_or_else(|| panic!("no rewrite for %{name}")).kind
+    r.rewrites
+        .iter()
+        .find(|w| w.instruction == name)
+        .unwrap_or_else(|| panic!("no rewrite for %{name}"))
+        .kind
 }
 
 #[test]
@@ -29,29 +43,116 @@ fn the_walk_oracle_sees_tiles() {
     // Negative and positive controls for the oracle itself.
     let t = array("f32[8,128]{1,0:T(8,128)}");
     assert_eq!(walk(&Map::Same, &t, &array("f32[8,128]{1,0}")), Ok(true));
-    assert_eq!(walk(&Map::Same, &array("f32[3,128]{1,0:T(8,128)}"), &array("f32[3,128]{1,0}")), Ok(false));
-    assert_eq!(walk(&Map::RowMajor, &array("f32[2,3]{0,1}"), &array("f32[6]{0}")), Ok(false));
-    assert_eq!(walk(&Map::RowMajor, &array("f32[2,3]{1,0}"), &array("f32[6]{0}")), Ok(true));
-    assert_eq!(walk(&Map::Transpose(vec![1, 0]), &array("f32[4,8]{1,0}"), &array("f32[8,4]{0,1}")), Ok(true));
-    assert_eq!(walk(&Map::Transpose(vec![1, 0]), &array("f32[4,8]{1,0}"), &array("f32[8,4]{1,0}")), Ok(false));
+    assert_eq!(
+        walk(
+            &Map::Same,
+            &array("f32[3,128]{1,0:T(8,128)}"),
+            &array("f32[3,128]{1,0}")
+        ),
+        Ok(false)
+    );
+    assert_eq!(
+        walk(&Map::RowMajor, &array("f32[2,3]{0,1}"), &array("f32[6]{0}")),
+        Ok(false)
+    );
+    assert_eq!(
+        walk(&Map::RowMajor, &array("f32[2,3]{1,0}"), &array("f32[6]{0}")),
+        Ok(true)
+    );
+    assert_eq!(
+        walk(
+            &Map::Transpose(vec![1, 0]),
+            &array("f32[4,8]{1,0}"),
+            &array("f32[8,4]{0,1}")
+        ),
+        Ok(true)
+    );
+    assert_eq!(
+        walk(
+            &Map::Transpose(vec![1, 0]),
+            &array("f32[4,8]{1,0}"),
+            &array("f32[8,4]{1,0}")
+        ),
+        Ok(false)
+    );
     // A large pair is shrunk to one with the same layouts and verdict.
-    assert_eq!(walk(&Map::RowMajor, &array("f32[512,4096]{1,0}"), &array("f32[512,64,64]{2,1,0}")), Ok(true));
-    assert_eq!(walk(&Map::RowMajor, &array("f32[512,4096]{0,1}"), &array("f32[512,64,64]{2,1,0}")), Ok(false));
+    assert_eq!(
+        walk(
+            &Map::RowMajor,
+            &array("f32[512,4096]{1,0}"),
+            &array("f32[512,64,64]{2,1,0}")
+        ),
+        Ok(true)
+    );
+    assert_eq!(
+        walk(
+            &Map::RowMajor,
+            &array("f32[512,4096]{0,1}"),
+            &array("f32[512,64,64]{2,1,0}")
+        ),
+        Ok(false)
+    );
     // Large tiled pairs too: the stand-in keeps the tiles and each
     // dimension's remainder modulo its tile.
-    let (f, t) = shrink(&Map::RowMajor, &array("f32[4,128,256]{2,1,0:T(8,128)}"), &array("f32[512,256]{1,0:T(8,128)}")).unwrap();
+    let (f, t) = shrink(
+        &Map::RowMajor,
+        &array("f32[4,128,256]{2,1,0:T(8,128)}"),
+        &array("f32[512,256]{1,0:T(8,128)}"),
+    )
+    .unwrap();
     assert!(count(&f.dims) <= WALK_LIMIT, "{f}");
-    assert_eq!((f.layout, t.layout), (array("f32[4,128,256]{2,1,0:T(8,128)}").layout, array("f32[512,256]{1,0:T(8,128)}").layout));
-    assert_eq!(walk(&Map::RowMajor, &array("f32[4,128,256]{2,1,0:T(8,128)}"), &array("f32[512,256]{1,0:T(8,128)}")), Ok(true));
+    assert_eq!(
+        (f.layout, t.layout),
+        (
+            array("f32[4,128,256]{2,1,0:T(8,128)}").layout,
+            array("f32[512,256]{1,0:T(8,128)}").layout
+        )
+    );
+    assert_eq!(
+        walk(
+            &Map::RowMajor,
+            &array("f32[4,128,256]{2,1,0:T(8,128)}"),
+            &array("f32[512,256]{1,0:T(8,128)}")
+        ),
+        Ok(true)
+    );
     // 100 rows are not a whole number of 8-row tiles: merging them moves
     // elements, and the walk must say so (the buffers differ in size too).
-    assert_eq!(walk(&Map::RowMajor, &array("f32[4,100,256]{2,1,0:T(8,128)}"), &array("f32[400,256]{1,0:T(8,128)}")), Ok(false));
+    assert_eq!(
+        walk(
+            &Map::RowMajor,
+            &array("f32[4,100,256]{2,1,0:T(8,128)}"),
+            &array("f32[400,256]{1,0:T(8,128)}")
+        ),
+        Ok(false)
+    );
     // Same buffer size, elements moved: a transpose {1,0} of a square
     // tiled array kept in the same layout; in the reversed order the
     // tiles cover the same physical dimensions, so nothing moves.
-    assert_eq!(walk(&Map::Transpose(vec![1, 0]), &array("f32[256,256]{1,0:T(8,128)}"), &array("f32[256,256]{1,0:T(8,128)}")), Ok(false));
-    assert_eq!(walk(&Map::Transpose(vec![1, 0]), &array("f32[256,256]{1,0:T(8,128)}"), &array("f32[256,256]{0,1:T(8,128)}")), Ok(true));
-    assert_eq!(walk(&Map::Same, &array("f32[64,8,256]{2,1,0:T(8,128)}"), &array("f32[64,8,256]{2,1,0:T(*,8,128)}")), Ok(true));
+    assert_eq!(
+        walk(
+            &Map::Transpose(vec![1, 0]),
+            &array("f32[256,256]{1,0:T(8,128)}"),
+            &array("f32[256,256]{1,0:T(8,128)}")
+        ),
+        Ok(false)
+    );
+    assert_eq!(
+        walk(
+            &Map::Transpose(vec![1, 0]),
+            &array("f32[256,256]{1,0:T(8,128)}"),
+            &array("f32[256,256]{0,1:T(8,128)}")
+        ),
+        Ok(true)
+    );
+    assert_eq!(
+        walk(
+            &Map::Same,
+            &array("f32[64,8,256]{2,1,0:T(8,128)}"),
+            &array("f32[64,8,256]{2,1,0:T(*,8,128)}")
+        ),
+        Ok(true)
+    );
 }
 
 const HAND: &str = r#"HloModule hand, entry_computation_layout={(f32[8,128]{1,0:T(8,128)}, f32[3,128]{1,0:T(8,128)}, f32[4,8]{1,0}, f32[2,8,128]{2,1,0:T(8,128)}, f32[2,3,128]{2,1,0:T(8,128)})->(f32[8,128]{1,0}, f32[3,128]{1,0}, f32[8,4]{0,1}, f32[8,4]{1,0}, f32[16,128]{1,0:T(8,128)}, f32[6,128]{1,0:T(8,128)}, f32[8,128]{1,0})}
@@ -83,10 +184,18 @@ fn copy_or_bitcast_decisions_are_exact_and_tile_aware() {
     assert_eq!(kind_of(&r, "p0.bitcast"), RewriteKind::InsertedBitcast);
     assert_eq!(operand_names(&m, "cc1"), ["p1.copy"]);
     assert_eq!(find(&m, "p1.copy").opcode, Opcode::Copy);
-    let copy = r.rewrites.iter().find(|w| w.instruction == "p1.copy").expect("copy rewrite");
+    let copy = r
+        .rewrites
+        .iter()
+        .find(|w| w.instruction == "p1.copy")
+        .expect("copy rewrite");
     assert_eq!(copy.kind, RewriteKind::InsertedCopy);
     assert_eq!(copy.bytes, 3 * 128 * 4);
-    assert!(copy.why.contains("buffer sizes differ: 4096 vs 1536 bytes"), "{}", copy.why);
+    assert!(
+        copy.why.contains("buffer sizes differ: 4096 vs 1536 bytes"),
+        "{}",
+        copy.why
+    );
     assert!(copy.why.contains("custom call \"foo\""), "{}", copy.why);
     assert_eq!(copy.users, ["operand 0 of %cc1"]);
     // No-op movements became bitcasts, keeping names and metadata.
@@ -101,7 +210,12 @@ fn copy_or_bitcast_decisions_are_exact_and_tile_aware() {
     assert_eq!(find(&m, "t2").opcode, Opcode::Transpose);
     assert_eq!(find(&m, "r2").opcode, Opcode::Reshape);
     assert_eq!(r.rewrites.len(), 5);
-    assert!(r.rewrites.iter().filter(|w| w.kind.is_bitcast()).all(|w| w.bytes == 0));
+    assert!(
+        r.rewrites
+            .iter()
+            .filter(|w| w.kind.is_bitcast())
+            .all(|w| w.bytes == 0)
+    );
     // The proofs.
     assert_eq!(prove_bitcasts(&m, &r, &[]), Ok(4));
     assert_eq!(confirm_movements(&m), Ok(3)); // p1.copy, t2, r2
@@ -125,14 +239,25 @@ ENTRY %main (p: f32[4,8], q: f32[4,8], u: f32[1,128], v: f32[1,128]) -> (f32[4,8
 #[test]
 fn uses_needing_one_layout_share_one_instruction() {
     let (m, r) = relayout_alone(SHARED, "gpu", false);
-    let copies: Vec<_> = r.rewrites.iter().filter(|w| w.kind == RewriteKind::InsertedCopy).collect();
+    let copies: Vec<_> = r
+        .rewrites
+        .iter()
+        .filter(|w| w.kind == RewriteKind::InsertedCopy)
+        .collect();
     assert_eq!(copies.len(), 1, "{:?}", r.rewrites);
     assert_eq!(copies[0].instruction, "p.copy");
-    assert_eq!(copies[0].users, ["operand 0 of %a", "operand 1 of %b", "operand 0 of %c"]);
+    assert_eq!(
+        copies[0].users,
+        ["operand 0 of %a", "operand 1 of %b", "operand 0 of %c"]
+    );
     assert_eq!(operand_names(&m, "a"), ["p.copy", "q"]);
     assert_eq!(operand_names(&m, "b"), ["q", "p.copy"]);
     assert_eq!(operand_names(&m, "c"), ["p.copy"]);
-    let count = m.entry_computation().instructions().filter(|(_, i)| i.opcode == Opcode::Copy).count();
+    let count = m
+        .entry_computation()
+        .instructions()
+        .filter(|(_, i)| i.opcode == Opcode::Copy)
+        .count();
     assert_eq!(count, 1);
     // Size-1 dimensions do not move bytes: {0,1} and {1,0} of [1,128] are
     // the same buffer, so the elementwise add gets a bitcast.
@@ -156,13 +281,28 @@ ENTRY %main (p: f32[4,8], q: f32[1,8]) -> (f32[4,8], f32[1,8], f32[4,8]) {
 "#;
     let (m, r) = relayout_alone(text, "cpu", false);
     let root = m.entry_computation().root().expect("root");
-    assert_eq!(m.entry_computation().inst(root).name, "t", "the root tuple is edited in place");
+    assert_eq!(
+        m.entry_computation().inst(root).name,
+        "t",
+        "the root tuple is edited in place"
+    );
     assert_eq!(operand_names(&m, "t"), ["n.copy", "q.bitcast", "n"]);
-    assert_eq!(m.entry_computation().inst(root).shape.to_string(), "(f32[4,8]{0,1}, f32[1,8]{0,1}, f32[4,8]{1,0})");
+    assert_eq!(
+        m.entry_computation().inst(root).shape.to_string(),
+        "(f32[4,8]{0,1}, f32[1,8]{0,1}, f32[4,8]{1,0})"
+    );
     assert_eq!(kind_of(&r, "n.copy"), RewriteKind::InsertedCopy);
     assert_eq!(kind_of(&r, "q.bitcast"), RewriteKind::InsertedBitcast);
-    let why = &r.rewrites.iter().find(|w| w.instruction == "n.copy").expect("copy").why;
-    assert!(why.contains("the entry result, element 0") && why.contains("entry computation layout"), "{why}");
+    let why = &r
+        .rewrites
+        .iter()
+        .find(|w| w.instruction == "n.copy")
+        .expect("copy")
+        .why;
+    assert!(
+        why.contains("the entry result, element 0") && why.contains("entry computation layout"),
+        "{why}"
+    );
     assert_eq!(prove_bitcasts(&m, &r, &[]), Ok(1));
 
     // An array root is replaced by its copy.
@@ -200,7 +340,11 @@ ENTRY %main (p: f32[4,8], s: f32[8]) -> (f32[4,8,2], f32[4,8,2]) {
     assert_eq!(operand_names(&m, "b"), ["p.copy"]);
     assert_eq!(operand_names(&m, "c"), ["p"]);
     assert_eq!(r.rewrites.len(), 1);
-    assert!(r.rewrites[0].why.contains("broadcast"), "{}", r.rewrites[0].why);
+    assert!(
+        r.rewrites[0].why.contains("broadcast"),
+        "{}",
+        r.rewrites[0].why
+    );
     assert_eq!(r.rewrites[0].to.to_string(), "f32[4,8]{1,0}");
 }
 
@@ -219,7 +363,11 @@ ENTRY %main (a: f32[16,32], b: f32[32,8]) -> f32[16,8] {
 "#;
     let (m, r) = relayout_alone(text, "cpu", false);
     assert_eq!(operand_names(&m, "d"), ["a.copy", "b"]);
-    assert!(r.rewrites[0].why.contains("rule 'eigen-dot'"), "{}", r.rewrites[0].why);
+    assert!(
+        r.rewrites[0].why.contains("rule 'eigen-dot'"),
+        "{}",
+        r.rewrites[0].why
+    );
     assert_eq!(r.rewrites[0].bytes, 16 * 32 * 4);
 }
 
@@ -229,7 +377,14 @@ fn the_pass_is_idempotent() {
         let (mut m, first) = relayout_alone(text, "gpu", true);
         assert!(!first.rewrites.is_empty());
         let printed = hlo::print_module(&m);
-        let again = relayout::run(&mut m, &target("gpu"), &relayout::Options { expand_relayouts: true }).expect("run");
+        let again = relayout::run(
+            &mut m,
+            &target("gpu"),
+            &relayout::Options {
+                expand_relayouts: true,
+            },
+        )
+        .expect("run");
         assert!(again.rewrites.is_empty(), "{:?}", again.rewrites);
         assert_eq!(hlo::print_module(&m), printed);
     }
@@ -246,7 +401,8 @@ ENTRY %main (p: f32[4,8]) -> f32[4,8] {
 }
 "#;
     let mut m = parse(text);
-    let err = relayout::run(&mut m, &target("gpu"), &relayout::Options::default()).expect_err("an invalid need");
+    let err = relayout::run(&mut m, &target("gpu"), &relayout::Options::default())
+        .expect_err("an invalid need");
     assert!(err.to_string().contains("not a valid layout"), "{err}");
 }
 
@@ -255,8 +411,13 @@ fn run_computation_works_on_one_computation() {
     let mut m = parse(SHARED);
     let facts = relayout::facts_for(&m, m.entry);
     let entry = m.entry;
-    let rewrites = relayout::run_computation(&facts, m.computation_mut(entry), &target("gpu"), &relayout::Options::default())
-        .expect("run");
+    let rewrites = relayout::run_computation(
+        &facts,
+        m.computation_mut(entry),
+        &target("gpu"),
+        &relayout::Options::default(),
+    )
+    .expect("run");
     assert_eq!(rewrites.len(), 2);
     assert!(rewrites.iter().all(|w| w.computation == "main"));
 }

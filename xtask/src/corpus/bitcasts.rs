@@ -34,7 +34,9 @@
 
 use std::collections::{HashMap, HashSet};
 
-use hlo::{Attr, AttrKey, CompId, Computation, InstId, Instruction, KnownAttr, Module, Opcode, Payload};
+use hlo::{
+    Attr, AttrKey, CompId, Computation, InstId, Instruction, KnownAttr, Module, Opcode, Payload,
+};
 use shape::{ArrayShape, Shape};
 
 /// One layout-level no-op of XLA that Tessera's output does not make a
@@ -133,9 +135,14 @@ fn value_source(comp: &Computation, mut id: InstId) -> InstId {
             Opcode::Bitcast => comp.operands(id).first().copied(),
             Opcode::GetTupleElement => {
                 let tuple = comp.operands(id).first().copied();
-                let index = inst.attrs.int(hlo::KnownAttr::Index).and_then(|i| usize::try_from(i).ok());
+                let index = inst
+                    .attrs
+                    .int(hlo::KnownAttr::Index)
+                    .and_then(|i| usize::try_from(i).ok());
                 match (tuple, index) {
-                    (Some(t), Some(i)) if comp.inst(t).opcode == Opcode::Tuple => comp.operands(t).get(i).copied(),
+                    (Some(t), Some(i)) if comp.inst(t).opcode == Opcode::Tuple => {
+                        comp.operands(t).get(i).copied()
+                    }
                     _ => None,
                 }
             }
@@ -167,7 +174,9 @@ fn copies_of(comp: &Computation) -> HashMap<InstId, u64> {
 /// Bytes of the data-moving copy an instruction reads, if it reads one:
 /// XLA often moves the data before a no-op rather than after it.
 fn feeding_copy_bytes(comp: &Computation, id: InstId) -> u64 {
-    let Some(&operand) = comp.operands(id).first() else { return 0 };
+    let Some(&operand) = comp.operands(id).first() else {
+        return 0;
+    };
     let inst = comp.inst(operand);
     match (inst.opcode, inst.shape.as_array()) {
         (Opcode::Copy, Some(a)) if is_noop(comp, operand) == Some(false) => bytes(a),
@@ -183,12 +192,17 @@ pub fn compare(before: &Module, xla_after: &Module, ours: &Module) -> Comparison
     let mut out = Comparison::default();
     for comp in &before.computations {
         for (_, inst) in comp.instructions() {
-            if !matches!(inst.opcode, Opcode::Reshape | Opcode::Transpose | Opcode::Copy) {
+            if !matches!(
+                inst.opcode,
+                Opcode::Reshape | Opcode::Transpose | Opcode::Copy
+            ) {
                 continue;
             }
             out.candidates += 1;
             let key = (comp.name.as_str(), inst.name.as_str());
-            let Some(&(xc, xi)) = xla.get(&key) else { continue };
+            let Some(&(xc, xi)) = xla.get(&key) else {
+                continue;
+            };
             let xla_comp = xla_after.computation(xc);
             if is_noop(xla_comp, xi) != Some(true) {
                 continue;
@@ -236,7 +250,9 @@ pub fn count_optimized(module: &Module) -> OptimizedCount {
                 continue;
             }
             raw += 1;
-            let Some(&operand) = comp.operands(id).first() else { continue };
+            let Some(&operand) = comp.operands(id).first() else {
+                continue;
+            };
             let element = |s: &Shape| s.as_array().map(|a| a.element_type);
             if element(&inst.shape) != element(&comp.inst(operand).shape) {
                 type_changing += 1;
@@ -244,7 +260,11 @@ pub fn count_optimized(module: &Module) -> OptimizedCount {
             distinct.insert((values.of(c, operand, 0), &inst.shape));
         }
     }
-    OptimizedCount { raw, distinct: distinct.len(), type_changing }
+    OptimizedCount {
+        raw,
+        distinct: distinct.len(),
+        type_changing,
+    }
 }
 
 /// A value of `optimized.hlo`, up to fusion's duplication: an instruction
@@ -252,7 +272,13 @@ pub fn count_optimized(module: &Module) -> OptimizedCount {
 #[derive(PartialEq, Eq, Hash)]
 enum Value {
     Instruction(CompId, InstId),
-    Expression { opcode: Opcode, shape: Box<Shape>, attrs: Vec<Attr>, payload: Payload, operands: Vec<u32> },
+    Expression {
+        opcode: Opcode,
+        shape: Box<Shape>,
+        attrs: Vec<Attr>,
+        payload: Payload,
+        operands: Vec<u32>,
+    },
 }
 
 /// Numbers the values of a module (see the module documentation for when
@@ -281,7 +307,12 @@ impl<'m> Values<'m> {
                 }
             }
         }
-        Values { module, callers, numbers: HashMap::new(), memo: HashMap::new() }
+        Values {
+            module,
+            callers,
+            numbers: HashMap::new(),
+            memo: HashMap::new(),
+        }
     }
 
     fn number(&mut self, value: Value) -> u32 {
@@ -317,8 +348,19 @@ impl<'m> Values<'m> {
                 None => self.number(Value::Instruction(c, id)),
             }
         } else if fused && !matches!(inst.opcode, Opcode::Fusion | Opcode::CustomCall) {
-            let operands: Vec<u32> = comp.operands(id).to_vec().into_iter().map(|o| self.of(c, o, depth + 1)).collect();
-            let attrs = inst.attrs.0.iter().filter(|a| a.key != AttrKey::Known(KnownAttr::Metadata)).cloned().collect();
+            let operands: Vec<u32> = comp
+                .operands(id)
+                .to_vec()
+                .into_iter()
+                .map(|o| self.of(c, o, depth + 1))
+                .collect();
+            let attrs = inst
+                .attrs
+                .0
+                .iter()
+                .filter(|a| a.key != AttrKey::Known(KnownAttr::Metadata))
+                .cloned()
+                .collect();
             self.number(Value::Expression {
                 opcode: inst.opcode,
                 shape: Box::new(inst.shape.clone()),
@@ -387,18 +429,32 @@ pub fn tables(rows: &[TableRow<'_>]) -> String {
         sum(&|r| r.xla_bytes),
         sum(&|r| r.ours_bytes)
     ));
-    let with_misses: Vec<&TableRow<'_>> = rows.iter().filter(|r| !r.comparison.misses.is_empty()).collect();
+    let with_misses: Vec<&TableRow<'_>> = rows
+        .iter()
+        .filter(|r| !r.comparison.misses.is_empty())
+        .collect();
     if with_misses.is_empty() {
         s.push_str("Tessera makes every layout-level no-op a bitcast.\n\n");
     } else {
-        let worse: Vec<&str> = with_misses.iter().filter(|r| r.ours_bytes > r.xla_bytes).map(|r| r.name).collect();
+        let worse: Vec<&str> = with_misses
+            .iter()
+            .filter(|r| r.ours_bytes > r.xla_bytes)
+            .map(|r| r.name)
+            .collect();
         if worse.is_empty() {
             s.push_str("Where Tessera does not make a layout-level no-op a bitcast, it does not move more bytes over the module than XLA: it chose layouts under which the instruction itself does data movement that XLA leaves to copies. The misses:\n\n");
         } else {
-            s.push_str(&format!("**Tessera moves more bytes than XLA in: {}.** The misses:\n\n", worse.join(", ")));
+            s.push_str(&format!(
+                "**Tessera moves more bytes than XLA in: {}.** The misses:\n\n",
+                worse.join(", ")
+            ));
         }
         for r in with_misses {
-            s.push_str(&format!("- {}: {}\n", r.name, describe_misses(&r.comparison.misses)));
+            s.push_str(&format!(
+                "- {}: {}\n",
+                r.name,
+                describe_misses(&r.comparison.misses)
+            ));
         }
         s.push_str("\nWhere the two byte counts of a miss are equal, both sides do the same reordering once: XLA as a no-op next to a copy, Tessera in the instruction itself. Usually XLA's later passes fold the pair into one data-moving instruction, and no bitcast is left of it in `optimized.hlo`.");
         // The one known exception, described only while the measurement
@@ -417,12 +473,24 @@ pub fn tables(rows: &[TableRow<'_>]) -> String {
     s.push_str("| module | Tessera bitcasts | XLA optimized.hlo bitcasts | distinct | type-changing |\n|---|---:|---:|---:|---:|\n");
     for r in rows {
         let (raw, distinct, converts) = match r.optimized {
-            Some(o) => (o.raw.to_string(), o.distinct.to_string(), o.type_changing.to_string()),
+            Some(o) => (
+                o.raw.to_string(),
+                o.distinct.to_string(),
+                o.type_changing.to_string(),
+            ),
             None => ("n/a".into(), "n/a".into(), "n/a".into()),
         };
-        s.push_str(&format!("| {} | {} | {raw} | {distinct} | {converts} |\n", r.name, r.ours_bitcasts));
+        s.push_str(&format!(
+            "| {} | {} | {raw} | {distinct} | {converts} |\n",
+            r.name, r.ours_bitcasts
+        ));
     }
-    let opt = |f: &dyn Fn(OptimizedCount) -> usize| rows.iter().filter_map(|r| r.optimized).map(f).sum::<usize>();
+    let opt = |f: &dyn Fn(OptimizedCount) -> usize| {
+        rows.iter()
+            .filter_map(|r| r.optimized)
+            .map(f)
+            .sum::<usize>()
+    };
     s.push_str(&format!(
         "| **total** | {} | {} | {} | {} |\n\n",
         sum(&|r| r.ours_bitcasts as u64),
@@ -435,7 +503,12 @@ pub fn tables(rows: &[TableRow<'_>]) -> String {
         .filter_map(|r| {
             let o = r.optimized?;
             (o.distinct > r.ours_bitcasts).then(|| {
-                format!("{} (+{}, {} type-changing)", r.name, o.distinct - r.ours_bitcasts, o.type_changing)
+                format!(
+                    "{} (+{}, {} type-changing)",
+                    r.name,
+                    o.distinct - r.ours_bitcasts,
+                    o.type_changing
+                )
             })
         })
         .collect();
@@ -512,8 +585,19 @@ mod tests {
             "HloModule m\n\nENTRY %main (x: f32[2,3]) -> (f32[6], f32[3,2]) {\n  %x = f32[2,3]{1,0} parameter(0)\n  %r = f32[6]{0} bitcast(%x)\n  %t = f32[3,2]{1,0} transpose(%x), dimensions={1,0}\n  ROOT %u = (f32[6]{0}, f32[3,2]{1,0}) tuple(%r, %t)\n}\n",
         );
         let c = compare(&before, &xla, &ours);
-        assert_eq!((c.candidates, c.layout_noops, c.caught, c.misses.len()), (2, 2, 1, 1));
+        assert_eq!(
+            (c.candidates, c.layout_noops, c.caught, c.misses.len()),
+            (2, 2, 1, 1)
+        );
         let m = &c.misses[0];
-        assert_eq!((m.name.as_str(), m.ours_opcode.as_str(), m.ours_bytes, m.xla_copy_bytes), ("t", "transpose", 24, 24));
+        assert_eq!(
+            (
+                m.name.as_str(),
+                m.ours_opcode.as_str(),
+                m.ours_bytes,
+                m.xla_copy_bytes
+            ),
+            ("t", "transpose", 24, 24)
+        );
     }
 }

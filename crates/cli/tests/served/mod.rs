@@ -42,13 +42,21 @@ pub fn serve(args: &[&str]) -> Served {
 /// hard, so that it cannot raise it), through util-linux's `prlimit`.
 pub fn serve_with_file_limit(files: u64) -> Served {
     let mut command = Command::new("prlimit");
-    command.arg(format!("--nofile={files}:{files}")).arg("--").arg(env!("CARGO_BIN_EXE_tessera"));
+    command
+        .arg(format!("--nofile={files}:{files}"))
+        .arg("--")
+        .arg(env!("CARGO_BIN_EXE_tessera"));
     start(command, &[], &[], &[])
 }
 
 /// Starts `tessera GLOBAL serve --addr 127.0.0.1:0 SERVE_ARGS`.
 fn spawn(args: &[&str], serve_args: &[&str], env: &[(&str, &str)]) -> Served {
-    start(Command::new(env!("CARGO_BIN_EXE_tessera")), args, serve_args, env)
+    start(
+        Command::new(env!("CARGO_BIN_EXE_tessera")),
+        args,
+        serve_args,
+        env,
+    )
 }
 
 /// Starts `COMMAND GLOBAL serve --addr 127.0.0.1:0 SERVE_ARGS`, where the
@@ -85,13 +93,22 @@ fn start(mut command: Command, args: &[&str], serve_args: &[&str], env: &[(&str,
             }
         }
     });
-    let mut served = Served { child, addr: SocketAddr::from(([127, 0, 0, 1], 0)), stderr: err_rx, _stdout: Some(stdout_reader) };
-    let line = line_rx.recv_timeout(STEP).expect("the server announces its address on stdout");
+    let mut served = Served {
+        child,
+        addr: SocketAddr::from(([127, 0, 0, 1], 0)),
+        stderr: err_rx,
+        _stdout: Some(stdout_reader),
+    };
+    let line = line_rx
+        .recv_timeout(STEP)
+        .expect("the server announces its address on stdout");
     let addr = line
         .trim_end()
         .strip_prefix("listening on http://")
         .and_then(|a| a.parse::<SocketAddr>().ok())
-        .unwrap_or_else(|| panic!("the first line of stdout is `listening on http://ADDR`: {line:?}"));
+        .unwrap_or_else(|| {
+            panic!("the first line of stdout is `listening on http://ADDR`: {line:?}")
+        });
     assert!(addr.ip().is_loopback() && addr.port() != 0, "{addr}");
     served.addr = addr;
     served
@@ -99,10 +116,12 @@ fn start(mut command: Command, args: &[&str], serve_args: &[&str], env: &[(&str,
 
 /// A corpus module's text.
 pub fn corpus(name: &str) -> String {
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata/xla-cpu").join(name).join("before_layout.hlo");
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../testdata/xla-cpu")
+        .join(name)
+        .join("before_layout.hlo");
     std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
-
 
 /// `tessera serve --config FILE` with `yaml` as the file (named `name`),
 /// and `env` added to its environment.

@@ -56,8 +56,12 @@ pub struct Answer {
 
 impl Answer {
     pub fn json(&self) -> Value {
-        serde_json::from_slice(&self.body)
-            .unwrap_or_else(|e| panic!("the body is not JSON ({e}): {}", String::from_utf8_lossy(&self.body)))
+        serde_json::from_slice(&self.body).unwrap_or_else(|e| {
+            panic!(
+                "the body is not JSON ({e}): {}",
+                String::from_utf8_lossy(&self.body)
+            )
+        })
     }
 
     pub fn text(&self) -> String {
@@ -72,26 +76,54 @@ impl Answer {
     /// form, and returns the `error` object.
     #[track_caller]
     pub fn error(&self, status: u16, kind: &str) -> Value {
-        assert_eq!(self.status.as_u16(), status, "status; body: {}", String::from_utf8_lossy(&self.body));
-        assert_eq!(self.header("content-type"), Some("application/json"), "an error answer is JSON");
+        assert_eq!(
+            self.status.as_u16(),
+            status,
+            "status; body: {}",
+            String::from_utf8_lossy(&self.body)
+        );
+        assert_eq!(
+            self.header("content-type"),
+            Some("application/json"),
+            "an error answer is JSON"
+        );
         let v = self.json();
-        let e = v.get("error").cloned().unwrap_or_else(|| panic!("no 'error' object: {v}"));
+        let e = v
+            .get("error")
+            .cloned()
+            .unwrap_or_else(|| panic!("no 'error' object: {v}"));
         assert_eq!(e["kind"], kind, "kind; error: {e}");
-        assert!(e["message"].as_str().is_some_and(|m| !m.is_empty()), "a message: {e}");
+        assert!(
+            e["message"].as_str().is_some_and(|m| !m.is_empty()),
+            "a message: {e}"
+        );
         e
     }
 }
 
 /// Sends a request through the router in process.
 pub async fn call(router: &Router, req: Request<Body>) -> Answer {
-    let response = router.clone().oneshot(req).await.expect("the router is infallible");
+    let response = router
+        .clone()
+        .oneshot(req)
+        .await
+        .expect("the router is infallible");
     let (parts, body) = response.into_parts();
     let body = body.collect().await.expect("a readable body").to_bytes();
-    Answer { status: parts.status, headers: parts.headers, body }
+    Answer {
+        status: parts.status,
+        headers: parts.headers,
+        body,
+    }
 }
 
 /// A request with a body and a content type.
-pub fn request(method: &str, uri: &str, content_type: Option<&str>, body: impl Into<Body>) -> Request<Body> {
+pub fn request(
+    method: &str,
+    uri: &str,
+    content_type: Option<&str>,
+    body: impl Into<Body>,
+) -> Request<Body> {
     let mut b = Request::builder().method(method).uri(uri);
     if let Some(ct) = content_type {
         b = b.header("content-type", ct);
@@ -145,14 +177,21 @@ pub struct Running {
 
 /// Starts the service with `config` on a loopback port.
 pub async fn start(config: Config) -> Running {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("a loopback port");
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("a loopback port");
     let addr = listener.local_addr().expect("an address");
     let state = AppState::new(config);
     let (tx, rx) = tokio::sync::oneshot::channel::<()>();
     let task = tokio::spawn(server::serve(listener, state.clone(), async move {
         let _ = rx.await;
     }));
-    Running { addr, state, stop: Some(tx), task }
+    Running {
+        addr,
+        state,
+        stop: Some(tx),
+        task,
+    }
 }
 
 impl Running {

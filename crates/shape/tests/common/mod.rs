@@ -42,12 +42,19 @@ impl Nd {
     /// The array `0, 1, 2, ...` (row-major logical numbering).
     pub fn numbered(dims: &[i64]) -> Nd {
         let n: i64 = dims.iter().product();
-        Nd { dims: dims.to_vec(), data: (0..n as u64).map(Some).collect() }
+        Nd {
+            dims: dims.to_vec(),
+            data: (0..n as u64).map(Some).collect(),
+        }
     }
 
     pub fn get(&self, idx: &[i64]) -> Option<u64> {
         let s = strides(&self.dims);
-        self.data[idx.iter().zip(&s).map(|(&i, &s)| i as usize * s).sum::<usize>()]
+        self.data[idx
+            .iter()
+            .zip(&s)
+            .map(|(&i, &s)| i as usize * s)
+            .sum::<usize>()]
     }
 
     /// HLO transpose: output dimension k is input dimension perm[k].
@@ -69,26 +76,41 @@ impl Nd {
         let data = indices(dims)
             .iter()
             .map(|o| {
-                if o.iter().zip(&self.dims).all(|(&v, &d)| v < d) { self.get(o) } else { None }
+                if o.iter().zip(&self.dims).all(|(&v, &d)| v < d) {
+                    self.get(o)
+                } else {
+                    None
+                }
             })
             .collect();
-        Nd { dims: dims.to_vec(), data }
+        Nd {
+            dims: dims.to_vec(),
+            data,
+        }
     }
 
     /// Keeps `[0, dims)` of every dimension.
     pub fn slice_to(&self, dims: &[i64]) -> Nd {
         let data = indices(dims).iter().map(|o| self.get(o)).collect();
-        Nd { dims: dims.to_vec(), data }
+        Nd {
+            dims: dims.to_vec(),
+            data,
+        }
     }
 
     pub fn reshape(&self, dims: &[i64]) -> Nd {
         assert_eq!(dims.iter().product::<i64>() as usize, self.data.len());
-        Nd { dims: dims.to_vec(), data: self.data.clone() }
+        Nd {
+            dims: dims.to_vec(),
+            data: self.data.clone(),
+        }
     }
 }
 
 pub fn layout_of(s: &ArrayShape) -> Layout {
-    s.layout.clone().unwrap_or_else(|| Layout::descending(s.rank()))
+    s.layout
+        .clone()
+        .unwrap_or_else(|| Layout::descending(s.rank()))
 }
 
 /// The buffer of `shape` holding the array `values` (indexed by the logical
@@ -107,7 +129,9 @@ pub fn materialize(shape: &ArrayShape, values: &Nd) -> Vec<Option<u64>> {
 /// padding, as an array of the physical dimensions (what the last tile
 /// level's transpose produced).
 pub fn physical(shape: &ArrayShape, values: &Nd) -> Nd {
-    stages(shape, values).pop().expect("at least the untiled stage")
+    stages(shape, values)
+        .pop()
+        .expect("at least the untiled stage")
 }
 
 /// The array after each stage of the expansion: padded and permuted, then
@@ -206,7 +230,10 @@ pub fn oracle_bitcast(from: &ArrayShape, to: &ArrayShape, perm: Option<&[usize]>
         None => sf == st,
         Some(p) => indices(&from.dims).iter().enumerate().all(|(l, idx)| {
             let out: Vec<i64> = p.iter().map(|&d| idx[d]).collect();
-            let lo = out.iter().zip(&to.dims).fold(0i64, |acc, (&v, &d)| acc * d + v);
+            let lo = out
+                .iter()
+                .zip(&to.dims)
+                .fold(0i64, |acc, (&v, &d)| acc * d + v);
             sf[l] == st[lo as usize]
         }),
     }
@@ -228,7 +255,10 @@ pub fn oracle_view(from: &ArrayShape, to: &ArrayShape) -> bool {
         // An untiled, unpadded layout's physical array is its transpose;
         // bitcasts of it are read as layout changes, reshapes, transposes.
         let l = layout_of(other);
-        if l.tiles.is_empty() && l.padded_dimensions.is_none() && l.tail_padding_alignment_in_elements <= 1 {
+        if l.tiles.is_empty()
+            && l.padded_dimensions.is_none()
+            && l.tail_padding_alignment_in_elements <= 1
+        {
             return false;
         }
         let n: i64 = view.dims.iter().product();
@@ -250,7 +280,11 @@ pub fn oracle_view(from: &ArrayShape, to: &ArrayShape) -> bool {
             let mut rest = Layout::descending(stage.dims.len()).with_tiles(&layout.tiles[k..]);
             rest.element_size_in_bits = layout.element_size_in_bits;
             let numbered = ArrayShape::with_layout(other.element_type, &stage.dims, rest);
-            let keeps = physical(&numbered, &Nd::numbered(&stage.dims)).data.iter().enumerate().all(|(i, v)| *v == Some(i as u64));
+            let keeps = physical(&numbered, &Nd::numbered(&stage.dims))
+                .data
+                .iter()
+                .enumerate()
+                .all(|(i, v)| *v == Some(i as u64));
             keeps && merges_or_splits(&view.dims, &stage.dims, n)
         })
     })
@@ -285,12 +319,23 @@ fn merges_or_splits(view: &[i64], phys: &[i64], n: i64) -> bool {
     }
     chain.push(n);
     // Each dimension as its range of digits [first, last).
-    let digit = |b: i64| chain.iter().position(|&c| c == b).expect("a boundary of the chain");
+    let digit = |b: i64| {
+        chain
+            .iter()
+            .position(|&c| c == b)
+            .expect("a boundary of the chain")
+    };
     let ranges = |c: &[i64]| -> Vec<(usize, usize)> {
-        c.windows(2).map(|w| (digit(w[0]), digit(w[1]))).filter(|(a, b)| a < b).collect()
+        c.windows(2)
+            .map(|w| (digit(w[0]), digit(w[1])))
+            .filter(|(a, b)| a < b)
+            .collect()
     };
     let (rv, rp) = (ranges(&cv), ranges(&cp));
-    rv.iter().all(|&(a, b)| rp.iter().all(|&(c, d)| b <= c || d <= a || (c <= a && b <= d) || (a <= c && d <= b)))
+    rv.iter().all(|&(a, b)| {
+        rp.iter()
+            .all(|&(c, d)| b <= c || d <= a || (c <= a && b <= d) || (a <= c && d <= b))
+    })
 }
 
 // ---------------------------------------------------------------------------
@@ -325,16 +370,15 @@ pub fn permutation(n: usize) -> impl Strategy<Value = Vec<usize>> {
 pub fn tiles(rank: usize) -> impl Strategy<Value = Vec<Tile>> {
     let level = |avail: usize| {
         (1..=avail.max(1)).prop_flat_map(|len| {
-            prop::collection::vec(prop_oneof![6 => 1i64..=4, 1 => Just(Tile::COMBINE)], len).prop_map(
-                |mut v| {
+            prop::collection::vec(prop_oneof![6 => 1i64..=4, 1 => Just(Tile::COMBINE)], len)
+                .prop_map(|mut v| {
                     if let Some(last) = v.last_mut()
                         && *last == Tile::COMBINE
                     {
                         *last = 2;
                     }
                     Tile { dims: v.into() }
-                },
-            )
+                })
         })
     };
     let produced = move |t: &Tile| rank.max(t.dims.len()) - t.dims.len() + 2 * t.sized_entries();
@@ -392,7 +436,10 @@ pub fn shape(max_rank: usize) -> impl Strategy<Value = ArrayShape> {
 pub fn relayout(s: &ArrayShape) -> impl Strategy<Value = ArrayShape> + use<> {
     let s = s.clone();
     let e = layout_of(&s).element_size_in_bits;
-    layout_for(s.dims.to_vec(), e).prop_map(move |l| ArrayShape { layout: Some(l), ..s.clone() })
+    layout_for(s.dims.to_vec(), e).prop_map(move |l| ArrayShape {
+        layout: Some(l),
+        ..s.clone()
+    })
 }
 
 /// Dimensions with product `n` (n ≥ 1), rank up to 4, size-1 dims allowed.
@@ -421,7 +468,11 @@ pub fn relayout_any_size(s: &ArrayShape) -> impl Strategy<Value = ArrayShape> + 
             && width < 8
             && let Some(l) = &mut to.layout
         {
-            l.element_size_in_bits = if l.element_size_in_bits == 0 { width } else { 0 };
+            l.element_size_in_bits = if l.element_size_in_bits == 0 {
+                width
+            } else {
+                0
+            };
         }
         to
     })

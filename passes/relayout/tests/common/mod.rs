@@ -6,7 +6,7 @@
 
 #![allow(dead_code)]
 
-use hlo::{Computation, InstId, KnownAttr, Module, Opcode, AttrValue};
+use hlo::{AttrValue, Computation, InstId, KnownAttr, Module, Opcode};
 use relayout::{Report, RewriteKind};
 use shape::{ArrayShape, Expansion, Shape};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -27,7 +27,10 @@ pub fn array(text: &str) -> ArrayShape {
 }
 
 pub fn laid_out(a: &ArrayShape) -> ArrayShape {
-    ArrayShape { layout: Some(a.layout_or_default()), ..a.clone() }
+    ArrayShape {
+        layout: Some(a.layout_or_default()),
+        ..a.clone()
+    }
 }
 
 pub fn target(name: &str) -> target::TargetSpec {
@@ -41,10 +44,20 @@ pub fn parse(text: &str) -> Module {
 /// Parses, runs the relayout pass alone, verifies the output.
 pub fn relayout_alone(text: &str, target_name: &str, expand: bool) -> (Module, Report) {
     let mut m = parse(text);
-    let r = relayout::run(&mut m, &target(target_name), &relayout::Options { expand_relayouts: expand })
-        .unwrap_or_else(|e| panic!("{e}"));
+    let r = relayout::run(
+        &mut m,
+        &target(target_name),
+        &relayout::Options {
+            expand_relayouts: expand,
+        },
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
     let problems = hlo::verify_module(&m);
-    assert!(problems.is_empty(), "verifier: {problems:?}\n{}", hlo::print_module(&m));
+    assert!(
+        problems.is_empty(),
+        "verifier: {problems:?}\n{}",
+        hlo::print_module(&m)
+    );
     let order = hlo::uses_before_definition(&m);
     assert!(order.is_empty(), "used before defined: {order:?}");
     // The printed text parses again to the same text.
@@ -97,13 +110,21 @@ fn partner(map: &Map, l: u64, from: &ArrayShape, to: &ArrayShape) -> Vec<i64> {
 /// `shrink_tiled`. `None` when no such shrink is known.
 pub fn shrink(map: &Map, from: &ArrayShape, to: &ArrayShape) -> Option<(ArrayShape, ArrayShape)> {
     let tiled = |a: &ArrayShape| !a.layout_or_default().tiles.is_empty();
-    if tiled(from) || tiled(to) { shrink_tiled(map, from, to) } else { shrink_untiled(map, from, to) }
+    if tiled(from) || tiled(to) {
+        shrink_tiled(map, from, to)
+    } else {
+        shrink_untiled(map, from, to)
+    }
 }
 
 /// Every dimension above 3 shrinks to 3 (sizes 1 stay 1, so untiled
 /// orders keep meaning the same); a reshape shrinks each group of its
 /// common factors consistently.
-fn shrink_untiled(map: &Map, from: &ArrayShape, to: &ArrayShape) -> Option<(ArrayShape, ArrayShape)> {
+fn shrink_untiled(
+    map: &Map,
+    from: &ArrayShape,
+    to: &ArrayShape,
+) -> Option<(ArrayShape, ArrayShape)> {
     let small = |d: i64| d.min(3);
     match map {
         Map::Same | Map::Transpose(_) => {
@@ -134,7 +155,8 @@ fn shrink_untiled(map: &Map, from: &ArrayShape, to: &ArrayShape) -> Option<(Arra
                     return None;
                 }
             }
-            (f.len() == from.rank() && t.len() == to.rank()).then(|| (with_dims(from, &f), with_dims(to, &t)))
+            (f.len() == from.rank() && t.len() == to.rank())
+                .then(|| (with_dims(from, &f), with_dims(to, &t)))
         }
     }
 }
@@ -179,7 +201,11 @@ fn tile_groups(a: &ArrayShape) -> Vec<(Vec<usize>, i64)> {
 /// on from `old`: per tile group, the product's remainder modulo the tile
 /// and whether it fills at least one tile; per dimension, whether it is 1.
 fn keeps_tile_structure(a: &ArrayShape, old: &[i64], new: &[i64]) -> bool {
-    if old.iter().zip(new).any(|(&o, &n)| (o == 1) != (n == 1) || n < 1) {
+    if old
+        .iter()
+        .zip(new)
+        .any(|(&o, &n)| (o == 1) != (n == 1) || n < 1)
+    {
         return false;
     }
     tile_groups(a).iter().all(|(dims, t)| {
@@ -198,7 +224,11 @@ fn shrink_tiled(map: &Map, from: &ArrayShape, to: &ArrayShape) -> Option<(ArrayS
     // Which (from dim, to dim) pairs scale together.
     let pairs: Vec<(usize, usize, bool)> = match map {
         Map::Same => (0..f.len()).map(|i| (i, i, true)).collect(),
-        Map::Transpose(perm) => perm.iter().enumerate().map(|(j, &i)| (i, j, true)).collect(),
+        Map::Transpose(perm) => perm
+            .iter()
+            .enumerate()
+            .map(|(j, &i)| (i, j, true))
+            .collect(),
         Map::RowMajor => {
             let bounds = shape::facts::common_factors(&from.dims, &to.dims);
             let mut v = Vec::new();
@@ -265,7 +295,10 @@ fn shrink_tiled(map: &Map, from: &ArrayShape, to: &ArrayShape) -> Option<(ArrayS
 }
 
 fn with_dims(a: &ArrayShape, dims: &[i64]) -> ArrayShape {
-    ArrayShape { dims: dims.iter().copied().collect(), ..laid_out(a) }
+    ArrayShape {
+        dims: dims.iter().copied().collect(),
+        ..laid_out(a)
+    }
 }
 
 /// The brute-force verdict: `Ok(true)` when every element keeps its slot
@@ -287,7 +320,8 @@ pub fn walk(map: &Map, from: &ArrayShape, to: &ArrayShape) -> Result<bool, Strin
             };
             v.map(|v| v.bitcast).map_err(|e| e.to_string())
         };
-        let tiled = !from.layout_or_default().tiles.is_empty() || !to.layout_or_default().tiles.is_empty();
+        let tiled =
+            !from.layout_or_default().tiles.is_empty() || !to.layout_or_default().tiles.is_empty();
         match shrink(map, &from, &to) {
             // The small pair must get the same exact verdict as the big one,
             // or it would not stand for it.
@@ -301,13 +335,20 @@ pub fn walk(map: &Map, from: &ArrayShape, to: &ArrayShape) -> Result<bool, Strin
                 SAMPLED.fetch_add(1, Ordering::Relaxed);
                 return sampled_walk(map, &from, &to);
             }
-            Some((f, t)) => return Err(format!("shrinking {from} -> {to} to {f} -> {t} changes the verdict")),
+            Some((f, t)) => {
+                return Err(format!(
+                    "shrinking {from} -> {to} to {f} -> {t} changes the verdict"
+                ));
+            }
             None => return Err(format!("no small version of {from} -> {to}")),
         }
     } else {
         (from, to)
     };
-    let (a, b) = (shape::storage_size(&f).map_err(|e| e.to_string())?, shape::storage_size(&t).map_err(|e| e.to_string())?);
+    let (a, b) = (
+        shape::storage_size(&f).map_err(|e| e.to_string())?,
+        shape::storage_size(&t).map_err(|e| e.to_string())?,
+    );
     if a.bytes != b.bytes {
         return Ok(false);
     }
@@ -354,7 +395,9 @@ pub fn execute_chain(comp: &Computation, start: InstId, end: InstId) -> Result<u
     let mut buf = vec![None; size(&from)?.slots as usize];
     let ef = Expansion::new(&from).map_err(|e| e.to_string())?;
     for l in 0..count(&from.dims) {
-        buf[ef.linear_index(&unravel(l, &from.dims)).map_err(|e| e.to_string())? as usize] = Some(l);
+        buf[ef
+            .linear_index(&unravel(l, &from.dims))
+            .map_err(|e| e.to_string())? as usize] = Some(l);
     }
     let mut shape_in = from.clone();
     let mut bitcasts = 0;
@@ -377,7 +420,13 @@ pub fn execute_chain(comp: &Computation, start: InstId, end: InstId) -> Result<u
                 next.resize(size(&out)?.slots as usize, None);
             }
             Opcode::Transpose => {
-                let dims: Vec<usize> = inst.attrs.ints(KnownAttr::Dimensions).unwrap_or(&[]).iter().map(|&d| d as usize).collect();
+                let dims: Vec<usize> = inst
+                    .attrs
+                    .ints(KnownAttr::Dimensions)
+                    .unwrap_or(&[])
+                    .iter()
+                    .map(|&d| d as usize)
+                    .collect();
                 for l in 0..count(&out.dims) {
                     let j = unravel(l, &out.dims);
                     let mut i = vec![0i64; j.len()];
@@ -399,15 +448,23 @@ pub fn execute_chain(comp: &Computation, start: InstId, end: InstId) -> Result<u
                 }
             }
             Opcode::Slice => {
-                let Some(AttrValue::Slice(sl)) = inst.attrs.get(KnownAttr::Slice) else { return Err("slice attribute".into()) };
+                let Some(AttrValue::Slice(sl)) = inst.attrs.get(KnownAttr::Slice) else {
+                    return Err("slice attribute".into());
+                };
                 for l in 0..count(&out.dims) {
                     let j = unravel(l, &out.dims);
-                    let i: Vec<i64> = j.iter().zip(sl).map(|(&x, s)| s.start + x * s.stride).collect();
+                    let i: Vec<i64> = j
+                        .iter()
+                        .zip(sl)
+                        .map(|(&x, s)| s.start + x * s.stride)
+                        .collect();
                     next[e_out.linear_index(&j).map_err(|e| e.to_string())? as usize] = read(&i)?;
                 }
             }
             Opcode::Pad => {
-                let Some(AttrValue::Padding(pd)) = inst.attrs.get(KnownAttr::Padding) else { return Err("padding attribute".into()) };
+                let Some(AttrValue::Padding(pd)) = inst.attrs.get(KnownAttr::Padding) else {
+                    return Err("padding attribute".into());
+                };
                 if comp.inst(comp.operands(id)[1]).opcode != Opcode::Constant {
                     return Err("the padding value is not a constant".into());
                 }
@@ -435,9 +492,14 @@ pub fn execute_chain(comp: &Computation, start: InstId, end: InstId) -> Result<u
     // Every element of END is where END's layout puts it.
     let e_end = Expansion::new(&shape_in).map_err(|e| e.to_string())?;
     for l in 0..count(&shape_in.dims) {
-        let at = e_end.linear_index(&unravel(l, &shape_in.dims)).map_err(|e| e.to_string())?;
+        let at = e_end
+            .linear_index(&unravel(l, &shape_in.dims))
+            .map_err(|e| e.to_string())?;
         if buf[at as usize] != Some(l) {
-            return Err(format!("element {l} is not at slot {at} of {shape_in}: found {:?}", buf[at as usize]));
+            return Err(format!(
+                "element {l} is not at slot {at} of {shape_in}: found {:?}",
+                buf[at as usize]
+            ));
         }
     }
     Ok(bitcasts)
@@ -447,7 +509,11 @@ pub fn execute_chain(comp: &Computation, start: InstId, end: InstId) -> Result<u
 /// bitcasts the input already had): each must come from a reported
 /// rewrite, and the walk must confirm that it moves no element. Returns how
 /// many bitcasts were proven.
-pub fn prove_bitcasts(module: &Module, report: &Report, existing: &[(String, String)]) -> Result<usize, String> {
+pub fn prove_bitcasts(
+    module: &Module,
+    report: &Report,
+    existing: &[(String, String)],
+) -> Result<usize, String> {
     let mut proven = 0;
     for comp in &module.computations {
         let expanded: Vec<&relayout::Rewrite> = report
@@ -460,37 +526,65 @@ pub fn prove_bitcasts(module: &Module, report: &Report, existing: &[(String, Str
             for s in &r.steps {
                 in_chains.insert(s.name.clone());
             }
-            let find = |n: &str| comp.instructions().find(|(_, i)| i.name == n).map(|(id, _)| id);
-            let (Some(end), Some(start)) = (find(&r.instruction), find(&r.operand)) else {
-                return Err(format!("expanded relayout %{} is not in the module", r.instruction));
+            let find = |n: &str| {
+                comp.instructions()
+                    .find(|(_, i)| i.name == n)
+                    .map(|(id, _)| id)
             };
-            proven += execute_chain(comp, start, end).map_err(|e| format!("%{}: {e}", r.instruction))?;
+            let (Some(end), Some(start)) = (find(&r.instruction), find(&r.operand)) else {
+                return Err(format!(
+                    "expanded relayout %{} is not in the module",
+                    r.instruction
+                ));
+            };
+            proven +=
+                execute_chain(comp, start, end).map_err(|e| format!("%{}: {e}", r.instruction))?;
         }
         for (id, inst) in comp.instructions() {
             if inst.opcode != Opcode::Bitcast {
                 continue;
             }
-            if existing.iter().any(|(c, n)| *c == comp.name && *n == inst.name) || in_chains.contains(&inst.name) {
+            if existing
+                .iter()
+                .any(|(c, n)| *c == comp.name && *n == inst.name)
+                || in_chains.contains(&inst.name)
+            {
                 continue;
             }
-            let Some(r) = report.rewrites.iter().find(|r| r.computation == comp.name && r.instruction == inst.name) else {
-                return Err(format!("bitcast %{} in {} is in no rewrite", inst.name, comp.name));
+            let Some(r) = report
+                .rewrites
+                .iter()
+                .find(|r| r.computation == comp.name && r.instruction == inst.name)
+            else {
+                return Err(format!(
+                    "bitcast %{} in {} is in no rewrite",
+                    inst.name, comp.name
+                ));
             };
             let map = match r.kind {
                 RewriteKind::CopyToBitcast | RewriteKind::InsertedBitcast => Map::Same,
                 RewriteKind::ReshapeToBitcast => Map::RowMajor,
-                RewriteKind::TransposeToBitcast => {
-                    Map::Transpose(r.transpose_dims.as_ref().ok_or("a transpose without dims")?.to_vec())
-                }
+                RewriteKind::TransposeToBitcast => Map::Transpose(
+                    r.transpose_dims
+                        .as_ref()
+                        .ok_or("a transpose without dims")?
+                        .to_vec(),
+                ),
                 other => return Err(format!("bitcast %{} comes from a {other}", inst.name)),
             };
             let from = array_of(comp, comp.operands(id)[0]);
             let to = array_of(comp, id);
             if from != r.from || to != r.to {
-                return Err(format!("%{}: the report says {} -> {}, the module has {from} -> {to}", inst.name, r.from, r.to));
+                return Err(format!(
+                    "%{}: the report says {} -> {}, the module has {from} -> {to}",
+                    inst.name, r.from, r.to
+                ));
             }
             if !walk(&map, &from, &to).map_err(|e| format!("%{}: {e}", inst.name))? {
-                return Err(format!("bitcast %{} ({from} -> {to}, {map:?}) moves an element", inst.name));
+                return Err(format!(
+                    "bitcast %{} ({from} -> {to}, {map:?}) moves an element",
+                    inst.name
+                ));
             }
             proven += 1;
         }
@@ -508,17 +602,29 @@ pub fn confirm_movements(module: &Module) -> Result<usize, String> {
                 Opcode::Copy => Map::Same,
                 Opcode::Reshape => Map::RowMajor,
                 Opcode::Transpose => Map::Transpose(
-                    inst.attrs.ints(KnownAttr::Dimensions).unwrap_or(&[]).iter().map(|&d| d as usize).collect(),
+                    inst.attrs
+                        .ints(KnownAttr::Dimensions)
+                        .unwrap_or(&[])
+                        .iter()
+                        .map(|&d| d as usize)
+                        .collect(),
                 ),
                 _ => continue,
             };
-            let Some(&o) = comp.operands(id).first() else { continue };
-            let (Some(a), Some(b)) = (comp.inst(o).shape.as_array(), inst.shape.as_array()) else { continue };
+            let Some(&o) = comp.operands(id).first() else {
+                continue;
+            };
+            let (Some(a), Some(b)) = (comp.inst(o).shape.as_array(), inst.shape.as_array()) else {
+                continue;
+            };
             if a.dynamic != 0 || b.dynamic != 0 {
                 continue;
             }
             if walk(&map, a, b).map_err(|e| format!("%{}: {e}", inst.name))? {
-                return Err(format!("%{} ({a} -> {b}) moves nothing but was kept", inst.name));
+                return Err(format!(
+                    "%{} ({a} -> {b}) moves nothing but was kept",
+                    inst.name
+                ));
             }
             confirmed += 1;
         }
@@ -531,7 +637,11 @@ pub fn bitcasts(module: &Module) -> Vec<(String, String)> {
     module
         .computations
         .iter()
-        .flat_map(|c| c.instructions().filter(|(_, i)| i.opcode == Opcode::Bitcast).map(move |(_, i)| (c.name.clone(), i.name.clone())))
+        .flat_map(|c| {
+            c.instructions()
+                .filter(|(_, i)| i.opcode == Opcode::Bitcast)
+                .map(move |(_, i)| (c.name.clone(), i.name.clone()))
+        })
         .collect()
 }
 
@@ -572,11 +682,20 @@ fn sampled_walk(map: &Map, from: &ArrayShape, to: &ArrayShape) -> Result<bool, S
             }
         }
     }
-    let per_dim: Vec<Vec<i64>> = from.dims.iter().zip(&tiles_of).map(|(&d, t)| boundary_indices(d, t)).collect();
+    let per_dim: Vec<Vec<i64>> = from
+        .dims
+        .iter()
+        .zip(&tiles_of)
+        .map(|(&d, t)| boundary_indices(d, t))
+        .collect();
     let check = |i: &[i64]| -> Result<bool, String> {
-        let l = i.iter().zip(&from.dims).fold(0u64, |acc, (&x, &d)| acc * d as u64 + x as u64);
+        let l = i
+            .iter()
+            .zip(&from.dims)
+            .fold(0u64, |acc, (&x, &d)| acc * d as u64 + x as u64);
         let j = partner(map, l, from, to);
-        Ok(ef.linear_index(i).map_err(|e| e.to_string())? == et.linear_index(&j).map_err(|e| e.to_string())?)
+        Ok(ef.linear_index(i).map_err(|e| e.to_string())?
+            == et.linear_index(&j).map_err(|e| e.to_string())?)
     };
     // Every combination of boundary indices, odometer order.
     let combos: u64 = per_dim.iter().map(|v| v.len() as u64).product();
@@ -601,7 +720,9 @@ fn sampled_walk(map: &Map, from: &ArrayShape, to: &ArrayShape) -> Result<bool, S
     let total = count(&from.dims);
     let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
     for _ in 0..WALK_LIMIT {
-        x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        x = x
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
         let i = unravel((x >> 11) % total, &from.dims);
         if !check(&i)? {
             return Ok(false);
