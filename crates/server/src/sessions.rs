@@ -29,6 +29,8 @@ pub struct Session {
     pub bytes: usize,
     /// Whether the pipeline has run on it since it was created.
     pub ran: bool,
+    /// What its last successful run answered, for `response=changes`.
+    pub last_answer: Option<crate::changes::LastAnswer>,
 }
 
 /// A session's cost before any module: the database and its tables.
@@ -60,6 +62,7 @@ impl Session {
     /// The memory this session is charged.
     pub fn held_bytes(&self) -> usize {
         estimated_bytes(self.bytes, self.ran)
+            .saturating_add(self.last_answer.as_ref().map_or(0, |l| l.bytes()))
     }
 }
 
