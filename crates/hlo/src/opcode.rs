@@ -285,6 +285,74 @@ impl Opcode {
         )
     }
 
+    /// Ops whose result is made of their operands' buffers, untouched:
+    /// they read no element, write none and reinterpret none, so every
+    /// array leaf of the result *is* an array leaf of an operand, in the
+    /// same layout. `tuple` and `get-tuple-element` build and take apart
+    /// tuples of buffers; `opt-barrier`, `add-dependency` and `domain`
+    /// return their (first) operand and add only an ordering or a
+    /// sharding boundary; `async-update` returns the `async-start`'s
+    /// tuple, and `async-done` its element 1, the result the wrapped
+    /// computation wrote while the start was in flight. XLA's dataflow
+    /// analysis defines no value at any of them, and a pass must not give
+    /// their results layouts of their own.
+    ///
+    /// Not `bitcast`: it reinterprets the bytes under another shape or
+    /// layout, so its result is a value of its own. Not the ops that call
+    /// a computation with their operands
+    /// ([`Opcode::passes_operands_to_callee`]): the callee reads them.
+    pub fn forwards_buffers(self) -> bool {
+        use Opcode::*;
+        matches!(
+            self,
+            Tuple
+                | GetTupleElement
+                | OptimizationBarrier
+                | AddDependency
+                | Domain
+                | AsyncUpdate
+                | AsyncDone
+        )
+    }
+
+    /// Ops whose operands become the parameters of a computation they
+    /// call (after a conditional's branch index): the operands are read in
+    /// the layouts the callee's parameters have, not by the op itself.
+    /// Ops that apply a computation to elements (`reduce`, `sort`, `map`,
+    /// ...) are not among them: they read their operands themselves and
+    /// hand the callee scalars.
+    pub fn passes_operands_to_callee(self) -> bool {
+        use Opcode::*;
+        matches!(self, While | Call | Conditional | Fusion | AsyncStart)
+    }
+
+    /// Collectives that carry several arrays at once (as several operands
+    /// or the leaves of a tuple) and keep each array's layout separately:
+    /// operand `i` is laid out like result leaf `i`, where other ops that
+    /// keep their layout tie every output to one layout. `opt-barrier` is
+    /// not one of them, though it too passes a tuple through leaf by leaf:
+    /// it is no collective, and it forwards its operand's buffers
+    /// ([`Opcode::forwards_buffers`]), so each leaf keeps its layout by
+    /// being the same value, which no pass needs to ask about.
+    pub fn is_per_leaf_collective(self) -> bool {
+        use Opcode::*;
+        matches!(
+            self,
+            AllReduce
+                | AllReduceStart
+                | AllReduceDone
+                | AllToAll
+                | CollectivePermute
+                | CollectivePermuteStart
+                | CollectivePermuteDone
+                | AllGather
+                | AllGatherStart
+                | AllGatherDone
+                | ReduceScatter
+                | CollectiveBroadcast
+        )
+    }
+
     /// Ops that run another computation, named in their attributes.
     pub fn calls_computations(self) -> bool {
         use Opcode::*;
@@ -327,6 +395,24 @@ mod tests {
             assert_eq!(Opcode::from_name(op.name()), Some(op), "{op:?}");
         }
         assert_eq!(Opcode::from_name("frobnicate"), None);
+    }
+
+    /// The opcode families the passes build on do not overlap: a value is
+    /// forwarded, handed to a callee, or read by the op, never two of
+    /// these.
+    #[test]
+    fn forwarding_calling_and_collectives_are_disjoint() {
+        for op in Opcode::all() {
+            let kinds = [
+                op.forwards_buffers(),
+                op.passes_operands_to_callee(),
+                op.is_per_leaf_collective(),
+            ];
+            assert!(kinds.iter().filter(|&&k| k).count() <= 1, "{op:?}");
+        }
+        assert!(Opcode::AsyncUpdate.forwards_buffers());
+        assert!(!Opcode::Bitcast.forwards_buffers());
+        assert!(!Opcode::OptimizationBarrier.is_per_leaf_collective());
     }
 
     #[test]

@@ -1255,13 +1255,10 @@ pub fn refresh_forwarded_shapes(comp: &mut Computation, order: &[InstId]) {
                     _ => None,
                 }
             }
-            Opcode::OptimizationBarrier
-            | Opcode::AddDependency
-            | Opcode::Domain
-            | Opcode::AsyncUpdate => operands.first().map(|&o| comp.inst(o).shape.clone()),
             Opcode::AsyncDone => operands
                 .first()
                 .and_then(|&o| comp.inst(o).shape.tuple_elements()?.get(1).cloned()),
+            op if op.forwards_buffers() => operands.first().map(|&o| comp.inst(o).shape.clone()),
             _ => None,
         };
         if let Some(s) = new_shape

@@ -427,23 +427,7 @@ pub fn outfeed_shape(inst: &Instruction) -> Option<shape::Shape> {
 /// being read in a layout of their own; target defaults skip them, as XLA
 /// skips "forwarded" operands.
 pub fn forwards_operands(op: Opcode) -> bool {
-    use Opcode::*;
-    matches!(
-        op,
-        Tuple
-            | GetTupleElement
-            | While
-            | Call
-            | Conditional
-            | Fusion
-            | Bitcast
-            | OptimizationBarrier
-            | AddDependency
-            | Domain
-            | AsyncStart
-            | AsyncUpdate
-            | AsyncDone
-    )
+    op.forwards_buffers() || op.passes_operands_to_callee() || op == Opcode::Bitcast
 }
 
 /// Which side of an instruction a requirement is for.

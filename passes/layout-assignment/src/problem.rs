@@ -643,10 +643,6 @@ impl<'c> Problem<'c> {
                     }
                 }
             }
-            Opcode::OptimizationBarrier
-            | Opcode::AddDependency
-            | Opcode::Domain
-            | Opcode::AsyncUpdate => Some(operand_leaves(self, 0)),
             // async-done returns element 1 of the async-start tuple: the
             // wrapped computation's result.
             Opcode::AsyncDone => {
@@ -662,6 +658,8 @@ impl<'c> Problem<'c> {
                         .unwrap_or_default(),
                 )
             }
+            // The others return their (first) operand as it is.
+            op if op.forwards_buffers() => Some(operand_leaves(self, 0)),
             _ => None,
         };
         if let Some(values) = forwarded {
@@ -913,7 +911,7 @@ impl<'c> Problem<'c> {
         // reduce-window and scatter) lock their same-rank outputs together.
         if values.len() > 1
             && target.keeps_layout(inst.opcode)
-            && !is_per_leaf_collective(inst.opcode)
+            && !inst.opcode.is_per_leaf_collective()
         {
             let first = values[0];
             let rank = self.values[first as usize].shape.rank();
@@ -961,16 +959,9 @@ impl<'c> Problem<'c> {
         let comp = self.comp;
         let inst = comp.inst(id);
         let op = inst.opcode;
-        if matches!(
-            op,
-            Opcode::Tuple
-                | Opcode::GetTupleElement
-                | Opcode::OptimizationBarrier
-                | Opcode::AddDependency
-                | Opcode::Domain
-                | Opcode::Parameter
-                | Opcode::Bitcast
-        ) {
+        // Forwarded leaves are the operands' own values, which relate at
+        // their real uses; parameters read nothing.
+        if op.forwards_buffers() || matches!(op, Opcode::Parameter | Opcode::Bitcast) {
             if op == Opcode::Bitcast {
                 // An existing bitcast is only valid in the layouts it was
                 // written with: its operand must stay as it is.
@@ -1163,7 +1154,7 @@ impl<'c> Problem<'c> {
             let v_rank = self.values[v as usize].shape.rank();
             // The output leaf this operand keeps its layout with: per leaf
             // for collectives on tuples, otherwise the first output.
-            let partner = if is_per_leaf_collective(op) && out_values.len() == inst.operands().len()
+            let partner = if op.is_per_leaf_collective() && out_values.len() == inst.operands().len()
             {
                 out_values.get(i).copied()
             } else {
@@ -2017,24 +2008,7 @@ fn needs_of(
 /// instructions, parameters, existing bitcasts and calls are handled
 /// structurally.
 fn reads_no_needs(op: Opcode) -> bool {
-    use Opcode::*;
-    matches!(
-        op,
-        Tuple
-            | GetTupleElement
-            | OptimizationBarrier
-            | AddDependency
-            | Domain
-            | Parameter
-            | Bitcast
-            | While
-            | Call
-            | Conditional
-            | Fusion
-            | AsyncStart
-            | AsyncUpdate
-            | AsyncDone
-    )
+    policy::forwards_operands(op) || op == Opcode::Parameter
 }
 
 /// On a tiled target, a derived layout keeps its dimension order but takes
@@ -2156,27 +2130,6 @@ pub fn restrict_layout(
         .filter_map(|d| dims.iter().position(|x| x == d))
         .collect();
     crate::tiling::layout_for(target, operand, &m2m)
-}
-
-/// True for collectives that keep each tuple leaf's layout separately.
-fn is_per_leaf_collective(op: Opcode) -> bool {
-    use Opcode::*;
-    matches!(
-        op,
-        AllReduce
-            | AllReduceStart
-            | AllReduceDone
-            | AllToAll
-            | CollectivePermute
-            | CollectivePermuteStart
-            | CollectivePermuteDone
-            | AllGather
-            | AllGatherStart
-            | AllGatherDone
-            | ReduceScatter
-            | CollectiveBroadcast
-            | OptimizationBarrier
-    )
 }
 
 /// The array leaf at a tuple index path, with its flat leaf index.

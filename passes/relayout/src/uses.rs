@@ -100,45 +100,9 @@ fn source_because(
 /// instructions, calls (their boundaries are layout assignment's), existing
 /// bitcasts (valid only as written) and copies (they read any layout).
 fn unchecked(op: Opcode) -> bool {
-    use Opcode::*;
-    matches!(
-        op,
-        Tuple
-            | GetTupleElement
-            | OptimizationBarrier
-            | AddDependency
-            | Domain
-            | Parameter
-            | Bitcast
-            | Copy
-            | While
-            | Call
-            | Conditional
-            | Fusion
-            | AsyncStart
-            | AsyncUpdate
-            | AsyncDone
-    )
-}
-
-/// Collectives that keep each tuple leaf's layout separately.
-fn per_leaf(op: Opcode) -> bool {
-    use Opcode::*;
-    matches!(
-        op,
-        AllReduce
-            | AllReduceStart
-            | AllReduceDone
-            | AllToAll
-            | CollectivePermute
-            | CollectivePermuteStart
-            | CollectivePermuteDone
-            | AllGather
-            | AllGatherStart
-            | AllGatherDone
-            | ReduceScatter
-            | CollectiveBroadcast
-    )
+    op.forwards_buffers()
+        || op.passes_operands_to_callee()
+        || matches!(op, Opcode::Parameter | Opcode::Bitcast | Opcode::Copy)
 }
 
 fn array_leaves(s: &Shape) -> SmallVec<[&ArrayShape; 2]> {
@@ -248,7 +212,7 @@ fn operand_wants(comp: &Computation, target: &TargetSpec, id: InstId, out: &mut 
                 offer(2, layout, Because::Broadcast, &mut best);
             }
         } else if keeps {
-            let partner = if per_leaf(op) && results.len() == inst.operands().len() {
+            let partner = if op.is_per_leaf_collective() && results.len() == inst.operands().len() {
                 results.get(i)
             } else {
                 results.first()
