@@ -322,13 +322,7 @@ impl Computation {
         if schedule.len() != self.graph.node_count() {
             return Err(EditError::BadSchedule);
         }
-        let bound = self
-            .graph
-            .node_indices()
-            .map(|n| n.index() + 1)
-            .max()
-            .unwrap_or(0);
-        let mut seen = vec![false; bound];
+        let mut seen = vec![false; self.node_bound()];
         for &id in &schedule {
             if !self.graph.contains_node(id) || std::mem::replace(&mut seen[id.index()], true) {
                 return Err(EditError::BadSchedule);

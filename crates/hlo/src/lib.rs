@@ -20,6 +20,7 @@ mod opcode;
 mod outline;
 mod parse;
 mod print;
+mod rewrite;
 mod verify;
 mod view;
 
@@ -44,6 +45,7 @@ pub use print::{
     print_header, print_module, write_attr_value, write_computation, write_computation_in,
     write_instruction, write_module, write_shape,
 };
+pub use rewrite::{CycleError, FreshNames, Placement};
 pub use verify::{
     VerifyError, uses_before_definition, verify_computation, verify_entry_layout, verify_module,
     verify_module_checks, verify_names,

@@ -326,11 +326,7 @@ fn schedule_is_topological(comp: &Computation) -> bool {
     if schedule.len() != graph.node_count() {
         return false;
     }
-    let bound = graph
-        .node_indices()
-        .map(|n| n.index() + 1)
-        .max()
-        .unwrap_or(0);
+    let bound = comp.node_bound();
     let mut position = vec![usize::MAX; bound];
     for (i, &id) in schedule.iter().enumerate() {
         match position.get_mut(id.index()) {

@@ -326,12 +326,7 @@ impl<'m> Interp<'m> {
         let root = comp
             .root()
             .ok_or_else(|| EvalError::msg(format!("computation %{} has no root", comp.name)))?;
-        let bound = comp
-            .graph()
-            .node_indices()
-            .map(|n| n.index() + 1)
-            .max()
-            .unwrap_or(0);
+        let bound = comp.node_bound();
         let mut state = vec![0u8; bound];
         let mut order = Vec::with_capacity(comp.len());
         let mut stack: Vec<(InstId, usize)> = vec![(root, 0)];
@@ -416,12 +411,7 @@ impl<'m> Interp<'m> {
         let root = comp
             .root()
             .ok_or_else(|| EvalError::msg("computation has no root"))?;
-        let bound = comp
-            .graph()
-            .node_indices()
-            .map(|n| n.index() + 1)
-            .max()
-            .unwrap_or(0);
+        let bound = comp.node_bound();
         let mut remaining = vec![0u32; bound];
         for &id in order.iter() {
             for op in comp.operands(id) {

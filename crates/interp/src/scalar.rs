@@ -142,14 +142,7 @@ pub(crate) fn compile(
 ) -> Option<ScalarProgram> {
     let comp: &Computation = module.computations.get(comp_id.index())?;
     let root = comp.root()?;
-    let mut reg = vec![
-        usize::MAX;
-        comp.graph()
-            .node_indices()
-            .map(|n| n.index() + 1)
-            .max()
-            .unwrap_or(0)
-    ];
+    let mut reg = vec![usize::MAX; comp.node_bound()];
     let mut steps = Vec::with_capacity(order.len());
     let params = comp.parameters().len();
     let mut outputs = Vec::new();

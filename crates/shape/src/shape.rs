@@ -289,6 +289,24 @@ impl Shape {
         }
     }
 
+    /// The array leaves, in order: the arrays a pass gives layouts to.
+    pub fn array_leaves(&self) -> SmallVec<[&ArrayShape; 2]> {
+        // Most shapes are one array; they need neither a walk nor the heap.
+        if let Shape::Array(a) = self {
+            return SmallVec::from_slice(&[a]);
+        }
+        let mut v = SmallVec::new();
+        self.for_each_array(&mut |_, a| v.push(a));
+        v
+    }
+
+    /// The number of array leaves.
+    pub fn array_leaf_count(&self) -> usize {
+        let mut n = 0;
+        self.for_each_array(&mut |_, _| n += 1);
+        n
+    }
+
     /// True when every array leaf has a layout.
     pub fn has_full_layout(&self) -> bool {
         let mut all = true;

@@ -21,7 +21,6 @@ use target::TargetSpec;
 
 use crate::algebra;
 use crate::policy::{self, Need};
-use crate::problem::array_leaves;
 
 /// A layout problem: where (computation, instruction) and what, in the
 /// structural verifier's form, so that both are reported alike.
@@ -87,9 +86,9 @@ fn show(a: &ArrayShape) -> String {
 
 /// Compares two shapes leaf by leaf; returns the first differing pair.
 fn first_difference<'s>(a: &'s Shape, b: &'s Shape) -> Option<(&'s ArrayShape, &'s ArrayShape)> {
-    array_leaves(a)
+    a.array_leaves()
         .into_iter()
-        .zip(array_leaves(b))
+        .zip(b.array_leaves())
         .find(|(x, y)| !same_layout(x, y))
 }
 
@@ -189,7 +188,7 @@ impl<'a> Checker<'a> {
             None => !op.can_change_layout(),
         };
         if keeps && !matches!(op, Opcode::While | Opcode::Tuple) {
-            let out_leaves = array_leaves(&inst.shape);
+            let out_leaves = inst.shape.array_leaves();
             let per_leaf = out_leaves.len() == inst.operands().len() && out_leaves.len() > 1;
             for (i, _) in inst.operands().iter().enumerate() {
                 let (Some(a), Some(out)) = (
@@ -313,7 +312,7 @@ impl<'a> Checker<'a> {
                 };
                 let mut out = Vec::new();
                 for (operand, s) in given.into_iter().filter(|(_, s)| s.is_tuple()) {
-                    for (leaf, a) in array_leaves(&s).into_iter().enumerate() {
+                    for (leaf, a) in s.array_leaves().into_iter().enumerate() {
                         if let Some(l) = &a.layout {
                             out.push((operand, leaf, l.clone(), policy::NeedSource::CustomCall));
                         }
@@ -326,7 +325,7 @@ impl<'a> Checker<'a> {
             let Some(&o) = inst.operands().get(operand) else {
                 continue;
             };
-            let Some(a) = array_leaves(&comp.inst(o).shape).get(leaf).copied() else {
+            let Some(a) = comp.inst(o).shape.array_leaves().get(leaf).copied() else {
                 continue;
             };
             if !same_layout(a, &with(a, &want)) {
@@ -349,7 +348,7 @@ impl<'a> Checker<'a> {
         else {
             return;
         };
-        let out_leaves = array_leaves(&inst.shape);
+        let out_leaves = inst.shape.array_leaves();
         for alias in aliases {
             let Some(&o) = usize::try_from(alias.operand)
                 .ok()
@@ -357,7 +356,7 @@ impl<'a> Checker<'a> {
             else {
                 continue;
             };
-            let in_leaves = array_leaves(&comp.inst(o).shape);
+            let in_leaves = comp.inst(o).shape.array_leaves();
             let (Some(out_range), Some(in_range)) = (
                 crate::problem::leaf_range_at(&inst.shape, &alias.output_index),
                 crate::problem::leaf_range_at(&comp.inst(o).shape, &alias.operand_index),
@@ -509,7 +508,7 @@ impl<'a> Checker<'a> {
                 continue;
             };
             let have = &comp.inst(p).shape;
-            for (x, y) in array_leaves(have).into_iter().zip(array_leaves(want)) {
+            for (x, y) in have.array_leaves().into_iter().zip(want.array_leaves()) {
                 if y.layout.is_some() && !same_layout(x, y) {
                     self.report(
                         Some(p),
@@ -524,9 +523,10 @@ impl<'a> Checker<'a> {
         }
         if let Some(root) = comp.root() {
             let have = &comp.inst(root).shape;
-            for (x, y) in array_leaves(have)
+            for (x, y) in have
+                .array_leaves()
                 .into_iter()
-                .zip(array_leaves(&layout.result))
+                .zip(layout.result.array_leaves())
             {
                 if y.layout.is_some() && !same_layout(x, y) {
                     self.report(

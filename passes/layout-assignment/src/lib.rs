@@ -45,7 +45,7 @@ pub use materialize::{
 pub use policy::{
     MatrixNeed, MinorNeed, Need, NeedSource, default_layout, first_array, inst_needs,
 };
-pub use problem::{ProblemError, Site, topological_order};
+pub use problem::{ProblemError, Site};
 pub use report::{
     ComputationStats, CopyCause, CopyRecord, FilledLayout, MovementRecord, Optimality,
     OrientationRecord, Report, RetileRecord, TiledEntryLayout,
@@ -476,7 +476,7 @@ fn branch_result(
     let mut chosen = first.clone();
     let leaves: Vec<Vec<shape::ArrayShape>> = results
         .iter()
-        .map(|r| problem::array_leaves(r).into_iter().cloned().collect())
+        .map(|r| r.array_leaves().into_iter().cloned().collect())
         .collect();
     let mut i = 0;
     chosen.for_each_array_mut(&mut |a| {
@@ -725,7 +725,9 @@ pub fn apply_computation(
     a: &ComputationAssignment,
     is_entry: bool,
 ) -> Report {
-    let order = topological_order(comp).unwrap_or_else(|_| comp.schedule().to_vec());
+    let order = comp
+        .topological_order()
+        .unwrap_or_else(|_| comp.schedule().to_vec());
     let names = apply(comp, a, &order);
     let comp: &Computation = comp;
     let mut report = Report::default();
@@ -860,7 +862,8 @@ fn fill_auto(
     chosen: &Shape,
     position: impl Fn(usize) -> String,
 ) -> Vec<TiledEntryLayout> {
-    let chosen: Vec<Option<shape::Layout>> = problem::array_leaves(chosen)
+    let chosen: Vec<Option<shape::Layout>> = chosen
+        .array_leaves()
         .into_iter()
         .map(|a| a.layout.clone())
         .collect();

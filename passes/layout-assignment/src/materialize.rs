@@ -1,16 +1,16 @@
 //! From a solution to an edited computation: layouts on every array leaf,
 //! and one shared copy per (value, layout) that a use needs.
 
-use hlo::{AttrValue, Attrs, Computation, InstId, Instruction, KnownAttr, Opcode};
+use hlo::{
+    AttrValue, Attrs, Computation, FreshNames, InstId, Instruction, KnownAttr, Opcode, Placement,
+};
 use rustc_hash::FxHashMap;
 use shape::{Layout, Shape};
 use smallvec::SmallVec;
 
 use crate::context::{BoundaryReason, Signature};
 use crate::policy::NeedSource;
-use crate::problem::{
-    LayoutId, Problem, RelationKind, RelationSource, Site, ValueId, array_leaves, with_layout,
-};
+use crate::problem::{LayoutId, Problem, RelationKind, RelationSource, Site, ValueId, with_layout};
 use crate::report::{ComputationStats, CopyCause, FilledLayout};
 use crate::solve::Solution;
 
@@ -337,7 +337,7 @@ pub fn plan(
     let mut filled = Vec::new();
     for &(param, leaf) in &p.auto_params {
         if let Some(s) = params.get(param as usize)
-            && let Some(a) = array_leaves(s).get(leaf as usize)
+            && let Some(a) = s.array_leaves().get(leaf as usize)
         {
             let position = if s.is_tuple() {
                 format!("parameter {param} leaf {leaf}")
@@ -351,7 +351,7 @@ pub fn plan(
         }
     }
     {
-        let result_leaves = array_leaves(&result);
+        let result_leaves = result.array_leaves();
         for &leaf in &p.auto_result {
             if let Some(a) = result_leaves.get(leaf as usize) {
                 let position = if result.is_tuple() {
@@ -840,11 +840,8 @@ pub fn apply(
 
     // 3. Copies. New instructions are placed right after the copied value's
     // definition (or right before the user that needs a rebuilt tuple).
-    let mut after: FxHashMap<InstId, Vec<InstId>> = FxHashMap::default();
-    let mut before: FxHashMap<InstId, Vec<InstId>> = FxHashMap::default();
-    let mut at_end: Vec<InstId> = Vec::new();
-    let mut names: rustc_hash::FxHashSet<String> =
-        comp.instructions().map(|(_, i)| i.name.clone()).collect();
+    let mut placement = Placement::default();
+    let mut names = FreshNames::of(comp);
     let mut copy_names = Vec::new();
     let position: FxHashMap<InstId, usize> = comp
         .schedule()
@@ -874,7 +871,14 @@ pub fn apply(
                     .min()
                     .unwrap_or(usize::MAX);
                 let usable = |g: InstId| position.get(&g).is_some_and(|&p| p < first_user);
-                extract_leaf(comp, c.def, c.leaf, &mut names, &mut after, &usable)
+                extract_leaf(
+                    comp,
+                    c.def,
+                    c.leaf,
+                    &mut names,
+                    &mut placement.after,
+                    &usable,
+                )
             }
         };
         // The copy is named after the existing instruction it reads from.
@@ -884,13 +888,13 @@ pub fn apply(
             a.layout = Some(c.to.clone());
         }
         let base = format!("{}.copy", source_inst.name);
-        let name = unique_name(&base, &mut names);
+        let name = names.fresh(&base);
         let mut copy = Instruction::new(name.clone(), Opcode::Copy, shape);
         copy.attrs = inherited_attrs(&source_inst.attrs);
         let Ok(copy_id) = comp.add_unscheduled(copy, &[source]) else {
             continue;
         };
-        after.entry(source).or_default().push(copy_id);
+        placement.after.entry(source).or_default().push(copy_id);
         copy_names.push(name);
         for site in &c.sites {
             match *site {
@@ -921,7 +925,7 @@ pub fn apply(
         let Some(&old) = comp.operands(user).get(operand as usize) else {
             continue;
         };
-        let new = rebuild_with_leaves(comp, old, leaves, &mut names, &mut before, user);
+        let new = rebuild_with_leaves(comp, old, leaves, &mut names, &mut placement.before, user);
         if comp.inst(old).shape.is_tuple() || comp.inst(user).shape.is_tuple() {
             let _ = comp.set_operand(user, operand as usize, new);
         } else {
@@ -935,44 +939,18 @@ pub fn apply(
         let mut sink = FxHashMap::default();
         let new = rebuild_with_leaves(comp, root, &root_leaf_map, &mut names, &mut sink, root);
         for (_, ids) in sink {
-            at_end.extend(ids);
+            placement.at_end.extend(ids);
         }
         if new != root {
             let _ = comp.set_root(new);
-            if !at_end.contains(&new) {
-                at_end.push(new);
+            if !placement.at_end.contains(&new) {
+                placement.at_end.push(new);
             }
         }
     }
     // 4. One new schedule.
-    let old: Vec<InstId> = comp.schedule().to_vec();
-    let mut schedule = Vec::with_capacity(comp.graph().node_count());
-    fn push_tree(id: InstId, schedule: &mut Vec<InstId>, after: &FxHashMap<InstId, Vec<InstId>>) {
-        schedule.push(id);
-        if let Some(next) = after.get(&id) {
-            for &n in next {
-                push_tree(n, schedule, after);
-            }
-        }
-    }
-    for id in old {
-        if let Some(pre) = before.get(&id) {
-            for &n in pre {
-                push_tree(n, &mut schedule, &after);
-            }
-        }
-        push_tree(id, &mut schedule, &after);
-    }
-    for id in at_end {
-        if !schedule.contains(&id) {
-            push_tree(id, &mut schedule, &after);
-        }
-    }
-    let _ = comp.set_schedule(schedule);
-    refresh_forwarded_shapes(
-        comp,
-        &crate::problem::topological_order(comp).unwrap_or_default(),
-    );
+    let _ = comp.reschedule(&placement);
+    refresh_forwarded_shapes(comp, &comp.topological_order().unwrap_or_default());
     copy_names
 }
 
@@ -1005,17 +983,6 @@ fn inherited_attrs(source: &Attrs) -> Attrs {
     attrs
 }
 
-fn unique_name(base: &str, names: &mut rustc_hash::FxHashSet<String>) -> String {
-    let mut name = base.to_string();
-    let mut k = 1;
-    while names.contains(&name) {
-        name = format!("{base}.{k}");
-        k += 1;
-    }
-    names.insert(name.clone());
-    name
-}
-
 /// An instruction holding array leaf `leaf` of `def`: `def` itself when it
 /// is an array, else a chain of get-tuple-elements placed after it (after
 /// the async-done, for an async result), reusing the get-tuple-elements
@@ -1025,7 +992,7 @@ fn extract_leaf(
     comp: &mut Computation,
     def: InstId,
     leaf: u32,
-    names: &mut rustc_hash::FxHashSet<String>,
+    names: &mut FreshNames,
     after: &mut FxHashMap<InstId, Vec<InstId>>,
     usable: &dyn Fn(InstId) -> bool,
 ) -> (InstId, InstId) {
@@ -1041,7 +1008,7 @@ fn extract_leaf(
         };
         let mut k = 0;
         while k < elements.len() {
-            let n = crate::problem::array_leaf_count(&elements[k]);
+            let n = elements[k].array_leaf_count();
             if remaining < n {
                 break;
             }
@@ -1058,7 +1025,7 @@ fn extract_leaf(
             origin = existing;
             continue;
         }
-        let name = unique_name(&format!("{}.gte.{k}", comp.inst(cur).name), names);
+        let name = names.fresh(&format!("{}.gte.{k}", comp.inst(cur).name));
         let mut gte = Instruction::new(name, Opcode::GetTupleElement, element.clone());
         gte.attrs.set(KnownAttr::Index, AttrValue::Int(k as i64));
         let Ok(id) = comp.add_unscheduled(gte, &[cur]) else {
@@ -1121,7 +1088,7 @@ fn rebuild_with_leaves(
     comp: &mut Computation,
     old: InstId,
     leaves: &[(u32, InstId)],
-    names: &mut rustc_hash::FxHashSet<String>,
+    names: &mut FreshNames,
     before: &mut FxHashMap<InstId, Vec<InstId>>,
     anchor: InstId,
 ) -> InstId {
@@ -1145,7 +1112,7 @@ fn rebuild_with_leaves(
     let mut parts = Vec::with_capacity(elements.len());
     let mut changed = false;
     for (k, element) in elements.iter().enumerate() {
-        let n = crate::problem::array_leaf_count(element) as u32;
+        let n = element.array_leaf_count() as u32;
         let inner: Vec<(u32, InstId)> = leaves
             .iter()
             .filter(|(l, _)| *l >= offset && *l < offset + n)
@@ -1163,7 +1130,7 @@ fn rebuild_with_leaves(
             parts.push(inner.iter().find(|(l, _)| *l == 0).map(|&(_, id)| id));
             continue;
         } else {
-            let name = unique_name(&format!("{}.gte.{k}", comp.inst(old).name), names);
+            let name = names.fresh(&format!("{}.gte.{k}", comp.inst(old).name));
             let mut gte = Instruction::new(name, Opcode::GetTupleElement, element.clone());
             gte.attrs.set(KnownAttr::Index, AttrValue::Int(k as i64));
             let Ok(id) = comp.add_unscheduled(gte, &[old]) else {
@@ -1206,7 +1173,7 @@ fn rebuild_with_leaves(
         let id = match part {
             Some(id) => id,
             None => {
-                let name = unique_name(&format!("{}.gte.{k}", comp.inst(old).name), names);
+                let name = names.fresh(&format!("{}.gte.{k}", comp.inst(old).name));
                 let mut gte = Instruction::new(name, Opcode::GetTupleElement, elements[k].clone());
                 gte.attrs.set(KnownAttr::Index, AttrValue::Int(k as i64));
                 let Ok(id) = comp.add_unscheduled(gte, &[old]) else {
@@ -1218,7 +1185,7 @@ fn rebuild_with_leaves(
         };
         operands.push(id);
     }
-    let name = unique_name(&format!("{}.relayout", comp.inst(old).name), names);
+    let name = names.fresh(&format!("{}.relayout", comp.inst(old).name));
     let tuple = Instruction::new(name, Opcode::Tuple, shape.clone());
     let Ok(id) = comp.add_unscheduled(tuple, &operands) else {
         return old;

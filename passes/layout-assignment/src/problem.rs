@@ -347,102 +347,11 @@ pub enum ProblemError {
     },
 }
 
-/// Instructions in topological order over data and control edges, taking
-/// ready instructions in schedule order so the result is deterministic.
-pub fn topological_order(comp: &Computation) -> Result<Vec<InstId>, ProblemError> {
-    use hlo::petgraph::visit::EdgeRef;
-    let schedule = comp.schedule();
-    let graph = comp.graph();
-    // XLA prints computations in a valid order, and Kahn's algorithm below
-    // (smallest schedule position first) returns such a schedule
-    // unchanged: check that in one pass and skip the rest.
-    let bound = graph
-        .node_indices()
-        .map(|n| n.index() + 1)
-        .max()
-        .unwrap_or(0);
-    let mut at = vec![usize::MAX; bound];
-    for (i, &id) in schedule.iter().enumerate() {
-        at[id.index()] = i;
-    }
-    let ordered = schedule.iter().enumerate().all(|(i, &id)| {
-        graph
-            .edges_directed(id, hlo::petgraph::Direction::Incoming)
-            .all(|e| at[e.source().index()] < i)
-    });
-    if ordered && schedule.len() == graph.node_count() {
-        return Ok(schedule.to_vec());
-    }
-    let mut position: FxHashMap<InstId, usize> = FxHashMap::default();
-    for (i, &id) in schedule.iter().enumerate() {
-        position.insert(id, i);
-    }
-    let mut indegree: FxHashMap<InstId, usize> = FxHashMap::default();
-    for &id in schedule {
-        indegree.insert(
-            id,
-            graph
-                .edges_directed(id, hlo::petgraph::Direction::Incoming)
-                .count(),
-        );
-    }
-    // A min-heap on schedule position keeps the order stable and
-    // deterministic.
-    let mut ready: std::collections::BinaryHeap<std::cmp::Reverse<usize>> = schedule
-        .iter()
-        .enumerate()
-        .filter(|(_, id)| indegree[id] == 0)
-        .map(|(i, _)| std::cmp::Reverse(i))
-        .collect();
-    let mut order = Vec::with_capacity(schedule.len());
-    while let Some(std::cmp::Reverse(i)) = ready.pop() {
-        let id = schedule[i];
-        order.push(id);
-        for e in graph.edges_directed(id, hlo::petgraph::Direction::Outgoing) {
-            let t = e.target();
-            if let Some(d) = indegree.get_mut(&t) {
-                *d -= 1;
-                if *d == 0 {
-                    ready.push(std::cmp::Reverse(position[&t]));
-                }
-            }
-        }
-    }
-    if order.len() != schedule.len() {
-        let stuck = schedule.iter().find(|id| !order.contains(id)).copied();
-        return Err(ProblemError::Cycle {
-            computation: comp.name.clone(),
-            instruction: stuck
-                .map(|id| comp.inst(id).name.clone())
-                .unwrap_or_default(),
-        });
-    }
-    Ok(order)
-}
-
-/// The number of array leaves of a shape.
-pub fn array_leaf_count(s: &Shape) -> usize {
-    let mut n = 0;
-    s.for_each_array(&mut |_, _| n += 1);
-    n
-}
-
-/// The array leaves of a shape, in order.
-pub fn array_leaves(s: &Shape) -> SmallVec<[&ArrayShape; 2]> {
-    // Most shapes are one array; they need neither a walk nor the heap.
-    if let Shape::Array(a) = s {
-        return SmallVec::from_slice(&[a]);
-    }
-    let mut v = SmallVec::new();
-    s.for_each_array(&mut |_, a| v.push(a));
-    v
-}
-
 /// The range of array-leaf indices that tuple element `k` of `s` covers.
 pub fn element_leaf_range(s: &Shape, k: usize) -> Option<std::ops::Range<usize>> {
     let elements = s.tuple_elements()?;
-    let start: usize = elements.get(..k)?.iter().map(array_leaf_count).sum();
-    Some(start..start + array_leaf_count(elements.get(k)?))
+    let start: usize = elements.get(..k)?.iter().map(Shape::array_leaf_count).sum();
+    Some(start..start + elements.get(k)?.array_leaf_count())
 }
 
 /// The array leaves of the sub-shape at tuple index `path`, as a range of
@@ -456,7 +365,16 @@ pub fn leaf_range_at(s: &Shape, path: &[i64]) -> Option<std::ops::Range<usize>> 
         start += range.start;
         cur = cur.tuple_elements()?.get(k)?;
     }
-    Some(start..start + array_leaf_count(cur))
+    Some(start..start + cur.array_leaf_count())
+}
+
+impl From<hlo::CycleError> for ProblemError {
+    fn from(e: hlo::CycleError) -> ProblemError {
+        ProblemError::Cycle {
+            computation: e.computation,
+            instruction: e.instruction,
+        }
+    }
 }
 
 impl<'c> Problem<'c> {
@@ -476,13 +394,8 @@ impl<'c> Problem<'c> {
         target: &TargetSpec,
         offers: Offers,
     ) -> Result<Problem<'c>, ProblemError> {
-        let order = topological_order(comp)?;
-        let bound = comp
-            .graph()
-            .node_indices()
-            .map(|n| n.index() + 1)
-            .max()
-            .unwrap_or(0);
+        let order = comp.topological_order()?;
+        let bound = comp.node_bound();
         let mut p = Problem {
             comp,
             table: LayoutTable::default(),
@@ -609,7 +522,7 @@ impl<'c> Problem<'c> {
     ) -> Result<(), ProblemError> {
         let comp = self.comp;
         let inst = comp.inst(id);
-        let leaves = array_leaves(&inst.shape);
+        let leaves = inst.shape.array_leaves();
         let operand_leaves = |p: &Self, i: usize| -> SmallVec<[ValueId; 1]> {
             inst.operands()
                 .get(i)
@@ -694,7 +607,7 @@ impl<'c> Problem<'c> {
                             format!("parameter {n} is not in the computation layout"),
                         ));
                     };
-                    let given_leaves = array_leaves(param);
+                    let given_leaves = param.array_leaves();
                     if given_leaves.len() != leaves.len() {
                         return Err(self.mismatch(
                             id,
@@ -758,7 +671,7 @@ impl<'c> Problem<'c> {
                         instruction: inst.name.clone(),
                         callee: first.0,
                     })?;
-                    let result_leaves = array_leaves(&sig.result);
+                    let result_leaves = sig.result.array_leaves();
                     if result_leaves.len() != leaves.len() {
                         return Err(self.mismatch(
                             id,
@@ -791,8 +704,9 @@ impl<'c> Problem<'c> {
                     instruction: inst.name.clone(),
                     callee: callee.0,
                 })?;
-                let params: Vec<&ArrayShape> = sig.params.iter().flat_map(array_leaves).collect();
-                let result = array_leaves(&sig.result);
+                let params: Vec<&ArrayShape> =
+                    sig.params.iter().flat_map(Shape::array_leaves).collect();
+                let result = sig.result.array_leaves();
                 let (Some(r0), Some(r1)) = (
                     element_leaf_range(&inst.shape, 0),
                     element_leaf_range(&inst.shape, 1),
@@ -967,7 +881,7 @@ impl<'c> Problem<'c> {
                 // written with: its operand must stay as it is.
                 if let Some(&o) = inst.operands().first() {
                     let leaves = self.leaf_values[o.index()].clone();
-                    let shapes = array_leaves(&comp.inst(o).shape);
+                    let shapes = comp.inst(o).shape.array_leaves();
                     let result = inst.shape.as_array();
                     for (leaf, (&v, a)) in leaves.iter().zip(shapes).enumerate() {
                         let layout = bitcast_side(target, a, result);
@@ -1036,7 +950,7 @@ impl<'c> Problem<'c> {
                     continue;
                 };
                 let leaves = self.leaf_values[o.index()].clone();
-                let params = array_leaves(param);
+                let params = param.array_leaves();
                 let source = if op == Opcode::While {
                     RelationSource::LoopState { body: callee }
                 } else {
@@ -1154,12 +1068,12 @@ impl<'c> Problem<'c> {
             let v_rank = self.values[v as usize].shape.rank();
             // The output leaf this operand keeps its layout with: per leaf
             // for collectives on tuples, otherwise the first output.
-            let partner = if op.is_per_leaf_collective() && out_values.len() == inst.operands().len()
-            {
-                out_values.get(i).copied()
-            } else {
-                out
-            };
+            let partner =
+                if op.is_per_leaf_collective() && out_values.len() == inst.operands().len() {
+                    out_values.get(i).copied()
+                } else {
+                    out
+                };
             let Some(partner) = partner else { continue };
             let out_rank = self.values[partner as usize].shape.rank();
             match op {
@@ -1304,7 +1218,7 @@ impl<'c> Problem<'c> {
                         );
                     }
                 }
-                for (&w, r) in own.iter().zip(array_leaves(&sig.result)) {
+                for (&w, r) in own.iter().zip(sig.result.array_leaves()) {
                     prefs.push((w, layout_of(r)));
                 }
             }
@@ -1340,8 +1254,9 @@ impl<'c> Problem<'c> {
                         k += 1;
                     }
                 }
-                let params: Vec<&ArrayShape> = sig.params.iter().flat_map(array_leaves).collect();
-                let result = array_leaves(&sig.result);
+                let params: Vec<&ArrayShape> =
+                    sig.params.iter().flat_map(Shape::array_leaves).collect();
+                let result = sig.result.array_leaves();
                 for (leaf, a) in r0.zip(params).chain(r1.zip(result)) {
                     if let Some(&w) = own.get(leaf) {
                         prefs.push((w, layout_of(a)));
@@ -1354,11 +1269,11 @@ impl<'c> Problem<'c> {
                         continue;
                     };
                     let leaves = self.leaf_values[o.index()].clone();
-                    for (&v, a) in leaves.iter().zip(array_leaves(param)) {
+                    for (&v, a) in leaves.iter().zip(param.array_leaves()) {
                         prefs.push((v, layout_of(a)));
                     }
                 }
-                for (&w, r) in own.iter().zip(array_leaves(&sig.result)) {
+                for (&w, r) in own.iter().zip(sig.result.array_leaves()) {
                     prefs.push((w, layout_of(r)));
                 }
             }
@@ -1379,7 +1294,7 @@ impl<'c> Problem<'c> {
         })?;
         let root_values = self.leaf_values[root.index()].clone();
         if let Some((result, reason)) = &ctx.result {
-            let leaves = array_leaves(result);
+            let leaves = result.array_leaves();
             if leaves.len() != root_values.len() {
                 return Err(self.mismatch(
                     root,
@@ -2142,7 +2057,7 @@ fn alias_leaf<'s>(s: &'s Shape, index: &[i64]) -> Option<(usize, &'s ArrayShape)
         flat += elements
             .get(..i)?
             .iter()
-            .map(array_leaf_count)
+            .map(Shape::array_leaf_count)
             .sum::<usize>();
         cur = elements.get(i)?;
     }

@@ -151,7 +151,8 @@ pub fn to_svg(module: &Module, id: CompId) -> String {
     let (ids, note) = drawn(comp);
     let index: FxHashMap<InstId, usize> = ids.iter().enumerate().map(|(i, &id)| (id, i)).collect();
     // Layers: one below the deepest drawn operand, in a topological order.
-    let topo: Vec<InstId> = layout_assignment::topological_order(comp)
+    let topo: Vec<InstId> = comp
+        .topological_order()
         .unwrap_or_else(|_| comp.schedule().to_vec())
         .into_iter()
         .filter(|n| index.contains_key(n))

@@ -13,17 +13,15 @@
 //! (`%x.copy.pad`, `%x.copy.transpose`, ...).
 
 use hlo::{
-    AttrValue, Computation, InstId, Instruction, KnownAttr, Opcode, PadDim, Payload, SliceDim,
+    AttrValue, Computation, FreshNames, InstId, Instruction, KnownAttr, Opcode, PadDim, Payload,
+    Placement, SliceDim,
 };
 use rustc_hash::FxHashMap;
 use shape::{ArrayShape, Layout, PrimitiveType, Shape, Step, StepOp};
 use target::TargetSpec;
 
 use crate::uses::inherited_attrs;
-use crate::{
-    ExpandedStep, RelayoutError, Rewrite, RewriteKind, edit, laid_out, names_of, storage_bytes,
-    unique_name,
-};
+use crate::{ExpandedStep, RelayoutError, Rewrite, RewriteKind, edit, laid_out, storage_bytes};
 
 /// True when a copy from `from` to `to` is a tiled relayout: one side is
 /// tiled and the layouts differ (other tiles, or the same tiles over
@@ -173,9 +171,9 @@ pub fn expand_copies(
     if copies.is_empty() {
         return Ok(Vec::new());
     }
-    let mut names = names_of(comp);
+    let mut names = FreshNames::of(comp);
     let mut zeros: FxHashMap<PrimitiveType, InstId> = FxHashMap::default();
-    let mut before: FxHashMap<InstId, Vec<InstId>> = FxHashMap::default();
+    let mut placement = Placement::default();
     let mut rewrites = Vec::new();
     for (c, o, from, to) in copies {
         let copy_name = comp.inst(c).name.clone();
@@ -217,13 +215,13 @@ pub fn expand_copies(
                         // Instruction names are unique across the module,
                         // and computations are rewritten independently, so
                         // the name derives from the copy's (unique) one.
-                        let name = unique_name(&format!("{copy_name}.zero"), &mut names);
+                        let name = names.fresh(&format!("{copy_name}.zero"));
                         let scalar = ArrayShape::with_layout(t, &[], Layout::new(&[]));
                         let mut inst =
                             Instruction::new(name, Opcode::Constant, Shape::Array(scalar));
                         inst.payload = Payload::Constant(zero_literal(t).into());
                         let z = comp.add_unscheduled(inst, &[]).map_err(edit(&cname))?;
-                        before.entry(c).or_default().push(z);
+                        placement.before.entry(c).or_default().push(z);
                         zeros.insert(t, z);
                         z
                     }
@@ -252,12 +250,12 @@ pub fn expand_copies(
                     bytes,
                 });
             } else {
-                let name = unique_name(&format!("{copy_name}.{op}"), &mut names);
+                let name = names.fresh(&format!("{copy_name}.{op}"));
                 let inst = step_instruction(step, name.clone(), &base);
                 let id = comp
                     .add_unscheduled(inst, &operands)
                     .map_err(edit(&cname))?;
-                before.entry(c).or_default().push(id);
+                placement.before.entry(c).or_default().push(id);
                 steps.push(ExpandedStep {
                     name,
                     op,
@@ -304,14 +302,6 @@ pub fn expand_copies(
             steps,
         });
     }
-    let old: Vec<InstId> = comp.schedule().to_vec();
-    let mut schedule = Vec::with_capacity(comp.graph().node_count());
-    for id in old {
-        if let Some(pre) = before.get(&id) {
-            schedule.extend_from_slice(pre);
-        }
-        schedule.push(id);
-    }
-    comp.set_schedule(schedule).map_err(edit(&cname))?;
+    comp.reschedule(&placement).map_err(edit(&cname))?;
     Ok(rewrites)
 }

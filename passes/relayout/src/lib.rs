@@ -36,7 +36,6 @@ pub mod uses;
 use std::fmt;
 
 use hlo::{CompId, Computation, EditError, InstId, Module};
-use rustc_hash::FxHashSet;
 use shape::{ArrayShape, DimVec, Shape};
 use target::TargetSpec;
 
@@ -322,23 +321,6 @@ pub(crate) fn laid_out(a: &ArrayShape) -> ArrayShape {
     a.in_layout(a.layout_or_default())
 }
 
-/// Names in use in a computation, for making new ones unique.
-pub(crate) fn names_of(comp: &Computation) -> FxHashSet<String> {
-    comp.instructions().map(|(_, i)| i.name.clone()).collect()
-}
-
-/// `base`, or `base.1`, `base.2`, ... : the first name not yet used.
-pub(crate) fn unique_name(base: &str, names: &mut FxHashSet<String>) -> String {
-    let mut name = base.to_string();
-    let mut k = 1;
-    while names.contains(&name) {
-        name = format!("{base}.{k}");
-        k += 1;
-    }
-    names.insert(name.clone());
-    name
-}
-
 /// Wraps an edit error with the computation's name.
 pub(crate) fn edit(computation: &str) -> impl Fn(EditError) -> RelayoutError + '_ {
     move |error| RelayoutError::Edit {
@@ -349,18 +331,9 @@ pub(crate) fn edit(computation: &str) -> impl Fn(EditError) -> RelayoutError + '
 
 /// A topological order (operands first) of the computation.
 pub(crate) fn order(comp: &Computation) -> Result<Vec<InstId>, RelayoutError> {
-    layout_assignment::topological_order(comp).map_err(|e| match e {
-        layout_assignment::ProblemError::Cycle {
-            computation,
-            instruction,
-        } => RelayoutError::Cycle {
-            computation,
-            instruction,
-        },
-        other => RelayoutError::Cycle {
-            computation: comp.name.clone(),
-            instruction: other.to_string(),
-        },
+    comp.topological_order().map_err(|e| RelayoutError::Cycle {
+        computation: e.computation,
+        instruction: e.instruction,
     })
 }
 

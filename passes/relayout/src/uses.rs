@@ -17,16 +17,15 @@
 
 use std::borrow::Cow;
 
-use hlo::{Attrs, Computation, InstId, Instruction, KnownAttr, Opcode};
+use hlo::{Attrs, Computation, FreshNames, InstId, Instruction, KnownAttr, Opcode, Placement};
 use layout_assignment::{Need, NeedSource};
-use rustc_hash::{FxHashMap, FxHashSet};
-use shape::{ArrayShape, DimVec, Layout, Shape};
-use smallvec::SmallVec;
+use rustc_hash::FxHashMap;
+use shape::{DimVec, Layout, Shape};
 use target::TargetSpec;
 
 use crate::{
-    ComputationFacts, RelayoutError, Rewrite, RewriteKind, edit, laid_out, names_of, order,
-    same_memory_space, storage_bytes, unique_name,
+    ComputationFacts, RelayoutError, Rewrite, RewriteKind, edit, laid_out, order,
+    same_memory_space, storage_bytes,
 };
 
 /// Where a needed layout is read.
@@ -105,16 +104,6 @@ fn unchecked(op: Opcode) -> bool {
         || matches!(op, Opcode::Parameter | Opcode::Bitcast | Opcode::Copy)
 }
 
-fn array_leaves(s: &Shape) -> SmallVec<[&ArrayShape; 2]> {
-    // Most shapes are one array; they need neither a walk nor the heap.
-    if let Shape::Array(a) = s {
-        return SmallVec::from_slice(&[a]);
-    }
-    let mut v = SmallVec::new();
-    s.for_each_array(&mut |_, a| v.push(a));
-    v
-}
-
 /// Why a use needs the layout it needs; turned into a sentence only for a
 /// use that is not met, since most uses are.
 #[derive(Clone, Copy)]
@@ -147,7 +136,7 @@ fn operand_wants(comp: &Computation, target: &TargetSpec, id: InstId, out: &mut 
         return;
     }
     let needs = layout_assignment::inst_needs(target, comp, id);
-    let results = array_leaves(&inst.shape);
+    let results = inst.shape.array_leaves();
     let keeps = target.keeps_layout(op);
     for (i, &o) in inst.operands().iter().enumerate() {
         let Some(a) = comp.inst(o).shape.as_array() else {
@@ -296,9 +285,10 @@ fn all_wants(comp: &Computation, target: &TargetSpec, topo: &[InstId]) -> Vec<Wa
 struct Inserter {
     computation: String,
     made: FxHashMap<(InstId, Layout), (InstId, usize)>,
-    after: FxHashMap<InstId, Vec<InstId>>,
-    at_end: Vec<InstId>,
-    names: FxHashSet<String>,
+    /// Where the new instructions go: after what they read, and the
+    /// rebuilt entry result's parts at the end.
+    placement: Placement,
+    names: FreshNames,
     rewrites: Vec<Rewrite>,
 }
 
@@ -351,14 +341,14 @@ impl Inserter {
         } else {
             (Opcode::Copy, "copy", RewriteKind::InsertedCopy)
         };
-        let name = unique_name(&format!("{}.{suffix}", source.name), &mut self.names);
+        let name = self.names.fresh(&format!("{}.{suffix}", source.name));
         let operand_name = source.name.clone();
         let mut inst = Instruction::new(name.clone(), opcode, Shape::Array(to.clone()));
         inst.attrs = inherited_attrs(&source.attrs);
         let id = comp
             .add_unscheduled(inst, &[value])
             .map_err(edit(&self.computation))?;
-        self.after.entry(value).or_default().push(id);
+        self.placement.after.entry(value).or_default().push(id);
         let bytes = if bitcast { 0 } else { storage_bytes(&to) };
         let verb = if bitcast { "bitcast" } else { "copy" };
         self.rewrites.push(Rewrite {
@@ -416,10 +406,7 @@ impl Inserter {
                             }
                         }
                     } else {
-                        let name = unique_name(
-                            &format!("{}.gte.{k}", comp.inst(id).name),
-                            &mut self.names,
-                        );
+                        let name = self.names.fresh(&format!("{}.gte.{k}", comp.inst(id).name));
                         let mut gte =
                             Instruction::new(name, Opcode::GetTupleElement, es[k].clone());
                         gte.attrs
@@ -427,7 +414,7 @@ impl Inserter {
                         let g = comp
                             .add_unscheduled(gte, &[id])
                             .map_err(edit(&self.computation))?;
-                        self.at_end.push(g);
+                        self.placement.at_end.push(g);
                         g
                     };
                     let consumer = format!("{consumer}, element {k}");
@@ -445,13 +432,14 @@ impl Inserter {
                     comp.inst_mut(id).shape = Shape::Tuple(shapes);
                     return Ok(None);
                 }
-                let name =
-                    unique_name(&format!("{}.relayout", comp.inst(id).name), &mut self.names);
+                let name = self
+                    .names
+                    .fresh(&format!("{}.relayout", comp.inst(id).name));
                 let tuple = Instruction::new(name, Opcode::Tuple, Shape::Tuple(shapes));
                 let t = comp
                     .add_unscheduled(tuple, &parts)
                     .map_err(edit(&self.computation))?;
-                self.at_end.push(t);
+                self.placement.at_end.push(t);
                 Ok(Some(t))
             }
             _ if shape.same_logical_shape(required) => Ok(None),
@@ -477,8 +465,8 @@ fn in_default_memory_space(s: &Shape) -> Shape {
 /// True when some array leaf of `have` lacks the layout `required` gives
 /// it, memory space aside.
 fn leaf_differs(have: &Shape, required: &Shape) -> bool {
-    let h = array_leaves(have);
-    let r = array_leaves(required);
+    let h = have.array_leaves();
+    let r = required.array_leaves();
     h.len() != r.len()
         || h.iter().zip(&r).any(|(a, b)| {
             a.rank() > 0
@@ -535,9 +523,8 @@ pub fn fix_uses(
     let mut ins = Inserter {
         computation: comp.name.clone(),
         made: FxHashMap::default(),
-        after: FxHashMap::default(),
-        at_end: Vec::new(),
-        names: names_of(comp),
+        placement: Placement::default(),
+        names: FreshNames::of(comp),
         rewrites: Vec::new(),
     };
     // Providing reads no uses, so all sites are redirected in one batch:
@@ -556,20 +543,7 @@ pub fn fix_uses(
         comp.set_root(new).map_err(edit(&ins.computation))?;
     }
     // One new schedule: each new instruction right after what it reads.
-    let old: Vec<InstId> = comp.schedule().to_vec();
-    let mut schedule = Vec::with_capacity(comp.graph().node_count());
-    fn push_tree(id: InstId, schedule: &mut Vec<InstId>, after: &FxHashMap<InstId, Vec<InstId>>) {
-        schedule.push(id);
-        if let Some(next) = after.get(&id) {
-            for &n in next {
-                push_tree(n, schedule, after);
-            }
-        }
-    }
-    for id in old.into_iter().chain(ins.at_end.iter().copied()) {
-        push_tree(id, &mut schedule, &ins.after);
-    }
-    comp.set_schedule(schedule)
+    comp.reschedule(&ins.placement)
         .map_err(edit(&ins.computation))?;
     Ok(ins.rewrites)
 }
