@@ -29,10 +29,12 @@ pub mod pipeline;
 use std::hash::{Hash, Hasher};
 use std::sync::{Arc, Mutex};
 
-use hlo::{CompId, Computation, ComputationLayout, IoAlias, Module, ParseError};
+use hlo::{
+    CallGraph, CallRole, CompId, Computation, ComputationLayout, IoAlias, Module, ParseError,
+};
 use layout_assignment::{
-    BoundSite, CallGraph, CallQueries, CallRole, ComputationAssignment, Context, ModuleFacts,
-    Moved, PassError, Phase, Signature, SolverOptions, WEIGH_LEVELS,
+    BoundSite, CallQueries, ComputationAssignment, Context, ModuleFacts, Moved, PassError, Phase,
+    Signature, SolverOptions, WEIGH_LEVELS,
 };
 use rustc_hash::{FxHashMap, FxHasher};
 use salsa::Setter;
@@ -176,7 +178,7 @@ pub fn parsed(db: &dyn salsa::Database, c: SourceComputation) -> Parsed {
 #[salsa::tracked(returns(ref))]
 pub fn calls(db: &dyn salsa::Database, c: SourceComputation) -> Vec<(CompId, CallRole)> {
     match &parsed(db, c).result {
-        Ok(comp) => layout_assignment::calls_of(comp),
+        Ok(comp) => hlo::calls_of(comp),
         Err(_) => Vec::new(),
     }
 }

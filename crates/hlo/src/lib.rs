@@ -12,6 +12,7 @@
 //! - [`verify_module`] checks structure and shapes (not layouts).
 
 mod attrs;
+mod calls;
 mod compare;
 mod diag;
 mod ir;
@@ -27,6 +28,7 @@ mod view;
 pub use attrs::{
     Attr, AttrKey, AttrValue, Attrs, ConvDimLabels, KnownAttr, OperandAlias, PadDim, SliceDim,
 };
+pub use calls::{CallGraph, CallRole, CallSchedule, calls_of};
 pub use compare::diff_modules;
 pub use diag::{Diagnostic, ParseError, find_definition};
 pub use ir::{

@@ -39,14 +39,14 @@
 //! alone signatures and the costs of their alone and bounded assignments;
 //! a callee's final assignment reads its caller's final choice.
 
-use hlo::{AttrValue, CompId, Computation, InstId, KnownAttr, Opcode};
+use hlo::{AttrValue, CallGraph, CallRole, CompId, Computation, InstId, KnownAttr, Opcode};
 use shape::Shape;
 use target::TargetSpec;
 
 use crate::context::{BoundaryReason, Context, Signature};
 use crate::materialize::ComputationAssignment;
 use crate::problem::Site;
-use crate::{CallGraph, CallRole, PassError, Phase, SolverOptions, assign_computation};
+use crate::{PassError, Phase, SolverOptions, assign_computation};
 
 /// Bytes and copies an assignment moves.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]

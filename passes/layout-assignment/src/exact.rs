@@ -772,7 +772,8 @@ mod tests {
 
     use super::*;
     use crate::problem::Problem;
-    use crate::{CallGraph, Phase, context_for, materialize, solve};
+    use crate::{Phase, context_for, materialize, solve};
+    use hlo::CallGraph;
 
     /// The most labellings a test enumerates.
     const MAX_ENUMERATED: usize = 20_000;

@@ -28,7 +28,7 @@ mod tiling;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use hlo::{AttrValue, CompId, Computation, InstId, KnownAttr, Module, Opcode};
+use hlo::{CallGraph, CallRole, CallSchedule, CompId, Computation, InstId, Module, Opcode};
 use rustc_hash::FxHashMap;
 use shape::Shape;
 use target::TargetSpec;
@@ -126,205 +126,6 @@ impl Default for SolverOptions {
             time_limit: Self::DEFAULT_TIME_LIMIT,
         }
     }
-}
-
-/// How a computation is used by the instructions that call it.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub enum CallRole {
-    /// The body of a while loop.
-    WhileBody,
-    /// The condition of a while loop with this body.
-    WhileCondition { body: CompId },
-    /// A branch of a conditional; `branches` lists all of them.
-    Branch {
-        conditional: String,
-        branches: Vec<CompId>,
-    },
-    /// Called by `call` or `fusion`.
-    Called,
-    /// Applied to elements (reduce, sort, map, scatter, ...).
-    Applied,
-}
-
-/// Who calls each computation, and how.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct CallGraph {
-    /// Per computation: its roles, first caller first.
-    pub roles: Vec<Vec<CallRole>>,
-    /// Per computation: the computations it calls, in instruction order,
-    /// while bodies before their conditions.
-    pub callees: Vec<Vec<CompId>>,
-    /// Per computation: the caller of each of its call sites (one entry per
-    /// calling instruction; applied computations count once per caller).
-    pub sites: Vec<Vec<CompId>>,
-}
-
-impl CallGraph {
-    /// Builds the call graph of a module.
-    pub fn new(module: &Module) -> CallGraph {
-        let calls = module
-            .computation_ids()
-            .map(|c| (c, calls_of(module.computation(c))));
-        CallGraph::from_calls(module.computations.len(), calls)
-    }
-
-    /// Builds the call graph from each computation's own calls (see
-    /// [`calls_of`]), so that an incremental database can recompute one
-    /// computation's calls alone.
-    pub fn from_calls(
-        n: usize,
-        calls: impl IntoIterator<Item = (CompId, Vec<(CompId, CallRole)>)>,
-    ) -> CallGraph {
-        let mut g = CallGraph {
-            roles: vec![Vec::new(); n],
-            callees: vec![Vec::new(); n],
-            sites: vec![Vec::new(); n],
-        };
-        for (caller, list) in calls {
-            for (callee, role) in list {
-                if callee.index() >= n || caller.index() >= n {
-                    continue;
-                }
-                g.sites[callee.index()].push(caller);
-                if !g.callees[caller.index()].contains(&callee) {
-                    g.callees[caller.index()].push(callee);
-                }
-                if !g.roles[callee.index()].contains(&role) {
-                    g.roles[callee.index()].push(role);
-                }
-            }
-        }
-        g
-    }
-}
-
-/// The order in which a module's assignments are computed so that every
-/// computation finds what it reads already computed: no chain of queries
-/// then follows the depth of the call graph (see `calls.rs`).
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Schedule {
-    /// Callees before callers: alone assignments (and free ones, for
-    /// branches) read only their callees' signatures.
-    pub bottom_up: Vec<CompId>,
-    /// Callers before callees, and a loop body before its condition: a
-    /// final assignment reads its only caller's choice, and a loop
-    /// condition its body's final parameters.
-    pub top_down: Vec<CompId>,
-}
-
-impl CallGraph {
-    /// Whether `id` is a conditional branch.
-    pub fn is_branch(&self, id: CompId) -> bool {
-        self.roles
-            .get(id.index())
-            .is_some_and(|r| r.iter().any(|r| matches!(r, CallRole::Branch { .. })))
-    }
-
-    /// Whether `id` is a loop condition.
-    pub fn is_condition(&self, id: CompId) -> bool {
-        self.roles.get(id.index()).is_some_and(|r| {
-            r.iter()
-                .any(|r| matches!(r, CallRole::WhileCondition { .. }))
-        })
-    }
-
-    /// The schedule of the whole module: Kahn's algorithm over the call
-    /// edges and the body-before-condition edges, lowest index first among
-    /// the ready ones. Computations on a cycle of calls (which the input
-    /// check refuses) come last, in index order.
-    pub fn schedule(&self) -> Schedule {
-        let n = self.callees.len();
-        let mut after: Vec<Vec<CompId>> = self.callees.clone();
-        for (id, roles) in self.roles.iter().enumerate() {
-            for r in roles {
-                if let CallRole::WhileCondition { body } = r
-                    && body.index() < n
-                    && !after[body.index()].contains(&CompId(id as u32))
-                {
-                    after[body.index()].push(CompId(id as u32));
-                }
-            }
-        }
-        let mut waiting = vec![0usize; n];
-        for list in &after {
-            for c in list {
-                waiting[c.index()] += 1;
-            }
-        }
-        let mut ready: std::collections::BinaryHeap<std::cmp::Reverse<u32>> = (0..n)
-            .filter(|&i| waiting[i] == 0)
-            .map(|i| std::cmp::Reverse(i as u32))
-            .collect();
-        let mut top_down = Vec::with_capacity(n);
-        let mut placed = vec![false; n];
-        while let Some(std::cmp::Reverse(i)) = ready.pop() {
-            top_down.push(CompId(i));
-            placed[i as usize] = true;
-            for c in &after[i as usize] {
-                waiting[c.index()] -= 1;
-                if waiting[c.index()] == 0 {
-                    ready.push(std::cmp::Reverse(c.0));
-                }
-            }
-        }
-        top_down.extend((0..n).filter(|&i| !placed[i]).map(|i| CompId(i as u32)));
-        let bottom_up = top_down.iter().rev().copied().collect();
-        Schedule {
-            bottom_up,
-            top_down,
-        }
-    }
-}
-
-/// The computations `comp` calls and how, in instruction order, with while
-/// bodies before their conditions.
-pub fn calls_of(comp: &Computation) -> Vec<(CompId, CallRole)> {
-    let mut out: Vec<(CompId, CallRole)> = Vec::new();
-    // Scalar computations applied by many reductions appear once.
-    let mut applied: rustc_hash::FxHashSet<CompId> = rustc_hash::FxHashSet::default();
-    for (_, inst) in comp.instructions() {
-        let single = |k: KnownAttr| match inst.attrs.get(k) {
-            Some(AttrValue::Computation(c)) => Some(*c),
-            _ => None,
-        };
-        match inst.opcode {
-            Opcode::While => {
-                if let Some(body) = single(KnownAttr::Body) {
-                    out.push((body, CallRole::WhileBody));
-                    if let Some(cond) = single(KnownAttr::Condition) {
-                        out.push((cond, CallRole::WhileCondition { body }));
-                    }
-                }
-            }
-            Opcode::Conditional => {
-                let branches: Vec<CompId> = inst.attrs.called_computations().collect();
-                for &b in &branches {
-                    out.push((
-                        b,
-                        CallRole::Branch {
-                            conditional: inst.name.clone(),
-                            branches: branches.clone(),
-                        },
-                    ));
-                }
-            }
-            Opcode::Call | Opcode::Fusion | Opcode::AsyncStart => {
-                out.extend(
-                    inst.attrs
-                        .called_computations()
-                        .map(|c| (c, CallRole::Called)),
-                );
-            }
-            _ => {
-                for c in inst.attrs.called_computations() {
-                    if applied.insert(c) {
-                        out.push((c, CallRole::Applied));
-                    }
-                }
-            }
-        }
-    }
-    out
 }
 
 /// The module-level facts a computation's context needs. Each is asked for
@@ -941,7 +742,7 @@ impl Driver<'_> {
     /// the schedule's order: alone (or free, for a branch) callees first,
     /// then final ones callers first. Failures stay in the memo, to be
     /// reported in computation order.
-    fn warm(&mut self, schedule: &Schedule, wanted: &dyn Fn(CompId) -> bool) {
+    fn warm(&mut self, schedule: &CallSchedule, wanted: &dyn Fn(CompId) -> bool) {
         let entry = self.module.entry;
         for &id in schedule.bottom_up.iter().filter(|&&id| wanted(id)) {
             if self.graph.is_branch(id) {
