@@ -14,7 +14,7 @@
 use std::sync::Arc;
 
 use hlo::{CompId, Computation, ComputationLayout, Module, ModuleView, Opcode, VerifyError};
-use layout_assignment::Report as AssignmentReport;
+use layout_assignment::{ApplyError, Report as AssignmentReport};
 use relayout::{RelayoutError, Rewrite};
 use rustc_hash::FxHashMap;
 
@@ -227,31 +227,36 @@ pub fn output_entry_layout(
 pub fn applied(
     db: &dyn salsa::Database,
     c: SourceComputation,
-) -> Stepped<Option<Arc<AssignmentReport>>> {
+) -> Stepped<Result<Option<Arc<AssignmentReport>>, ApplyError>> {
     let Ok(comp) = &parsed(db, c).result else {
         return Stepped {
             comp: None,
-            report: None,
+            report: Ok(None),
         };
     };
     let m = c.module(db);
     if !m.steps(db).assign {
         return Stepped {
             comp: Some(comp.clone()),
-            report: None,
+            report: Ok(None),
         };
     }
     let Ok(a) = final_assignment(db, c) else {
         return Stepped {
             comp: None,
-            report: None,
+            report: Ok(None),
         };
     };
     let mut out = Computation::clone(comp);
-    let report = layout_assignment::apply_computation(&mut out, a, c.index(db) == m.entry(db));
-    Stepped {
-        comp: Some(Arc::new(out)),
-        report: Some(Arc::new(report)),
+    match layout_assignment::apply_computation(&mut out, a, c.index(db) == m.entry(db)) {
+        Ok(report) => Stepped {
+            comp: Some(Arc::new(out)),
+            report: Ok(Some(Arc::new(report))),
+        },
+        Err(e) => Stepped {
+            comp: None,
+            report: Err(e),
+        },
     }
 }
 
@@ -301,12 +306,13 @@ pub fn relayouted(
 }
 
 /// One computation's part of the assignment report (`None` without
-/// assignment, or when it was not assigned).
+/// assignment, or when it was not assigned), or why its assignment could
+/// not be applied.
 #[salsa::tracked(returns(ref))]
 pub fn assignment_part(
     db: &dyn salsa::Database,
     c: SourceComputation,
-) -> Option<Arc<AssignmentReport>> {
+) -> Result<Option<Arc<AssignmentReport>>, ApplyError> {
     applied(db, c).report.clone()
 }
 

@@ -467,6 +467,13 @@ fn assemble(
         let _ = pipeline::printed(db, c);
         let _ = pipeline::counted(db, c);
     });
+    // Assignments are applied to every computation before any is
+    // relayouted, so a failure to apply comes first, as in `run`.
+    for &c in &comps {
+        if let Err(e) = pipeline::assignment_part(db, c) {
+            return Err(PipelineError::Assign(e.to_string()));
+        }
+    }
     let mut rewrites = Vec::new();
     for &c in &comps {
         match pipeline::rewrites(db, c) {
@@ -478,7 +485,7 @@ fn assemble(
     let assignment = assign.then(|| {
         let mut report = AssignmentReport::default();
         for &c in &comps {
-            if let Some(part) = pipeline::assignment_part(db, c) {
+            if let Ok(Some(part)) = pipeline::assignment_part(db, c) {
                 report.extend(AssignmentReport::clone(part));
             }
         }

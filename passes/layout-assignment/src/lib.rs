@@ -40,7 +40,8 @@ pub use calls::{
 pub use check::{LayoutProblem, check_computation_layouts, check_layouts, prove_bitcast};
 pub use context::{BoundaryReason, Context, Signature};
 pub use materialize::{
-    ComputationAssignment, PlannedCopy, PlannedOrientation, apply, refresh_forwarded_shapes,
+    ApplyError, ComputationAssignment, PlannedCopy, PlannedOrientation, apply,
+    refresh_forwarded_shapes,
 };
 pub use policy::{
     MatrixNeed, MinorNeed, Need, NeedSource, default_layout, first_array, inst_needs,
@@ -57,6 +58,8 @@ pub use tiling::{TileUse, allows as tiling_allows, layout_for, layout_for_use, s
 pub enum PassError {
     #[error(transparent)]
     Problem(#[from] ProblemError),
+    #[error(transparent)]
+    Apply(#[from] ApplyError),
     #[error("the call graph has a cycle through computation {0}")]
     RecursiveCall(String),
     #[error("{0}")]
@@ -445,7 +448,7 @@ pub fn run_with(
     for (id, result) in results {
         assignments.insert(id, result?);
     }
-    Ok(apply_module(module, &assignments))
+    Ok(apply_module(module, &assignments)?)
 }
 
 /// Whether computation `id` is only ever applied (by a reduce, sort,
@@ -488,15 +491,17 @@ fn assign_leaf(
 }
 
 /// Applies per-computation assignments to a module and builds the report.
+/// The first failure in computation order is the one reported, as a
+/// sequential run would meet it.
 pub fn apply_module(
     module: &mut Module,
     assignments: &BTreeMap<CompId, ComputationAssignment>,
-) -> Report {
+) -> Result<Report, ApplyError> {
     use rayon::prelude::*;
     // Each computation takes its own assignment independently, so they do
     // so on all cores; the report is then written in computation order.
     let entry = module.entry;
-    let parts: Vec<Option<Report>> = module
+    let parts: Vec<Option<Result<Report, ApplyError>>> = module
         .computations
         .par_iter_mut()
         .enumerate()
@@ -507,14 +512,14 @@ pub fn apply_module(
         .collect();
     let mut report = Report::default();
     for part in parts.into_iter().flatten() {
-        report.extend(part);
+        report.extend(part?);
     }
     // The entry computation layout now names every layout.
     if let Some(a) = assignments.get(&module.entry) {
         report.tiled_entry = fill_entry_layout(&mut module.entry_computation_layout, &a.signature);
         report.entry_layout = Some(module.entry_computation_layout.clone());
     }
-    report
+    Ok(report)
 }
 
 /// Applies one computation's assignment (its copies) and reports what it
@@ -525,11 +530,13 @@ pub fn apply_computation(
     comp: &mut Computation,
     a: &ComputationAssignment,
     is_entry: bool,
-) -> Report {
+) -> Result<Report, ApplyError> {
+    // The input verifier refuses cycles; the schedule serves a module
+    // built in code that skipped it.
     let order = comp
         .topological_order()
         .unwrap_or_else(|_| comp.schedule().to_vec());
-    let names = apply(comp, a, &order);
+    let names = apply(comp, a, &order)?;
     let comp: &Computation = comp;
     let mut report = Report::default();
     for (c, name) in a.copies.iter().zip(names.iter()) {
@@ -615,7 +622,7 @@ pub fn apply_computation(
         report.filled.extend(a.filled.iter().cloned());
     }
     report.computations.push(a.stats.clone());
-    report
+    Ok(report)
 }
 
 /// Fills the entry computation layout from the entry's assigned

@@ -2,7 +2,8 @@
 //! and one shared copy per (value, layout) that a use needs.
 
 use hlo::{
-    AttrValue, Attrs, Computation, FreshNames, InstId, Instruction, KnownAttr, Opcode, Placement,
+    AttrValue, Attrs, Computation, CycleError, EditError, FreshNames, InstId, Instruction,
+    KnownAttr, Opcode, Placement,
 };
 use rustc_hash::FxHashMap;
 use shape::{Layout, Shape};
@@ -810,13 +811,29 @@ fn describe_fix(
     }
 }
 
+/// Why an assignment could not be applied to its computation. The
+/// assignment was made for this very computation, so either is a bug in
+/// the pass, reported rather than hidden.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum ApplyError {
+    /// The computation refused a graph edit.
+    #[error("computation {computation}: applying the assignment failed: {error}")]
+    Edit {
+        computation: String,
+        error: EditError,
+    },
+    /// The copies closed a cycle.
+    #[error(transparent)]
+    Cycle(#[from] CycleError),
+}
+
 /// Applies an assignment to its computation: sets every layout and inserts
 /// the copies. Returns the names of the inserted copies, in plan order.
 pub fn apply(
     comp: &mut Computation,
     assignment: &ComputationAssignment,
     order: &[InstId],
-) -> Vec<String> {
+) -> Result<Vec<String>, ApplyError> {
     // 1. Layouts of defined leaves.
     for (id, leaves) in &assignment.leaf_layouts {
         let mut i = 0;
@@ -835,11 +852,25 @@ pub fn apply(
     // Most computations need no copy; then the schedule stands and the
     // forwarded shapes are final.
     if assignment.copies.is_empty() {
-        return Vec::new();
+        return Ok(Vec::new());
     }
+    // 3. Copies, and the uses redirected to them, in one new schedule.
+    let copy_names = insert_copies(comp, assignment).map_err(|error| ApplyError::Edit {
+        computation: comp.name.clone(),
+        error,
+    })?;
+    // 4. What forwarded instructions forward has changed.
+    refresh_forwarded_shapes(comp, &comp.topological_order()?);
+    Ok(copy_names)
+}
 
-    // 3. Copies. New instructions are placed right after the copied value's
-    // definition (or right before the user that needs a rebuilt tuple).
+/// Inserts the planned copies and redirects their sites to them. New
+/// instructions are placed right after the copied value's definition (or
+/// right before the user that needs a rebuilt tuple), in one new schedule.
+fn insert_copies(
+    comp: &mut Computation,
+    assignment: &ComputationAssignment,
+) -> Result<Vec<String>, EditError> {
     let mut placement = Placement::default();
     let mut names = FreshNames::of(comp);
     let mut copy_names = Vec::new();
@@ -878,7 +909,7 @@ pub fn apply(
                     &mut names,
                     &mut placement.after,
                     &usable,
-                )
+                )?
             }
         };
         // The copy is named after the existing instruction it reads from.
@@ -891,9 +922,7 @@ pub fn apply(
         let name = names.fresh(&base);
         let mut copy = Instruction::new(name.clone(), Opcode::Copy, shape);
         copy.attrs = inherited_attrs(&source_inst.attrs);
-        let Ok(copy_id) = comp.add_unscheduled(copy, &[source]) else {
-            continue;
-        };
+        let copy_id = comp.add_unscheduled(copy, &[source])?;
         placement.after.entry(source).or_default().push(copy_id);
         copy_names.push(name);
         for site in &c.sites {
@@ -922,36 +951,36 @@ pub fn apply(
     let mut edits = Vec::new();
     for (user, operand) in keys {
         let leaves = &operand_leaf_map[&(user, operand)];
-        let Some(&old) = comp.operands(user).get(operand as usize) else {
-            continue;
-        };
-        let new = rebuild_with_leaves(comp, old, leaves, &mut names, &mut placement.before, user);
+        let (index, count) = (operand as usize, comp.operands(user).len());
+        let &old = comp
+            .operands(user)
+            .get(index)
+            .ok_or(EditError::OperandIndex { index, count })?;
+        let new = rebuild_with_leaves(comp, old, leaves, &mut names, &mut placement.before, user)?;
         if comp.inst(old).shape.is_tuple() || comp.inst(user).shape.is_tuple() {
-            let _ = comp.set_operand(user, operand as usize, new);
+            comp.set_operand(user, index, new)?;
         } else {
-            edits.push((user, operand as usize, new));
+            edits.push((user, index, new));
         }
     }
-    let _ = comp.set_operands_at(&edits);
+    comp.set_operands_at(&edits)?;
     if !root_leaf_map.is_empty()
         && let Some(root) = comp.root()
     {
         let mut sink = FxHashMap::default();
-        let new = rebuild_with_leaves(comp, root, &root_leaf_map, &mut names, &mut sink, root);
+        let new = rebuild_with_leaves(comp, root, &root_leaf_map, &mut names, &mut sink, root)?;
         for (_, ids) in sink {
             placement.at_end.extend(ids);
         }
         if new != root {
-            let _ = comp.set_root(new);
+            comp.set_root(new)?;
             if !placement.at_end.contains(&new) {
                 placement.at_end.push(new);
             }
         }
     }
-    // 4. One new schedule.
-    let _ = comp.reschedule(&placement);
-    refresh_forwarded_shapes(comp, &comp.topological_order().unwrap_or_default());
-    copy_names
+    comp.reschedule(&placement)?;
+    Ok(copy_names)
 }
 
 /// The one array-shaped operand instruction, other than the value's own
@@ -995,7 +1024,7 @@ fn extract_leaf(
     names: &mut FreshNames,
     after: &mut FxHashMap<InstId, Vec<InstId>>,
     usable: &dyn Fn(InstId) -> bool,
-) -> (InstId, InstId) {
+) -> Result<(InstId, InstId), EditError> {
     let (mut cur, mut remaining) = match async_result_leaf(comp, def, leaf) {
         Some((done, leaf)) => (done, leaf),
         None => (def, leaf as usize),
@@ -1004,7 +1033,7 @@ fn extract_leaf(
     loop {
         let shape = comp.inst(cur).shape.clone();
         let Some(elements) = shape.tuple_elements() else {
-            return (cur, origin);
+            return Ok((cur, origin));
         };
         let mut k = 0;
         while k < elements.len() {
@@ -1016,7 +1045,7 @@ fn extract_leaf(
             k += 1;
         }
         let Some(element) = elements.get(k) else {
-            return (cur, origin);
+            return Ok((cur, origin));
         };
         // Read the element through a get-tuple-element the input already
         // has, rather than adding a second one and leaving it unused.
@@ -1028,9 +1057,7 @@ fn extract_leaf(
         let name = names.fresh(&format!("{}.gte.{k}", comp.inst(cur).name));
         let mut gte = Instruction::new(name, Opcode::GetTupleElement, element.clone());
         gte.attrs.set(KnownAttr::Index, AttrValue::Int(k as i64));
-        let Ok(id) = comp.add_unscheduled(gte, &[cur]) else {
-            return (cur, origin);
-        };
+        let id = comp.add_unscheduled(gte, &[cur])?;
         after.entry(cur).or_default().push(id);
         cur = id;
     }
@@ -1091,13 +1118,13 @@ fn rebuild_with_leaves(
     names: &mut FreshNames,
     before: &mut FxHashMap<InstId, Vec<InstId>>,
     anchor: InstId,
-) -> InstId {
+) -> Result<InstId, EditError> {
     let shape = comp.inst(old).shape.clone();
     let Some(elements) = shape.tuple_elements() else {
-        return leaves
+        return Ok(leaves
             .iter()
             .find(|(l, _)| *l == 0)
-            .map_or(old, |&(_, new)| new);
+            .map_or(old, |&(_, new)| new));
     };
     // A tuple nobody else reads is edited in place: for an operand site,
     // its only use is this one; for the root, it has no use at all.
@@ -1133,9 +1160,7 @@ fn rebuild_with_leaves(
             let name = names.fresh(&format!("{}.gte.{k}", comp.inst(old).name));
             let mut gte = Instruction::new(name, Opcode::GetTupleElement, element.clone());
             gte.attrs.set(KnownAttr::Index, AttrValue::Int(k as i64));
-            let Ok(id) = comp.add_unscheduled(gte, &[old]) else {
-                return old;
-            };
+            let id = comp.add_unscheduled(gte, &[old])?;
             before.entry(anchor).or_default().push(id);
             id
         };
@@ -1152,11 +1177,11 @@ fn rebuild_with_leaves(
                 names,
                 before,
                 inner_anchor,
-            )));
+            )?));
         }
     }
     if !changed {
-        return old;
+        return Ok(old);
     }
     if single_use_tuple {
         let edits: Vec<(InstId, usize, InstId)> = parts
@@ -1164,8 +1189,8 @@ fn rebuild_with_leaves(
             .enumerate()
             .filter_map(|(k, part)| part.map(|new| (old, k, new)))
             .collect();
-        let _ = comp.set_operands_at(&edits);
-        return old;
+        comp.set_operands_at(&edits)?;
+        return Ok(old);
     }
     // Fill the untouched elements with get-tuple-elements too.
     let mut operands = Vec::with_capacity(elements.len());
@@ -1176,9 +1201,7 @@ fn rebuild_with_leaves(
                 let name = names.fresh(&format!("{}.gte.{k}", comp.inst(old).name));
                 let mut gte = Instruction::new(name, Opcode::GetTupleElement, elements[k].clone());
                 gte.attrs.set(KnownAttr::Index, AttrValue::Int(k as i64));
-                let Ok(id) = comp.add_unscheduled(gte, &[old]) else {
-                    return old;
-                };
+                let id = comp.add_unscheduled(gte, &[old])?;
                 before.entry(anchor).or_default().push(id);
                 id
             }
@@ -1187,11 +1210,9 @@ fn rebuild_with_leaves(
     }
     let name = names.fresh(&format!("{}.relayout", comp.inst(old).name));
     let tuple = Instruction::new(name, Opcode::Tuple, shape.clone());
-    let Ok(id) = comp.add_unscheduled(tuple, &operands) else {
-        return old;
-    };
+    let id = comp.add_unscheduled(tuple, &operands)?;
     before.entry(anchor).or_default().push(id);
-    id
+    Ok(id)
 }
 
 /// Recomputes the shapes of forwarding instructions (tuple, get-tuple-element,

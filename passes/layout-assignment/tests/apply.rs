@@ -1,0 +1,81 @@
+//! Applying an assignment reports a graph edit it cannot make instead of
+//! dropping it: the plan of one computation applied to another whose
+//! instruction at a copy's site has fewer operands.
+
+use hlo::{CompId, EditError};
+use layout_assignment::{
+    ApplyError, ComputationAssignment, Phase, SolverOptions, apply_computation, assign_computation,
+    context_for,
+};
+
+/// Two parameters in different layouts added together: `p1` is copied once
+/// for operand 1 of `add` (the test `mismatched_entry_parameter_gets_one_copy`
+/// of `assignment.rs`).
+const ADD: &str =
+    "HloModule m, entry_computation_layout={(f32[42,12]{1,0}, f32[42,12]{0,1})->f32[42,12]{1,0}}
+ENTRY e {
+  p0 = f32[42,12] parameter(0)
+  p1 = f32[42,12] parameter(1)
+  ROOT add = f32[42,12] add(p0, p1)
+}
+";
+
+/// The same instructions, with the root reading one operand.
+const NEGATE: &str =
+    "HloModule m, entry_computation_layout={(f32[42,12]{1,0}, f32[42,12]{0,1})->f32[42,12]{1,0}}
+ENTRY e {
+  p0 = f32[42,12] parameter(0)
+  p1 = f32[42,12] parameter(1)
+  ROOT add = f32[42,12] negate(p0)
+}
+";
+
+fn assignment(module: &hlo::Module) -> ComputationAssignment {
+    let target = target::load_builtin("cpu").unwrap();
+    let graph = hlo::CallGraph::new(module);
+    let mut no_callees = |c: CompId, _: Phase| {
+        Err(layout_assignment::PassError::Module(format!(
+            "no callee #{} here",
+            c.0
+        )))
+    };
+    let ctx = context_for(
+        module,
+        &graph,
+        module.entry,
+        Phase::Final,
+        None,
+        &mut no_callees,
+    )
+    .unwrap();
+    let names = |c: CompId| format!("#{}", c.0);
+    assign_computation(
+        module.entry_computation(),
+        &names,
+        &ctx,
+        &target,
+        &SolverOptions::default(),
+    )
+    .unwrap()
+}
+
+#[test]
+fn an_edit_that_fails_is_an_error() {
+    let module = hlo::parse_module(ADD, "add.hlo").unwrap();
+    let plan = assignment(&module);
+    assert_eq!(plan.copies.len(), 1);
+    let mut own = module.entry_computation().clone();
+    let report = apply_computation(&mut own, &plan, true).unwrap();
+    assert_eq!(report.copies.len(), 1);
+
+    let other = hlo::parse_module(NEGATE, "negate.hlo").unwrap();
+    let mut comp = other.entry_computation().clone();
+    let error = apply_computation(&mut comp, &plan, true).unwrap_err();
+    assert_eq!(
+        error,
+        ApplyError::Edit {
+            computation: "e".into(),
+            error: EditError::OperandIndex { index: 1, count: 1 },
+        }
+    );
+}
