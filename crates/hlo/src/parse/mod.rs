@@ -17,25 +17,25 @@
 //! stays in text order. So the result, errors included, is exactly the
 //! sequential one.
 
-use std::ops::Range;
-use std::sync::Mutex;
-use std::sync::OnceLock;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+mod parallel;
 
-use rayon::prelude::*;
+use std::ops::Range;
+use std::sync::OnceLock;
+
 use rustc_hash::FxHashMap;
 use smallvec::SmallVec;
 
 use shape::{PrimitiveType, Shape};
 
 use crate::diag::{Origin, ParseError, RawError, make_error, source_line};
-use crate::lex::{Cursor, describe, is_ident_continue};
-use crate::outline::{ModuleOutline, Span, boolean, outline, shape_index};
+use crate::lex::{Cursor, describe};
+use crate::outline::{Span, boolean, outline, shape_index};
 use crate::print::attr_is_default;
 use crate::{
     Attr, AttrKey, AttrValue, Attrs, CompId, Computation, ComputationLayout, ConvDimLabels, InstId,
     Instruction, KnownAttr, Module, Opcode, OperandAlias, PadDim, Payload, SliceDim,
 };
+use parallel::parse_in_parallel;
 
 /// Maps the name of a called computation to its id. `Sync`, so that the
 /// computations of a module can be parsed on several threads.
@@ -183,348 +183,6 @@ fn parse_in_order(
         computations.push(CompParser::parse(comp_text, &resolve).map_err(|e| (i, e))?);
     }
     Ok(computations)
-}
-
-/// The parallel path. The outline scan is itself a good share of the
-/// work, so it runs beside the parsing of the computations, which starts
-/// from where they seem to be (see [`guess_computations`]). What was parsed
-/// is kept only if the outline finds exactly those computations, by name
-/// and extent; then it is what parsing from the outline gives, since a
-/// computation's parse depends only on its text and the names of all
-/// computations. Otherwise the computations are parsed again from the
-/// outline.
-fn parse_in_parallel(
-    text: &str,
-    file_name: &str,
-    options: &ParseOptions,
-) -> Result<(ModuleOutline, Result<Vec<Computation>, CompError>), ParseError> {
-    let (outline, (guess, parsed)) = rayon::join(
-        || outline(text, file_name),
-        || {
-            let guess = guess_computations(text);
-            let spans: Vec<Range<usize>> = guess.iter().map(|(_, span)| span.clone()).collect();
-            let resolver = Resolver::new(guess.iter().map(|&(name, _)| name));
-            let parsed = Plan::new(text, &spans, options).run(text, &spans, &resolver);
-            (guess, parsed)
-        },
-    );
-    let outline = outline?;
-    let confirmed = outline.computations.len() == guess.len()
-        && outline
-            .computations
-            .iter()
-            .zip(&guess)
-            .all(|(c, (name, span))| {
-                c.name == *name && c.span.start == span.start && c.span.end == span.end
-            });
-    if confirmed {
-        return Ok((outline, parsed));
-    }
-    let spans: Vec<Range<usize>> = outline
-        .computations
-        .iter()
-        .map(|c| c.span.start..c.span.end)
-        .collect();
-    let resolver = Resolver::new(outline.computations.iter().map(|c| c.name.as_str()));
-    let parsed = Plan::new(text, &spans, options).run(text, &spans, &resolver);
-    Ok((outline, parsed))
-}
-
-/// Where the computations seem to be, as XLA prints them: each starts at a
-/// line that begins with `%name` or `ENTRY %name`, and ends with the last
-/// non-blank byte before the next one; the entry computation comes last
-/// and ends with the last non-blank byte of the text, so the lines after
-/// its start are not looked at. Only a guess: see [`parse_in_parallel`].
-fn guess_computations(text: &str) -> Vec<(&str, Range<usize>)> {
-    let bytes = text.as_bytes();
-    let mut found: Vec<(&str, Range<usize>)> = Vec::new();
-    let line_starts = std::iter::once(0).chain(memchr::memchr_iter(b'\n', bytes).map(|i| i + 1));
-    for line in line_starts {
-        if !matches!(bytes.get(line), Some(b'%' | b'E')) {
-            continue;
-        }
-        let mut c = Cursor::new(text);
-        c.pos = line;
-        let is_entry = c.eat_word(b"ENTRY");
-        if is_entry {
-            while c.eat(b' ') {}
-        }
-        if c.peek() == Some(b'%')
-            && let Some(name) = c.name()
-        {
-            if let Some((_, previous)) = found.last_mut() {
-                previous.end = trim_end(bytes, line);
-            }
-            found.push((name, line..text.len()));
-            if is_entry {
-                break;
-            }
-        }
-    }
-    if let Some((_, last)) = found.last_mut() {
-        last.end = trim_end(bytes, text.len());
-    }
-    found
-}
-
-/// `end`, moved back over whitespace.
-fn trim_end(bytes: &[u8], mut end: usize) -> usize {
-    while end > 0 && matches!(bytes.get(end - 1), Some(b' ' | b'\t' | b'\r' | b'\n')) {
-        end -= 1;
-    }
-    end
-}
-
-/// How the parallel path divides a module's computations.
-///
-/// A computation larger than two grains is cut into pieces of about a
-/// grain. One task (the head) parses it from the start, registering its
-/// instructions; other tasks read the pieces ahead from the last one
-/// backwards. Each piece goes to whichever side claims it first, so the
-/// two meet somewhere in the middle without waiting for each other: the
-/// head parses an unclaimed piece itself and takes a read piece's
-/// instructions, and parses a piece still being read itself too, the
-/// reader's work then being lost. Smaller computations are parsed whole,
-/// in batches of about half a grain, to keep the number of tasks low.
-struct Plan<'a> {
-    /// Split computations: (index, the offset the head parses up to).
-    heads: Vec<(usize, usize)>,
-    /// Runs of small computations, parsed whole: (first, end).
-    batches: Vec<(usize, usize)>,
-    /// The pieces of the split computations, in text order.
-    pieces: Vec<PieceSlot<'a>>,
-    /// Testing: read every piece before the heads start.
-    read_all_first: bool,
-}
-
-/// One piece of a split computation and what became of it.
-struct PieceSlot<'a> {
-    /// The computation's index.
-    comp: usize,
-    /// The piece: byte `start` of the computation's text up to the first
-    /// instruction boundary at or after `stop`.
-    start: usize,
-    stop: usize,
-    /// Set by whichever side takes the piece on.
-    claimed: AtomicBool,
-    /// What a reader found, once it is done.
-    read: Mutex<Option<Piece<'a>>>,
-}
-
-impl PieceSlot<'_> {
-    /// True for the first caller only.
-    fn claim(&self) -> bool {
-        !self.claimed.swap(true, Ordering::AcqRel)
-    }
-}
-
-impl<'a> Plan<'a> {
-    /// The plan for the computations at `spans` of `text`.
-    fn new(text: &str, spans: &[Range<usize>], options: &ParseOptions) -> Plan<'a> {
-        let forced = options.forced_splits.as_deref();
-        // Enough pieces for the pool to balance, few enough that handing
-        // them out stays cheap.
-        let grain = (text.len() / (rayon::current_num_threads() * 16)).max(8 * 1024);
-        let mut plan = Plan {
-            heads: Vec::new(),
-            batches: Vec::new(),
-            pieces: Vec::new(),
-            read_all_first: false,
-        };
-        let mut batch: Option<(usize, usize, usize)> = None;
-        for (i, span) in spans.iter().enumerate() {
-            let body = text.get(span.clone()).unwrap_or_default();
-            let cuts = match forced {
-                Some(offsets) => {
-                    let mut cuts: Vec<usize> = offsets
-                        .iter()
-                        .filter(|&&o| o > span.start && o < span.end)
-                        .map(|&o| o - span.start)
-                        .collect();
-                    cuts.sort_unstable();
-                    cuts.dedup();
-                    cuts
-                }
-                None if body.len() > 2 * grain => split_points(body, grain),
-                None => Vec::new(),
-            };
-            if let Some((&first, _)) = cuts.split_first() {
-                plan.batches
-                    .extend(batch.take().map(|(first, end, _)| (first, end)));
-                plan.heads.push((i, first));
-                for (k, &start) in cuts.iter().enumerate() {
-                    let stop = cuts.get(k + 1).copied().unwrap_or(usize::MAX);
-                    plan.pieces.push(PieceSlot {
-                        comp: i,
-                        start,
-                        stop,
-                        claimed: AtomicBool::new(false),
-                        read: Mutex::new(None),
-                    });
-                }
-                continue;
-            }
-            batch = match batch {
-                Some((first, _, bytes)) if bytes < grain / 2 => {
-                    Some((first, i + 1, bytes + body.len()))
-                }
-                done => {
-                    plan.batches
-                        .extend(done.map(|(first, end, _)| (first, end)));
-                    Some((i, i + 1, body.len()))
-                }
-            };
-        }
-        plan.batches
-            .extend(batch.map(|(first, end, _)| (first, end)));
-        plan.read_all_first = forced.is_some();
-        plan
-    }
-
-    /// Parses the computations on the pool.
-    fn run(
-        &self,
-        text: &'a str,
-        spans: &[Range<usize>],
-        resolver: &Resolver<'_>,
-    ) -> Result<Vec<Computation>, CompError> {
-        let resolve = &|name: &str| resolver.resolve(name);
-        let comp_text = |i: usize| {
-            spans
-                .get(i)
-                .and_then(|s| text.get(s.clone()))
-                .unwrap_or_default()
-        };
-        // A reader takes the last piece nobody has claimed yet, so that the
-        // readers work backwards towards the heads. A shared countdown makes
-        // each slot looked at once in all.
-        let unvisited = AtomicUsize::new(self.pieces.len());
-        let read_one = |_| {
-            while let Ok(k) =
-                unvisited.fetch_update(Ordering::AcqRel, Ordering::Acquire, |k| k.checked_sub(1))
-            {
-                let Some(slot) = self.pieces.get(k - 1) else {
-                    return;
-                };
-                if slot.claim() {
-                    let piece = read_piece(comp_text(slot.comp), resolve, slot.start, slot.stop);
-                    if let Ok(mut read) = slot.read.lock() {
-                        *read = Some(piece);
-                    }
-                    return;
-                }
-            }
-        };
-        if self.read_all_first {
-            (0..self.pieces.len())
-                .into_par_iter()
-                .with_max_len(1)
-                .for_each(read_one);
-        }
-        let head = |&(i, stop): &(usize, usize)| {
-            let pieces: Vec<&PieceSlot<'a>> = self.pieces.iter().filter(|p| p.comp == i).collect();
-            (
-                i,
-                CompParser::parse_split(comp_text(i), resolve, stop, &pieces),
-            )
-        };
-        let batch = |&(first, end): &(usize, usize)| {
-            let mut parsed = Vec::with_capacity(end - first);
-            for i in first..end {
-                let result = CompParser::parse(comp_text(i), resolve);
-                let failed = result.is_err();
-                parsed.push((i, result));
-                // Errors are reported in text order: nothing after the
-                // first one can matter.
-                if failed {
-                    break;
-                }
-            }
-            parsed
-        };
-        // The heads start at once. The other threads first read pieces
-        // ahead, because a head must register what was read after parsing
-        // everything before it, and only then parse the small computations,
-        // which the heads' threads help with once they are done. Each read
-        // and each batch is its own task, so that the pool can balance them.
-        let (heads, batches) = rayon::join(
-            || {
-                self.heads
-                    .par_iter()
-                    .with_max_len(1)
-                    .map(head)
-                    .collect::<Vec<_>>()
-            },
-            || {
-                let ((), batches) = rayon::join(
-                    || {
-                        (0..self.pieces.len())
-                            .into_par_iter()
-                            .with_max_len(1)
-                            .for_each(read_one)
-                    },
-                    || {
-                        self.batches
-                            .par_iter()
-                            .with_max_len(1)
-                            .map(batch)
-                            .collect::<Vec<_>>()
-                    },
-                );
-                batches
-            },
-        );
-        let mut results: Vec<Option<Result<Computation, RawError>>> =
-            (0..spans.len()).map(|_| None).collect();
-        for (i, result) in heads.into_iter().chain(batches.into_iter().flatten()) {
-            if let Some(slot) = results.get_mut(i) {
-                *slot = Some(result);
-            }
-        }
-        let mut computations = Vec::with_capacity(spans.len());
-        for (i, result) in results.into_iter().enumerate() {
-            // Every computation before the first error has a result; a
-            // missing one would be a bug here, and parsing it again keeps
-            // even that from giving a wrong module.
-            let result = result.unwrap_or_else(|| CompParser::parse(comp_text(i), resolve));
-            computations.push(result.map_err(|e| (i, e))?);
-        }
-        Ok(computations)
-    }
-}
-
-/// Where to cut the text of a large computation: every `grain` bytes, at
-/// the start of the next line that looks like an instruction (indentation,
-/// then `%` or `ROOT`). This is a guess, never trusted: a line inside a
-/// multi-line literal, string or comment can look the same, and the parser
-/// checks that it really reaches each cut at an instruction boundary before
-/// it uses what was read from there.
-fn split_points(body: &str, grain: usize) -> Vec<usize> {
-    let bytes = body.as_bytes();
-    let mut cuts = Vec::with_capacity(bytes.len() / grain.max(1) + 1);
-    let mut target = grain;
-    while let Some(at) = instruction_line_at_or_after(bytes, target) {
-        cuts.push(at);
-        target = at + grain.max(1);
-    }
-    cuts
-}
-
-/// The offset of the first `%` or `ROOT` that starts an indented line
-/// beginning after `from`.
-fn instruction_line_at_or_after(bytes: &[u8], from: usize) -> Option<usize> {
-    let mut line = from;
-    loop {
-        line += memchr::memchr(b'\n', bytes.get(line..)?)? + 1;
-        let rest = bytes.get(line..)?;
-        let indent = rest.iter().position(|&b| b != b' ' && b != b'\t')?;
-        let rest = rest.get(indent..).unwrap_or_default();
-        let is_root =
-            rest.starts_with(b"ROOT") && !rest.get(4).is_some_and(|&b| is_ident_continue(b));
-        if indent > 0 && (rest.first() == Some(&b'%') || is_root) {
-            return Some(line + indent);
-        }
-    }
 }
 
 /// The entry computation layout XLA derives when the header has none: the
@@ -890,51 +548,6 @@ struct ParsedInstruction<'a> {
     control: SmallVec<[(&'a str, usize); 4]>,
 }
 
-/// The instructions read from one piece of a computation's body, from its
-/// start up to where the reading stopped: at the first instruction
-/// boundary at or after the piece's stop, at the closing `}`, at the end of
-/// the text, or at an error.
-struct Piece<'a> {
-    start: usize,
-    instructions: Vec<ParsedInstruction<'a>>,
-    end: usize,
-    /// The error that stopped the reading, after `instructions`.
-    error: Option<RawError>,
-}
-
-/// Reads the instructions of `text` (a computation's text) from byte
-/// `start`, as [`CompParser::body`] would, without registering them.
-fn read_piece<'a>(
-    text: &'a str,
-    resolve: &ResolveComputation<'_>,
-    start: usize,
-    stop: usize,
-) -> Piece<'a> {
-    let mut r = InstructionReader::new(text, resolve);
-    r.c.pos = start;
-    let piece_text = text.get(start..stop.min(text.len())).unwrap_or_default();
-    let lines = memchr::memchr_iter(b'\n', piece_text.as_bytes()).count() + 1;
-    let mut instructions = Vec::with_capacity(lines);
-    let error = loop {
-        if let Err(e) = r.c.skip_trivia() {
-            break Some(e);
-        }
-        if r.c.pos >= stop || matches!(r.c.peek(), None | Some(b'}')) {
-            break None;
-        }
-        match r.instruction() {
-            Ok(inst) => instructions.push(inst),
-            Err(e) => break Some(e),
-        }
-    };
-    Piece {
-        start,
-        instructions,
-        end: r.c.pos,
-        error,
-    }
-}
-
 /// The part of the computation parser that reads an instruction: what it
 /// does depends only on the text and the offset it starts at, never on
 /// the instructions before, so pieces of a body can be read in parallel.
@@ -982,50 +595,6 @@ impl<'a, 'r> CompParser<'a, 'r> {
         let mut p = CompParser::new(text, resolve);
         let signature = p.open()?;
         p.body(usize::MAX)?;
-        p.close(signature)
-    }
-
-    /// Parses a computation's text that was cut at the starts of `pieces`,
-    /// which other threads may be reading ahead. Gives exactly what
-    /// [`CompParser::parse`] gives: a piece's instructions are used only
-    /// when this parser, having parsed everything before, reaches the
-    /// piece's start at an instruction boundary; they are then registered
-    /// in order as if just read, and the reader's error, if any, comes
-    /// after them, as it would have.
-    fn parse_split(
-        text: &'a str,
-        resolve: &'r ResolveComputation<'r>,
-        first_stop: usize,
-        pieces: &[&PieceSlot<'a>],
-    ) -> Result<Computation, RawError> {
-        let mut p = CompParser::new(text, resolve);
-        let signature = p.open()?;
-        let mut closed = p.body(first_stop)?;
-        for slot in pieces {
-            if closed {
-                break;
-            }
-            if !slot.claim() {
-                // Taken by a reader: use what it read if it is done and
-                // this parser stands exactly where the reading began.
-                let read = slot.read.lock().ok().and_then(|mut read| read.take());
-                if let Some(piece) = read.filter(|piece| piece.start == p.r.c.pos) {
-                    for inst in piece.instructions {
-                        p.register(inst)?;
-                    }
-                    if let Some(e) = piece.error {
-                        return Err(e);
-                    }
-                    p.r.c.pos = piece.end;
-                }
-            }
-            // Whatever is left of the piece (all of it, unless it was read
-            // ahead) is parsed here.
-            closed = p.body(slot.stop)?;
-        }
-        if !closed {
-            p.body(usize::MAX)?;
-        }
         p.close(signature)
     }
 
@@ -2178,38 +1747,6 @@ mod tests {
         let mut c = Cursor::new("({1, (2)}, \")\") ), x");
         c.pos = 1;
         assert_eq!(literal(&mut c).unwrap(), "{1, (2)}, \")\"");
-    }
-
-    /// The guess finds computations as XLA prints them, and the plan
-    /// parses each exactly once: whole in a batch, or as a head.
-    #[test]
-    fn plans_cover_each_computation_once() {
-        let text = "HloModule m\n\n%a {\n  ROOT %x = f32[] constant(0)\n}\n\n\
-                    %b (p: f32[]) -> f32[] {\n  %p = f32[] parameter(0)\n  ROOT %n = f32[] negate(%p)\n}\n\n\
-                    %c {\n  ROOT %y = f32[] constant(1)\n}\n\n\
-                    ENTRY %main {\n  ROOT %z = f32[] constant(2)\n}\n";
-        let guess = guess_computations(text);
-        let names: Vec<&str> = guess.iter().map(|(name, _)| *name).collect();
-        assert_eq!(names, ["a", "b", "c", "main"]);
-        let outline = outline(text, "t").unwrap();
-        for (c, (_, span)) in outline.computations.iter().zip(&guess) {
-            assert_eq!(c.span.start..c.span.end, *span);
-        }
-        let spans: Vec<Range<usize>> = guess.into_iter().map(|(_, span)| span).collect();
-        let inside_b = spans[1].start + text[spans[1].clone()].find("ROOT").unwrap();
-        for cuts in [vec![], vec![inside_b], vec![spans[3].start + 8]] {
-            let options = ParseOptions {
-                forced_splits: Some(cuts.clone()),
-                ..ParseOptions::default()
-            };
-            let plan = Plan::new(text, &spans, &options);
-            let mut seen = vec![0; spans.len()];
-            for &(first, end) in &plan.batches {
-                (first..end).for_each(|i| seen[i] += 1);
-            }
-            plan.heads.iter().for_each(|&(i, _)| seen[i] += 1);
-            assert_eq!(seen, [1, 1, 1, 1], "cuts {cuts:?}");
-        }
     }
 
     #[test]
