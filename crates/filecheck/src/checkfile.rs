@@ -417,127 +417,33 @@ pub(crate) fn read_check_file(
     let line_var = tables.numeric_variable("@LINE", Format::UNSIGNED, None);
     tables.numeric_by_name.insert("@LINE".to_string(), line_var);
 
-    let mut dag_not: Vec<Pattern> = Vec::new();
-    let mut implicit: Vec<usize> = Vec::new();
-    for text in options.implicit_check_not {
-        // Like LLVM, show the pattern inside a fake command-line buffer.
-        const OPTION_PREFIX: &str = "-implicit-check-not='";
-        let buffer = sm.add("command line", format!("{OPTION_PREFIX}{text}'"));
-        let span_text = &sm.text(buffer)[OPTION_PREFIX.len()..OPTION_PREFIX.len() + text.len()];
-        let span = Span::new(span_text, Loc::new(buffer, OPTION_PREFIX.len()));
-        let ty = CheckType::new(CheckKind::Not);
-        match Pattern::parse(
-            span,
-            ty,
-            "IMPLICIT-CHECK",
-            None,
-            options.pattern,
-            &mut tables,
-        ) {
-            Ok(pattern) => {
-                dag_not.push(pattern);
-                implicit.push(dag_not.len() - 1);
-            }
-            // LLVM prints the error but keeps going; its half-parsed pattern
-            // can never match, so dropping it is equivalent.
-            Err(error) => report(sm, out, &error),
-        }
-    }
-
+    let mut dag_not = implicit_check_nots(sm, out, options, &mut tables);
+    let implicit: Vec<usize> = (0..dag_not.len()).collect();
     let text = sm.text(check_buffer).to_string();
-    let bytes = text.as_bytes();
-    let mut matcher = PrefixMatcher::new(options.prefixes, options.comment_prefixes, &text);
+    let mut scan = DirectiveScan {
+        buffer: check_buffer,
+        text: &text,
+        matcher: PrefixMatcher::new(options.prefixes, options.comment_prefixes, &text),
+        cursor: 0,
+        line_number: 1,
+    };
     let mut not_found: BTreeSet<&str> = options.prefixes.iter().map(String::as_str).collect();
     let distinct_prefixes = not_found.len();
     let mut checks: Vec<CheckString> = Vec::new();
     let mut pending: Vec<usize> = implicit.clone();
-    let mut line_number = 1usize;
-    let mut cursor = 0usize;
-
-    loop {
-        // Find the next prefix that forms a directive.
-        let mut found = None;
-        while cursor < bytes.len() {
-            let Some((pos, prefix, is_comment)) = matcher.next(&text, cursor) else {
-                break;
-            };
-            line_number += memchr::memchr_iter(b'\n', &bytes[cursor..pos]).count();
-            let preceded_by_word = pos > cursor && is_part_of_word(bytes[pos - 1]);
-            if !preceded_by_word {
-                let (kind, after) = find_check_type(&text[pos..], prefix, is_comment);
-                if !matches!(kind, DirectiveKind::None) {
-                    found = Some((pos, prefix, kind, after));
-                    break;
-                }
-            }
-            // Skip the prefix and the rest of the word it starts.
-            let mut skip = pos + prefix.len();
-            while skip < bytes.len() && is_part_of_word(bytes[skip]) {
-                skip += 1;
-            }
-            cursor = skip;
+    while let Some(d) = scan.next_directive() {
+        if !matches!(d.kind, DirectiveKind::Comment) {
+            not_found.remove(d.prefix);
         }
-        let Some((prefix_pos, prefix, kind, after)) = found else {
-            break;
-        };
-        if !matches!(kind, DirectiveKind::Comment) {
-            not_found.remove(prefix);
-        }
-        cursor = match after {
-            Some(after) => prefix_pos + after,
-            None => prefix_pos + prefix.len(),
-        };
-        let prefix_loc = Loc::new(check_buffer, prefix_pos);
-
-        let ty = match kind {
-            DirectiveKind::BadNot => {
-                let message = format!("unsupported -NOT combo on prefix '{prefix}'");
-                sm.print(
-                    out,
-                    Loc::new(check_buffer, cursor),
-                    Severity::Error,
-                    &message,
-                    None,
-                );
-                return Err(ReadError { exit_code: 2 });
-            }
-            DirectiveKind::BadCount => {
-                let message = format!("invalid count in -COUNT specification on prefix '{prefix}'");
-                sm.print(
-                    out,
-                    Loc::new(check_buffer, cursor),
-                    Severity::Error,
-                    &message,
-                    None,
-                );
-                return Err(ReadError { exit_code: 2 });
-            }
-            DirectiveKind::Check(ty) => Some(ty),
-            DirectiveKind::Comment | DirectiveKind::None => None,
-        };
-
-        // The pattern is the rest of the line, minus leading whitespace.
-        let opts = options.pattern;
-        if !(opts.strict_whitespace && opts.match_full_lines) {
-            while cursor < bytes.len() && matches!(bytes[cursor], b' ' | b'\t') {
-                cursor += 1;
-            }
-        }
-        let line_end = bytes[cursor..]
-            .iter()
-            .position(|&b| b == b'\n' || b == b'\r')
-            .map_or(bytes.len(), |p| cursor + p);
-        let pattern_loc = Loc::new(check_buffer, cursor);
-        let pattern_text = Span::new(&text[cursor..line_end], pattern_loc);
-        cursor = line_end;
-
+        let ty = directive_type(sm, out, &scan, &d)?;
+        let (pattern_loc, pattern_text) = scan.pattern_text(options.pattern);
         let Some(ty) = ty else { continue };
         let pattern = match Pattern::parse(
             pattern_text,
             ty,
-            prefix,
-            Some(line_number),
-            opts,
+            d.prefix,
+            Some(scan.line_number),
+            options.pattern,
             &mut tables,
         ) {
             Ok(pattern) => pattern,
@@ -548,37 +454,25 @@ pub(crate) fn read_check_file(
                 });
             }
         };
-
-        if ty.kind == CheckKind::Label && pattern.has_variable() {
-            let message = format!("found '{prefix}-LABEL:' with variable definition or use");
-            sm.print(out, prefix_loc, Severity::Error, &message, None);
-            return Err(ReadError { exit_code: 2 });
-        }
-
-        if matches!(
-            ty.kind,
-            CheckKind::Next | CheckKind::Same | CheckKind::Empty
-        ) && checks.is_empty()
-        {
-            let kind_name = match ty.kind {
-                CheckKind::Next => "NEXT",
-                CheckKind::Empty => "EMPTY",
-                _ => "SAME",
-            };
-            let message = format!("found '{prefix}-{kind_name}' without previous '{prefix}: line");
-            sm.print(out, prefix_loc, Severity::Error, &message, None);
-            return Err(ReadError { exit_code: 2 });
-        }
-
+        let prefix_loc = Loc::new(check_buffer, d.pos);
+        check_placement(
+            sm,
+            out,
+            prefix_loc,
+            d.prefix,
+            ty,
+            &pattern,
+            checks.is_empty(),
+        )?;
         if matches!(ty.kind, CheckKind::Dag | CheckKind::Not) {
+            // Held until the positive directive they precede.
             dag_not.push(pattern);
             pending.push(dag_not.len() - 1);
             continue;
         }
-
         checks.push(CheckString {
             pattern,
-            prefix: prefix.to_string(),
+            prefix: d.prefix.to_string(),
             loc: pattern_loc,
             dag_not: std::mem::replace(&mut pending, implicit.clone()),
         });
@@ -598,11 +492,13 @@ pub(crate) fn read_check_file(
         return Err(ReadError { exit_code: 2 });
     }
 
+    // CHECK-DAG and CHECK-NOT patterns after the last positive directive
+    // are checked up to the end of the input.
     if !pending.is_empty() {
         let first_prefix = options.prefixes.first().cloned().unwrap_or_default();
-        let loc = Loc::new(check_buffer, bytes.len());
+        let loc = Loc::new(check_buffer, text.len());
         checks.push(CheckString {
-            pattern: Pattern::eof(loc, line_number + 1),
+            pattern: Pattern::eof(loc, scan.line_number + 1),
             prefix: first_prefix,
             loc,
             dag_not: pending,
@@ -623,6 +519,156 @@ pub(crate) fn read_check_file(
             line_var,
         },
     })
+}
+
+/// The `--implicit-check-not` patterns, in order: CHECK-NOTs that come
+/// before every positive directive.
+fn implicit_check_nots(
+    sm: &mut SourceMgr,
+    out: &mut String,
+    options: &ReadOptions<'_>,
+    tables: &mut VarTables,
+) -> Vec<Pattern> {
+    let mut patterns = Vec::new();
+    for text in options.implicit_check_not {
+        // Like LLVM, show the pattern inside a fake command-line buffer.
+        const OPTION_PREFIX: &str = "-implicit-check-not='";
+        let buffer = sm.add("command line", format!("{OPTION_PREFIX}{text}'"));
+        let span_text = &sm.text(buffer)[OPTION_PREFIX.len()..OPTION_PREFIX.len() + text.len()];
+        let span = Span::new(span_text, Loc::new(buffer, OPTION_PREFIX.len()));
+        let ty = CheckType::new(CheckKind::Not);
+        match Pattern::parse(span, ty, "IMPLICIT-CHECK", None, options.pattern, tables) {
+            Ok(pattern) => patterns.push(pattern),
+            // LLVM prints the error but keeps going; its half-parsed pattern
+            // can never match, so dropping it is equivalent.
+            Err(error) => report(sm, out, &error),
+        }
+    }
+    patterns
+}
+
+/// A directive found in the check file.
+struct Directive<'p> {
+    /// Where its prefix starts.
+    pos: usize,
+    prefix: &'p str,
+    kind: DirectiveKind,
+}
+
+/// Reading a check file's directives in order, with the line number of
+/// the last one found (for `@LINE`).
+struct DirectiveScan<'t, 'p> {
+    buffer: BufferId,
+    text: &'t str,
+    matcher: PrefixMatcher<'p>,
+    /// Where the search goes on: after the last directive's suffix, then
+    /// after its pattern.
+    cursor: usize,
+    line_number: usize,
+}
+
+impl<'t, 'p> DirectiveScan<'t, 'p> {
+    /// The next prefix occurrence that forms a directive (not inside a
+    /// word), with the cursor moved just after its suffix.
+    fn next_directive(&mut self) -> Option<Directive<'p>> {
+        let bytes = self.text.as_bytes();
+        while self.cursor < bytes.len() {
+            let (pos, prefix, is_comment) = self.matcher.next(self.text, self.cursor)?;
+            self.line_number += memchr::memchr_iter(b'\n', &bytes[self.cursor..pos]).count();
+            let preceded_by_word = pos > self.cursor && is_part_of_word(bytes[pos - 1]);
+            if !preceded_by_word {
+                let (kind, after) = find_check_type(&self.text[pos..], prefix, is_comment);
+                if !matches!(kind, DirectiveKind::None) {
+                    self.cursor = pos + after.unwrap_or(prefix.len());
+                    return Some(Directive { pos, prefix, kind });
+                }
+            }
+            // Skip the prefix and the rest of the word it starts.
+            let mut skip = pos + prefix.len();
+            while skip < bytes.len() && is_part_of_word(bytes[skip]) {
+                skip += 1;
+            }
+            self.cursor = skip;
+        }
+        None
+    }
+
+    /// The directive's pattern: the rest of the line, minus leading
+    /// whitespace unless whitespace is strict on whole lines. The cursor
+    /// moves to the line's end.
+    fn pattern_text(&mut self, opts: PatternOptions) -> (Loc, Span<'t>) {
+        let text = self.text;
+        let bytes = text.as_bytes();
+        let mut start = self.cursor;
+        if !(opts.strict_whitespace && opts.match_full_lines) {
+            while start < bytes.len() && matches!(bytes[start], b' ' | b'\t') {
+                start += 1;
+            }
+        }
+        let line_end = bytes[start..]
+            .iter()
+            .position(|&b| b == b'\n' || b == b'\r')
+            .map_or(bytes.len(), |p| start + p);
+        self.cursor = line_end;
+        let loc = Loc::new(self.buffer, start);
+        (loc, Span::new(&text[start..line_end], loc))
+    }
+}
+
+/// The check type of directive `d`: `None` for a comment; an error (already
+/// printed) for a malformed `-NOT` or `-COUNT` suffix.
+fn directive_type(
+    sm: &SourceMgr,
+    out: &mut String,
+    scan: &DirectiveScan<'_, '_>,
+    d: &Directive<'_>,
+) -> Result<Option<CheckType>, ReadError> {
+    let message = match d.kind {
+        DirectiveKind::Check(ty) => return Ok(Some(ty)),
+        DirectiveKind::Comment | DirectiveKind::None => return Ok(None),
+        DirectiveKind::BadNot => format!("unsupported -NOT combo on prefix '{}'", d.prefix),
+        DirectiveKind::BadCount => {
+            format!(
+                "invalid count in -COUNT specification on prefix '{}'",
+                d.prefix
+            )
+        }
+    };
+    let at = Loc::new(scan.buffer, scan.cursor);
+    sm.print(out, at, Severity::Error, &message, None);
+    Err(ReadError { exit_code: 2 })
+}
+
+/// What LLVM refuses about where a directive stands: a CHECK-LABEL with
+/// variables, and a CHECK-NEXT, -SAME or -EMPTY with no positive directive
+/// before it (`first` is true when there is none).
+fn check_placement(
+    sm: &SourceMgr,
+    out: &mut String,
+    prefix_loc: Loc,
+    prefix: &str,
+    ty: CheckType,
+    pattern: &Pattern,
+    first: bool,
+) -> Result<(), ReadError> {
+    let message = if ty.kind == CheckKind::Label && pattern.has_variable() {
+        format!("found '{prefix}-LABEL:' with variable definition or use")
+    } else if matches!(
+        ty.kind,
+        CheckKind::Next | CheckKind::Same | CheckKind::Empty
+    ) && first
+    {
+        let kind_name = match ty.kind {
+            CheckKind::Next => "NEXT",
+            CheckKind::Empty => "EMPTY",
+            _ => "SAME",
+        };
+        format!("found '{prefix}-{kind_name}' without previous '{prefix}: line")
+    } else {
+        return Ok(());
+    };
+    sm.print(out, prefix_loc, Severity::Error, &message, None);
+    Err(ReadError { exit_code: 2 })
 }
 
 #[cfg(test)]
