@@ -178,173 +178,199 @@ pub enum Redirect {
 /// Splits a RUN command into tokens the way a POSIX shell would for the
 /// subset of syntax described in the module documentation.
 pub fn tokenize(command: &str) -> Result<Vec<Token>, String> {
-    let chars: Vec<char> = command.chars().collect();
-    let mut tokens = Vec::new();
-    let mut word = String::new();
-    let mut in_word = false;
-    // Whether the current word so far is a lone unquoted digit, which makes
-    // it a file descriptor when a redirection operator follows.
-    let mut word_is_fd = false;
-    // A redirection waiting for its target word.
-    let mut pending: Option<(char, u8, bool)> = None;
-    let mut i = 0;
+    let mut t = Tokenizer {
+        chars: command.chars().collect(),
+        i: 0,
+        tokens: Vec::new(),
+        word: String::new(),
+        in_word: false,
+        word_is_fd: false,
+        pending: None,
+    };
+    while let Some(&c) = t.chars.get(t.i) {
+        match c {
+            ' ' | '\t' | '\n' | '\r' => {
+                t.finish_word();
+                t.i += 1;
+            }
+            '\'' => t.single_quoted()?,
+            '"' => t.double_quoted()?,
+            '\\' => {
+                let Some(&escaped) = t.chars.get(t.i + 1) else {
+                    return Err("trailing backslash".to_string());
+                };
+                t.quoted_char(escaped);
+                t.i += 2;
+            }
+            '|' | ';' | '&' | '<' | '>' => t.operator(c)?,
+            other => {
+                t.word_is_fd = !t.in_word && other.is_ascii_digit();
+                t.in_word = true;
+                t.word.push(other);
+                t.i += 1;
+            }
+        }
+    }
+    t.finish_word();
+    if t.pending.is_some() {
+        return Err("redirection without a target at the end of the line".to_string());
+    }
+    Ok(t.tokens)
+}
 
-    fn finish_word(
-        tokens: &mut Vec<Token>,
-        word: &mut String,
-        in_word: &mut bool,
-        pending: &mut Option<(char, u8, bool)>,
-    ) {
-        if !*in_word {
+/// The state of [`tokenize`]: where it is, the tokens so far and the word
+/// being read.
+struct Tokenizer {
+    chars: Vec<char>,
+    i: usize,
+    tokens: Vec<Token>,
+    word: String,
+    /// Whether a word has started (it may be empty: `''`).
+    in_word: bool,
+    /// Whether the current word so far is a lone unquoted digit, which
+    /// makes it a file descriptor when a redirection operator follows.
+    word_is_fd: bool,
+    /// A redirection waiting for its target word: (operator, fd, append).
+    pending: Option<(char, u8, bool)>,
+}
+
+impl Tokenizer {
+    /// Ends the current word: a redirection's target when one waits for
+    /// it, else a word of its own.
+    fn finish_word(&mut self) {
+        if !self.in_word {
             return;
         }
-        let text = std::mem::take(word);
-        *in_word = false;
-        match pending.take() {
-            Some(('<', _, _)) => tokens.push(Token::Redirect(Redirect::Input(text))),
-            Some(('&', _, _)) => tokens.push(Token::Redirect(Redirect::Both(text))),
-            Some((_, fd, append)) => tokens.push(Token::Redirect(Redirect::Output {
+        let text = std::mem::take(&mut self.word);
+        self.in_word = false;
+        self.tokens.push(match self.pending.take() {
+            Some(('<', _, _)) => Token::Redirect(Redirect::Input(text)),
+            Some(('&', _, _)) => Token::Redirect(Redirect::Both(text)),
+            Some((_, fd, append)) => Token::Redirect(Redirect::Output {
                 fd,
                 path: text,
                 append,
-            })),
-            None => tokens.push(Token::Word(text)),
+            }),
+            None => Token::Word(text),
+        });
+    }
+
+    /// A character that can never name a file descriptor.
+    fn quoted_char(&mut self, c: char) {
+        self.in_word = true;
+        self.word_is_fd = false;
+        self.word.push(c);
+    }
+
+    /// `'...'`: everything up to the next `'`, as it is.
+    fn single_quoted(&mut self) -> Result<(), String> {
+        self.in_word = true;
+        self.word_is_fd = false;
+        let from = self.i + 1;
+        let Some(end) = self.chars[from..].iter().position(|&q| q == '\'') else {
+            return Err("unterminated single quote".to_string());
+        };
+        self.word.extend(&self.chars[from..from + end]);
+        self.i += end + 2;
+        Ok(())
+    }
+
+    /// `"..."`: up to the next unescaped `"`; a backslash escapes only
+    /// `"`, `\`, `$` and `` ` ``.
+    fn double_quoted(&mut self) -> Result<(), String> {
+        self.in_word = true;
+        self.word_is_fd = false;
+        self.i += 1;
+        loop {
+            match self.chars.get(self.i) {
+                None => return Err("unterminated double quote".to_string()),
+                Some('"') => {
+                    self.i += 1;
+                    return Ok(());
+                }
+                Some('\\')
+                    if matches!(self.chars.get(self.i + 1), Some('"' | '\\' | '$' | '`')) =>
+                {
+                    self.word.push(self.chars[self.i + 1]);
+                    self.i += 2;
+                }
+                Some(&other) => {
+                    self.word.push(other);
+                    self.i += 1;
+                }
+            }
         }
     }
 
-    while i < chars.len() {
-        let c = chars[i];
-        match c {
-            ' ' | '\t' | '\n' | '\r' => {
-                finish_word(&mut tokens, &mut word, &mut in_word, &mut pending);
-                i += 1;
-            }
-            '\'' => {
-                in_word = true;
-                word_is_fd = false;
-                let Some(end) = chars[i + 1..].iter().position(|&q| q == '\'') else {
-                    return Err("unterminated single quote".to_string());
-                };
-                word.extend(&chars[i + 1..i + 1 + end]);
-                i += end + 2;
-            }
-            '"' => {
-                in_word = true;
-                word_is_fd = false;
-                i += 1;
-                loop {
-                    match chars.get(i) {
-                        None => return Err("unterminated double quote".to_string()),
-                        Some('"') => {
-                            i += 1;
-                            break;
-                        }
-                        Some('\\') if matches!(chars.get(i + 1), Some('"' | '\\' | '$' | '`')) => {
-                            word.push(chars[i + 1]);
-                            i += 2;
-                        }
-                        Some(&other) => {
-                            word.push(other);
-                            i += 1;
-                        }
-                    }
-                }
-            }
-            '\\' => {
-                let Some(&escaped) = chars.get(i + 1) else {
-                    return Err("trailing backslash".to_string());
-                };
-                in_word = true;
-                word_is_fd = false;
-                word.push(escaped);
-                i += 2;
-            }
-            '|' | ';' | '&' | '<' | '>' => {
-                // A lone digit right before `<` or `>` names a descriptor.
-                let mut fd = None;
-                if (c == '<' || c == '>') && in_word && word_is_fd {
-                    fd = word.parse::<u8>().ok();
-                    word.clear();
-                    in_word = false;
-                }
-                finish_word(&mut tokens, &mut word, &mut in_word, &mut pending);
-                if pending.is_some() {
-                    return Err(format!("redirection without a target before `{c}`"));
-                }
-                let next = chars.get(i + 1).copied();
-                match (c, next) {
-                    ('|', Some('|')) => {
-                        tokens.push(Token::Or);
-                        i += 2;
-                    }
-                    ('|', _) => {
-                        tokens.push(Token::Pipe);
-                        i += 1;
-                    }
-                    (';', _) => {
-                        tokens.push(Token::Semicolon);
-                        i += 1;
-                    }
-                    ('&', Some('&')) => {
-                        tokens.push(Token::And);
-                        i += 2;
-                    }
-                    ('&', Some('>')) => {
-                        pending = Some(('&', 1, false));
-                        i += 2;
-                    }
-                    ('&', _) => return Err("background jobs (`&`) are not supported".to_string()),
-                    ('<', _) => {
-                        if fd.is_some_and(|fd| fd != 0) {
-                            return Err(
-                                "only standard input can be redirected with `<`".to_string()
-                            );
-                        }
-                        pending = Some(('<', 0, false));
-                        i += 1;
-                    }
-                    _ => {
-                        // `>`, `>>`, `>&M`.
-                        let fd = fd.unwrap_or(1);
-                        if fd != 1 && fd != 2 {
-                            return Err(format!("file descriptor {fd} is not supported"));
-                        }
-                        i += 1;
-                        if chars.get(i) == Some(&'&') {
-                            let target = chars.get(i + 1).and_then(|d| d.to_digit(10));
-                            match target {
-                                Some(target @ (1 | 2)) => {
-                                    tokens.push(Token::Redirect(Redirect::Duplicate {
-                                        fd,
-                                        target: target as u8,
-                                    }));
-                                    i += 2;
-                                }
-                                _ => return Err("expected `1` or `2` after `>&`".to_string()),
-                            }
-                        } else if chars.get(i) == Some(&'>') {
-                            pending = Some(('>', fd, true));
-                            i += 1;
-                        } else {
-                            pending = Some(('>', fd, false));
-                        }
-                    }
-                }
-                word_is_fd = false;
-            }
-            other => {
-                word_is_fd = !in_word && other.is_ascii_digit();
-                in_word = true;
-                word.push(other);
-                i += 1;
-            }
+    /// `|`, `||`, `;`, `&&`, `&>`, `<` and the output redirections, at
+    /// operator character `c`.
+    fn operator(&mut self, c: char) -> Result<(), String> {
+        // A lone digit right before `<` or `>` names a descriptor.
+        let mut fd = None;
+        if (c == '<' || c == '>') && self.in_word && self.word_is_fd {
+            fd = self.word.parse::<u8>().ok();
+            self.word.clear();
+            self.in_word = false;
         }
+        self.finish_word();
+        if self.pending.is_some() {
+            return Err(format!("redirection without a target before `{c}`"));
+        }
+        let next = self.chars.get(self.i + 1).copied();
+        let (token, width) = match (c, next) {
+            ('|', Some('|')) => (Some(Token::Or), 2),
+            ('|', _) => (Some(Token::Pipe), 1),
+            (';', _) => (Some(Token::Semicolon), 1),
+            ('&', Some('&')) => (Some(Token::And), 2),
+            ('&', Some('>')) => {
+                self.pending = Some(('&', 1, false));
+                (None, 2)
+            }
+            ('&', _) => return Err("background jobs (`&`) are not supported".to_string()),
+            ('<', _) => {
+                if fd.is_some_and(|fd| fd != 0) {
+                    return Err("only standard input can be redirected with `<`".to_string());
+                }
+                self.pending = Some(('<', 0, false));
+                (None, 1)
+            }
+            _ => {
+                self.output_redirection(fd.unwrap_or(1))?;
+                (None, 0)
+            }
+        };
+        self.tokens.extend(token);
+        self.i += width;
+        self.word_is_fd = false;
+        Ok(())
     }
-    finish_word(&mut tokens, &mut word, &mut in_word, &mut pending);
-    if pending.is_some() {
-        return Err("redirection without a target at the end of the line".to_string());
+
+    /// At `>` for descriptor `fd`: `>`, `>>` or `>&M`.
+    fn output_redirection(&mut self, fd: u8) -> Result<(), String> {
+        if fd != 1 && fd != 2 {
+            return Err(format!("file descriptor {fd} is not supported"));
+        }
+        self.i += 1;
+        if self.chars.get(self.i) == Some(&'&') {
+            let target = self.chars.get(self.i + 1).and_then(|d| d.to_digit(10));
+            match target {
+                Some(target @ (1 | 2)) => {
+                    self.tokens.push(Token::Redirect(Redirect::Duplicate {
+                        fd,
+                        target: target as u8,
+                    }));
+                    self.i += 2;
+                }
+                _ => return Err("expected `1` or `2` after `>&`".to_string()),
+            }
+        } else if self.chars.get(self.i) == Some(&'>') {
+            self.pending = Some(('>', fd, true));
+            self.i += 1;
+        } else {
+            self.pending = Some(('>', fd, false));
+        }
+        Ok(())
     }
-    Ok(tokens)
 }
 
 #[derive(Clone, Debug, Default)]

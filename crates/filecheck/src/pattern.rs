@@ -444,6 +444,139 @@ impl RegexBuilder {
     }
 }
 
+/// What one `[[...]]` block says, as
+/// [`Pattern::parse_substitution_block`] reads it.
+struct Block<'s> {
+    /// The block's text: after `#` for a numeric block, after `NAME:` for
+    /// a string definition.
+    match_str: Span<'s>,
+    is_numeric: bool,
+    is_definition: bool,
+    /// Whether the block's value is only known when matching: a use.
+    substitution_needed: bool,
+    /// `[[@LINE...]]` without `#`.
+    is_legacy_line_expr: bool,
+    /// The variable a definition defines.
+    def_name: String,
+    /// The string variable a use reads.
+    subst_name: Option<Span<'s>>,
+    /// What the block matches, as written (POSIX), with where.
+    match_regex: Option<(String, Loc)>,
+    /// A numeric block's expression.
+    expression: Option<Expression>,
+    /// The numeric variable a numeric definition defines.
+    defined_numeric: Option<NumVarId>,
+}
+
+impl<'s> Block<'s> {
+    /// The block at the start of `pattern` (which begins with `[[`), which
+    /// `pattern` then moves past.
+    fn read(pattern: &mut Span<'s>) -> Result<Block<'s>, PatternError> {
+        let block_loc = pattern.loc;
+        let mut unparsed = *pattern;
+        unparsed.drop_front(2);
+        let end = find_regex_var_end(unparsed)?;
+        let Some(end) = end else {
+            return Err(PatternError::printed(
+                block_loc,
+                "Invalid substitution block, no ]] found",
+            ));
+        };
+        let mut match_str = Span::new(&unparsed.text[..end], unparsed.loc);
+        let is_numeric = match_str.text.starts_with('#');
+        if is_numeric {
+            match_str.drop_front(1);
+        }
+        pattern.drop_front(2 + end + 2);
+        Ok(Block {
+            match_str,
+            is_numeric,
+            is_definition: false,
+            substitution_needed: false,
+            is_legacy_line_expr: false,
+            def_name: String::new(),
+            subst_name: None,
+            match_regex: None,
+            expression: None,
+            defined_numeric: None,
+        })
+    }
+
+    /// A block without `#`: a string variable's definition or use, or a
+    /// legacy `@LINE` expression, which is numeric after all.
+    fn string_variable(&mut self, tables: &VarTables) -> Result<(), PatternError> {
+        let match_str = &mut self.match_str;
+        let var_end = match_str.text.find(':');
+        let name_part = &match_str.text[..var_end.unwrap_or(match_str.text.len())];
+        if let Some(space) = name_part.find([' ', '\t']) {
+            return Err(PatternError::printed(
+                match_str.loc.advanced(space),
+                "unexpected whitespace",
+            ));
+        }
+        let original = *match_str;
+        let var = parse_variable(match_str)?;
+        self.is_definition = var_end.is_some();
+        self.substitution_needed = !self.is_definition;
+        if self.is_definition {
+            if var.is_pseudo || !match_str.text.starts_with(':') {
+                return Err(PatternError::printed(
+                    var.name.loc,
+                    "invalid name in string variable definition",
+                ));
+            }
+            match_str.drop_front(1);
+            if tables.numeric_by_name.contains_key(var.name.text) {
+                return Err(PatternError::printed(
+                    var.name.loc,
+                    format!(
+                        "numeric variable with name '{}' already exists",
+                        var.name.text
+                    ),
+                ));
+            }
+            self.def_name = var.name.text.to_string();
+            self.match_regex = Some((match_str.text.to_string(), match_str.loc));
+        } else if var.is_pseudo {
+            *match_str = original;
+            self.is_legacy_line_expr = true;
+            self.is_numeric = true;
+        } else {
+            if !match_str.text.is_empty() {
+                return Err(PatternError::printed(
+                    var.name.loc,
+                    "invalid name in string variable use",
+                ));
+            }
+            self.subst_name = Some(var.name);
+        }
+        Ok(())
+    }
+
+    /// A numeric block: its expression, and the variable it defines if
+    /// any. Without an expression to compute, it matches its format's
+    /// wildcard.
+    fn numeric(&mut self, line: Option<usize>, tables: &mut VarTables) -> Result<(), PatternError> {
+        let mut parser = ExprParser {
+            tables,
+            line_number: line,
+            depth: 0,
+        };
+        let (parsed, defined) = parser.parse_block(self.match_str, self.is_legacy_line_expr)?;
+        self.substitution_needed = parsed.ast.is_some();
+        if let Some(id) = defined {
+            self.is_definition = true;
+            self.def_name = tables.numeric_vars[id].name.clone();
+            self.defined_numeric = Some(id);
+        }
+        if !self.substitution_needed {
+            self.match_regex = Some((parsed.format.wildcard_regex(), self.match_str.loc));
+        }
+        self.expression = Some(parsed);
+        Ok(())
+    }
+}
+
 impl Pattern {
     pub(crate) fn eof(loc: Loc, line: usize) -> Self {
         Pattern {
@@ -647,199 +780,143 @@ impl Pattern {
         Ok(())
     }
 
+    /// A `[[...]]` block at the start of `pattern`: a string variable's
+    /// definition (`[[NAME:regex]]`) or use (`[[NAME]]`), or a numeric
+    /// one (`[[#...]]`, and the legacy `[[@LINE+1]]`). Adds what it
+    /// matches to the regex, and what it substitutes once variables are
+    /// known.
     fn parse_substitution_block(
         builder: &mut RegexBuilder,
         pattern: &mut Span<'_>,
         line: Option<usize>,
         tables: &mut VarTables,
     ) -> Result<(), PatternError> {
-        let block_loc = pattern.loc;
-        let mut unparsed = *pattern;
-        unparsed.drop_front(2);
-        let end = find_regex_var_end(unparsed)?;
-        let Some(end) = end else {
-            return Err(PatternError::printed(
-                block_loc,
-                "Invalid substitution block, no ]] found",
-            ));
+        let mut block = Block::read(pattern)?;
+        if !block.is_numeric {
+            block.string_variable(tables)?;
+        }
+        if block.is_numeric {
+            block.numeric(line, tables)?;
+        }
+        let insert_at = if block.is_definition {
+            Self::open_definition(builder, &block, tables)
+        } else {
+            builder.body.template.len()
         };
-        let mut match_str = Span::new(&unparsed.text[..end], unparsed.loc);
-        let mut is_numeric = match_str.text.starts_with('#');
-        if is_numeric {
-            match_str.drop_front(1);
-        }
-        pattern.drop_front(2 + end + 2);
-
-        let mut is_definition = false;
-        let mut substitution_needed = false;
-        let mut is_legacy_line_expr = false;
-        let mut def_name = String::new();
-        let mut subst_name: Option<Span<'_>> = None;
-        let mut match_regex: Option<(String, Loc)> = None;
-        let mut insert_at = builder.body.template.len();
-
-        if !is_numeric {
-            let var_end = match_str.text.find(':');
-            let name_part = &match_str.text[..var_end.unwrap_or(match_str.text.len())];
-            if let Some(space) = name_part.find([' ', '\t']) {
-                return Err(PatternError::printed(
-                    match_str.loc.advanced(space),
-                    "unexpected whitespace",
-                ));
-            }
-            let original = match_str;
-            let var = parse_variable(&mut match_str)?;
-            is_definition = var_end.is_some();
-            substitution_needed = !is_definition;
-            if is_definition {
-                if var.is_pseudo || !match_str.text.starts_with(':') {
-                    return Err(PatternError::printed(
-                        var.name.loc,
-                        "invalid name in string variable definition",
-                    ));
-                }
-                match_str.drop_front(1);
-                if tables.numeric_by_name.contains_key(var.name.text) {
-                    return Err(PatternError::printed(
-                        var.name.loc,
-                        format!(
-                            "numeric variable with name '{}' already exists",
-                            var.name.text
-                        ),
-                    ));
-                }
-                def_name = var.name.text.to_string();
-                match_regex = Some((match_str.text.to_string(), match_str.loc));
-            } else if var.is_pseudo {
-                match_str = original;
-                is_legacy_line_expr = true;
-                is_numeric = true;
-            } else {
-                if !match_str.text.is_empty() {
-                    return Err(PatternError::printed(
-                        var.name.loc,
-                        "invalid name in string variable use",
-                    ));
-                }
-                subst_name = Some(var.name);
-            }
-        }
-
-        let mut expression = None;
-        let mut defined_numeric = None;
-        if is_numeric {
-            let mut parser = ExprParser {
-                tables,
-                line_number: line,
-                depth: 0,
-            };
-            let (parsed, defined) = parser.parse_block(match_str, is_legacy_line_expr)?;
-            substitution_needed = parsed.ast.is_some();
-            if let Some(id) = defined {
-                is_definition = true;
-                def_name = tables.numeric_vars[id].name.clone();
-                defined_numeric = Some(id);
-            }
-            if !substitution_needed {
-                match_regex = Some((parsed.format.wildcard_regex(), match_str.loc));
-            }
-            expression = Some(parsed);
-        }
-
-        if is_definition {
-            let group_name = builder.new_group_name();
-            builder.body.template.push_str("(?P<");
-            builder.body.template.push_str(&group_name);
-            builder.body.template.push('>');
-            builder.body.llvm_text.push('(');
-            insert_at = builder.body.template.len();
-            let llvm_group = builder.llvm_paren;
-            if let (Some(id), Some(expr)) = (defined_numeric, &expression) {
-                builder
-                    .body
-                    .numeric_defs
-                    .retain(|(existing, _, _)| *existing != id);
-                builder
-                    .body
-                    .numeric_defs
-                    .push((id, group_name.clone(), expr.format));
-                tables.numeric_by_name.insert(def_name.clone(), id);
-            } else {
-                builder
-                    .body
-                    .string_defs
-                    .retain(|(existing, _)| *existing != def_name);
-                builder
-                    .body
-                    .string_defs
-                    .push((def_name.clone(), group_name.clone()));
-                builder
-                    .defined_here
-                    .retain(|(existing, _, _)| *existing != def_name);
-                builder
-                    .defined_here
-                    .push((def_name.clone(), group_name.clone(), llvm_group));
-                tables.defined_strings.insert(def_name.clone());
-            }
-            builder.llvm_paren += 1;
-        }
-
-        if let Some((regex_text, regex_loc)) = match_regex.filter(|(text, _)| !text.is_empty()) {
+        if let Some((regex_text, regex_loc)) =
+            block.match_regex.take().filter(|(t, _)| !t.is_empty())
+        {
             let translated = posix_to_rust(&regex_text);
             builder.llvm_paren += validate_regex(&translated, regex_loc)?;
             builder.body.template.push_str(&translated);
             builder.body.llvm_text.push_str(&regex_text);
         }
-
-        if is_definition {
+        if block.is_definition {
             builder.body.template.push(')');
             builder.body.llvm_text.push(')');
         }
+        if block.substitution_needed {
+            Self::substitute(builder, block, insert_at)?;
+        }
+        Ok(())
+    }
 
-        if substitution_needed {
-            let same_line_def = match (&expression, subst_name) {
-                (None, Some(name)) => builder
-                    .defined_here
-                    .iter()
-                    .find(|(existing, _, _)| existing == name.text)
-                    .cloned(),
-                _ => None,
-            };
-            if let (Some((_, group, llvm_group)), Some(name)) = (same_line_def, subst_name) {
-                if !(1..=BACKREF_LIMIT).contains(&llvm_group) {
-                    return Err(PatternError::printed(
-                        name.loc,
-                        format!("Can't back-reference more than {BACKREF_LIMIT} variables"),
-                    ));
-                }
-                builder.body.template.push_str("\\k<");
-                builder.body.template.push_str(&group);
-                builder.body.template.push('>');
-                if llvm_group <= 9 {
-                    builder.body.llvm_text.push('\\');
-                    builder.body.llvm_text.push_str(&llvm_group.to_string());
-                } else {
-                    builder
-                        .body
-                        .llvm_text
-                        .push_str(&format!("\\g{{{llvm_group}}}"));
-                }
-                builder.body.backtracking = true;
-            } else if let Some(expr) = expression {
-                builder.body.substitutions.push(Substitution {
-                    insert_at,
-                    from_text: match_str.text.to_string(),
-                    from_loc: match_str.loc,
-                    kind: SubstitutionKind::Numeric(expr),
-                });
-            } else if let Some(name) = subst_name {
-                builder.body.substitutions.push(Substitution {
-                    insert_at,
-                    from_text: name.text.to_string(),
-                    from_loc: name.loc,
-                    kind: SubstitutionKind::String(name.text.to_string()),
-                });
+    /// Opens the capture group a definition matches into, and records the
+    /// variable it defines. Returns where a substitution would go.
+    fn open_definition(
+        builder: &mut RegexBuilder,
+        block: &Block<'_>,
+        tables: &mut VarTables,
+    ) -> usize {
+        let def_name = &block.def_name;
+        let group_name = builder.new_group_name();
+        builder.body.template.push_str("(?P<");
+        builder.body.template.push_str(&group_name);
+        builder.body.template.push('>');
+        builder.body.llvm_text.push('(');
+        let insert_at = builder.body.template.len();
+        let llvm_group = builder.llvm_paren;
+        if let (Some(id), Some(expr)) = (block.defined_numeric, &block.expression) {
+            builder
+                .body
+                .numeric_defs
+                .retain(|(existing, _, _)| *existing != id);
+            builder
+                .body
+                .numeric_defs
+                .push((id, group_name.clone(), expr.format));
+            tables.numeric_by_name.insert(def_name.clone(), id);
+        } else {
+            builder
+                .body
+                .string_defs
+                .retain(|(existing, _)| existing != def_name);
+            builder
+                .body
+                .string_defs
+                .push((def_name.clone(), group_name.clone()));
+            builder
+                .defined_here
+                .retain(|(existing, _, _)| existing != def_name);
+            builder
+                .defined_here
+                .push((def_name.clone(), group_name.clone(), llvm_group));
+            tables.defined_strings.insert(def_name.clone());
+        }
+        builder.llvm_paren += 1;
+        insert_at
+    }
+
+    /// What a use of a variable matches: a back-reference to a string
+    /// variable defined earlier on the same line, else a substitution at
+    /// `insert_at` once the variable's value is known.
+    fn substitute(
+        builder: &mut RegexBuilder,
+        block: Block<'_>,
+        insert_at: usize,
+    ) -> Result<(), PatternError> {
+        let same_line_def = match (&block.expression, block.subst_name) {
+            (None, Some(name)) => builder
+                .defined_here
+                .iter()
+                .find(|(existing, _, _)| existing == name.text)
+                .cloned(),
+            _ => None,
+        };
+        if let (Some((_, group, llvm_group)), Some(name)) = (same_line_def, block.subst_name) {
+            if !(1..=BACKREF_LIMIT).contains(&llvm_group) {
+                return Err(PatternError::printed(
+                    name.loc,
+                    format!("Can't back-reference more than {BACKREF_LIMIT} variables"),
+                ));
             }
+            builder.body.template.push_str("\\k<");
+            builder.body.template.push_str(&group);
+            builder.body.template.push('>');
+            if llvm_group <= 9 {
+                builder.body.llvm_text.push('\\');
+                builder.body.llvm_text.push_str(&llvm_group.to_string());
+            } else {
+                builder
+                    .body
+                    .llvm_text
+                    .push_str(&format!("\\g{{{llvm_group}}}"));
+            }
+            builder.body.backtracking = true;
+        } else if let Some(expr) = block.expression {
+            builder.body.substitutions.push(Substitution {
+                insert_at,
+                from_text: block.match_str.text.to_string(),
+                from_loc: block.match_str.loc,
+                kind: SubstitutionKind::Numeric(expr),
+            });
+        } else if let Some(name) = block.subst_name {
+            builder.body.substitutions.push(Substitution {
+                insert_at,
+                from_text: name.text.to_string(),
+                from_loc: name.loc,
+                kind: SubstitutionKind::String(name.text.to_string()),
+            });
         }
         Ok(())
     }
