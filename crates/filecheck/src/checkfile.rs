@@ -259,6 +259,46 @@ fn define_cmdline_variables(
     if defines.is_empty() {
         return true;
     }
+    let (text, spans) = global_defines(defines);
+    let buffer = sm.add("Global defines", text);
+    let text = sm.text(buffer).to_string();
+    let mut ok = true;
+    for (start, len) in spans {
+        let loc = Loc::new(buffer, start);
+        let definition = &text[start..start + len];
+        let defined = if definition.is_empty() {
+            Err(DefineError::At(
+                loc,
+                "missing equal sign in global definition".into(),
+            ))
+        } else if let Some(expression) = definition.strip_prefix('#') {
+            define_numeric(Span::new(expression, loc.advanced(1)), tables, numeric)
+        } else {
+            define_string(definition, loc, tables, strings)
+        };
+        match defined {
+            Ok(()) => {}
+            // Located errors go through `logAllUnhandledErrors` in LLVM,
+            // which adds a blank line after each diagnostic.
+            Err(DefineError::At(loc, message)) => {
+                sm.print(out, loc, Severity::Error, &message, None);
+                out.push('\n');
+                ok = false;
+            }
+            Err(DefineError::Lines(lines)) => {
+                out.push_str(&lines);
+                ok = false;
+            }
+        }
+    }
+    ok
+}
+
+/// The text of LLVM's `Global defines` buffer, which diagnostics quote,
+/// and where each definition stands in it (`(start, 0)` for one without
+/// `=`). A numeric definition is shown as the `[[#...]]` block it is
+/// parsed as.
+fn global_defines(defines: &[String]) -> (String, Vec<(usize, usize)>) {
     let mut text = String::new();
     let mut spans = Vec::new();
     for (index, define) in defines.iter().enumerate() {
@@ -283,114 +323,99 @@ fn define_cmdline_variables(
             text.push('\n');
         }
     }
-    let buffer = sm.add("Global defines", text);
-    let text = sm.text(buffer).to_string();
-    let mut ok = true;
-    // Errors go through `logAllUnhandledErrors` in LLVM, which adds a blank
-    // line after each diagnostic.
-    let fail = |out: &mut String, ok: &mut bool, loc: Loc, message: &str| {
-        sm.print(out, loc, Severity::Error, message, None);
-        out.push('\n');
-        *ok = false;
+    (text, spans)
+}
+
+/// Why one `-D` definition failed, as LLVM reports it.
+enum DefineError {
+    /// A diagnostic at a place in the `Global defines` buffer.
+    At(Loc, String),
+    /// Lines printed as they are, without a place.
+    Lines(String),
+}
+
+/// `-D #NAME=EXPR`: the expression's value, given to the variable it
+/// defines; `block` is the `NAME:EXPR` part of the parsed-as block.
+fn define_numeric(
+    block: Span<'_>,
+    tables: &mut VarTables,
+    numeric: &mut HashMap<usize, NumericValue>,
+) -> Result<(), DefineError> {
+    let mut parser = ExprParser {
+        tables,
+        line_number: None,
+        depth: 0,
     };
-    for (start, len) in spans {
-        let loc = Loc::new(buffer, start);
-        let definition = &text[start..start + len];
-        if definition.is_empty() {
-            fail(out, &mut ok, loc, "missing equal sign in global definition");
-            continue;
+    let (expression, defined) = parser
+        .parse_block(block, false)
+        .map_err(|e| DefineError::At(e.loc, e.message))?;
+    let known: Vec<Option<NumericValue>> = (0..tables.numeric_vars.len())
+        .map(|id| numeric.get(&id).copied())
+        .collect();
+    let value = match expression.ast.as_ref().map(|ast| ast.eval(&known)) {
+        Some(Ok(value)) => value,
+        Some(Err(crate::expr::EvalError::Undefined(names))) => {
+            let lines = names
+                .iter()
+                .map(|(name, _)| format!("undefined variable: {name}\n"))
+                .collect();
+            return Err(DefineError::Lines(lines));
         }
-        if let Some(expression) = definition.strip_prefix('#') {
-            let mut parser = ExprParser {
-                tables,
-                line_number: None,
-                depth: 0,
-            };
-            let parsed = parser.parse_block(Span::new(expression, loc.advanced(1)), false);
-            let (expression, defined) = match parsed {
-                Ok(parsed) => parsed,
-                Err(e) => {
-                    fail(out, &mut ok, e.loc, &e.message);
-                    continue;
-                }
-            };
-            let value = match expression.ast.as_ref().map(|ast| {
-                let known: Vec<Option<NumericValue>> = (0..tables.numeric_vars.len())
-                    .map(|id| numeric.get(&id).copied())
-                    .collect();
-                ast.eval(&known)
-            }) {
-                Some(Ok(value)) => value,
-                Some(Err(crate::expr::EvalError::Undefined(names))) => {
-                    for (name, _) in names {
-                        out.push_str(&format!("undefined variable: {name}\n"));
-                    }
-                    ok = false;
-                    continue;
-                }
-                Some(Err(crate::expr::EvalError::Overflow)) => {
-                    out.push_str("overflow error\n");
-                    ok = false;
-                    continue;
-                }
-                None => {
-                    out.push_str("missing numeric expression in global definition\n");
-                    ok = false;
-                    continue;
-                }
-            };
-            if let Some(id) = defined {
-                numeric.insert(
-                    id,
-                    NumericValue {
-                        value,
-                        input_range: None,
-                    },
-                );
-                tables
-                    .numeric_by_name
-                    .insert(tables.numeric_vars[id].name.clone(), id);
-            }
-        } else {
-            let Some((name_text, value)) = definition.split_once('=') else {
-                continue;
-            };
-            let mut name = Span::new(name_text, loc);
-            let var = match parse_variable(&mut name) {
-                Ok(var) => var,
-                Err(e) => {
-                    fail(out, &mut ok, e.loc, &e.message);
-                    continue;
-                }
-            };
-            if var.is_pseudo || !name.text.is_empty() {
-                fail(
-                    out,
-                    &mut ok,
-                    loc,
-                    &format!("invalid name in string variable definition '{name_text}'"),
-                );
-                continue;
-            }
-            if tables.numeric_by_name.contains_key(var.name.text) {
-                fail(
-                    out,
-                    &mut ok,
-                    loc,
-                    &format!(
-                        "numeric variable with name '{}' already exists",
-                        var.name.text
-                    ),
-                );
-                continue;
-            }
-            strings
-                .entry(var.name.text.to_string())
-                .or_insert_with(|| StringValue::Defined(value.to_string()));
-            tables.defined_strings.insert(var.name.text.to_string());
+        Some(Err(crate::expr::EvalError::Overflow)) => {
+            return Err(DefineError::Lines("overflow error\n".into()));
         }
+        None => {
+            return Err(DefineError::Lines(
+                "missing numeric expression in global definition\n".into(),
+            ));
+        }
+    };
+    if let Some(id) = defined {
+        let value = NumericValue {
+            value,
+            input_range: None,
+        };
+        numeric.insert(id, value);
+        tables
+            .numeric_by_name
+            .insert(tables.numeric_vars[id].name.clone(), id);
     }
-    ok
+    Ok(())
+}
+
+/// `-D NAME=VALUE` at `loc`: a string variable, unless a numeric one has
+/// the name. An earlier definition of the name wins, as in LLVM.
+fn define_string(
+    definition: &str,
+    loc: Loc,
+    tables: &mut VarTables,
+    strings: &mut HashMap<String, StringValue>,
+) -> Result<(), DefineError> {
+    let Some((name_text, value)) = definition.split_once('=') else {
+        return Ok(());
+    };
+    let mut name = Span::new(name_text, loc);
+    let var = parse_variable(&mut name).map_err(|e| DefineError::At(e.loc, e.message))?;
+    if var.is_pseudo || !name.text.is_empty() {
+        return Err(DefineError::At(
+            loc,
+            format!("invalid name in string variable definition '{name_text}'"),
+        ));
+    }
+    if tables.numeric_by_name.contains_key(var.name.text) {
+        return Err(DefineError::At(
+            loc,
+            format!(
+                "numeric variable with name '{}' already exists",
+                var.name.text
+            ),
+        ));
+    }
+    strings
+        .entry(var.name.text.to_string())
+        .or_insert_with(|| StringValue::Defined(value.to_string()));
+    tables.defined_strings.insert(var.name.text.to_string());
+    Ok(())
 }
 
 /// LLVM's `FileCheck::readCheckFile` on the canonicalized check file in
