@@ -30,11 +30,12 @@ use std::hash::{Hash, Hasher};
 use std::sync::{Arc, Mutex};
 
 use hlo::{
-    CallGraph, CallRole, CompId, Computation, ComputationLayout, IoAlias, Module, ParseError,
+    CallGraph, CallRole, CompId, Computation, ComputationLayout, IoAlias, Module, ModuleFacts,
+    ParseError,
 };
 use layout_assignment::{
-    BoundSite, CallQueries, ComputationAssignment, Context, ModuleFacts, Moved, PassError, Phase,
-    Signature, SolverOptions, WEIGH_LEVELS,
+    BoundSite, CallQueries, ComputationAssignment, Context, Moved, PassError, Phase, Signature,
+    SolverOptions, WEIGH_LEVELS,
 };
 use rustc_hash::{FxHashMap, FxHasher};
 use salsa::Setter;

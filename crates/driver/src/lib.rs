@@ -327,7 +327,7 @@ fn computation_bitcast_problems(comp: &hlo::Computation) -> Vec<hlo::VerifyError
         let Some(from) = comp.inst(o).shape.as_array() else {
             continue;
         };
-        if let Err(why) = layout_assignment::prove_bitcast(&plain(from), &plain(to)) {
+        if let Err(why) = shape::prove_bitcast(&plain(from), &plain(to)) {
             problems.push(hlo::VerifyError {
                 computation: comp.name.clone(),
                 instruction: Some(inst.name.clone()),
@@ -698,8 +698,8 @@ pub fn picture(
             })?,
     };
     Ok(match kind {
-        PictureKind::Dot => relayout::to_dot(module, id),
-        PictureKind::Svg => relayout::to_svg(module, id),
+        PictureKind::Dot => draw::to_dot(module, id),
+        PictureKind::Svg => draw::to_svg(module, id),
     })
 }
 

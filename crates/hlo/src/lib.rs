@@ -52,7 +52,7 @@ pub use verify::{
     VerifyError, uses_before_definition, verify_computation, verify_entry_layout, verify_module,
     verify_module_checks, verify_names,
 };
-pub use view::ModuleView;
+pub use view::{ModuleFacts, ModuleView};
 
 /// `text` without its leading `//` comment lines (and blank lines after
 /// one of them), such as the `// RUN:` lines of a golden test. The parser

@@ -5,7 +5,7 @@
 //! computation's callees, so that a change inside a callee's body does not
 //! reach its callers.
 
-use crate::{CompId, Computation, ComputationLayout, Instruction, Module, Opcode};
+use crate::{CompId, Computation, ComputationLayout, Instruction, IoAlias, Module, Opcode};
 
 /// The module around one computation.
 pub trait ModuleView: Sync {
@@ -100,5 +100,36 @@ impl Computation {
                 (None, None) => true,
                 _ => false,
             }
+    }
+}
+
+/// The module-level facts a pass needs of the module around one
+/// computation. Each is asked for only when needed, so that an
+/// incremental database records exactly what each computation depends on.
+pub trait ModuleFacts {
+    /// The entry computation.
+    fn entry(&self) -> CompId;
+    /// The entry computation layout (asked only for the entry).
+    fn entry_layout(&self) -> ComputationLayout;
+    /// `input_output_alias` (asked only for the entry).
+    fn io_alias(&self) -> Vec<IoAlias>;
+    /// A computation's name.
+    fn name(&self, id: CompId) -> String;
+}
+
+impl ModuleFacts for Module {
+    fn entry(&self) -> CompId {
+        self.entry
+    }
+    fn entry_layout(&self) -> ComputationLayout {
+        self.entry_computation_layout.clone()
+    }
+    fn io_alias(&self) -> Vec<IoAlias> {
+        self.input_output_alias.clone()
+    }
+    fn name(&self, id: CompId) -> String {
+        self.computations
+            .get(id.index())
+            .map_or_else(String::new, |c| c.name.clone())
     }
 }

@@ -16,14 +16,16 @@ pub mod text;
 
 pub use bitcast::{
     BitcastKind, BitcastVerdict, FALLBACK_BUDGET, Method, Reason, bitcast_by_periods, is_bitcast,
-    layout_change_is_bitcast, physical_view_is_bitcast, reshape_is_bitcast, transpose_is_bitcast,
+    layout_change_is_bitcast, physical_view_is_bitcast, prove_bitcast, reshape_is_bitcast,
+    transpose_is_bitcast,
 };
 pub use element::PrimitiveType;
 pub use layout::{
     DimLevel, DimLevelKind, DimVec, Layout, LayoutError, MAX_TILE_LEVELS, SplitConfig, Tile,
 };
 pub use physical::{
-    AlgebraError, Expansion, Slot, StorageSize, TileLevel, linear_index, multi_index, storage_size,
+    AlgebraError, Expansion, Slot, StorageSize, TileLevel, linear_index, multi_index,
+    storage_bytes, storage_bytes_in, storage_size,
 };
 pub use plan::{Plan, Step, StepOp, relayout_plan, relayout_plan_at};
 pub use shape::{ArrayShape, Dims, MAX_RANK, Shape};

@@ -21,7 +21,7 @@ use std::fmt;
 
 use smallvec::SmallVec;
 
-use crate::{ArrayShape, DimVec, Dims, LayoutError, PrimitiveType, Tile};
+use crate::{ArrayShape, DimVec, Dims, Layout, LayoutError, PrimitiveType, Tile};
 
 /// Why a layout question cannot be answered.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -485,6 +485,42 @@ pub struct StorageSize {
     pub element_bits: u64,
     /// Bytes: `slots × element_bits` rounded up to whole bytes.
     pub bytes: u64,
+}
+
+/// Bytes of the buffer holding `a` in its layout, tile padding included;
+/// saturates so that an absurd shape costs "infinitely" much rather than
+/// wrapping.
+pub fn storage_bytes(a: &ArrayShape) -> u64 {
+    match &a.layout {
+        Some(l) => storage_bytes_in(a, l),
+        None => packed_bytes(a, 0).unwrap_or_else(|| storage_size(a).map_or(u64::MAX, |s| s.bytes)),
+    }
+}
+
+/// Bytes of the buffer holding `a` (whose own layout is ignored) in
+/// `layout`: [`storage_bytes`] without building the shape when the layout
+/// only orders dimensions, or adds only an element size.
+pub fn storage_bytes_in(a: &ArrayShape, layout: &Layout) -> u64 {
+    let packs = layout.tiles.is_empty()
+        && layout.padded_dimensions.is_none()
+        && layout.tail_padding_alignment_in_elements == 1;
+    if packs && let Some(bytes) = packed_bytes(a, layout.element_size_in_bits) {
+        return bytes;
+    }
+    storage_size(&a.in_layout(layout.clone())).map_or(u64::MAX, |s| s.bytes)
+}
+
+/// The bytes of `a`'s elements packed with no padding, at `element_bits`
+/// bits each (0: the type's default), when the count does not overflow.
+fn packed_bytes(a: &ArrayShape, element_bits: i64) -> Option<u64> {
+    if a.dynamic != 0 {
+        return None;
+    }
+    let bits = match u64::try_from(element_bits) {
+        Ok(b) if b > 0 => b,
+        _ => u64::from(a.element_type.default_storage_bits().unwrap_or(8)),
+    };
+    a.element_count()?.checked_mul(bits).map(|b| b.div_ceil(8))
 }
 
 /// The buffer size of a shape under its layout (the default layout if none).

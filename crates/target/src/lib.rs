@@ -1,13 +1,18 @@
 //! Target specifications: what a backend requires of layouts, as data.
 //!
 //! A target (`cpu`, `gpu`, `tpu`, or a user's own file) is a YAML file
-//! under `targets/`. This crate holds the typed spec and its loader; the
-//! layout-assignment pass interprets it. Adding a target never needs Rust.
+//! under `targets/`. This crate holds the typed spec, its loader, and what
+//! the spec means for an instruction: [`policy`] (the layouts a target
+//! requires of an instruction's operands and result) and [`tiling`] (the
+//! tiling of an array in a given order). The passes ask these; adding a
+//! target never needs Rust.
 //!
 //! Architecture invariant: the spec types carry no serde derive; the YAML
 //! wire format lives in the private `yaml` module and is converted here, so
 //! the rest of Tessera sees plain data.
 
+pub mod policy;
+pub mod tiling;
 mod yaml;
 
 use hlo::Opcode;

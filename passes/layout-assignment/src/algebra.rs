@@ -12,42 +12,7 @@ use rustc_hash::FxHashMap;
 use shape::{ArrayShape, DimVec, Layout};
 use smallvec::SmallVec;
 
-/// Bytes of the buffer holding `a` in its layout, tile padding included;
-/// saturates so that an absurd shape costs "infinitely" much rather than
-/// wrapping.
-pub fn storage_bytes(a: &ArrayShape) -> u64 {
-    match &a.layout {
-        Some(l) => storage_bytes_in(a, l),
-        None => packed_bytes(a, 0)
-            .unwrap_or_else(|| shape::storage_size(a).map_or(u64::MAX, |s| s.bytes)),
-    }
-}
-
-/// Bytes of the buffer holding `a` (whose own layout is ignored) in
-/// `layout`: [`storage_bytes`] without building the shape when the layout
-/// only orders dimensions, or adds only an element size.
-pub fn storage_bytes_in(a: &ArrayShape, layout: &Layout) -> u64 {
-    let packs = layout.tiles.is_empty()
-        && layout.padded_dimensions.is_none()
-        && layout.tail_padding_alignment_in_elements == 1;
-    if packs && let Some(bytes) = packed_bytes(a, layout.element_size_in_bits) {
-        return bytes;
-    }
-    shape::storage_size(&a.in_layout(layout.clone())).map_or(u64::MAX, |s| s.bytes)
-}
-
-/// The bytes of `a`'s elements packed with no padding, at `element_bits`
-/// bits each (0: the type's default), when the count does not overflow.
-fn packed_bytes(a: &ArrayShape, element_bits: i64) -> Option<u64> {
-    if a.dynamic != 0 {
-        return None;
-    }
-    let bits = match u64::try_from(element_bits) {
-        Ok(b) if b > 0 => b,
-        _ => u64::from(a.element_type.default_storage_bits().unwrap_or(8)),
-    };
-    a.element_count()?.checked_mul(bits).map(|b| b.div_ceil(8))
-}
+pub use shape::{storage_bytes, storage_bytes_in};
 
 /// True when `a` and `b`, the same logical array in two layouts, occupy
 /// the same bytes: a copy between them would be a bitcast.

@@ -137,7 +137,7 @@ impl<'a> Checker<'a> {
         match op {
             Opcode::Bitcast => {
                 if let (Some(from), Some(to)) = (self.operand_array(id, 0), inst.shape.as_array())
-                    && let Err(message) = prove_bitcast(from, to)
+                    && let Err(message) = shape::prove_bitcast(from, to)
                 {
                     self.report(Some(id), message);
                 }
@@ -538,99 +538,6 @@ impl<'a> Checker<'a> {
                         ),
                     );
                 }
-            }
-        }
-    }
-}
-
-/// A bitcast reinterprets bytes and does not record which logical op it
-/// stands for, so it is proven when the exact algebra shows it moves no
-/// byte as one of them: a layout change (same dimensions), a reshape
-/// (row-major element order), a transpose (the permutation deduced from
-/// the two layouts), or a physical view (one side is the other's buffer
-/// as the row-major array of its physical dimensions: the first and last
-/// steps of an expanded relayout).
-pub fn prove_bitcast(from: &ArrayShape, to: &ArrayShape) -> Result<(), String> {
-    let as_reshape = shape::is_bitcast(from, to);
-    if as_reshape.as_ref().is_ok_and(|v| v.bitcast) {
-        return Ok(());
-    }
-    if let Some(dims) = shape::facts::deduce_transpose_dimensions_for_bitcast(from, to)
-        && shape::transpose_is_bitcast(from, to, &dims).is_ok_and(|v| v.bitcast)
-    {
-        return Ok(());
-    }
-    let as_view = shape::physical_view_is_bitcast(from, to);
-    if as_view.as_ref().is_ok_and(|v| v.bitcast) {
-        return Ok(());
-    }
-    // Tiles can make a transpose a bitcast whose dimension order differs
-    // from the two layouts' orders (a tile that spans a whole dimension
-    // hides where it sits). Try every permutation that matches the
-    // dimension sizes; there are few unless many sizes repeat.
-    if from.rank() == to.rank() && from.rank() <= shape::MAX_RANK {
-        let mut found = false;
-        let mut tried = 0usize;
-        let mut perm: Vec<usize> = Vec::with_capacity(to.rank());
-        let mut used = vec![false; from.rank()];
-        permutations_matching(from, to, &mut perm, &mut used, &mut tried, &mut found);
-        if found {
-            return Ok(());
-        }
-    }
-    // Equal element counts make a reshape the likely reading; different
-    // ones a physical view. Say why that one fails.
-    let likely = match (&as_reshape, &as_view) {
-        (Ok(v), Ok(w)) if matches!(v.reason, shape::Reason::ElementCounts { .. }) => Ok(&w.reason),
-        (Ok(v), _) => Ok(&v.reason),
-        (Err(e), _) => Err(e),
-    };
-    Err(match likely {
-        Ok(reason) => format!(
-            "bitcast from {} to {} is no layout change, reshape, transpose or physical view that keeps every byte: {reason}",
-            show(from),
-            show(to)
-        ),
-        Err(e) => format!(
-            "cannot prove bitcast from {} to {}: {e}",
-            show(from),
-            show(to)
-        ),
-    })
-}
-
-/// The most permutations `prove_bitcast` tries.
-const MAX_PERMUTATIONS: usize = 5040;
-
-/// Depth-first over the permutations `perm` with `to.dims[k] ==
-/// from.dims[perm[k]]`, stopping at the first that makes a bitcast
-/// transpose or after `MAX_PERMUTATIONS`.
-fn permutations_matching(
-    from: &ArrayShape,
-    to: &ArrayShape,
-    perm: &mut Vec<usize>,
-    used: &mut [bool],
-    tried: &mut usize,
-    found: &mut bool,
-) {
-    if *found || *tried >= MAX_PERMUTATIONS {
-        return;
-    }
-    let k = perm.len();
-    if k == to.rank() {
-        *tried += 1;
-        *found = shape::transpose_is_bitcast(from, to, perm).is_ok_and(|v| v.bitcast);
-        return;
-    }
-    for d in 0..from.rank() {
-        if !used[d] && from.dims[d] == to.dims[k] {
-            used[d] = true;
-            perm.push(d);
-            permutations_matching(from, to, perm, used, tried, found);
-            perm.pop();
-            used[d] = false;
-            if *found {
-                return;
             }
         }
     }

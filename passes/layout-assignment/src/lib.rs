@@ -18,40 +18,39 @@ mod check;
 mod context;
 mod exact;
 mod materialize;
-mod policy;
 mod problem;
 mod report;
 mod retile;
 mod solve;
-mod tiling;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use hlo::{CallGraph, CallRole, CallSchedule, CompId, Computation, InstId, Module, Opcode};
+use hlo::{
+    CallGraph, CallRole, CallSchedule, CompId, Computation, InstId, Module, ModuleFacts, Opcode,
+};
 use rustc_hash::FxHashMap;
 use shape::Shape;
 use target::TargetSpec;
+// What a target requires and how it tiles lives with the target; the pass's
+// modules reach it as `crate::policy` and `crate::tiling`.
+use target::{policy, tiling};
 
 pub use calls::{
     BoundSite, CallQueries, Moved, WEIGH_LEVELS, bound_site, condition_boundary, decide,
     subtree_cost,
 };
-pub use check::{LayoutProblem, check_computation_layouts, check_layouts, prove_bitcast};
+pub use check::{LayoutProblem, check_computation_layouts, check_layouts};
 pub use context::{BoundaryReason, Context, Signature};
 pub use materialize::{
     ApplyError, ComputationAssignment, PlannedCopy, PlannedOrientation, apply,
     refresh_forwarded_shapes,
-};
-pub use policy::{
-    MatrixNeed, MinorNeed, Need, NeedSource, default_layout, first_array, inst_needs,
 };
 pub use problem::{ProblemError, Site};
 pub use report::{
     ComputationStats, CopyCause, CopyRecord, FilledLayout, MovementRecord, Optimality,
     OrientationRecord, Report, RetileRecord, TiledEntryLayout,
 };
-pub use tiling::{TileUse, allows as tiling_allows, layout_for, layout_for_use, same_layout_for};
 
 /// Why the pass could not run.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -128,37 +127,6 @@ impl Default for SolverOptions {
             kind: SolverKind::Heuristic,
             time_limit: Self::DEFAULT_TIME_LIMIT,
         }
-    }
-}
-
-/// The module-level facts a computation's context needs. Each is asked for
-/// only when needed, so that an incremental database records exactly what
-/// each computation depends on.
-pub trait ModuleFacts {
-    /// The entry computation.
-    fn entry(&self) -> CompId;
-    /// The entry computation layout (asked only for the entry).
-    fn entry_layout(&self) -> hlo::ComputationLayout;
-    /// `input_output_alias` (asked only for the entry).
-    fn io_alias(&self) -> Vec<hlo::IoAlias>;
-    /// A computation's name.
-    fn name(&self, id: CompId) -> String;
-}
-
-impl ModuleFacts for Module {
-    fn entry(&self) -> CompId {
-        self.entry
-    }
-    fn entry_layout(&self) -> hlo::ComputationLayout {
-        self.entry_computation_layout.clone()
-    }
-    fn io_alias(&self) -> Vec<hlo::IoAlias> {
-        self.input_output_alias.clone()
-    }
-    fn name(&self, id: CompId) -> String {
-        self.computations
-            .get(id.index())
-            .map_or_else(String::new, |c| c.name.clone())
     }
 }
 

@@ -2139,7 +2139,7 @@ fn bitcast_side(target: &TargetSpec, a: &ArrayShape, other: Option<&ArrayShape>)
     let (from, to) = (defaulted(a), defaulted(other));
     // Equal sizes are not enough (`pred[4,5]` and `pred[20]` under their
     // default packed tiles): the defaults must make a bitcast.
-    if crate::check::prove_bitcast(&from, &to).is_ok() {
+    if shape::prove_bitcast(&from, &to).is_ok() {
         policy::default_layout(target, a)
     } else {
         written(a)

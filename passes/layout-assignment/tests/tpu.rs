@@ -35,7 +35,7 @@ fn corpus() -> Vec<(String, String)> {
 fn check_leaf(
     target: &target::TargetSpec,
     a: &ArrayShape,
-    use_: layout_assignment::TileUse,
+    use_: target::tiling::TileUse,
 ) -> Option<String> {
     let layout = a.layout.as_ref()?;
     if layout.tiles.is_empty()
@@ -45,7 +45,7 @@ fn check_leaf(
     {
         return Some(format!("{a} is not tiled"));
     }
-    (!layout_assignment::tiling_allows(target, a, layout, use_))
+    (!target::tiling::allows(target, a, layout, use_))
         .then(|| format!("{a} carries a tiling the target does not allow"))
 }
 
@@ -75,9 +75,9 @@ fn every_corpus_module_is_tiled_by_the_tpu_policy() {
         for (id, comp) in module.computation_ids().zip(&module.computations) {
             for (_, inst) in comp.instructions() {
                 let use_ = if id == module.entry && inst.opcode == hlo::Opcode::Parameter {
-                    layout_assignment::TileUse::Storage
+                    target::tiling::TileUse::Storage
                 } else {
-                    layout_assignment::TileUse::Compute
+                    target::tiling::TileUse::Compute
                 };
                 inst.shape.for_each_array(&mut |_, a| {
                     if let Some(problem) = check_leaf(&target, a, use_) {

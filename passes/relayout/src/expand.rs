@@ -113,7 +113,7 @@ fn op_name(op: &StepOp) -> &'static str {
 /// moves size-1 dimensions, say) turned into a bitcast, and each run of
 /// bitcasts merged: a bitcast only reinterprets the buffer, so a chain of
 /// them is one reinterpretation. Two bitcasts merge only when the layout
-/// verifier proves the merged one (`layout_assignment::prove_bitcast`);
+/// verifier proves the merged one (`shape::prove_bitcast`);
 /// otherwise both stay, each proven on its own (a view of a tiled buffer
 /// whose dimensions cut across the physical ones goes through the
 /// physical array, see `shape::relayout_plan`).
@@ -130,7 +130,7 @@ fn simplify(from: &ArrayShape, steps: Vec<Step>) -> Vec<Step> {
         let n = out.len();
         let merges = n >= 1 && out[n - 1].op == StepOp::Bitcast && step.op == StepOp::Bitcast && {
             let operand = if n >= 2 { &out[n - 2].shape } else { from };
-            layout_assignment::prove_bitcast(operand, &step.shape).is_ok()
+            shape::prove_bitcast(operand, &step.shape).is_ok()
         };
         if merges {
             out[n - 1].shape = step.shape;
@@ -149,7 +149,7 @@ fn simplify(from: &ArrayShape, steps: Vec<Step>) -> Vec<Step> {
 fn working_element_size(target: &TargetSpec, a: &ArrayShape) -> Option<i64> {
     target.operand_default.as_ref()?;
     let descending: Vec<usize> = (0..a.rank()).rev().collect();
-    Some(layout_assignment::layout_for(target, a, &descending).element_size_in_bits)
+    Some(target::tiling::layout_for(target, a, &descending).element_size_in_bits)
 }
 
 /// Phase 3 on one computation.

@@ -22,13 +22,12 @@
 //!    tiles are physical views).
 //!
 //! Every rewrite is reported with what, where, how many bytes it moves and
-//! why. [`to_dot`] and [`to_svg`] draw a computation.
+//! why.
 //!
 //! Architecture invariant: the pass never walks elements. Every decision is
 //! the `shape` crate's symbolic verdict; the brute-force walk lives in the
 //! tests only.
 
-mod draw;
 pub mod expand;
 pub mod noop;
 pub mod uses;
@@ -38,8 +37,6 @@ use std::fmt;
 use hlo::{CompId, Computation, EditError, InstId, Module};
 use shape::{ArrayShape, DimVec, Shape};
 use target::TargetSpec;
-
-pub use draw::{MAX_DRAWN_NODES, to_dot, to_svg};
 
 /// What the pass does beyond its fixed work.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
@@ -257,7 +254,7 @@ pub struct ComputationFacts {
 
 /// The facts of computation `id` in `module`: only the entry has a fixed
 /// result.
-pub fn facts_for(module: &dyn layout_assignment::ModuleFacts, id: CompId) -> ComputationFacts {
+pub fn facts_for(module: &dyn hlo::ModuleFacts, id: CompId) -> ComputationFacts {
     if id == module.entry() {
         ComputationFacts {
             result: Some(module.entry_layout().result),

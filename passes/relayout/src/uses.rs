@@ -4,7 +4,7 @@
 //!
 //! The needs, strongest first when two disagree on one use:
 //! 0. a custom call's `operand_layout_constraints` (or a `LayoutConstraint`);
-//! 1. a target rule (`layout_assignment::inst_needs`);
+//! 1. a target rule (`target::policy::inst_needs`);
 //! 2. the instruction itself: a layout-preserving op reads its same-rank
 //!    operands in its result layout, a broadcast reads its operand in the
 //!    result's order restricted to the broadcast dimensions;
@@ -18,10 +18,10 @@
 use std::borrow::Cow;
 
 use hlo::{Attrs, Computation, FreshNames, InstId, Instruction, KnownAttr, Opcode, Placement};
-use layout_assignment::{Need, NeedSource};
 use rustc_hash::FxHashMap;
 use shape::{DimVec, Layout, Shape};
 use target::TargetSpec;
+use target::policy::{Need, NeedSource};
 
 use crate::{
     ComputationFacts, RelayoutError, Rewrite, RewriteKind, edit, laid_out, order,
@@ -135,7 +135,7 @@ fn operand_wants(comp: &Computation, target: &TargetSpec, id: InstId, out: &mut 
     if unchecked(op) {
         return;
     }
-    let needs = layout_assignment::inst_needs(target, comp, id);
+    let needs = target::policy::inst_needs(target, comp, id);
     let results = inst.shape.array_leaves();
     let keeps = target.keeps_layout(op);
     for (i, &o) in inst.operands().iter().enumerate() {
@@ -196,7 +196,7 @@ fn operand_wants(comp: &Computation, target: &TargetSpec, id: InstId, out: &mut 
                 let layout = if have.minor_to_major == m2m {
                     have.clone()
                 } else {
-                    Cow::Owned(layout_assignment::layout_for(target, a, &m2m))
+                    Cow::Owned(target::tiling::layout_for(target, a, &m2m))
                 };
                 offer(2, layout, Because::Broadcast, &mut best);
             }
@@ -221,12 +221,7 @@ fn operand_wants(comp: &Computation, target: &TargetSpec, id: InstId, out: &mut 
                     // must agree.
                     have.clone()
                 } else {
-                    Cow::Owned(layout_assignment::same_layout_for(
-                        target,
-                        &out_layout,
-                        r,
-                        a,
-                    ))
+                    Cow::Owned(target::tiling::same_layout_for(target, &out_layout, r, a))
                 };
                 offer(2, layout, Because::Keeps(op), &mut best);
             }

@@ -1,9 +1,9 @@
 //! Interprets a target's rules for one instruction: which layouts its
 //! operands and result need, and why.
 
+use crate::{DimOrder, Requirement, Rule, TargetSpec};
 use hlo::{AttrValue, Computation, InstId, Instruction, KnownAttr, Opcode};
 use shape::{ArrayShape, DimVec, Layout};
-use target::{DimOrder, Requirement, Rule, TargetSpec};
 
 use crate::tiling;
 
@@ -545,9 +545,7 @@ pub fn realize(
                         a,
                         &major_to_minor.into_iter().rev().collect::<DimVec>(),
                     );
-                    if crate::algebra::storage_bytes_in(a, &swapped)
-                        < crate::algebra::storage_bytes_in(a, &chosen)
-                    {
+                    if shape::storage_bytes_in(a, &swapped) < shape::storage_bytes_in(a, &chosen) {
                         chosen = swapped;
                     }
                 }

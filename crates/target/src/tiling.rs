@@ -13,8 +13,8 @@
 //! the value it shares an order with (a `convert` from `s8` to `s4` gives
 //! the `s4` result the `s4` tiling).
 
+use crate::{TargetSpec, TileCandidate, TileFit, TilingPolicy, TilingRule};
 use shape::{ArrayShape, DimVec, Layout, Tile};
-use target::{TargetSpec, TileCandidate, TileFit, TilingPolicy, TilingRule};
 
 /// Where a buffer lives, which decides the tilings it may take.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -81,7 +81,7 @@ fn cheapest<'r>(
     let mut layout = base.clone();
     let mut bytes_of = |c: &TileCandidate| {
         layout.tiles = c.tiles.iter().cloned().collect();
-        crate::algebra::storage_bytes_in(a, &layout)
+        shape::storage_bytes_in(a, &layout)
     };
     let mut best = (bytes_of(first), first);
     for c in rest {
@@ -224,7 +224,7 @@ pub fn combined_variants(target: &TargetSpec, a: &ArrayShape, base: &Layout) -> 
                 let mut layout = base.clone();
                 layout.tiles = c.tiles.iter().cloned().collect();
                 layout.tiles[0] = combined;
-                let bytes = crate::algebra::storage_bytes_in(a, &layout);
+                let bytes = shape::storage_bytes_in(a, &layout);
                 if best.as_ref().is_none_or(|(b, _)| bytes < *b) {
                     best = Some((bytes, layout));
                 }
@@ -365,8 +365,7 @@ pub fn least_padding_order(
     minor: Option<usize>,
 ) -> DimVec {
     let rank = a.rank();
-    let bytes =
-        |m2m: &[usize]| crate::algebra::storage_bytes_in(a, &layout_for_use(target, a, m2m, use_));
+    let bytes = |m2m: &[usize]| shape::storage_bytes_in(a, &layout_for_use(target, a, m2m, use_));
     let order = |first: usize, second: Option<usize>| -> DimVec {
         let mut m2m: DimVec = DimVec::new();
         m2m.push(first);

@@ -1,9 +1,18 @@
 //! Pictures: Graphviz text and SVG of a computation, with copies red,
 //! bitcasts green, edges labelled with layouts, and a cap on big graphs.
 
-mod common;
+use hlo::Module;
 
-use common::*;
+/// Parses `text` and runs the relayout pass alone on it.
+fn relayout_alone(text: &str, target_name: &str, expand: bool) -> (Module, relayout::Report) {
+    let mut m = hlo::parse_module(text, "test.hlo").unwrap_or_else(|e| panic!("{e}"));
+    let target = target::load_builtin(target_name).expect("built-in target");
+    let opts = relayout::Options {
+        expand_relayouts: expand,
+    };
+    let r = relayout::run(&mut m, &target, &opts).unwrap_or_else(|e| panic!("{e}"));
+    (m, r)
+}
 
 const TEXT: &str = r#"HloModule pic
 
@@ -19,7 +28,7 @@ ENTRY %main (p: f32[8,128], q: f32[3,128]) -> (f32[8,128], f32[3,128]) {
 #[test]
 fn dot_colours_copies_and_bitcasts_and_labels_layouts() {
     let (m, _) = relayout_alone(TEXT, "gpu", false);
-    let dot = relayout::to_dot(&m, m.entry);
+    let dot = draw::to_dot(&m, m.entry);
     assert!(dot.starts_with("digraph \"main\" {"), "{dot}");
     assert!(dot.trim_end().ends_with('}'));
     // %b became a bitcast (green), %c stays a copy (red).
@@ -48,7 +57,7 @@ fn dot_colours_copies_and_bitcasts_and_labels_layouts() {
 #[test]
 fn svg_is_one_box_per_instruction_with_layout_labels() {
     let (m, _) = relayout_alone(TEXT, "gpu", false);
-    let svg = relayout::to_svg(&m, m.entry);
+    let svg = draw::to_svg(&m, m.entry);
     assert!(svg.starts_with("<svg xmlns=\"http://www.w3.org/2000/svg\""));
     assert!(svg.trim_end().ends_with("</svg>"));
     assert_eq!(svg.matches("<g class=\"node ").count(), 5);
@@ -77,17 +86,17 @@ fn big_computations_are_capped_and_say_so() {
         prev = format!("n{i}");
     }
     text.push_str(&format!("  ROOT %r = f32[4]{{0}} copy(%{prev})\n}}\n"));
-    let m = parse(&text);
-    let svg = relayout::to_svg(&m, m.entry);
+    let m = hlo::parse_module(&text, "test.hlo").unwrap_or_else(|e| panic!("{e}"));
+    let svg = draw::to_svg(&m, m.entry);
     assert_eq!(
         svg.matches("<g class=\"node ").count(),
-        relayout::MAX_DRAWN_NODES
+        draw::MAX_DRAWN_NODES
     );
     assert!(
         svg.contains("showing the first 400 of 452 instructions"),
         "the picture says it is cut"
     );
-    let dot = relayout::to_dot(&m, m.entry);
-    assert_eq!(dot.matches("[label=\"%").count(), relayout::MAX_DRAWN_NODES);
+    let dot = draw::to_dot(&m, m.entry);
+    assert_eq!(dot.matches("[label=\"%").count(), draw::MAX_DRAWN_NODES);
     assert!(dot.contains("showing the first 400 of 452 instructions"));
 }
