@@ -285,22 +285,12 @@ impl<'m> Verifier<'m> {
             }
         }
         if self.view.is_scheduled() {
-            let position: FxHashMap<InstId, usize> = comp
-                .schedule()
-                .iter()
-                .enumerate()
-                .map(|(i, &id)| (id, i))
-                .collect();
-            for (i, (_, inst)) in comp.instructions().enumerate() {
-                for &op in inst.operands().iter().chain(inst.control_predecessors()) {
-                    if position.get(&op).is_some_and(|&j| j > i) {
-                        let message = format!(
-                            "uses %{} before it is computed, in a scheduled module",
-                            comp.inst(op).name
-                        );
-                        self.error(comp, inst, message);
-                    }
-                }
+            for (user, op) in module::early_uses(comp) {
+                let message = format!(
+                    "uses %{} before it is computed, in a scheduled module",
+                    comp.inst(op).name
+                );
+                self.error(comp, comp.inst(user), message);
             }
         }
         let _ = id;

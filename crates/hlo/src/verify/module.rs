@@ -144,21 +144,31 @@ pub fn verify_entry_layout(
 pub fn uses_before_definition(module: &Module) -> Vec<(String, String, String)> {
     let mut found = Vec::new();
     for comp in &module.computations {
-        let position: FxHashMap<InstId, usize> = comp
-            .schedule()
-            .iter()
-            .enumerate()
-            .map(|(i, &id)| (id, i))
-            .collect();
-        for (i, (_, inst)) in comp.instructions().enumerate() {
-            for &op in inst.operands().iter().chain(inst.control_predecessors()) {
-                if position.get(&op).is_some_and(|&j| j > i) {
-                    found.push((
-                        comp.name.clone(),
-                        inst.name.clone(),
-                        comp.inst(op).name.clone(),
-                    ));
-                }
+        for (user, op) in early_uses(comp) {
+            found.push((
+                comp.name.clone(),
+                comp.inst(user).name.clone(),
+                comp.inst(op).name.clone(),
+            ));
+        }
+    }
+    found
+}
+
+/// Each use in `comp` of an operand or control predecessor scheduled after
+/// its user, as (user, operand), in schedule order.
+pub(super) fn early_uses(comp: &Computation) -> Vec<(InstId, InstId)> {
+    let position: FxHashMap<InstId, usize> = comp
+        .schedule()
+        .iter()
+        .enumerate()
+        .map(|(i, &id)| (id, i))
+        .collect();
+    let mut found = Vec::new();
+    for (i, (id, inst)) in comp.instructions().enumerate() {
+        for &op in inst.operands().iter().chain(inst.control_predecessors()) {
+            if position.get(&op).is_some_and(|&j| j > i) {
+                found.push((id, op));
             }
         }
     }
