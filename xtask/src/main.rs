@@ -22,6 +22,7 @@ mod golden;
 mod loadtest;
 mod openapi;
 mod run_pass;
+mod tidy;
 
 #[derive(Parser)]
 #[command(name = "cargo xtask", about = "Tessera's project automation")]
@@ -52,6 +53,8 @@ enum Command {
     Openapi(openapi::Args),
     /// Fuzz the pipeline: generated and edited modules on every target, outputs proven equivalent.
     Fuzz(fuzz::Args),
+    /// The style gates: rustfmt, clippy with warnings denied, and docs.
+    Tidy(tidy::Args),
 }
 
 fn main() -> ExitCode {
@@ -68,6 +71,7 @@ fn main() -> ExitCode {
         Command::Loadtest(args) => loadtest::run(args),
         Command::Openapi(args) => openapi::run(args),
         Command::Fuzz(args) => fuzz::run(args),
+        Command::Tidy(args) => tidy::run(args),
     };
     match result {
         Ok(code) => code,

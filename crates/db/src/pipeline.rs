@@ -96,6 +96,18 @@ impl ModuleView for View<'_> {
     }
 }
 
+/// The ids of the computations one computation names, in order, once
+/// each. Read from the input: the steps after it add instructions (copies,
+/// bitcasts, the relayout expansions) but never a call, so the output
+/// names the same computations.
+#[salsa::tracked(returns(ref))]
+pub fn named_callees(db: &dyn salsa::Database, c: SourceComputation) -> Vec<CompId> {
+    parsed(db, c)
+        .result
+        .as_ref()
+        .map_or_else(|_| Vec::new(), |comp| named(comp))
+}
+
 /// The ids of the computations `comp` names, in order, once each.
 fn named(comp: &Computation) -> Vec<CompId> {
     let mut ids: Vec<CompId> = comp
@@ -116,9 +128,10 @@ fn view<'a>(
 ) -> View<'a> {
     let m = c.module(db);
     let comps = m.computations(db);
-    let callees = named(comp)
-        .into_iter()
-        .filter_map(|id| Some((id, stub(db, *comps.get(id.index())?).0.clone()?)))
+    debug_assert_eq!(named(comp), *named_callees(db, c));
+    let callees = named_callees(db, c)
+        .iter()
+        .filter_map(|&id| Some((id, stub(db, *comps.get(id.index())?).0.clone()?)))
         .collect();
     View {
         callees,
@@ -161,6 +174,51 @@ pub fn input_problems(db: &dyn salsa::Database, c: SourceComputation) -> Vec<Ver
         CompId(c.index(db)),
         comp,
     )
+}
+
+/// The bitcasts of one input computation that move bytes. The passes keep
+/// an input bitcast in the layouts it was written with (a side written
+/// without a layout means the plain descending one, as everywhere in an
+/// input), and the output verifier proves every bitcast keeps each element
+/// where it is; a bitcast that does not, under its own layouts, is the
+/// user's error.
+#[salsa::tracked(returns(ref))]
+pub fn input_bitcast_problems(db: &dyn salsa::Database, c: SourceComputation) -> Vec<VerifyError> {
+    parsed(db, c)
+        .result
+        .as_ref()
+        .map_or_else(|_| Vec::new(), |comp| bitcast_problems(comp))
+}
+
+/// The bitcasts of `comp` that move bytes (see [`input_bitcast_problems`]).
+pub fn bitcast_problems(comp: &Computation) -> Vec<VerifyError> {
+    let plain = |a: &shape::ArrayShape| {
+        let mut a = a.clone();
+        if a.layout.is_none() {
+            a.layout = Some(shape::Layout::descending(a.rank()));
+        }
+        a
+    };
+    let mut problems = Vec::new();
+    for (id, inst) in comp.instructions() {
+        if inst.opcode != Opcode::Bitcast {
+            continue;
+        }
+        let (Some(&o), Some(to)) = (comp.operands(id).first(), inst.shape.as_array()) else {
+            continue;
+        };
+        let Some(from) = comp.inst(o).shape.as_array() else {
+            continue;
+        };
+        if let Err(why) = shape::prove_bitcast(&plain(from), &plain(to)) {
+            problems.push(VerifyError {
+                computation: comp.name.clone(),
+                instruction: Some(inst.name.clone()),
+                message: format!("{why}; an input bitcast must keep every element where it is"),
+            });
+        }
+    }
+    problems
 }
 
 /// The module-wide problems of the input: names, and the entry layout
@@ -215,92 +273,92 @@ pub fn output_entry_layout(
     (layout, Vec::new())
 }
 
-/// One computation with its assignment applied (its copies), and the
-/// assignment report's records of it. Without assignment, the parsed
-/// computation.
+/// What the steps after assignment report of one computation.
+#[derive(Clone, Debug)]
+pub struct Transformed {
+    /// The assignment report's records of it (`None` without assignment),
+    /// or why applying the assignment failed.
+    pub assignment: Result<Option<Arc<AssignmentReport>>, ApplyError>,
+    /// The relayout pass's rewrites, or why it failed.
+    pub rewrites: Result<Vec<Rewrite>, RelayoutError>,
+}
+
+/// One computation after the steps that change it: its assignment applied
+/// (its copies), then the relayout pass, each when it runs. Both work on
+/// one copy of the parsed computation: the steps are one query so that
+/// the computation is copied once, not once per step.
 ///
 /// Its value is dropped once the run that needed it is over (see
 /// [`crate::Database::release_intermediates`]): what later runs read of a
 /// computation's output is kept by the small queries after it (its stub,
 /// names, problems, counts and text).
 #[salsa::tracked(returns(ref), lru = 1)]
-pub fn applied(
-    db: &dyn salsa::Database,
-    c: SourceComputation,
-) -> Stepped<Result<Option<Arc<AssignmentReport>>, ApplyError>> {
+pub fn transformed(db: &dyn salsa::Database, c: SourceComputation) -> Stepped<Transformed> {
+    let failed = |rewrites| Stepped {
+        comp: None,
+        report: Transformed {
+            assignment: Ok(None),
+            rewrites,
+        },
+    };
     let Ok(comp) = &parsed(db, c).result else {
-        return Stepped {
-            comp: None,
-            report: Ok(None),
-        };
-    };
-    let m = c.module(db);
-    if !m.steps(db).assign {
-        return Stepped {
-            comp: Some(comp.clone()),
-            report: Ok(None),
-        };
-    }
-    let Ok(a) = final_assignment(db, c) else {
-        return Stepped {
-            comp: None,
-            report: Ok(None),
-        };
-    };
-    let mut out = Computation::clone(comp);
-    match layout_assignment::apply_computation(&mut out, a, c.index(db) == m.entry(db)) {
-        Ok(report) => Stepped {
-            comp: Some(Arc::new(out)),
-            report: Ok(Some(Arc::new(report))),
-        },
-        Err(e) => Stepped {
-            comp: None,
-            report: Err(e),
-        },
-    }
-}
-
-/// One computation after the relayout pass, with its rewrites; without
-/// relayout, the applied computation. Dropped after the run, as
-/// [`applied`]'s.
-#[salsa::tracked(returns(ref), lru = 1)]
-pub fn relayouted(
-    db: &dyn salsa::Database,
-    c: SourceComputation,
-) -> Stepped<Result<Vec<Rewrite>, RelayoutError>> {
-    let Some(comp) = &applied(db, c).comp else {
-        return Stepped {
-            comp: None,
-            report: Ok(Vec::new()),
-        };
+        return failed(Ok(Vec::new()));
     };
     let m = c.module(db);
     let steps = m.steps(db);
-    if !steps.relayout {
-        return Stepped {
-            comp: Some(comp.clone()),
-            report: Ok(Vec::new()),
-        };
-    }
-    let facts = if c.index(db) == m.entry(db) {
-        relayout::ComputationFacts {
-            result: Some(output_entry_layout(db, m).0.result.clone()),
+    let is_entry = c.index(db) == m.entry(db);
+    let final_assignment = if steps.assign {
+        match final_assignment(db, c) {
+            Ok(a) => Some(a),
+            Err(_) => return failed(Ok(Vec::new())),
         }
     } else {
-        relayout::ComputationFacts::default()
+        None
     };
+    if final_assignment.is_none() && !steps.relayout {
+        return Stepped {
+            comp: Some(comp.clone()),
+            report: Transformed {
+                assignment: Ok(None),
+                rewrites: Ok(Vec::new()),
+            },
+        };
+    }
     let mut out = Computation::clone(comp);
-    let opts = relayout::Options {
-        expand_relayouts: steps.expand_relayouts,
+    let applied = final_assignment
+        .map(|a| layout_assignment::apply_computation(&mut out, a, is_entry))
+        .transpose();
+    let assignment = match applied {
+        Ok(report) => report.map(Arc::new),
+        Err(e) => {
+            return Stepped {
+                comp: None,
+                report: Transformed {
+                    assignment: Err(e),
+                    rewrites: Ok(Vec::new()),
+                },
+            };
+        }
     };
-    match relayout::run_computation(&facts, &mut out, m.target(db), &opts) {
-        Ok(rewrites) => Stepped {
-            comp: Some(Arc::new(out)),
-            report: Ok(rewrites),
-        },
-        Err(e) => Stepped {
-            comp: None,
-            report: Err(e),
+    let rewrites = if steps.relayout {
+        let facts = relayout::ComputationFacts {
+            result: is_entry.then(|| output_entry_layout(db, m).0.result.clone()),
+        };
+        let opts = relayout::Options {
+            expand_relayouts: steps.expand_relayouts,
+        };
+        match relayout::run_computation(&facts, &mut out, m.target(db), &opts) {
+            Ok(rewrites) => rewrites,
+            Err(e) => return failed(Err(e)),
+        }
+    } else {
+        Vec::new()
+    };
+    Stepped {
+        comp: Some(Arc::new(out)),
+        report: Transformed {
+            assignment: Ok(assignment),
+            rewrites: Ok(rewrites),
         },
     }
 }
@@ -313,7 +371,7 @@ pub fn assignment_part(
     db: &dyn salsa::Database,
     c: SourceComputation,
 ) -> Result<Option<Arc<AssignmentReport>>, ApplyError> {
-    applied(db, c).report.clone()
+    transformed(db, c).report.assignment.clone()
 }
 
 /// One computation's relayout rewrites, or why relayout failed on it.
@@ -322,14 +380,14 @@ pub fn rewrites(
     db: &dyn salsa::Database,
     c: SourceComputation,
 ) -> Result<Vec<Rewrite>, RelayoutError> {
-    relayouted(db, c).report.clone()
+    transformed(db, c).report.rewrites.clone()
 }
 
 /// The output computation's signature stub.
 #[salsa::tracked(returns(ref))]
 pub fn output_stub(db: &dyn salsa::Database, c: SourceComputation) -> Stub {
     Stub(
-        relayouted(db, c)
+        transformed(db, c)
             .comp
             .as_ref()
             .map(|comp| Arc::new(comp.signature_stub())),
@@ -339,7 +397,7 @@ pub fn output_stub(db: &dyn salsa::Database, c: SourceComputation) -> Stub {
 /// The output computation's instruction names, in order.
 #[salsa::tracked(returns(ref))]
 pub fn output_names(db: &dyn salsa::Database, c: SourceComputation) -> Vec<String> {
-    relayouted(db, c)
+    transformed(db, c)
         .comp
         .as_ref()
         .map_or_else(Vec::new, |comp| {
@@ -354,7 +412,7 @@ pub fn output_problems(
     db: &dyn salsa::Database,
     c: SourceComputation,
 ) -> (Vec<VerifyError>, Vec<VerifyError>) {
-    let Some(comp) = &relayouted(db, c).comp else {
+    let Some(comp) = &transformed(db, c).comp else {
         return (Vec::new(), Vec::new());
     };
     let m = c.module(db);
@@ -398,7 +456,7 @@ pub fn output_module_problems(db: &dyn salsa::Database, m: SourceModule) -> Vec<
 /// The output computation's text, with the blank line after it.
 #[salsa::tracked(returns(ref))]
 pub fn printed(db: &dyn salsa::Database, c: SourceComputation) -> String {
-    let Some(comp) = &relayouted(db, c).comp else {
+    let Some(comp) = &transformed(db, c).comp else {
         return String::new();
     };
     let m = c.module(db);
@@ -431,7 +489,7 @@ pub fn printed_header(db: &dyn salsa::Database, m: SourceModule) -> String {
 /// Counts over one output computation.
 #[salsa::tracked(returns(ref))]
 pub fn counted(db: &dyn salsa::Database, c: SourceComputation) -> ModuleStats {
-    let Some(comp) = &relayouted(db, c).comp else {
+    let Some(comp) = &transformed(db, c).comp else {
         return ModuleStats::default();
     };
     let mut s = ModuleStats::default();

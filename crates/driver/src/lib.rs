@@ -302,40 +302,8 @@ fn input_bitcast_problems(module: &Module) -> Vec<hlo::VerifyError> {
     module
         .computations
         .iter()
-        .flat_map(computation_bitcast_problems)
+        .flat_map(db::pipeline::bitcast_problems)
         .collect()
-}
-
-/// The bitcasts of one computation that move bytes (see
-/// `input_bitcast_problems`).
-fn computation_bitcast_problems(comp: &hlo::Computation) -> Vec<hlo::VerifyError> {
-    let plain = |a: &shape::ArrayShape| {
-        let mut a = a.clone();
-        if a.layout.is_none() {
-            a.layout = Some(shape::Layout::descending(a.rank()));
-        }
-        a
-    };
-    let mut problems = Vec::new();
-    for (id, inst) in comp.instructions() {
-        if inst.opcode != hlo::Opcode::Bitcast {
-            continue;
-        }
-        let (Some(&o), Some(to)) = (comp.operands(id).first(), inst.shape.as_array()) else {
-            continue;
-        };
-        let Some(from) = comp.inst(o).shape.as_array() else {
-            continue;
-        };
-        if let Err(why) = shape::prove_bitcast(&plain(from), &plain(to)) {
-            problems.push(hlo::VerifyError {
-                computation: comp.name.clone(),
-                instruction: Some(inst.name.clone()),
-                message: format!("{why}; an input bitcast must keep every element where it is"),
-            });
-        }
-    }
-    problems
 }
 
 /// Refuses a module the structural verifier rejects: passes assume well
@@ -421,10 +389,11 @@ fn assemble(
     // As in `verify_input`: bitcasts that move bytes, once the module is
     // otherwise well formed.
     if problems.is_empty() {
+        each_computation(db, &comps, |db, c| {
+            let _ = pipeline::input_bitcast_problems(db, c);
+        });
         for &c in &comps {
-            if let Ok(comp) = &db::parsed(db, c).result {
-                problems.extend(computation_bitcast_problems(comp));
-            }
+            problems.extend(pipeline::input_bitcast_problems(db, c).iter().cloned());
         }
     }
     if !problems.is_empty() {
@@ -461,11 +430,6 @@ fn assemble(
     each_computation(db, &comps, |db, c| {
         let _ = pipeline::rewrites(db, c);
         let _ = pipeline::assignment_part(db, c);
-        if opts.verify {
-            let _ = pipeline::output_problems(db, c);
-        }
-        let _ = pipeline::printed(db, c);
-        let _ = pipeline::counted(db, c);
     });
     // Assignments are applied to every computation before any is
     // relayouted, so a failure to apply comes first, as in `run`.
@@ -474,6 +438,37 @@ fn assemble(
             return Err(PipelineError::Assign(e.to_string()));
         }
     }
+    timings.push(Timing {
+        step: "apply+relayout",
+        duration: t.elapsed(),
+    });
+    let t = Instant::now();
+    // Verifying, printing and counting a computation only read it: each is
+    // a task of its own, so that those of the largest computation run side
+    // by side rather than one after the other.
+    let reads: &[fn(&Database, db::SourceComputation)] = if opts.verify {
+        &[
+            |db, c| {
+                let _ = pipeline::output_problems(db, c);
+            },
+            |db, c| {
+                let _ = pipeline::printed(db, c);
+            },
+            |db, c| {
+                let _ = pipeline::counted(db, c);
+            },
+        ]
+    } else {
+        &[
+            |db, c| {
+                let _ = pipeline::printed(db, c);
+            },
+            |db, c| {
+                let _ = pipeline::counted(db, c);
+            },
+        ]
+    };
+    each_task(db, &comps, reads);
     let mut rewrites = Vec::new();
     for &c in &comps {
         match pipeline::rewrites(db, c) {
@@ -495,7 +490,7 @@ fn assemble(
         report
     });
     timings.push(Timing {
-        step: "apply+relayout",
+        step: "check+print",
         duration: t.elapsed(),
     });
     if opts.verify {
@@ -577,6 +572,21 @@ fn each_computation(
     comps
         .par_iter()
         .for_each_with(db.clone(), |db, &c| step(db, c));
+}
+
+/// Runs every step of `steps` for every computation of `comps`, each pair
+/// a task of its own on all cores (see [`each_computation`]).
+fn each_task(
+    db: &Database,
+    comps: &[db::SourceComputation],
+    steps: &[fn(&Database, db::SourceComputation)],
+) {
+    use rayon::prelude::*;
+    (0..comps.len() * steps.len())
+        .into_par_iter()
+        .for_each_with(db.clone(), |db, i| {
+            steps[i % steps.len()](db, comps[i / steps.len()])
+        });
 }
 
 /// Verifies, prints and reports an assigned module.

@@ -100,19 +100,20 @@ fn a_body_edit_reruns_only_that_computations_steps() {
         &module("ROOT lr = f32[8,4] exponential(ln)"),
         expect![[r#"
             [
-                "applied(leaf)",
                 "calls(leaf)",
                 "counted(leaf)",
+                "input_bitcast_problems(leaf)",
                 "input_names(leaf)",
                 "input_problems(leaf)",
                 "input_stub(leaf)",
+                "named_callees(leaf)",
                 "output_names(leaf)",
                 "output_problems(leaf)",
                 "output_stub(leaf)",
                 "parsed(leaf)",
                 "printed(leaf)",
-                "relayouted(leaf)",
                 "rewrites(leaf)",
+                "transformed(leaf)",
             ]
         "#]],
     );
@@ -131,17 +132,16 @@ fn a_signature_edit_reruns_the_neighbours_steps_too() {
         ),
         expect![[r#"
             [
-                "applied(f)",
-                "applied(leaf)",
-                "applied(main)",
                 "calls(leaf)",
                 "counted(f)",
                 "counted(leaf)",
                 "counted(main)",
+                "input_bitcast_problems(leaf)",
                 "input_names(leaf)",
                 "input_problems(f)",
                 "input_problems(leaf)",
                 "input_stub(leaf)",
+                "named_callees(leaf)",
                 "output_entry_layout(inc)",
                 "output_module_problems(inc)",
                 "output_names(f)",
@@ -157,12 +157,12 @@ fn a_signature_edit_reruns_the_neighbours_steps_too() {
                 "printed(f)",
                 "printed(leaf)",
                 "printed(main)",
-                "relayouted(f)",
-                "relayouted(leaf)",
-                "relayouted(main)",
                 "rewrites(f)",
                 "rewrites(leaf)",
                 "rewrites(main)",
+                "transformed(f)",
+                "transformed(leaf)",
+                "transformed(main)",
             ]
         "#]],
     );
@@ -178,21 +178,22 @@ fn renaming_an_instruction_reruns_the_module_wide_name_checks_too() {
         &module("ROOT lr = f32[8,4] abs(ln2)").replace("ln = f32", "ln2 = f32"),
         expect![[r#"
             [
-                "applied(leaf)",
                 "calls(leaf)",
                 "counted(leaf)",
+                "input_bitcast_problems(leaf)",
                 "input_module_problems(inc)",
                 "input_names(leaf)",
                 "input_problems(leaf)",
                 "input_stub(leaf)",
+                "named_callees(leaf)",
                 "output_module_problems(inc)",
                 "output_names(leaf)",
                 "output_problems(leaf)",
                 "output_stub(leaf)",
                 "parsed(leaf)",
                 "printed(leaf)",
-                "relayouted(leaf)",
                 "rewrites(leaf)",
+                "transformed(leaf)",
             ]
         "#]],
     );

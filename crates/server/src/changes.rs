@@ -28,18 +28,6 @@ pub struct LastAnswer {
     computations: HashMap<String, u64>,
 }
 
-impl LastAnswer {
-    /// The memory this record holds (names and hashes).
-    pub fn bytes(&self) -> usize {
-        self.run.len()
-            + self
-                .computations
-                .keys()
-                .map(|n| n.len() + 48)
-                .sum::<usize>()
-    }
-}
-
 /// A token no other run of this process had, and that a restarted server
 /// will not hand out again but by chance: a random prefix for the process
 /// and a counter.

@@ -2137,9 +2137,15 @@ fn bitcast_side(target: &TargetSpec, a: &ArrayShape, other: Option<&ArrayShape>)
         x
     };
     let (from, to) = (defaulted(a), defaulted(other));
-    // Equal sizes are not enough (`pred[4,5]` and `pred[20]` under their
-    // default packed tiles): the defaults must make a bitcast.
-    if shape::prove_bitcast(&from, &to).is_ok() {
+    // Written without layouts, the bitcast is a row-major reshape: element
+    // i of one side is element i of the other in row-major order. The
+    // defaults must keep that meaning, not merely make some bitcast. Equal
+    // sizes are not enough (`pred[4,5]` and `pred[20]` under their default
+    // packed tiles), and neither is a bitcast that reads the bytes another
+    // way: `s32[8,1280]{1,0:T(8,128)}` to `s32[10240]{0:T(1024)}` is a
+    // bitcast of the tiled buffer, but its element 128 is row 1's first,
+    // where the reshape's is row 0's 129th.
+    if shape::is_bitcast(&from, &to).is_ok_and(|v| v.bitcast) {
         policy::default_layout(target, a)
     } else {
         written(a)
