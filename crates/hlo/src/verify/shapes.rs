@@ -229,7 +229,7 @@ fn same_dims(x: &ArrayShape, y: &ArrayShape) -> bool {
     x.dims == y.dims && x.dynamic == y.dynamic
 }
 
-fn array<'a>(s: &'a Shape) -> Option<&'a ArrayShape> {
+fn array(s: &Shape) -> Option<&ArrayShape> {
     s.as_array()
 }
 
