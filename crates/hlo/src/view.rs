@@ -54,10 +54,10 @@ impl Computation {
                 Instruction::new(inst.name.clone(), Opcode::Parameter, inst.shape.clone());
             copy.payload = inst.payload.clone();
             // Adding an instruction without operands cannot fail.
-            if let Ok(id) = stub.add(copy, &[]) {
-                if self.root() == Some(p) {
-                    root = Some(id);
-                }
+            if let Ok(id) = stub.add(copy, &[])
+                && self.root() == Some(p)
+            {
+                root = Some(id);
             }
         }
         if root.is_none()

@@ -38,8 +38,11 @@ fn shared_and_wide(n: usize) -> (Computation, InstId, InstId, Vec<InstId>, InstI
     (c, p, q, users, root)
 }
 
+/// One instruction's operands and its uses (user, operand index).
+type Relations = (Vec<InstId>, Vec<(InstId, u32)>);
+
 /// Every instruction's operands and uses, as the graph says.
-fn relations(c: &Computation) -> Vec<(Vec<InstId>, Vec<(InstId, u32)>)> {
+fn relations(c: &Computation) -> Vec<Relations> {
     c.instructions()
         .map(|(id, _)| (c.operands(id).to_vec(), c.uses(id).to_vec()))
         .collect()
