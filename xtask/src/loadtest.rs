@@ -682,10 +682,10 @@ fn corpus(exclude: &[String]) -> anyhow::Result<Vec<(String, String)>> {
     Ok(out)
 }
 
-type Stop = tokio::sync::oneshot::Sender<()>;
+pub(crate) type Stop = tokio::sync::oneshot::Sender<()>;
 
 /// Starts the service on a loopback port in a thread of its own.
-fn start_server(
+pub(crate) fn start_server(
     config: server::Config,
 ) -> anyhow::Result<(SocketAddr, Stop, std::thread::JoinHandle<()>)> {
     let runtime = tokio::runtime::Builder::new_multi_thread()

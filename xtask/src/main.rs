@@ -22,6 +22,7 @@ mod golden;
 mod loadtest;
 mod openapi;
 mod run_pass;
+mod session_bench;
 mod tidy;
 
 #[derive(Parser)]
@@ -55,6 +56,8 @@ enum Command {
     Fuzz(fuzz::Args),
     /// The style gates: rustfmt, clippy with warnings denied, and docs.
     Tidy(tidy::Args),
+    /// A session against stateless runs through HTTP: first run, no change, one body edit.
+    SessionBench(session_bench::Args),
 }
 
 fn main() -> ExitCode {
@@ -72,6 +75,7 @@ fn main() -> ExitCode {
         Command::Openapi(args) => openapi::run(args),
         Command::Fuzz(args) => fuzz::run(args),
         Command::Tidy(args) => tidy::run(args),
+        Command::SessionBench(args) => session_bench::run(args),
     };
     match result {
         Ok(code) => code,

@@ -30,7 +30,7 @@ enum Command {
     /// Print the linear slot of each multi-index (`2,3`), one per line; with
     /// --reverse, the multi-index (or `padding`) held by each linear slot.
     Index {
-        /// A shape with a layout, e.g. 'f32[3,5]{1,0:T(2,2)}'.
+        /// A shape with a layout, e.g. `f32[3,5]{1,0:T(2,2)}`.
         shape: String,
         /// Multi-indices, each a comma-separated list such as 2,3.
         indices: Vec<String>,

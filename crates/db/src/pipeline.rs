@@ -279,8 +279,9 @@ pub struct Transformed {
     /// The assignment report's records of it (`None` without assignment),
     /// or why applying the assignment failed.
     pub assignment: Result<Option<Arc<AssignmentReport>>, ApplyError>,
-    /// The relayout pass's rewrites, or why it failed.
-    pub rewrites: Result<Vec<Rewrite>, RelayoutError>,
+    /// The relayout pass's rewrites, or why it failed (boxed: the error is
+    /// large, and rare).
+    pub rewrites: Result<Vec<Rewrite>, Box<RelayoutError>>,
 }
 
 /// One computation after the steps that change it: its assignment applied
@@ -349,7 +350,7 @@ pub fn transformed(db: &dyn salsa::Database, c: SourceComputation) -> Stepped<Tr
         };
         match relayout::run_computation(&facts, &mut out, m.target(db), &opts) {
             Ok(rewrites) => rewrites,
-            Err(e) => return failed(Err(e)),
+            Err(e) => return failed(Err(Box::new(e))),
         }
     } else {
         Vec::new()
@@ -379,7 +380,7 @@ pub fn assignment_part(
 pub fn rewrites(
     db: &dyn salsa::Database,
     c: SourceComputation,
-) -> Result<Vec<Rewrite>, RelayoutError> {
+) -> Result<Vec<Rewrite>, Box<RelayoutError>> {
     transformed(db, c).report.rewrites.clone()
 }
 

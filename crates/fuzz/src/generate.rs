@@ -193,11 +193,13 @@ impl Builder<'_> {
     fn unary(&mut self, ty: usize) -> &'static str {
         match TYPES[ty].1 {
             Kind::Pred => "not",
-            Kind::Int => *self.rng.pick(&["negate", "abs", "not", "copy"]),
+            Kind::Int => {
+                const INT: [&str; 4] = ["negate", "abs", "not", "copy"];
+                INT[self.rng.below(INT.len())]
+            }
             Kind::Float => {
-                *self
-                    .rng
-                    .pick(&["negate", "abs", "exponential", "floor", "copy", "tanh"])
+                const FLOAT: [&str; 6] = ["negate", "abs", "exponential", "floor", "copy", "tanh"];
+                FLOAT[self.rng.below(FLOAT.len())]
             }
         }
     }

@@ -38,7 +38,7 @@ fn shared_and_wide(n: usize) -> (Computation, InstId, InstId, Vec<InstId>, InstI
     (c, p, q, users, root)
 }
 
-/// One instruction's operands, and its uses as (user, operand index).
+/// One instruction's operands and its uses (user, operand index).
 type Relations = (Vec<InstId>, Vec<(InstId, u32)>);
 
 /// Every instruction's operands and uses, as the graph says.

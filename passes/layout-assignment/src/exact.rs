@@ -143,11 +143,10 @@ fn domains(s: &mut Solver<'_, '_>, components: &[Vec<ValueId>]) -> Vec<SmallVec<
             d.push(id);
         }
     };
-    for v in 0..n {
-        if s.p.values[v].fixed.is_none() {
-            for i in 0..s.p.values[v].candidates.len() {
-                let c = s.p.values[v].candidates[i];
-                push(&mut domains[v], c);
+    for (value, domain) in s.p.values.iter().zip(domains.iter_mut()) {
+        if value.fixed.is_none() {
+            for &c in &value.candidates {
+                push(domain, c);
             }
         }
     }
@@ -462,8 +461,8 @@ impl Model {
         let only_b = (0..w).all(|j| (0..da.len()).all(|i| table[i * w + j] == table[j]));
         let only_a = (0..da.len()).all(|i| (0..w).all(|j| table[i * w + j] == table[i * w]));
         if only_b {
-            for j in 0..w {
-                self.add_linear(b, j, table[j]);
+            for (j, &cost) in table.iter().enumerate().take(w) {
+                self.add_linear(b, j, cost);
             }
         } else if only_a {
             for i in 0..da.len() {

@@ -1,0 +1,263 @@
+//! `cargo xtask session-bench [--runs N]`: a session against stateless
+//! runs, through HTTP. A release `tessera serve` in process on a loopback
+//! port; a client on the same machine times each request from its first
+//! byte sent to its last byte read.
+//!
+//! For `large_transformer_24_f32` (bundled) and a generated module of
+//! about 100,000 instructions in 16,667 small computations (the scaling
+//! benchmark's `many_computations` shape), it measures the median of N
+//! runs of:
+//! - a stateless `POST /v1/layout-assignment`;
+//! - a session's first run (`PUT`, then the timed `POST
+//!   /v1/modules/{id}/layout-assignment`, on a new session each time);
+//! - a re-run with no change;
+//! - a re-run after a `PATCH` of one computation's body (same signature),
+//!   timed alone and with its `PATCH`.
+//!
+//! Every session answer must be byte-identical to the stateless answer of
+//! the same text; the command fails otherwise.
+
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, bail};
+use server::client::{Client, ClientResponse};
+
+/// Arguments of `cargo xtask session-bench`.
+#[derive(clap::Args)]
+pub struct Args {
+    /// Timed runs of each request (the median is reported).
+    #[arg(long, default_value_t = 11)]
+    runs: usize,
+}
+
+/// A module to measure, and one body edit of it: the computation's name
+/// and its two texts, which the edits alternate between.
+struct Subject {
+    name: String,
+    text: String,
+    edited: String,
+    before: String,
+    after: String,
+}
+
+fn transformer() -> anyhow::Result<Subject> {
+    let name = "large_transformer_24_f32";
+    let path = crate::root()
+        .join("testdata/xla-cpu")
+        .join(name)
+        .join("before_layout.hlo");
+    let text = std::fs::read_to_string(&path).with_context(|| path.display().to_string())?;
+    let outline = hlo::outline(&text, name).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let region = outline
+        .computations
+        .iter()
+        .find(|c| {
+            let t = c.span.text(&text);
+            c.name.starts_with("region_") && t.contains("ROOT") && t.contains(" add(")
+        })
+        .context("a reduction region")?;
+    let before = region.span.text(&text).to_string();
+    let after = before.replacen(" add(", " maximum(", 1);
+    subject(name, text, &region.name, before, after)
+}
+
+fn generated() -> anyhow::Result<Subject> {
+    let text = test_support::scaling::Shape::ManyComputations.module(100_000);
+    let outline = hlo::outline(&text, "generated").map_err(|e| anyhow::anyhow!("{e}"))?;
+    let middle = &outline.computations[outline.computations.len() / 2];
+    let before = middle.span.text(&text).to_string();
+    let after = before.replacen(" exponential(", " tanh(", 1);
+    subject(
+        "many_computations_1e5",
+        text.clone(),
+        &middle.name.clone(),
+        before,
+        after,
+    )
+}
+
+fn subject(
+    name: &str,
+    text: String,
+    computation: &str,
+    before: String,
+    after: String,
+) -> anyhow::Result<Subject> {
+    if before == after {
+        bail!("{name}: the edit of {computation} changes nothing");
+    }
+    let edited = text.replacen(&before, &after, 1);
+    Ok(Subject {
+        name: format!("{name} ({computation} edited)"),
+        text,
+        edited,
+        before,
+        after,
+    })
+}
+
+/// Sends a request and times it; fails on any status but 200 and 201.
+fn timed(
+    client: &mut Client,
+    method: &str,
+    path: &str,
+    content_type: &str,
+    body: &[u8],
+) -> anyhow::Result<(Duration, ClientResponse)> {
+    let headers = [("content-type", content_type), ("accept", "text/plain")];
+    let started = Instant::now();
+    let r = client.request(method, path, &headers, body)?;
+    let took = started.elapsed();
+    if r.status != 200 && r.status != 201 {
+        bail!("{method} {path}: {} {}", r.status, r.text());
+    }
+    Ok((took, r))
+}
+
+fn median(mut v: Vec<Duration>) -> Duration {
+    v.sort();
+    v[v.len() / 2]
+}
+
+fn ms(d: Duration) -> String {
+    format!("{:.2} ms", d.as_secs_f64() * 1e3)
+}
+
+/// Measures one subject; prints its row. True if every answer matched.
+fn measure(client: &mut Client, s: &Subject, runs: usize) -> anyhow::Result<bool> {
+    let run = "/v1/modules/bench/layout-assignment";
+    let mut stateless = Vec::new();
+    let mut want = String::new();
+    for _ in 0..runs {
+        let (t, r) = timed(
+            client,
+            "POST",
+            "/v1/layout-assignment",
+            "text/plain",
+            s.text.as_bytes(),
+        )?;
+        stateless.push(t);
+        want = r.text();
+    }
+    let (_, r) = timed(
+        client,
+        "POST",
+        "/v1/layout-assignment",
+        "text/plain",
+        s.edited.as_bytes(),
+    )?;
+    let want_edited = r.text();
+    let mut identical = true;
+    let mut first = Vec::new();
+    for _ in 0..runs {
+        let _ = client.request("DELETE", "/v1/modules/bench", &[], b"")?;
+        timed(
+            client,
+            "PUT",
+            "/v1/modules/bench",
+            "text/plain",
+            s.text.as_bytes(),
+        )?;
+        let (t, r) = timed(client, "POST", run, "application/json", b"")?;
+        first.push(t);
+        identical &= r.text() == want;
+    }
+    let mut unchanged = Vec::new();
+    for _ in 0..runs {
+        let (t, r) = timed(client, "POST", run, "application/json", b"")?;
+        unchanged.push(t);
+        identical &= r.text() == want;
+    }
+    let (mut edit_run, mut edit_total) = (Vec::new(), Vec::new());
+    for i in 0..runs {
+        let (body, expected) = if i % 2 == 0 {
+            (&s.after, &want_edited)
+        } else {
+            (&s.before, &want)
+        };
+        let name = computation_name(body);
+        let patch = serde_json::json!({ "computations": { name: body } }).to_string();
+        let (p, _) = timed(
+            client,
+            "PATCH",
+            "/v1/modules/bench",
+            "application/json",
+            patch.as_bytes(),
+        )?;
+        let (t, r) = timed(client, "POST", run, "application/json", b"")?;
+        edit_run.push(t);
+        edit_total.push(p + t);
+        identical &= r.text() == *expected;
+    }
+    let (st, fr, nc, er, et) = (
+        median(stateless),
+        median(first),
+        median(unchanged),
+        median(edit_run),
+        median(edit_total),
+    );
+    let ratio = |a: Duration, b: Duration| a.as_secs_f64() / b.as_secs_f64().max(1e-9);
+    println!(
+        "| {} | {:.1} MB | {} | {} ({:.2}x) | {} ({:.0}x faster) | {} ({:.0}x faster) | {} ({:.0}x faster) | {} |",
+        s.name,
+        s.text.len() as f64 / 1e6,
+        ms(st),
+        ms(fr),
+        ratio(fr, st),
+        ms(nc),
+        ratio(st, nc),
+        ms(er),
+        ratio(st, er),
+        ms(et),
+        ratio(st, et),
+        if identical { "yes" } else { "NO" }
+    );
+    Ok(identical)
+}
+
+/// The name a computation's text declares (without `%`).
+fn computation_name(text: &str) -> String {
+    let head = text
+        .trim_start()
+        .trim_start_matches("ENTRY ")
+        .trim_start_matches('%');
+    head.split([' ', '(', '{'])
+        .next()
+        .unwrap_or_default()
+        .to_string()
+}
+
+pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    if cfg!(debug_assertions) {
+        return crate::rerun_release(
+            "session-bench",
+            &std::env::args().skip(2).collect::<Vec<_>>(),
+        );
+    }
+    let runs = args.runs.max(1);
+    let config = server::Config {
+        max_body_bytes: 256 << 20,
+        ..server::Config::default()
+    };
+    let (addr, stop, thread) = crate::loadtest::start_server(config)?;
+    let mut client = Client::new(addr, Duration::from_secs(600));
+    println!(
+        "Through HTTP (loopback, server in process, CPU target, verified), median of {runs} runs each:\n"
+    );
+    println!(
+        "| module | text | stateless | session first run | re-run, no change | re-run after a body edit | PATCH + re-run | outputs identical |"
+    );
+    println!("|---|---:|---:|---:|---:|---:|---:|:---:|");
+    let mut ok = true;
+    for subject in [transformer()?, generated()?] {
+        ok &= measure(&mut client, &subject, runs)?;
+    }
+    let _ = stop.send(());
+    let _ = thread.join();
+    Ok(if ok {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}
