@@ -2,7 +2,9 @@
 //! runs per step, and the best whole run. For finding where the time goes
 //! (under `perf` or `valgrind --tool=callgrind`, which counts instructions
 //! and so stays repeatable on a busy machine):
-//! `cargo run --release -p driver --example steps -- FILE [N] [TARGET] [--no-verify]`.
+//! `cargo run --release -p driver --example steps -- FILE [N] [TARGET] [--no-verify] [--fresh-db]`.
+//! With `--fresh-db` each run is a session's first run: `driver::run_in` on
+//! a new database (dropped with the output).
 //! With `STEPS_DECILES` set it also prints each step's 10th, 50th and 90th
 //! percentile and the deciles of the whole run.
 
@@ -35,16 +37,23 @@ fn steps() -> Result<(), String> {
     let target = target::load_builtin(target).map_err(|e| e.to_string())?;
     let mut opts = driver::Options::new(Arc::new(target));
     opts.verify = !args.iter().any(|a| a == "--no-verify");
+    let fresh_db = args.iter().any(|a| a == "--fresh-db");
     let mut best: BTreeMap<&'static str, Duration> = BTreeMap::new();
     let mut all: BTreeMap<&'static str, Vec<Duration>> = BTreeMap::new();
     let mut order = Vec::new();
     let mut totals = Vec::with_capacity(runs);
     for _ in 0..runs {
         let start = std::time::Instant::now();
-        let out = driver::run(&text, path, &opts).map_err(|e| e.to_string())?;
+        let mut db = fresh_db.then(db::Database::default);
+        let out = match &mut db {
+            Some(db) => driver::run_in(db, &text, path, &opts),
+            None => driver::run(&text, path, &opts),
+        }
+        .map_err(|e| e.to_string())?;
         let mut report = out.report.clone();
         let ran = start.elapsed();
         drop(out);
+        drop(db);
         totals.push(start.elapsed());
         // What the steps do not cover: the report and stats at the end of
         // the run, and dropping the output.

@@ -121,6 +121,24 @@ pub struct Output {
     pub text: String,
     /// The report.
     pub report: PipelineReport,
+    /// Where the text's parts lie, when the run assembled the text from
+    /// them (a database run: [`run_in`], [`run_loaded`]); `None` from
+    /// [`run`], which prints the module whole.
+    pub parts: Option<OutputParts>,
+}
+
+/// The parts of an output text: the header (the module line, with the
+/// entry computation layout, and the debug tables) and each computation's
+/// text, with the blank line after it. The text is the header followed by
+/// every computation, in order.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct OutputParts {
+    /// The header's byte range in the text.
+    pub header: std::ops::Range<usize>,
+    /// The entry computation layout the header prints.
+    pub entry_layout: hlo::ComputationLayout,
+    /// Each computation's name (without `%`) and byte range, in order.
+    pub computations: Vec<(String, std::ops::Range<usize>)>,
 }
 
 impl Output {
@@ -499,12 +517,21 @@ fn assemble(
     }
     let t = Instant::now();
     let header = pipeline::printed_header(db, m);
-    let parts: Vec<&String> = comps.iter().map(|&c| pipeline::printed(db, c)).collect();
+    let printed: Vec<&String> = comps.iter().map(|&c| pipeline::printed(db, c)).collect();
     let mut text =
-        String::with_capacity(header.len() + parts.iter().map(|p| p.len()).sum::<usize>());
+        String::with_capacity(header.len() + printed.iter().map(|p| p.len()).sum::<usize>());
     text.push_str(header);
-    for p in parts {
+    let mut parts = OutputParts {
+        header: 0..header.len(),
+        entry_layout: pipeline::output_entry_layout(db, m).0.clone(),
+        computations: Vec::with_capacity(comps.len()),
+    };
+    for (&c, p) in comps.iter().zip(printed) {
+        let start = text.len();
         text.push_str(p);
+        parts
+            .computations
+            .push((c.name(db).clone(), start..text.len()));
     }
     let mut stats = ModuleStats::default();
     for &c in &comps {
@@ -523,7 +550,11 @@ fn assemble(
         stats,
         timings: std::mem::take(timings),
     };
-    Ok(Output { text, report })
+    Ok(Output {
+        text,
+        report,
+        parts: Some(parts),
+    })
 }
 
 /// Runs `step` for every computation of `comps`, on all cores, each
@@ -613,7 +644,11 @@ fn finish_module(
         stats,
         timings: std::mem::take(timings),
     };
-    Ok(Output { text, report })
+    Ok(Output {
+        text,
+        report,
+        parts: None,
+    })
 }
 
 /// Counts copies, bitcasts, transposes, padding and the bytes moved over a

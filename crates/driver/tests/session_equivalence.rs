@@ -26,6 +26,9 @@ fn same(
             );
             assert_eq!(a.report.stats, b.report.stats, "{name}: the counts differ");
             assert_eq!(a.report.module, b.report.module, "{name}");
+            assert!(a.parts.is_none(), "{name}: a stateless run has no parts");
+            let parts = b.parts.as_ref().expect("a database run has parts");
+            parts_tile_the_text(name, &b.text, parts);
         }
         (Err(a), Err(b)) => assert_eq!(a, b, "{name}: the errors differ"),
         (a, b) => panic!(
@@ -34,6 +37,43 @@ fn same(
             b.as_ref().err()
         ),
     }
+}
+
+/// The parts of a database run's text are its header and computations,
+/// as the outliner finds them in that text, and the header's entry layout
+/// is the one the text prints.
+fn parts_tile_the_text(name: &str, text: &str, parts: &driver::OutputParts) {
+    let outline = hlo::outline(text, name).expect("output text outlines");
+    assert_eq!(parts.header.start, 0, "{name}");
+    let mut at = parts.header.end;
+    assert_eq!(
+        parts.computations.len(),
+        outline.computations.len(),
+        "{name}: computations"
+    );
+    for ((n, range), c) in parts.computations.iter().zip(&outline.computations) {
+        assert_eq!(
+            range.start, at,
+            "{name}: {n} does not follow the part before it"
+        );
+        assert_eq!(n, &c.name, "{name}: the part's name");
+        assert_eq!(
+            range.start, c.span.start,
+            "{name}: {n} starts where the outline says"
+        );
+        assert_eq!(
+            text[range.clone()].trim_end(),
+            c.span.text(text).trim_end(),
+            "{name}: {n}'s text"
+        );
+        at = range.end;
+    }
+    assert_eq!(at, text.len(), "{name}: the parts end where the text ends");
+    let module = hlo::parse_module(text, name).expect("output parses");
+    assert_eq!(
+        parts.entry_layout, module.entry_computation_layout,
+        "{name}: the entry layout"
+    );
 }
 
 #[test]

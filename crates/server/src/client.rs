@@ -335,6 +335,113 @@ impl SessionClient {
     }
 }
 
+impl SessionClient {
+    /// Runs the pipeline on the session asking only for what changed since
+    /// the run `held` holds (`?response=changes&since=RUN`, with `query`'s
+    /// options besides), and patches `held` with the answer: after a 200,
+    /// `held.text()` is the whole output module, as a full answer would
+    /// have given it. Any other answer leaves `held` as it was.
+    pub fn run_changes(
+        &mut self,
+        query: &str,
+        held: &mut HeldOutput,
+    ) -> io::Result<ClientResponse> {
+        let mut q = String::from("response=changes");
+        if let Some(run) = &held.run {
+            q.push_str("&since=");
+            q.push_str(run);
+        }
+        if !query.is_empty() {
+            q.push('&');
+            q.push_str(query);
+        }
+        let r = self.run(&q)?;
+        if r.status == 200 {
+            let answer: serde_json::Value = serde_json::from_slice(&r.body)
+                .map_err(|e| io::Error::other(format!("a changes answer that is not JSON: {e}")))?;
+            held.apply(&answer).map_err(io::Error::other)?;
+        }
+        Ok(r)
+    }
+}
+
+/// A session's output module as a client holds it between runs with
+/// `response=changes`: the header and each computation's text, patched in
+/// place by each answer.
+#[derive(Clone, Debug, Default)]
+pub struct HeldOutput {
+    /// The run whose answer this is (`None` before the first).
+    pub run: Option<String>,
+    header: String,
+    order: Vec<String>,
+    texts: std::collections::HashMap<String, String>,
+}
+
+impl HeldOutput {
+    /// The whole output module.
+    pub fn text(&self) -> String {
+        let mut text = self.header.clone();
+        for name in &self.order {
+            text.push_str(self.texts.get(name).map_or("", String::as_str));
+        }
+        text
+    }
+
+    /// Patches this output with a changes answer. An answer against another
+    /// run than this one's is refused; one against no run (`since: null`)
+    /// lists every computation and replaces everything.
+    pub fn apply(&mut self, answer: &serde_json::Value) -> Result<(), String> {
+        let field = |name: &str| {
+            answer
+                .get(name)
+                .ok_or_else(|| format!("the changes answer has no `{name}`"))
+        };
+        let replace_all = match field("since")? {
+            serde_json::Value::Null => true,
+            since if since.as_str() == self.run.as_deref() => false,
+            since => {
+                return Err(format!(
+                    "the changes answer is against run {since}, not {:?}",
+                    self.run
+                ));
+            }
+        };
+        let order: Vec<String> = serde_json::from_value(field("computations")?.clone())
+            .map_err(|e| format!("`computations`: {e}"))?;
+        let changed: std::collections::HashMap<String, String> =
+            serde_json::from_value(field("changed")?.clone())
+                .map_err(|e| format!("`changed`: {e}"))?;
+        let removed: std::collections::HashSet<String> =
+            serde_json::from_value(field("removed")?.clone())
+                .map_err(|e| format!("`removed`: {e}"))?;
+        let header = field("header")?
+            .as_str()
+            .ok_or("`header` is not a string")?
+            .to_string();
+        let run = field("run")?
+            .as_str()
+            .ok_or("`run` is not a string")?
+            .to_string();
+        // Checked before anything changes: a bad answer leaves this as it was.
+        let kept = |n: &String| !replace_all && !removed.contains(n) && self.texts.contains_key(n);
+        if let Some(missing) = order.iter().find(|n| !changed.contains_key(*n) && !kept(n)) {
+            return Err(format!(
+                "the answer lists {missing} but gives no text for it"
+            ));
+        }
+        if replace_all {
+            self.texts.clear();
+        }
+        for name in &removed {
+            self.texts.remove(name);
+        }
+        self.texts.extend(changed);
+        self.header = header;
+        self.order = order;
+        self.run = Some(run);
+        Ok(())
+    }
+}
 /// Whether an answer is 404 `session_not_found`.
 fn is_session_not_found(r: &ClientResponse) -> bool {
     r.status == 404

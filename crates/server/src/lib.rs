@@ -37,6 +37,7 @@ use tower_http::request_id::{
     MakeRequestId, PropagateRequestIdLayer, RequestId, SetRequestIdLayer,
 };
 
+mod changes;
 pub mod client;
 pub mod config;
 mod conn;

@@ -332,6 +332,24 @@ pub struct QueryWire {
     pub solver: Option<String>,
     /// The exact solver's time per computation, in seconds.
     pub solver_time_limit: Option<f64>,
+    /// A session run's answer: the whole module (`full`, the default) or
+    /// only what changed since a run (`changes`).
+    pub response: Option<ResponseForm>,
+    /// With `response=changes`: the run (its `run` token) the client
+    /// holds the answer of.
+    pub since: Option<String>,
+}
+
+/// What a run answers with.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ResponseForm {
+    /// The whole output module.
+    #[default]
+    Full,
+    /// The header, the entry layout and only the computations whose
+    /// output text changed since the run named by `since`.
+    Changes,
 }
 
 /// Options as the pipeline needs them, from wherever they came.
@@ -341,6 +359,10 @@ pub struct RunOptions {
     pub target: Option<TargetWire>,
     /// The rest.
     pub options: OptionsWire,
+    /// The answer's form (query parameters only).
+    pub response: ResponseForm,
+    /// The run the client holds, for `response=changes`.
+    pub since: Option<String>,
 }
 
 /// The query parameters (400 on an unknown one or a bad value).
@@ -363,6 +385,8 @@ pub fn query(uri: &Uri) -> Result<RunOptions, ApiError> {
             solver: q.solver,
             solver_time_limit: q.solver_time_limit,
         },
+        response: q.response.unwrap_or_default(),
+        since: q.since,
     })
 }
 

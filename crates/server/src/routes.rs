@@ -15,8 +15,8 @@ use crate::AppState;
 use crate::error::ApiError;
 use crate::queue::{JobError, job_error};
 use crate::request::{
-    BodyFormat, ModuleWire, PatchWire, RunWire, SessionRunWire, TargetWire, body_format, hlo_text,
-    query, wants_text,
+    BodyFormat, ModuleWire, PatchWire, ResponseForm, RunOptions, RunWire, SessionRunWire,
+    TargetWire, body_format, hlo_text, query, wants_text,
 };
 use crate::sessions::{CompInfo, Session, SessionHandle, estimated_bytes, valid_id};
 
@@ -71,7 +71,7 @@ fn run_answer(
     out: driver::Output,
     text_only: bool,
     started: Instant,
-    recomputed: Option<Vec<String>>,
+    session: Option<SessionAnswer>,
     semantic: Option<Value>,
 ) -> Response {
     state.metrics().record_module(out.report.stats.instructions);
@@ -91,16 +91,62 @@ fn run_answer(
     };
     timings.insert("total".into(), json!(started.elapsed().as_micros() as u64));
     let mut body = Map::new();
-    body.insert("module".into(), Value::String(out.text));
+    let mut session = session;
+    match session.as_mut().and_then(|s| s.changes.take()) {
+        Some(fields) => body.extend(fields),
+        None => {
+            body.insert("module".into(), Value::String(out.text));
+        }
+    }
     body.insert("report".into(), wire::report_json(&out.report));
     body.insert("timings".into(), Value::Object(timings));
-    if let Some(r) = recomputed {
-        body.insert("recomputed_computations".into(), json!(r));
+    if let Some(s) = session {
+        body.insert("run".into(), json!(s.run));
+        body.insert("recomputed_computations".into(), json!(s.recomputed));
     }
     if let Some(s) = semantic {
         body.insert("semantic_check".into(), s);
     }
     axum::Json(Value::Object(body)).into_response()
+}
+
+/// What a session run adds to its answer.
+struct SessionAnswer {
+    /// The run's token.
+    run: String,
+    /// The computations whose steps ran again.
+    recomputed: Vec<String>,
+    /// With `response=changes`: the fields that replace `module`.
+    changes: Option<Map<String, Value>>,
+}
+
+/// Refuses `response=changes` where it cannot be answered: on the
+/// stateless route (there is no earlier run) and with a text answer.
+fn check_response_form(
+    options: &RunOptions,
+    headers: &HeaderMap,
+    session: bool,
+) -> Result<(), ApiError> {
+    if options.response != ResponseForm::Changes {
+        return if options.since.is_some() {
+            Err(ApiError::invalid_request(
+                "`since` goes with `response=changes`",
+            ))
+        } else {
+            Ok(())
+        };
+    }
+    if !session {
+        return Err(ApiError::invalid_request(
+            "`response=changes` needs a session (POST /v1/modules/{id}/layout-assignment): a stateless run has no earlier run to compare with",
+        ));
+    }
+    if wants_text(headers) {
+        return Err(ApiError::invalid_request(
+            "`response=changes` answers JSON; do not ask for text/plain",
+        ));
+    }
+    Ok(())
 }
 
 /// `POST /v1/layout-assignment`.
@@ -125,6 +171,7 @@ async fn stateless_run(
             (w.module, from_query.overridden_by(w.target, w.options))
         }
     };
+    check_response_form(&options, &headers, false)?;
     let opts = state.driver_options(&options, None).await?;
     let semantic = options
         .semantic()
@@ -436,6 +483,11 @@ async fn session_run(
         let w: SessionRunWire = state.decode_body(format, &bytes).await?;
         options = options.overridden_by(w.target, w.options);
     }
+    check_response_form(&options, &headers, true)?;
+    let (changes, since) = (
+        options.response == ResponseForm::Changes,
+        options.since.clone(),
+    );
     let handle = state
         .shared
         .sessions
@@ -466,6 +518,23 @@ async fn session_run(
             let out = driver::run_loaded(&mut s.db, &opts);
             let recomputed = s.db.recomputed_computations();
             s.ran = true;
+            let answer = out.as_ref().ok().map(|o| {
+                let run = crate::changes::new_run_token();
+                let fields = changes.then(|| {
+                    crate::changes::changes_fields(
+                        o,
+                        &run,
+                        since.as_deref(),
+                        s.last_answer.as_ref(),
+                    )
+                });
+                s.last_answer = Some(crate::changes::remember(run.clone(), o));
+                SessionAnswer {
+                    run,
+                    recomputed,
+                    changes: fields,
+                }
+            });
             let check = match (&out, semantic) {
                 (Ok(o), Some(max)) => {
                     let before =
@@ -476,10 +545,10 @@ async fn session_run(
                 }
                 _ => None,
             };
-            Ok((out, recomputed, s.held_bytes(), check))
+            Ok((out, answer, s.held_bytes(), check))
         })
         .await?;
-    let (out, recomputed, held, check) = match job {
+    let (out, answer, held, check) = match job {
         Ok(r) => r?,
         Err(e) => return Err(discard_after_panic(&state, &id, &handle, e)),
     };
@@ -492,7 +561,7 @@ async fn session_run(
         out,
         wants_text(&headers),
         started,
-        Some(recomputed),
+        answer,
         check,
     ))
 }
@@ -587,6 +656,7 @@ impl Session {
             computations: Vec::new(),
             bytes: 0,
             ran: false,
+            last_answer: None,
         }
     }
 

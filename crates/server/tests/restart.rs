@@ -150,3 +150,57 @@ async fn the_session_client_restores_its_session_after_a_restart() {
     let _ = tx.send(());
     let _ = tokio::time::timeout(Duration::from_secs(30), second).await;
 }
+
+/// `SessionClient::run_changes` over a socket: the held output is the
+/// stateless text after each run, an edit sends only what changed, and a
+/// lost session (here a DELETE) is restored and answered in full.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_session_client_patches_its_held_output_with_changes() {
+    let mut server = start(Config::default()).await;
+    let addr = server.addr;
+    let module = corpus("reductions_mixed");
+    let (old, new) = edited_region(&module);
+    let edited = module.replace(&old, &new);
+    let (want_before, want_after) = (expected(&module, "cpu").0, expected(&edited, "cpu").0);
+    tokio::task::spawn_blocking(move || {
+        let mut s = SessionClient::new(Client::new(addr, TIMEOUT), "held", &module, Some("cpu"));
+        let mut held = server::client::HeldOutput::default();
+        assert_eq!(s.load().expect("answered").status, 201);
+        let a = s.run_changes("", &mut held).expect("answered");
+        assert_eq!(a.status, 200, "{}", a.text());
+        assert_eq!(held.text(), want_before);
+
+        assert_eq!(
+            s.patch(&[("region_0.1", &new)]).expect("answered").status,
+            200
+        );
+        let a = s.run_changes("", &mut held).expect("answered");
+        assert_eq!(a.status, 200, "{}", a.text());
+        let changed = json(&a)["changed"].clone();
+        assert_eq!(
+            changed
+                .as_object()
+                .map(|o| o.keys().cloned().collect::<Vec<_>>()),
+            Some(vec!["region_0.1".to_string()])
+        );
+        assert_eq!(held.text(), want_after);
+
+        let mut c = Client::new(addr, TIMEOUT);
+        let d = c
+            .request("DELETE", "/v1/modules/held", &[], b"")
+            .expect("answered");
+        assert_eq!(d.status, 204);
+        let a = s.run_changes("", &mut held).expect("answered");
+        assert_eq!(a.status, 200, "{}", a.text());
+        assert_eq!(
+            json(&a)["since"],
+            serde_json::Value::Null,
+            "a restored session starts over"
+        );
+        assert_eq!(held.text(), want_after);
+        assert_eq!(s.restores(), 1);
+    })
+    .await
+    .expect("the client ends");
+    server.shut_down();
+}

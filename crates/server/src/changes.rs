@@ -1,0 +1,126 @@
+//! `?response=changes`: a session run that answers with only the
+//! computations whose output text changed since a run the client holds.
+//!
+//! Every successful session run gets a `run` token, and the session keeps
+//! a hash of each output computation's text from its last successful run
+//! (whatever form that answer took). A client that holds the answer of
+//! that run names it with `since`; the answer then lists the computations
+//! whose text differs from it (`changed`, keyed by name), those that are
+//! gone (`removed`), and the order of all of them (`computations`). With
+//! no `since`, or one that is not the session's last run (another client
+//! ran it since, or the server lost the session), `since` is `null` and
+//! every computation is listed: the answer is then complete on its own.
+//! The output text is the header followed by each computation's text in
+//! `computations` order.
+
+use std::hash::{BuildHasher, Hash, Hasher};
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use serde_json::{Map, Value, json};
+use std::collections::{HashMap, HashSet};
+
+/// What a session remembers of its last answer.
+pub struct LastAnswer {
+    /// The run's token.
+    pub run: String,
+    /// Each output computation's text hash, by name.
+    computations: HashMap<String, u64>,
+}
+
+/// A token no other run of this process had, and that a restarted server
+/// will not hand out again but by chance: a random prefix for the process
+/// and a counter.
+pub fn new_run_token() -> String {
+    static PREFIX: OnceLock<u64> = OnceLock::new();
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let prefix =
+        PREFIX.get_or_init(|| std::collections::hash_map::RandomState::new().hash_one(0u8));
+    let n = COUNTER.fetch_add(1, Ordering::Relaxed) + 1;
+    format!("{:08x}-{n}", prefix >> 32)
+}
+
+/// A text's hash. SipHash with fixed keys: the same text gives the same
+/// hash in every run, and texts that differ collide with a chance of
+/// 2^-64.
+fn text_hash(text: &str) -> u64 {
+    let mut h = std::hash::DefaultHasher::new();
+    text.hash(&mut h);
+    h.finish()
+}
+
+/// The output's computations: name and text, in order.
+fn computations(out: &driver::Output) -> Vec<(&str, &str)> {
+    out.parts
+        .iter()
+        .flat_map(|p| &p.computations)
+        .map(|(name, range)| (name.as_str(), &out.text[range.clone()]))
+        .collect()
+}
+
+/// The record of `out`, answered as run `run`.
+pub fn remember(run: String, out: &driver::Output) -> LastAnswer {
+    LastAnswer {
+        run,
+        computations: computations(out)
+            .into_iter()
+            .map(|(name, text)| (name.to_string(), text_hash(text)))
+            .collect(),
+    }
+}
+
+/// The fields of a changes answer to `out`, run `run`: against `last` when
+/// it is the run the client named as `since`, else complete.
+pub fn changes_fields(
+    out: &driver::Output,
+    run: &str,
+    since: Option<&str>,
+    last: Option<&LastAnswer>,
+) -> Map<String, Value> {
+    let base = last.filter(|l| since == Some(l.run.as_str()));
+    let comps = computations(out);
+    let mut changed = Map::new();
+    for &(name, text) in &comps {
+        let same = base
+            .and_then(|b| b.computations.get(name))
+            .is_some_and(|&h| h == text_hash(text));
+        if !same {
+            changed.insert(name.to_string(), Value::String(text.to_string()));
+        }
+    }
+    let mut removed: Vec<&str> = match base {
+        Some(b) => {
+            let now: HashSet<&str> = comps.iter().map(|&(n, _)| n).collect();
+            b.computations
+                .keys()
+                .map(String::as_str)
+                .filter(|n| !now.contains(n))
+                .collect()
+        }
+        None => Vec::new(),
+    };
+    removed.sort_unstable();
+    let header = out
+        .parts
+        .as_ref()
+        .map_or("", |p| &out.text[p.header.clone()]);
+    let entry = out.parts.as_ref().map(|p| {
+        json!({
+            "parameters": p.entry_layout.parameters.iter().map(ToString::to_string).collect::<Vec<_>>(),
+            "result": p.entry_layout.result.to_string(),
+        })
+    });
+    let mut m = Map::new();
+    m.insert("response".into(), json!("changes"));
+    m.insert("run".into(), json!(run));
+    m.insert("since".into(), json!(base.map(|b| b.run.as_str())));
+    m.insert("header".into(), json!(header));
+    m.insert("entry_computation_layout".into(), json!(entry));
+    m.insert(
+        "computations".into(),
+        json!(comps.iter().map(|&(n, _)| n).collect::<Vec<_>>()),
+    );
+    m.insert("changed".into(), Value::Object(changed));
+    m.insert("removed".into(), json!(removed));
+    m
+}
