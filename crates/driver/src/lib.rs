@@ -238,13 +238,19 @@ fn run_here(text: &str, file_name: &str, opts: &Options) -> Result<Output, Pipel
 
 /// Runs the pipeline on `text` in an existing database: only what changed
 /// since the database last saw a module is recomputed.
+///
+/// On the caller's thread, which should not be one of rayon's: while a
+/// rayon thread waits inside a query for work it split, it may run another
+/// queued job, and salsa refuses a job that queries another database there
+/// (see `fan_out`). Its parallel steps run on threads of their own and on
+/// rayon's pool.
 pub fn run_in(
     db: &mut Database,
     text: &str,
     file_name: &str,
     opts: &Options,
 ) -> Result<Output, PipelineError> {
-    on_pool(|| run_in_here(db, text, file_name, opts))
+    run_in_here(db, text, file_name, opts)
 }
 
 fn run_in_here(
@@ -265,14 +271,10 @@ fn run_in_here(
     finish(db, opts, start, &mut timings)
 }
 
-/// Runs the pipeline on the module already loaded in `db`.
-///
-/// Unlike [`run`] and [`run_in`], this runs on the caller's thread: a
-/// database cannot be shared between threads. Its parallel steps run on
-/// rayon's global pool.
+/// Runs the pipeline on the module already loaded in `db`, on the caller's
+/// thread (see [`run_in`]).
 pub fn run_loaded(db: &mut Database, opts: &Options) -> Result<Output, PipelineError> {
-    let mut timings = Vec::new();
-    finish(db, opts, Instant::now(), &mut timings)
+    finish(db, opts, Instant::now(), &mut Vec::new())
 }
 
 /// The input check of [`run`] on text already parsed: the problems of a
@@ -286,11 +288,12 @@ pub fn check_input(module: &Module, text: &str, file_name: &str) -> Result<(), P
 /// refuses a module the structural verifier rejects. A session checks an
 /// edit with this before keeping it.
 pub fn check_loaded_input(db: &Database) -> Result<(), PipelineError> {
-    let module = db.parsed_module().map_err(|e| match e {
-        db::AssignError::Parse(p) => PipelineError::Parse(p),
-        other => PipelineError::Assign(other.to_string()),
-    })?;
-    verify_input(&module, &|p| db.located(p))
+    let Some(m) = db.module() else {
+        return Err(PipelineError::Assign("no module is loaded".into()));
+    };
+    let comps = m.computations(db).clone();
+    // On the caller's thread, as `run_loaded`.
+    checked_input(db, m, &comps, Instant::now(), &mut Vec::new())
 }
 
 /// The input's bitcasts that move bytes. The passes keep an input bitcast
@@ -349,6 +352,65 @@ fn finish(
     out
 }
 
+/// The input check of the module `m` loaded in `db`, from its
+/// computations' parts: parse errors first, in computation order, at their
+/// place in the file; then the module-wide and per-computation structural
+/// problems; then, once the module is otherwise well formed, the bitcasts
+/// that move bytes. Only what changed since the last check is recomputed.
+fn checked_input(
+    db: &Database,
+    m: db::SourceModule,
+    comps: &[db::SourceComputation],
+    start: Instant,
+    timings: &mut Vec<Timing>,
+) -> Result<(), PipelineError> {
+    use db::pipeline;
+    // Computations are parsed side by side; what is already parsed is
+    // only looked up.
+    each_computation(db, comps, |db, c| {
+        let _ = db::parsed(db, c);
+    });
+    // Parse errors first, in computation order, at their place in the file.
+    for &c in comps {
+        if let Err(e) = &db::parsed(db, c).result {
+            return Err(PipelineError::Parse(Box::new(db::absolute(e, c, db, m))));
+        }
+    }
+    timings.push(Timing {
+        step: "parse",
+        duration: start.elapsed(),
+    });
+    // Always, as in `run`: the module-wide checks, then each computation's.
+    let t = Instant::now();
+    each_computation(db, comps, |db, c| {
+        let _ = pipeline::input_problems(db, c);
+    });
+    let mut problems = pipeline::input_module_problems(db, m).clone();
+    for &c in comps {
+        problems.extend(pipeline::input_problems(db, c).iter().cloned());
+    }
+    // As in `verify_input`: bitcasts that move bytes, once the module is
+    // otherwise well formed.
+    if problems.is_empty() {
+        each_computation(db, comps, |db, c| {
+            let _ = pipeline::input_bitcast_problems(db, c);
+        });
+        for &c in comps {
+            problems.extend(pipeline::input_bitcast_problems(db, c).iter().cloned());
+        }
+    }
+    if !problems.is_empty() {
+        return Err(PipelineError::InvalidInput(
+            problems.iter().map(|p| db.located(p)).collect(),
+        ));
+    }
+    timings.push(Timing {
+        step: "verify-input",
+        duration: t.elapsed(),
+    });
+    Ok(())
+}
+
 /// The output of the module `m` loaded in `db`, from its computations'
 /// parts: problems, reports, counts and texts.
 fn assemble(
@@ -362,49 +424,7 @@ fn assemble(
     use db::pipeline;
     let assign = steps.assign;
     let comps = m.computations(db).clone();
-    // Computations are parsed side by side; what is already parsed is
-    // only looked up.
-    each_computation(db, &comps, |db, c| {
-        let _ = db::parsed(db, c);
-    });
-    // Parse errors first, in computation order, at their place in the file.
-    for &c in &comps {
-        if let Err(e) = &db::parsed(db, c).result {
-            return Err(PipelineError::Parse(Box::new(db::absolute(e, c, db, m))));
-        }
-    }
-    timings.push(Timing {
-        step: "parse",
-        duration: start.elapsed(),
-    });
-    // Always, as in `run`: the module-wide checks, then each computation's.
-    let t = Instant::now();
-    each_computation(db, &comps, |db, c| {
-        let _ = pipeline::input_problems(db, c);
-    });
-    let mut problems = pipeline::input_module_problems(db, m).clone();
-    for &c in &comps {
-        problems.extend(pipeline::input_problems(db, c).iter().cloned());
-    }
-    // As in `verify_input`: bitcasts that move bytes, once the module is
-    // otherwise well formed.
-    if problems.is_empty() {
-        each_computation(db, &comps, |db, c| {
-            let _ = pipeline::input_bitcast_problems(db, c);
-        });
-        for &c in &comps {
-            problems.extend(pipeline::input_bitcast_problems(db, c).iter().cloned());
-        }
-    }
-    if !problems.is_empty() {
-        return Err(PipelineError::InvalidInput(
-            problems.iter().map(|p| db.located(p)).collect(),
-        ));
-    }
-    timings.push(Timing {
-        step: "verify-input",
-        duration: t.elapsed(),
-    });
+    checked_input(db, m, &comps, start, timings)?;
     if assign {
         let t = Instant::now();
         db.warm(m);
@@ -568,10 +588,7 @@ fn each_computation(
     comps: &[db::SourceComputation],
     step: impl Fn(&Database, db::SourceComputation) + Sync,
 ) {
-    use rayon::prelude::*;
-    comps
-        .par_iter()
-        .for_each_with(db.clone(), |db, &c| step(db, c));
+    fan_out(db, comps.len(), |db, i| step(db, comps[i]));
 }
 
 /// Runs every step of `steps` for every computation of `comps`, each pair
@@ -581,12 +598,54 @@ fn each_task(
     comps: &[db::SourceComputation],
     steps: &[fn(&Database, db::SourceComputation)],
 ) {
-    use rayon::prelude::*;
-    (0..comps.len() * steps.len())
-        .into_par_iter()
-        .for_each_with(db.clone(), |db, i| {
-            steps[i % steps.len()](db, comps[i / steps.len()])
-        });
+    let k = steps.len();
+    fan_out(db, comps.len() * k, |db, i| steps[i % k](db, comps[i / k]));
+}
+
+/// Fewest items per thread of [`fan_out`]: below it, starting a thread
+/// costs more than it saves.
+const FAN_OUT_GRAIN: usize = 16;
+
+/// Runs `step` for every index below `n`, on as many threads as rayon's
+/// pool has (the caller's thread one of them), each taking the next index
+/// from a shared counter and running it with its own handle on the
+/// database.
+///
+/// Scoped threads, not rayon's pool: the queries split large computations
+/// on rayon's pool (parsing, relayout, verifying), and a pool thread that
+/// waits for such a split inside a query runs other queued jobs meanwhile.
+/// Were the fan-out's jobs on that pool, such a thread could start one of
+/// them, with another database handle, in the middle of a query, which
+/// salsa refuses with a panic ("cannot change database mid-query"); two
+/// sessions running at once made that happen. A scoped thread waits for
+/// rayon without taking its jobs, and runs only its own handle's queries.
+fn fan_out(db: &Database, n: usize, step: impl Fn(&Database, usize) + Sync) {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let threads = rayon::current_num_threads()
+        .min(n.div_ceil(FAN_OUT_GRAIN))
+        .max(1);
+    let next = AtomicUsize::new(0);
+    let work = |db: &Database| {
+        loop {
+            let i = next.fetch_add(1, Ordering::Relaxed);
+            if i >= n {
+                break;
+            }
+            step(db, i);
+        }
+    };
+    if threads == 1 {
+        work(db);
+        return;
+    }
+    std::thread::scope(|scope| {
+        for _ in 1..threads {
+            let handle = db.clone();
+            let work = &work;
+            scope.spawn(move || work(&handle));
+        }
+        work(db);
+    });
 }
 
 /// Verifies, prints and reports an assigned module.

@@ -936,6 +936,69 @@ ENTRY %main (x: f32[4,16,8]) -> f32[4,16,8] {
         assert!(costly >= 8, "only {costly} cases move any byte");
     }
 
+    /// An argmin over the major dimension, as JAX writes it: a variadic
+    /// reduce of the data and an iota, the index result wanted row-major.
+    /// On tpu the iota stores less padding with 64 most minor
+    /// (`{1,2,0}`), but the reduce then re-tiles unless its index result
+    /// takes the induced order `{0,1}` too (and is copied into the
+    /// result's `{1,0}`): neither side gains alone, only together.
+    const ARGMIN: &str = "HloModule argmin
+%argmin (a: f32[], i: s32[], b: f32[], j: s32[]) -> (f32[], s32[]) {
+  %a = f32[] parameter(0)
+  %i = s32[] parameter(1)
+  %b = f32[] parameter(2)
+  %j = s32[] parameter(3)
+  %lt = pred[] compare(%a, %b), direction=LT
+  %v = f32[] select(%lt, %a, %b)
+  %k = s32[] select(%lt, %i, %j)
+  ROOT %t = (f32[], s32[]) tuple(%v, %k)
+}
+
+ENTRY %main (x: f32[16,64,48]) -> s32[64,48] {
+  %x = f32[16,64,48]{2,1,0} parameter(0)
+  %iota = s32[16,64,48]{2,1,0} iota(), iota_dimension=0
+  %inf = f32[] constant(inf)
+  %zero = s32[] constant(0)
+  %r = (f32[64,48]{1,0}, s32[64,48]{1,0}) reduce(%x, %iota, %inf, %zero), dimensions={0}, to_apply=%argmin
+  ROOT %index = s32[64,48]{1,0} get-tuple-element(%r), index=1
+}
+";
+
+    /// The default solver reaches the argmin's proven optimum by moving
+    /// the iota and the reduce's index result together (a joint move
+    /// across the reduce), and leaves the data's result in the order of
+    /// the fixed parameter: the leaves of a variadic reduce move apart.
+    #[test]
+    fn argmin_iota_moves_with_the_reduce_index_result() {
+        let c = check(ARGMIN, "tpu");
+        assert_optimal(&c, "argmin on tpu");
+        assert_eq!(c.heuristic, c.exact, "the default missed the optimum");
+        // Padding: the fixed parameter 327680, the iota 196608 (327680 in
+        // {2,1,0}), the data result 20480, the index result 12288 (20480
+        // in {1,0}) and the two scalar constants 508 each (one element of
+        // a 128-element tile); the copy of the index result into {1,0}
+        // writes 32768 bytes into a buffer padded by 20480. The default
+        // orders everywhere (the answer before joint moves across
+        // reduces) cost 86016 more: 697336.
+        assert_eq!(
+            c.exact,
+            327680 + 196608 + 20480 + 12288 + 2 * 508 + 32768 + 20480
+        );
+        let mut module = hlo::parse_module(ARGMIN, "t").unwrap();
+        let target = target::load_builtin("tpu").unwrap();
+        let report = crate::run(&mut module, &target).unwrap();
+        let main = report.computations.iter().find(|s| s.name == "main");
+        assert_eq!(main.map(|s| s.cost), Some(c.exact));
+        let text = hlo::print_module(&module);
+        for want in [
+            "%iota = s32[16,64,48]{1,2,0:T(8,128)} iota()",
+            "%r = (f32[64,48]{1,0:T(8,128)}, s32[64,48]{0,1:T(8,128)}) reduce(",
+            "copy(%index)",
+        ] {
+            assert!(text.contains(want), "no `{want}` in:\n{text}");
+        }
+    }
+
     /// A random small module: two parameters of random layouts, a few ops
     /// (elementwise, transpose, reshape, broadcast and reduce) each on an
     /// earlier value, and a result of random layout.

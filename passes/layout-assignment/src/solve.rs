@@ -244,7 +244,7 @@ fn solve_with(
         s.refresh(r);
     }
     let (sweeps, mut moves) = s.search(&atoms, &components, looks);
-    moves += s.broadcast_moves(&components);
+    moves += s.joint_moves(&components);
     if !split.is_empty() {
         // Parts of components split at fixed values, from the answer so
         // far: strictly improving moves only, so nothing gets dearer.
@@ -434,17 +434,20 @@ fn groups(relations: &[Relation], locks: &[ValueId], fixed: &[bool]) -> Groups {
     }
 }
 
-/// Two groups joined by a broadcast or a transpose (see
-/// `Solver::broadcast_moves`): moving `from` to an order moves `to` to the
-/// order `map` induces (`from`'s dimension `d` is `to`'s `map[d]`; a
-/// broadcast's new dimensions go most major).
+/// Two groups joined by a broadcast, a transpose or a reduce (see
+/// `Solver::joint_moves`): moving `from` to an order moves `to` to the
+/// order `map` induces (`from`'s dimension `d` is `to`'s `map[d]`, or
+/// none: a dimension a reduce removes).
 struct Joint {
     from: u32,
     to: u32,
     /// The value of `to` on the joint, whose shape the induced layout is for.
     to_value: ValueId,
-    map: shape::DimVec,
-    broadcast: bool,
+    map: SmallVec<[Option<usize>; 6]>,
+    /// `to` has dimensions `from` lacks (a broadcast's new ones; a
+    /// reduce's reduced ones, seen from its result): they go most major,
+    /// where they keep the op moving whole tiles.
+    adds_major: bool,
 }
 
 /// The groups of `groups`.
@@ -1127,20 +1130,26 @@ impl Solver<'_, '_> {
         out
     }
 
-    /// Moves across broadcasts and transposes. Neither joins a group (a
-    /// broadcast's operand has another rank; a transpose is a bitcast only
-    /// for matching orders, not equal ones), so single group moves cannot
-    /// change both sides at once: moving one side's group alone makes the
-    /// op need a copy or move data, and moving the other's alone the same.
-    /// This tries each of one side's candidates together with the other
-    /// side's group in the order it induces: for a broadcast, the
-    /// operand's dimensions in its order with the new dimensions more
-    /// major; for a transpose, the permuted order, which keeps it a bitcast
-    /// (tried from both sides: the transformer's attention output on tpu
-    /// leaves a padded `(4,128)` order only when the dot and the transpose
-    /// after it move together). Only joints whose first side costs
-    /// something now are tried. Returns the number of moves applied.
-    fn broadcast_moves(&mut self, components: &[Vec<ValueId>]) -> usize {
+    /// Moves across broadcasts, transposes and reduces. None joins a
+    /// group (a broadcast's operand and a reduce's result have another
+    /// rank; a transpose is a bitcast only for matching orders, not equal
+    /// ones), so single group moves cannot change both sides at once:
+    /// moving one side's group alone makes the op need a copy, move data
+    /// or re-tile, and moving the other's alone the same. This tries each
+    /// of one side's candidates together with the other side's group in
+    /// the order it induces: for a broadcast, the operand's dimensions in
+    /// its order with the new dimensions more major; for a transpose, the
+    /// permuted order, which keeps it a bitcast (tried from both sides: the
+    /// transformer's attention output on tpu leaves a padded `(4,128)`
+    /// order only when the dot and the transpose after it move together);
+    /// for a reduce that may re-tile (tiled targets only; tried from both
+    /// sides), the kept dimensions in the input's order, and from the
+    /// result the reduced dimensions more major, which keeps the reduce
+    /// moving whole tiles (an argmin's iota leaves its padded order only
+    /// together with the index result, reductions_mixed on tpu). Only
+    /// joints whose first side costs something now are tried. Returns the
+    /// number of moves applied.
+    fn joint_moves(&mut self, components: &[Vec<ValueId>]) -> usize {
         // Only free members move, and only their costs can change.
         let components: Vec<Vec<ValueId>> = components
             .iter()
@@ -1176,8 +1185,8 @@ impl Solver<'_, '_> {
                             from,
                             to,
                             to_value: *out,
-                            map: dims.clone(),
-                            broadcast: true,
+                            map: dims.iter().map(|&d| Some(d)).collect(),
+                            adds_major: true,
                         });
                     }
                 }
@@ -1190,10 +1199,11 @@ impl Solver<'_, '_> {
                         continue;
                     }
                     // Output dimension j is operand dimension dims[j].
-                    let mut inverse: shape::DimVec = dims.iter().map(|_| 0).collect();
+                    let mut inverse: SmallVec<[Option<usize>; 6]> =
+                        dims.iter().map(|_| Some(0)).collect();
                     for (j, &d) in dims.iter().enumerate() {
                         if let Some(slot) = inverse.get_mut(d) {
-                            *slot = j;
+                            *slot = Some(j);
                         }
                     }
                     joints.push(Joint {
@@ -1201,18 +1211,53 @@ impl Solver<'_, '_> {
                         to: b,
                         to_value: *out,
                         map: inverse,
-                        broadcast: false,
+                        adds_major: false,
                     });
                     joints.push(Joint {
                         from: b,
                         to: a,
                         to_value: r.v,
-                        map: dims.clone(),
-                        broadcast: false,
+                        map: dims.iter().map(|&d| Some(d)).collect(),
+                        adds_major: false,
                     });
                 }
                 _ => {}
             }
+        }
+        // A reduce that may re-tile (each input with its own result, a
+        // variadic reduce's leaves apart) moves whole tiles when its input
+        // keeps the reduced dimensions out of the tiles and the kept ones
+        // in the result's order.
+        for t in &self.p.retilings {
+            let crate::retile::RetileOp::Reduce { reduced } = &t.op else {
+                continue;
+            };
+            let (a, b) = (group_of[t.operand as usize], group_of[t.out as usize]);
+            if a == b || !small(a) || !small(b) {
+                continue;
+            }
+            let rank = self.p.values[t.operand as usize].shape.rank();
+            // Result dimension j is input dimension kept[j].
+            let kept: shape::DimVec = (0..rank).filter(|d| !reduced.contains(d)).collect();
+            if kept.len() != self.p.values[t.out as usize].shape.rank() {
+                continue;
+            }
+            joints.push(Joint {
+                from: a,
+                to: b,
+                to_value: t.out,
+                map: (0..rank)
+                    .map(|d| kept.iter().position(|&k| k == d))
+                    .collect(),
+                adds_major: false,
+            });
+            joints.push(Joint {
+                from: b,
+                to: a,
+                to_value: t.operand,
+                map: kept.iter().map(|&d| Some(d)).collect(),
+                adds_major: true,
+            });
         }
         // One joint per pair of groups and map (a group joined to another
         // by many equal ops is tried once), the smallest first: the budget
@@ -1220,7 +1265,7 @@ impl Solver<'_, '_> {
         // residual stream read by every layer) cannot starve the rest.
         let size = |j: &Joint| components[j.from as usize].len() + components[j.to as usize].len();
         let mut seen = rustc_hash::FxHashSet::default();
-        joints.retain(|j| seen.insert((j.from, j.to, j.map.clone(), j.broadcast)));
+        joints.retain(|j| seen.insert((j.from, j.to, j.map.clone(), j.adds_major)));
         joints.sort_by_key(size);
         let mut scratch = Scratch::default();
         let mut applied = 0;
@@ -1244,13 +1289,13 @@ impl Solver<'_, '_> {
                     let to_shape = &self.p.values[joint.to_value as usize].shape;
                     let mut m2m: shape::DimVec = from_order
                         .iter()
-                        .filter_map(|&d| joint.map.get(d).copied())
+                        .filter_map(|&d| joint.map.get(d).copied().flatten())
                         .collect();
-                    if joint.broadcast {
+                    if joint.adds_major {
                         m2m.extend(
                             (0..to_shape.rank())
                                 .rev()
-                                .filter(|d| !joint.map.contains(d)),
+                                .filter(|&d| !joint.map.contains(&Some(d))),
                         );
                     }
                     if m2m.len() != to_shape.rank() {
