@@ -11,20 +11,6 @@ use serde_json::{Value, json};
 use server::Config;
 use server::client::HeldOutput;
 
-fn edited_region(module: &str) -> (String, String) {
-    let start = module
-        .find("%region_0.1 (")
-        .expect("region_0.1 is in the module");
-    let end = start + module[start..].find("\n}\n").expect("its closing brace") + 2;
-    let old = &module[start..end];
-    let new = old.replace(
-        "add(%reduce_sum.3, %reduce_sum.4)",
-        "maximum(%reduce_sum.3, %reduce_sum.4)",
-    );
-    assert_ne!(old, new, "the edit changes the body");
-    (old.to_string(), new)
-}
-
 async fn run_changes(router: &axum::Router, since: Option<&str>) -> Value {
     let uri = match since {
         Some(s) => format!("/v1/modules/c1/layout-assignment?response=changes&since={s}"),

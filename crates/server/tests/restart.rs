@@ -12,21 +12,6 @@ use server::client::{Client, SessionClient};
 
 const TIMEOUT: Duration = Duration::from_secs(60);
 
-/// `region_0.1` of `reductions_mixed` with `add` turned into `maximum`.
-fn edited_region(module: &str) -> (String, String) {
-    let start = module
-        .find("%region_0.1 (")
-        .expect("region_0.1 is in the module");
-    let end = start + module[start..].find("\n}\n").expect("its closing brace") + 2;
-    let old = &module[start..end];
-    let new = old.replace(
-        "add(%reduce_sum.3, %reduce_sum.4)",
-        "maximum(%reduce_sum.3, %reduce_sum.4)",
-    );
-    assert_ne!(old, new, "the edit changes the body");
-    (old.to_string(), new)
-}
-
 fn json(a: &server::client::ClientResponse) -> serde_json::Value {
     serde_json::from_slice(&a.body).unwrap_or_else(|e| panic!("JSON ({e}): {}", a.text()))
 }

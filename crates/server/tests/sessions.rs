@@ -10,22 +10,6 @@ use server::Config;
 /// The module the session tests edit: twelve computations.
 const MODULE: &str = "reductions_mixed";
 
-/// `region_0.1` with `add` turned into `maximum`: its body changes, its
-/// signature does not.
-fn edited_region(module: &str) -> (String, String) {
-    let start = module
-        .find("%region_0.1 (")
-        .expect("region_0.1 is in the module");
-    let end = start + module[start..].find("\n}\n").expect("its closing brace") + 2;
-    let old = &module[start..end];
-    let new = old.replace(
-        "add(%reduce_sum.3, %reduce_sum.4)",
-        "maximum(%reduce_sum.3, %reduce_sum.4)",
-    );
-    assert_ne!(old, new, "the edit changes the body");
-    (old.to_string(), new)
-}
-
 #[tokio::test]
 async fn patching_one_body_recomputes_exactly_that_computation() {
     let (router, _) = app(Config::default());

@@ -202,3 +202,19 @@ impl Running {
         }
     }
 }
+
+/// `region_0.1` with `add` turned into `maximum`: its body changes, its
+/// signature does not.
+pub fn edited_region(module: &str) -> (String, String) {
+    let start = module
+        .find("%region_0.1 (")
+        .expect("region_0.1 is in the module");
+    let end = start + module[start..].find("\n}\n").expect("its closing brace") + 2;
+    let old = &module[start..end];
+    let new = old.replace(
+        "add(%reduce_sum.3, %reduce_sum.4)",
+        "maximum(%reduce_sum.3, %reduce_sum.4)",
+    );
+    assert_ne!(old, new, "the edit changes the body");
+    (old.to_string(), new)
+}
