@@ -154,6 +154,22 @@ impl Value {
         id
     }
 
+    /// Makes `key` the printed form of its layout entry (the entry of
+    /// every layout that holds the bytes alike). A bitcast's operand needs
+    /// the layout the bitcast was written with in that very form: a
+    /// byte-equal one written otherwise may not be provable as the same
+    /// bitcast (`s8[2,128]{0,1:T(2,2)}` viewed as `s8[256]` is the tiled
+    /// buffer's physical array; `s8[2,128]{0,1}`, with the same bytes,
+    /// reads as a reshape that moves elements). A fixed value keeps the
+    /// form it was fixed in.
+    fn represent(&mut self, table: &LayoutTable, key: LayoutKey) {
+        if self.fixed.is_some() {
+            return;
+        }
+        let id = self.intern(table, key);
+        self.layouts[id as usize] = key;
+    }
+
     fn add_candidate(&mut self, table: &LayoutTable, key: LayoutKey) -> bool {
         if self.candidates.len() >= MAX_CANDIDATES || self.fixed.is_some() {
             return false;
@@ -885,6 +901,8 @@ impl<'c> Problem<'c> {
                     let result = inst.shape.as_array();
                     for (leaf, (&v, a)) in leaves.iter().zip(shapes).enumerate() {
                         let layout = bitcast_side(target, a, result);
+                        let key = self.table.key(&layout);
+                        self.values[v as usize].represent(&self.table, key);
                         let site = Site::Operand {
                             user: id,
                             operand: 0,
