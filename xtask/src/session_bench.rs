@@ -12,7 +12,10 @@
 //!   /v1/modules/{id}/layout-assignment`, on a new session each time);
 //! - a re-run with no change;
 //! - a re-run after a `PATCH` of one computation's body (same signature),
-//!   timed alone and with its `PATCH`.
+//!   timed alone and with its `PATCH`;
+//! - the two re-runs again with `response=changes` against the run the
+//!   client holds (the answer lists only the computations whose text
+//!   changed; its `PATCH` untimed).
 //!
 //! Every session answer must be byte-identical to the stateless answer of
 //! the same text; the command fails otherwise.
@@ -105,7 +108,12 @@ fn timed(
     content_type: &str,
     body: &[u8],
 ) -> anyhow::Result<(Duration, ClientResponse)> {
-    let headers = [("content-type", content_type), ("accept", "text/plain")];
+    let accept = if path.contains("response=changes") {
+        "application/json"
+    } else {
+        "text/plain"
+    };
+    let headers = [("content-type", content_type), ("accept", accept)];
     let started = Instant::now();
     let r = client.request(method, path, &headers, body)?;
     let took = started.elapsed();
@@ -190,6 +198,7 @@ fn measure(client: &mut Client, s: &Subject, runs: usize) -> anyhow::Result<bool
         edit_total.push(p + t);
         identical &= r.text() == *expected;
     }
+    let (changes_unchanged, changes_edit) = measure_changes(client, s, runs, &want, &want_edited)?;
     let (st, fr, nc, er, et) = (
         median(stateless),
         median(first),
@@ -213,7 +222,83 @@ fn measure(client: &mut Client, s: &Subject, runs: usize) -> anyhow::Result<bool
         ratio(st, et),
         if identical { "yes" } else { "NO" }
     );
+    println!(
+        "| {} with `response=changes` | | | | {} ({:.0}x faster) | {} ({:.0}x faster) | | yes |",
+        s.name,
+        ms(changes_unchanged),
+        ratio(st, changes_unchanged),
+        ms(changes_edit),
+        ratio(st, changes_edit),
+    );
     Ok(identical)
+}
+
+/// The re-runs again, answered with `response=changes` against the run the
+/// client holds: medians of a re-run with no change and of one after a
+/// body edit (its `PATCH` untimed). Every answer, applied to the output
+/// held, must give the stateless text.
+fn measure_changes(
+    client: &mut Client,
+    s: &Subject,
+    runs: usize,
+    want: &str,
+    want_edited: &str,
+) -> anyhow::Result<(Duration, Duration)> {
+    let mut held = server::client::HeldOutput::default();
+    let run_changes = |client: &mut Client, held: &mut server::client::HeldOutput| {
+        let mut path = String::from("/v1/modules/bench/layout-assignment?response=changes");
+        if let Some(run) = &held.run {
+            path.push_str("&since=");
+            path.push_str(run);
+        }
+        let (t, r) = timed(client, "POST", &path, "application/json", b"")?;
+        let answer: serde_json::Value = serde_json::from_slice(&r.body)?;
+        held.apply(&answer).map_err(|e| anyhow::anyhow!(e))?;
+        anyhow::Ok(t)
+    };
+    // The session holds `before` after the edit loop's last run or not:
+    // put it back, and take a first complete answer.
+    let name = computation_name(&s.before);
+    let patch = serde_json::json!({ "computations": { &name: &s.before } }).to_string();
+    timed(
+        client,
+        "PATCH",
+        "/v1/modules/bench",
+        "application/json",
+        patch.as_bytes(),
+    )?;
+    run_changes(client, &mut held)?;
+    let mut identical = held.text() == want;
+    let mut unchanged = Vec::new();
+    for _ in 0..runs {
+        unchanged.push(run_changes(client, &mut held)?);
+        identical &= held.text() == want;
+    }
+    let mut edited = Vec::new();
+    for i in 0..runs {
+        let (body, expected) = if i % 2 == 0 {
+            (&s.after, want_edited)
+        } else {
+            (&s.before, want)
+        };
+        let patch = serde_json::json!({ "computations": { &name: body } }).to_string();
+        timed(
+            client,
+            "PATCH",
+            "/v1/modules/bench",
+            "application/json",
+            patch.as_bytes(),
+        )?;
+        edited.push(run_changes(client, &mut held)?);
+        identical &= held.text() == expected;
+    }
+    if !identical {
+        bail!(
+            "{}: a changes answer, applied to the output held, does not give the stateless text",
+            s.name
+        );
+    }
+    Ok((median(unchanged), median(edited)))
 }
 
 /// The name a computation's text declares (without `%`).

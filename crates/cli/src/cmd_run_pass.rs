@@ -143,7 +143,7 @@ pub fn run(args: Args) -> ExitCode {
     }
     match &args.output {
         Some(path) => {
-            if let Err(e) = std::fs::write(path, &output.text) {
+            if let Err(e) = std::fs::write(path, output.text.as_bytes()) {
                 return fail(format!("cannot write {}: {e}", path.display()));
             }
         }

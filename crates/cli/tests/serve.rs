@@ -85,7 +85,7 @@ fn stateless(text: &str) -> (String, serde_json::Value) {
     let out =
         driver::run(text, "request.hlo", &driver::Options::new(spec)).expect("the module runs");
     (
-        out.text.clone(),
+        out.text.to_string(),
         without_timings(wire::report_json(&out.report)),
     )
 }
@@ -167,7 +167,7 @@ fn sigterm_drains_the_request_in_flight_then_exits_0() {
     assert_eq!(response.header("x-request-id"), Some("drained"));
     let v: serde_json::Value = serde_json::from_slice(&response.body).expect("a JSON answer");
     assert!(
-        v["module"].as_str() == Some(want.as_str()),
+        v["module"].as_str() == Some(&want[..]),
         "the answer is the stateless run's output, byte for byte"
     );
     assert_eq!(
@@ -315,7 +315,7 @@ fn idle_connections_beyond_the_file_limit_do_not_stop_the_service() {
         .expect("answered");
     assert_eq!(a.status, 200, "{}", a.text());
     let v: serde_json::Value = serde_json::from_slice(&a.body).expect("JSON");
-    assert_eq!(v["module"].as_str(), Some(want.as_str()));
+    assert_eq!(v["module"].as_str(), Some(&want[..]));
     let m = c
         .request("GET", "/metrics", &[], b"")
         .expect("answered")

@@ -62,7 +62,7 @@ fn healthy(c: &mut Client) {
         text.as_bytes(),
     );
     assert_eq!(a.status, 200, "{}", a.text());
-    assert_eq!(json(&a)["module"].as_str(), Some(want.as_str()));
+    assert_eq!(json(&a)["module"].as_str(), Some(&want[..]));
 }
 
 /// The child's environment: freed memory goes back to the kernel at once.

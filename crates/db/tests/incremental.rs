@@ -50,7 +50,7 @@ fn module(leaf_root: &str) -> String {
 /// queries that ran for it (sorted, as `query(computation)`).
 fn check(before: &str, after: &str, expected: Expect) {
     let target = Arc::new(target::load_str("name: generic\n", "generic.yaml").unwrap());
-    let mut db = Database::default();
+    let mut db = Database::with_execution_log();
     db.load(before, "m.hlo", target.clone()).unwrap();
     db.assigned_module().unwrap();
     db.clear_executions();
@@ -65,7 +65,7 @@ fn check(before: &str, after: &str, expected: Expect) {
     ran.dedup();
     expected.assert_debug_eq(&ran);
     // Incremental or not, the answer is the one a fresh database gives.
-    let mut fresh = Database::default();
+    let mut fresh = Database::with_execution_log();
     fresh.load(after, "m.hlo", target).unwrap();
     let (fresh_module, _) = fresh.assigned_module().unwrap();
     assert_eq!(hlo::print_module(&module), hlo::print_module(&fresh_module));
@@ -238,7 +238,7 @@ fn bound(callee_root: &str) -> String {
 #[test]
 fn bounded_callees_take_the_callers_layouts() {
     let target = Arc::new(target::load_str("name: generic\n", "generic.yaml").unwrap());
-    let mut db = Database::default();
+    let mut db = Database::with_execution_log();
     db.load(&bound("ROOT cr = f32[8,4] abs(cn)"), "m.hlo", target)
         .unwrap();
     let (module, assignments) = db.assigned_module().unwrap();
@@ -308,7 +308,7 @@ fn a_bounded_callee_that_now_costs_more_inside_moves_the_copy_out() {
 #[test]
 fn recomputed_computations_names_assignments_that_ran() {
     let target = Arc::new(target::load_str("name: generic\n", "generic.yaml").unwrap());
-    let mut db = Database::default();
+    let mut db = Database::with_execution_log();
     db.load(
         &module("ROOT lr = f32[8,4] abs(ln)"),
         "m.hlo",

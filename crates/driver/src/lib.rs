@@ -117,8 +117,9 @@ pub struct PipelineReport {
 /// The result of a run.
 #[derive(Clone, Debug)]
 pub struct Output {
-    /// The output module as canonical HLO text.
-    pub text: String,
+    /// The output module as canonical HLO text (shared: a session's
+    /// re-run with no change hands out the text it kept).
+    pub text: Arc<str>,
     /// The report.
     pub report: PipelineReport,
     /// Where the text's parts lie, when the run assembled the text from
@@ -137,8 +138,8 @@ pub struct OutputParts {
     pub header: std::ops::Range<usize>,
     /// The entry computation layout the header prints.
     pub entry_layout: hlo::ComputationLayout,
-    /// Each computation's name (without `%`) and byte range, in order.
-    pub computations: Vec<(String, std::ops::Range<usize>)>,
+    /// Each computation's name, byte range and text hash, in order.
+    pub computations: Vec<db::output::Part>,
 }
 
 impl Output {
@@ -291,9 +292,14 @@ pub fn check_loaded_input(db: &Database) -> Result<(), PipelineError> {
     let Some(m) = db.module() else {
         return Err(PipelineError::Assign("no module is loaded".into()));
     };
-    let comps = m.computations(db).clone();
     // On the caller's thread, as `run_loaded`.
-    checked_input(db, m, &comps, Instant::now(), &mut Vec::new())
+    checked_input(
+        db,
+        m,
+        splits(db.written_since_run()),
+        Instant::now(),
+        &mut Vec::new(),
+    )
 }
 
 /// The input's bitcasts that move bytes. The passes keep an input bitcast
@@ -335,74 +341,82 @@ fn finish(
     start: Instant,
     timings: &mut Vec<Timing>,
 ) -> Result<Output, PipelineError> {
-    use db::pipeline;
     let Some(m) = db.module() else {
         return Err(PipelineError::Assign("no module is loaded".into()));
     };
-    let assign = opts.passes.contains(&PassName::LayoutAssignment);
-    let steps = pipeline::Steps {
-        assign,
+    let steps = db::pipeline::Steps {
+        assign: opts.passes.contains(&PassName::LayoutAssignment),
         relayout: opts.passes.contains(&PassName::Relayout),
         expand_relayouts: opts.expand_relayouts,
     };
     db.set_steps(steps)
         .map_err(|e| PipelineError::Assign(e.to_string()))?;
-    let out = assemble(db, m, opts, steps, start, timings);
+    let out = assemble(db, m, opts, db.written_since_run(), start, timings);
     db.release_intermediates();
+    // A run that failed is redone in full next time (its joins may not
+    // have been reached in the call graph's order).
+    if out.is_ok() {
+        db.ran();
+    }
     out
 }
 
+/// Whether a run on `db` splits its work over threads: when it may have
+/// more to redo than a few computations. A re-run after a small edit
+/// reads every unchanged computation's parts at a glance, and threads
+/// would cost more to start than they save (each also begins with an
+/// empty allocator heap).
+fn splits(written: usize) -> bool {
+    written >= FAN_OUT_GRAIN
+}
+
 /// The input check of the module `m` loaded in `db`, from its
-/// computations' parts: parse errors first, in computation order, at their
-/// place in the file; then the module-wide and per-computation structural
-/// problems; then, once the module is otherwise well formed, the bitcasts
-/// that move bytes. Only what changed since the last check is recomputed.
+/// computations' parts (see [`db::output::input_verdict`]). Only what
+/// changed since the last check is recomputed; with `parallel`, the
+/// computations are first parsed and checked side by side.
 fn checked_input(
     db: &Database,
     m: db::SourceModule,
-    comps: &[db::SourceComputation],
+    parallel: bool,
     start: Instant,
     timings: &mut Vec<Timing>,
 ) -> Result<(), PipelineError> {
     use db::pipeline;
-    // Computations are parsed side by side; what is already parsed is
-    // only looked up.
-    each_computation(db, comps, |db, c| {
-        let _ = db::parsed(db, c);
-    });
-    // Parse errors first, in computation order, at their place in the file.
-    for &c in comps {
-        if let Err(e) = &db::parsed(db, c).result {
-            return Err(PipelineError::Parse(Box::new(db::absolute(e, c, db, m))));
-        }
+    let comps = m.computations(db).clone();
+    if parallel {
+        each_computation(db, &comps, |db, c| {
+            let _ = db::parsed(db, c);
+        });
     }
     timings.push(Timing {
         step: "parse",
         duration: start.elapsed(),
     });
-    // Always, as in `run`: the module-wide checks, then each computation's.
     let t = Instant::now();
-    each_computation(db, comps, |db, c| {
-        let _ = pipeline::input_problems(db, c);
-    });
-    let mut problems = pipeline::input_module_problems(db, m).clone();
-    for &c in comps {
-        problems.extend(pipeline::input_problems(db, c).iter().cloned());
-    }
-    // As in `verify_input`: bitcasts that move bytes, once the module is
-    // otherwise well formed.
-    if problems.is_empty() {
-        each_computation(db, comps, |db, c| {
-            let _ = pipeline::input_bitcast_problems(db, c);
+    // The checks run only on a module whose computations all parse.
+    if parallel && comps.iter().all(|&c| db::parsed(db, c).result.is_ok()) {
+        each_computation(db, &comps, |db, c| {
+            let _ = pipeline::input_problems(db, c);
         });
-        for &c in comps {
-            problems.extend(pipeline::input_bitcast_problems(db, c).iter().cloned());
+        // Bitcasts are checked only in an otherwise well-formed module.
+        let well_formed = pipeline::input_module_problems(db, m).is_empty()
+            && comps
+                .iter()
+                .all(|&c| pipeline::input_problems(db, c).is_empty());
+        if well_formed {
+            each_computation(db, &comps, |db, c| {
+                let _ = pipeline::input_bitcast_problems(db, c);
+            });
         }
     }
-    if !problems.is_empty() {
-        return Err(PipelineError::InvalidInput(
-            problems.iter().map(|p| db.located(p)).collect(),
-        ));
+    match db::output::input_verdict(db, m) {
+        Ok(()) => {}
+        Err(db::output::InputRefusal::Parse(e)) => return Err(PipelineError::Parse(e.clone())),
+        Err(db::output::InputRefusal::Problems(problems)) => {
+            return Err(PipelineError::InvalidInput(
+                problems.iter().map(|p| db.located(p)).collect(),
+            ));
+        }
     }
     timings.push(Timing {
         step: "verify-input",
@@ -411,169 +425,132 @@ fn checked_input(
     Ok(())
 }
 
-/// The output of the module `m` loaded in `db`, from its computations'
-/// parts: problems, reports, counts and texts.
+/// The output of the module `m` loaded in `db` (see
+/// [`db::output::assembled`]), `written` computations' inputs having been
+/// written since the last successful run. When that is many, each
+/// computation's steps are first run side by side, a step at a time;
+/// when few, the joins compute what they read, in order; when none, the
+/// joins are looked up.
 fn assemble(
     db: &Database,
     m: db::SourceModule,
     opts: &Options,
-    steps: db::pipeline::Steps,
+    written: usize,
     start: Instant,
     timings: &mut Vec<Timing>,
 ) -> Result<Output, PipelineError> {
     use db::pipeline;
-    let assign = steps.assign;
+    let parallel = splits(written);
+    checked_input(db, m, parallel, start, timings)?;
     let comps = m.computations(db).clone();
-    checked_input(db, m, &comps, start, timings)?;
-    if assign {
-        let t = Instant::now();
+    // Assignments are computed (or re-checked) in the call graph's order,
+    // parallel or not: a computation's assignment reads its callers' and
+    // callees', so asking for them in any other order would make salsa
+    // follow the call chain down, a recursion as deep as the input's.
+    let t = Instant::now();
+    if m.steps(db).assign && written > 0 {
         db.warm(m);
-        for &c in &comps {
-            if let Err(e) = db::final_assignment(db, c) {
-                return Err(match e {
-                    db::AssignError::Parse(p) => {
-                        PipelineError::Parse(Box::new(db::absolute(p, c, db, m)))
-                    }
-                    other => PipelineError::Assign(other.to_string()),
-                });
-            }
-        }
+    }
+    timings.push(Timing {
+        step: "layout-assignment",
+        duration: t.elapsed(),
+    });
+    if parallel {
+        // Each computation's steps after assignment depend on no other
+        // computation's but through signatures: they run side by side.
+        let t = Instant::now();
+        each_computation(db, &comps, |db, c| {
+            let _ = pipeline::rewrites(db, c);
+            let _ = pipeline::assignment_part(db, c);
+        });
         timings.push(Timing {
-            step: "layout-assignment",
+            step: "apply+relayout",
+            duration: t.elapsed(),
+        });
+        // Verifying, printing and counting a computation only read it:
+        // each is a task of its own, so that those of the largest
+        // computation run side by side rather than one after the other.
+        let t = Instant::now();
+        let reads: &[fn(&Database, db::SourceComputation)] = if opts.verify {
+            &[
+                |db, c| {
+                    let _ = pipeline::output_problems(db, c);
+                },
+                |db, c| {
+                    let _ = pipeline::printed(db, c);
+                },
+                |db, c| {
+                    let _ = pipeline::counted(db, c);
+                },
+            ]
+        } else {
+            &[
+                |db, c| {
+                    let _ = pipeline::printed(db, c);
+                },
+                |db, c| {
+                    let _ = pipeline::counted(db, c);
+                },
+            ]
+        };
+        each_task(db, &comps, reads);
+        timings.push(Timing {
+            step: "check+print",
             duration: t.elapsed(),
         });
     }
     let t = Instant::now();
-    // Each computation's steps after assignment depend on no other
-    // computation's but through signatures: they run side by side, and
-    // the parts are then joined in computation order.
-    each_computation(db, &comps, |db, c| {
-        let _ = pipeline::rewrites(db, c);
-        let _ = pipeline::assignment_part(db, c);
-    });
-    // Assignments are applied to every computation before any is
-    // relayouted, so a failure to apply comes first, as in `run`.
-    for &c in &comps {
-        if let Err(e) = pipeline::assignment_part(db, c) {
+    let out = match db::output::assembled(db, m) {
+        Ok(out) => Arc::clone(out),
+        Err(db::output::OutputError::Assign(db::AssignError::Parse(e))) => {
+            return Err(PipelineError::Parse(e.clone()));
+        }
+        Err(db::output::OutputError::Assign(e)) => {
             return Err(PipelineError::Assign(e.to_string()));
         }
-    }
-    timings.push(Timing {
-        step: "apply+relayout",
-        duration: t.elapsed(),
-    });
-    let t = Instant::now();
-    // Verifying, printing and counting a computation only read it: each is
-    // a task of its own, so that those of the largest computation run side
-    // by side rather than one after the other.
-    let reads: &[fn(&Database, db::SourceComputation)] = if opts.verify {
-        &[
-            |db, c| {
-                let _ = pipeline::output_problems(db, c);
-            },
-            |db, c| {
-                let _ = pipeline::printed(db, c);
-            },
-            |db, c| {
-                let _ = pipeline::counted(db, c);
-            },
-        ]
-    } else {
-        &[
-            |db, c| {
-                let _ = pipeline::printed(db, c);
-            },
-            |db, c| {
-                let _ = pipeline::counted(db, c);
-            },
-        ]
+        Err(db::output::OutputError::Apply(e)) => {
+            return Err(PipelineError::Assign(e.to_string()));
+        }
+        Err(db::output::OutputError::Relayout(e)) => {
+            return Err(PipelineError::Relayout(e.to_string()));
+        }
     };
-    each_task(db, &comps, reads);
-    let mut rewrites = Vec::new();
-    for &c in &comps {
-        match pipeline::rewrites(db, c) {
-            Ok(r) => rewrites.extend(r.iter().cloned()),
-            Err(e) => return Err(PipelineError::Relayout(e.to_string())),
-        }
-    }
-    let relayout = steps.relayout.then_some(RelayoutReport { rewrites });
-    let assignment = assign.then(|| {
-        let mut report = AssignmentReport::default();
-        for &c in &comps {
-            if let Ok(Some(part)) = pipeline::assignment_part(db, c) {
-                report.extend(AssignmentReport::clone(part));
-            }
-        }
-        let (layout, tiled) = pipeline::output_entry_layout(db, m);
-        report.tiled_entry = tiled.clone();
-        report.entry_layout = Some(layout.clone());
-        report
-    });
     timings.push(Timing {
-        step: "check+print",
+        step: "print",
         duration: t.elapsed(),
     });
     if opts.verify {
         let t = Instant::now();
-        let mut structural = pipeline::output_module_problems(db, m).clone();
-        let mut layouts = Vec::new();
-        for &c in &comps {
-            let (s, l) = pipeline::output_problems(db, c);
-            structural.extend(s.iter().cloned());
-            layouts.extend(l.iter().cloned());
-        }
+        let problems = db::output::output_verdict(db, m);
         timings.push(Timing {
             step: "verify",
             duration: t.elapsed(),
         });
-        let problems = if structural.is_empty() {
-            layouts
-        } else {
-            structural
-        };
         if !problems.is_empty() {
             return Err(PipelineError::Verify(
                 problems.iter().map(ToString::to_string).collect(),
             ));
         }
     }
-    let t = Instant::now();
-    let header = pipeline::printed_header(db, m);
-    let printed: Vec<&String> = comps.iter().map(|&c| pipeline::printed(db, c)).collect();
-    let mut text =
-        String::with_capacity(header.len() + printed.iter().map(|p| p.len()).sum::<usize>());
-    text.push_str(header);
-    let mut parts = OutputParts {
-        header: 0..header.len(),
-        entry_layout: pipeline::output_entry_layout(db, m).0.clone(),
-        computations: Vec::with_capacity(comps.len()),
-    };
-    for (&c, p) in comps.iter().zip(printed) {
-        let start = text.len();
-        text.push_str(p);
-        parts
-            .computations
-            .push((c.name(db).clone(), start..text.len()));
-    }
-    let mut stats = ModuleStats::default();
-    for &c in &comps {
-        stats.add(pipeline::counted(db, c));
-    }
-    timings.push(Timing {
-        step: "print",
-        duration: t.elapsed(),
-    });
     let report = PipelineReport {
         module: m.header(db).name.clone(),
         target: opts.target.name.clone(),
         passes: opts.passes.iter().map(|p| p.name()).collect(),
-        assignment,
-        relayout,
-        stats,
+        assignment: out.assignment.clone(),
+        relayout: out
+            .rewrites
+            .clone()
+            .map(|rewrites| RelayoutReport { rewrites }),
+        stats: out.stats.clone(),
         timings: std::mem::take(timings),
     };
+    let parts = OutputParts {
+        header: out.header.clone(),
+        entry_layout: out.entry_layout.clone(),
+        computations: out.computations.clone(),
+    };
     Ok(Output {
-        text,
+        text: Arc::clone(&out.text),
         report,
         parts: Some(parts),
     })
@@ -721,7 +698,7 @@ fn finish_module(
         timings: std::mem::take(timings),
     };
     Ok(Output {
-        text,
+        text: Arc::from(text),
         report,
         parts: None,
     })

@@ -53,7 +53,7 @@ fn module(leaf_root: &str) -> String {
 /// count those) and that its answer is a fresh run's.
 fn check(before: &str, after: &str, expected: Expect) {
     let opts = Options::new(Arc::new(target::load_builtin("tpu").expect("tpu")));
-    let mut db = Database::default();
+    let mut db = Database::with_execution_log();
     driver::run_in(&mut db, before, "m.hlo", &opts).expect("runs");
     db.clear_executions();
     let out = driver::run_in(&mut db, after, "m.hlo", &opts).expect("runs");
@@ -100,18 +100,21 @@ fn a_body_edit_reruns_only_that_computations_steps() {
         &module("ROOT lr = f32[8,4] exponential(ln)"),
         expect![[r#"
             [
+                "assembled(inc)",
                 "calls(leaf)",
                 "counted(leaf)",
                 "input_bitcast_problems(leaf)",
                 "input_names(leaf)",
                 "input_problems(leaf)",
                 "input_stub(leaf)",
+                "input_verdict(inc)",
                 "named_callees(leaf)",
                 "output_names(leaf)",
                 "output_problems(leaf)",
                 "output_stub(leaf)",
                 "parsed(leaf)",
                 "printed(leaf)",
+                "printed_hash(leaf)",
                 "rewrites(leaf)",
                 "transformed(leaf)",
             ]
@@ -132,6 +135,7 @@ fn a_signature_edit_reruns_the_neighbours_steps_too() {
         ),
         expect![[r#"
             [
+                "assembled(inc)",
                 "calls(leaf)",
                 "counted(f)",
                 "counted(leaf)",
@@ -141,6 +145,7 @@ fn a_signature_edit_reruns_the_neighbours_steps_too() {
                 "input_problems(f)",
                 "input_problems(leaf)",
                 "input_stub(leaf)",
+                "input_verdict(inc)",
                 "named_callees(leaf)",
                 "output_entry_layout(inc)",
                 "output_module_problems(inc)",
@@ -157,6 +162,8 @@ fn a_signature_edit_reruns_the_neighbours_steps_too() {
                 "printed(f)",
                 "printed(leaf)",
                 "printed(main)",
+                "printed_hash(f)",
+                "printed_hash(leaf)",
                 "rewrites(f)",
                 "rewrites(leaf)",
                 "rewrites(main)",
@@ -178,6 +185,7 @@ fn renaming_an_instruction_reruns_the_module_wide_name_checks_too() {
         &module("ROOT lr = f32[8,4] abs(ln2)").replace("ln = f32", "ln2 = f32"),
         expect![[r#"
             [
+                "assembled(inc)",
                 "calls(leaf)",
                 "counted(leaf)",
                 "input_bitcast_problems(leaf)",
@@ -185,6 +193,7 @@ fn renaming_an_instruction_reruns_the_module_wide_name_checks_too() {
                 "input_names(leaf)",
                 "input_problems(leaf)",
                 "input_stub(leaf)",
+                "input_verdict(inc)",
                 "named_callees(leaf)",
                 "output_module_problems(inc)",
                 "output_names(leaf)",
@@ -192,6 +201,7 @@ fn renaming_an_instruction_reruns_the_module_wide_name_checks_too() {
                 "output_stub(leaf)",
                 "parsed(leaf)",
                 "printed(leaf)",
+                "printed_hash(leaf)",
                 "rewrites(leaf)",
                 "transformed(leaf)",
             ]

@@ -51,7 +51,8 @@ fn parts_tile_the_text(name: &str, text: &str, parts: &driver::OutputParts) {
         outline.computations.len(),
         "{name}: computations"
     );
-    for ((n, range), c) in parts.computations.iter().zip(&outline.computations) {
+    for (part, c) in parts.computations.iter().zip(&outline.computations) {
+        let (n, range) = (&part.name, &part.range);
         assert_eq!(
             range.start, at,
             "{name}: {n} does not follow the part before it"
@@ -65,6 +66,11 @@ fn parts_tile_the_text(name: &str, text: &str, parts: &driver::OutputParts) {
             text[range.clone()].trim_end(),
             c.span.text(text).trim_end(),
             "{name}: {n}'s text"
+        );
+        assert_eq!(
+            part.hash,
+            db::output::text_hash(&text[range.clone()]),
+            "{name}: {n}'s hash is its text's"
         );
         at = range.end;
     }

@@ -13,7 +13,7 @@
 //! The output text is the header followed by each computation's text in
 //! `computations` order.
 
-use std::hash::{BuildHasher, Hash, Hasher};
+use std::hash::BuildHasher;
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -40,21 +40,14 @@ pub fn new_run_token() -> String {
     format!("{:08x}-{n}", prefix >> 32)
 }
 
-/// A text's hash. SipHash with fixed keys: the same text gives the same
-/// hash in every run, and texts that differ collide with a chance of
-/// 2^-64.
-fn text_hash(text: &str) -> u64 {
-    let mut h = std::hash::DefaultHasher::new();
-    text.hash(&mut h);
-    h.finish()
-}
-
-/// The output's computations: name and text, in order.
-fn computations(out: &driver::Output) -> Vec<(&str, &str)> {
+/// The output's computations, in order: name, text and the text's hash
+/// (kept with each computation's output, so a run hashes only what it
+/// printed again).
+fn computations(out: &driver::Output) -> Vec<(&str, &str, u64)> {
     out.parts
         .iter()
         .flat_map(|p| &p.computations)
-        .map(|(name, range)| (name.as_str(), &out.text[range.clone()]))
+        .map(|p| (p.name.as_str(), &out.text[p.range.clone()], p.hash))
         .collect()
 }
 
@@ -64,7 +57,7 @@ pub fn remember(run: String, out: &driver::Output) -> LastAnswer {
         run,
         computations: computations(out)
             .into_iter()
-            .map(|(name, text)| (name.to_string(), text_hash(text)))
+            .map(|(name, _, hash)| (name.to_string(), hash))
             .collect(),
     }
 }
@@ -80,17 +73,17 @@ pub fn changes_fields(
     let base = last.filter(|l| since == Some(l.run.as_str()));
     let comps = computations(out);
     let mut changed = Map::new();
-    for &(name, text) in &comps {
+    for &(name, text, hash) in &comps {
         let same = base
             .and_then(|b| b.computations.get(name))
-            .is_some_and(|&h| h == text_hash(text));
+            .is_some_and(|&h| h == hash);
         if !same {
             changed.insert(name.to_string(), Value::String(text.to_string()));
         }
     }
     let mut removed: Vec<&str> = match base {
         Some(b) => {
-            let now: HashSet<&str> = comps.iter().map(|&(n, _)| n).collect();
+            let now: HashSet<&str> = comps.iter().map(|&(n, _, _)| n).collect();
             b.computations
                 .keys()
                 .map(String::as_str)
@@ -118,7 +111,7 @@ pub fn changes_fields(
     m.insert("entry_computation_layout".into(), json!(entry));
     m.insert(
         "computations".into(),
-        json!(comps.iter().map(|&(n, _)| n).collect::<Vec<_>>()),
+        json!(comps.iter().map(|&(n, _, _)| n).collect::<Vec<_>>()),
     );
     m.insert("changed".into(), Value::Object(changed));
     m.insert("removed".into(), json!(removed));

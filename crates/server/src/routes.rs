@@ -65,6 +65,16 @@ fn pipeline_error(e: driver::PipelineError) -> ApiError {
     }
 }
 
+/// An output text as a response body, without copying it: a session's
+/// re-run shares the text its database keeps.
+struct SharedText(std::sync::Arc<str>);
+
+impl AsRef<[u8]> for SharedText {
+    fn as_ref(&self) -> &[u8] {
+        self.0.as_bytes()
+    }
+}
+
 /// A successful run's answer: JSON, or the HLO text alone.
 fn run_answer(
     state: &AppState,
@@ -81,7 +91,7 @@ fn run_answer(
                 header::CONTENT_TYPE,
                 HeaderValue::from_static("text/plain; charset=utf-8"),
             )],
-            out.text,
+            axum::body::Bytes::from_owner(SharedText(out.text)),
         )
             .into_response();
     }
@@ -95,7 +105,7 @@ fn run_answer(
     match session.as_mut().and_then(|s| s.changes.take()) {
         Some(fields) => body.extend(fields),
         None => {
-            body.insert("module".into(), Value::String(out.text));
+            body.insert("module".into(), Value::String(out.text.to_string()));
         }
     }
     body.insert("report".into(), wire::report_json(&out.report));
@@ -649,7 +659,7 @@ impl Session {
     /// An empty session.
     fn new(target: Arc<target::TargetSpec>, file_name: String) -> Session {
         Session {
-            db: db::Database::default(),
+            db: db::Database::with_execution_log(),
             target,
             file_name,
             module_name: String::new(),

@@ -227,7 +227,7 @@ async fn json_body_with_target_and_options() {
     let mut opts = driver::Options::new(spec);
     opts.passes = vec![driver::PassName::LayoutAssignment];
     let out = driver::run(&text, "request.hlo", &opts).expect("runs");
-    assert_eq!(v["module"].as_str(), Some(out.text.as_str()));
+    assert_eq!(v["module"].as_str(), Some(&*out.text));
 }
 
 #[tokio::test]
@@ -275,7 +275,7 @@ async fn yaml_body_and_query_options() {
     let out = driver::run(&text, "request.hlo", &opts).expect("runs");
     assert_eq!(
         v["module"].as_str(),
-        Some(out.text.as_str()),
+        Some(&*out.text),
         "expand_relayouts reaches the driver"
     );
     assert_eq!(
@@ -306,7 +306,7 @@ async fn expand_relayouts_reaches_the_relayout_pass() {
             .as_str()
             .map(str::to_string)
             .unwrap_or_default();
-        assert_eq!(module, out.text, "expand_relayouts={expand}");
+        assert_eq!(module, &*out.text, "expand_relayouts={expand}");
         outputs.push(module);
     }
     assert!(!outputs[0].contains("transpose("), "{}", outputs[0]);
@@ -857,7 +857,7 @@ async fn a_busy_service_queues_and_answers_503_only_when_the_queue_is_full_or_th
     drop(slot);
     let a = queued.await.expect("the queued request ends");
     assert_eq!(a.status, 200, "{}", String::from_utf8_lossy(&a.body));
-    assert_eq!(a.json()["module"].as_str(), Some(want.as_str()));
+    assert_eq!(a.json()["module"].as_str(), Some(&want[..]));
     // A request that waits longer than queue_timeout is refused.
     let slot = state.try_acquire_worker().expect("a free slot");
     let started = std::time::Instant::now();
@@ -1180,7 +1180,7 @@ async fn a_storm_of_bad_requests_leaves_the_service_healthy() {
                     );
                     assert_eq!(
                         a.json()["module"].as_str(),
-                        Some(want.as_str()),
+                        Some(&want[..]),
                         "healthy request {i} gets the stateless answer"
                     );
                     return 200;
@@ -1216,7 +1216,7 @@ async fn a_storm_of_bad_requests_leaves_the_service_healthy() {
         )
         .await;
         assert_eq!(a.status, 200);
-        assert_eq!(a.json()["module"].as_str(), Some(want.as_str()));
+        assert_eq!(a.json()["module"].as_str(), Some(&want[..]));
     }
     assert_eq!(state.metrics().in_flight(), 0);
     assert_eq!(state.session_count(), 0, "no bad request created a session");
@@ -1309,7 +1309,7 @@ async fn the_solver_is_an_option_and_its_optimality_is_reported() {
     ));
     opts.solver = driver::SolverOptions::exact();
     let out = driver::run(&text, "request.hlo", &opts).expect("runs");
-    assert_eq!(v["module"].as_str(), Some(out.text.as_str()));
+    assert_eq!(v["module"].as_str(), Some(&*out.text));
     // Bad values are 400s.
     let a = call(
         &router,

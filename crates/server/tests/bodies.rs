@@ -51,7 +51,7 @@ async fn healthy_still_answered(router: &axum::Router) {
         )
         .await;
         assert_eq!(a.status, 200, "{}", String::from_utf8_lossy(&a.body));
-        assert_eq!(a.json()["module"].as_str(), Some(want.as_str()));
+        assert_eq!(a.json()["module"].as_str(), Some(&want[..]));
     }
     let text = corpus("mlp_fwd");
     let yaml = format!(
@@ -145,7 +145,7 @@ async fn aliases_within_the_limits_still_decode() {
     ));
     opts.passes = vec![driver::PassName::LayoutAssignment];
     let want = driver::run(&text, "request.hlo", &opts).expect("runs").text;
-    assert_eq!(a.json()["module"].as_str(), Some(want.as_str()));
+    assert_eq!(a.json()["module"].as_str(), Some(&want[..]));
     // A patch whose two computations share one text through an alias.
     let a = call(
         &router,

@@ -47,7 +47,7 @@ fn healthy_request(addr: SocketAddr) {
         .expect("answered");
     assert_eq!(a.status, 200, "{}", a.text());
     let v: serde_json::Value = serde_json::from_slice(&a.body).expect("JSON");
-    assert_eq!(v["module"].as_str(), Some(want.as_str()));
+    assert_eq!(v["module"].as_str(), Some(&want[..]));
 }
 
 /// Waits until `done` holds: the service counts a closed connection just
@@ -214,7 +214,7 @@ async fn at_the_connection_cap_idle_connections_make_room() {
     .expect("answered");
     assert_eq!(answer.status, 200, "{}", answer.text());
     let v: serde_json::Value = serde_json::from_slice(&answer.body).expect("JSON");
-    assert_eq!(v["module"].as_str(), Some(want.as_str()));
+    assert_eq!(v["module"].as_str(), Some(&want[..]));
     drop(idle);
     running.shut_down();
     let _ = tokio::time::timeout(Duration::from_secs(10), &mut running.task).await;
@@ -486,7 +486,7 @@ async fn eight_clients_on_two_workers_queue_without_errors() {
                             .expect("answered");
                         assert_eq!(a.status, 200, "client {t}, request {i}: {}", a.text());
                         let v: serde_json::Value = serde_json::from_slice(&a.body).expect("JSON");
-                        assert_eq!(v["module"].as_str(), Some(want.as_str()));
+                        assert_eq!(v["module"].as_str(), Some(&want[..]));
                     }
                     12
                 })

@@ -53,7 +53,7 @@ async fn the_session_client_restores_its_session_after_a_restart() {
     .expect("the client ends");
     session = session_back;
     assert_eq!(a.status, 200, "{}", a.text());
-    assert_eq!(json(&a)["module"].as_str(), Some(want.as_str()));
+    assert_eq!(json(&a)["module"].as_str(), Some(&want[..]));
     assert_eq!(session.restores(), 0);
 
     // A restart on the same address: the new service has no session.
@@ -85,7 +85,7 @@ async fn the_session_client_restores_its_session_after_a_restart() {
     let v = json(&a);
     assert_eq!(
         v["module"].as_str(),
-        Some(want.as_str()),
+        Some(&want[..]),
         "the restored session holds the patched module"
     );
     assert_eq!(

@@ -51,7 +51,7 @@ async fn serves_over_loopback_and_survives_a_storm() {
                                     .unwrap_or_else(|e| panic!("thread {t}: a healthy request during the storm is answered: {e}"));
                                 assert_eq!(a.status, 200, "thread {t}, healthy request {i}: {}", a.text());
                                 let v: serde_json::Value = serde_json::from_slice(&a.body).expect("JSON");
-                                assert_eq!(v["module"].as_str(), Some(want.as_str()), "thread {t}: the stateless answer");
+                                assert_eq!(v["module"].as_str(), Some(&want[..]), "thread {t}: the stateless answer");
                                 healthy_answered += 1;
                             }
                             let kind = (t + i) % 5;
@@ -151,7 +151,7 @@ async fn serves_over_loopback_and_survives_a_storm() {
     for (a, (_, want)) in answers.iter().zip(healthy.iter()) {
         assert_eq!(a.status, 200, "{}", a.text());
         let v: serde_json::Value = serde_json::from_slice(&a.body).expect("JSON");
-        assert_eq!(v["module"].as_str(), Some(want.as_str()));
+        assert_eq!(v["module"].as_str(), Some(&want[..]));
         assert!(a.header("x-request-id").is_some_and(|id| !id.is_empty()));
     }
     assert_eq!(answers[3].status, 200);
@@ -226,7 +226,7 @@ async fn graceful_shutdown_drains_requests_in_flight() {
     .expect("an answer");
     assert_eq!(response.status, 200, "{}", response.text());
     let v: serde_json::Value = serde_json::from_slice(&response.body).expect("JSON");
-    assert_eq!(v["module"].as_str(), Some(want.as_str()));
+    assert_eq!(v["module"].as_str(), Some(&want[..]));
 
     let done = tokio::time::timeout(Duration::from_secs(30), &mut running.task).await;
     assert!(

@@ -1,0 +1,217 @@
+//! The module's verdicts and output, assembled from its computations'
+//! parts: one query each, so that a re-run with no change is one lookup,
+//! and a re-run after an edit re-reads each unchanged computation's parts
+//! at a glance and redoes only the join.
+//!
+//! The joins follow the order of the stateless pipeline: the input's
+//! parse errors, then its problems; then assignment, applying, relayout;
+//! then the output's problems.
+
+use std::hash::{DefaultHasher, Hash, Hasher};
+use std::ops::Range;
+use std::sync::Arc;
+
+use hlo::{ComputationLayout, ParseError, VerifyError};
+use layout_assignment::{ApplyError, Report as AssignmentReport};
+use relayout::{RelayoutError, Rewrite};
+
+use crate::pipeline::{self, ModuleStats};
+use crate::{AssignError, SourceComputation, SourceModule, absolute, final_assignment, parsed};
+
+/// Why the input module is refused.
+#[derive(Clone, Debug)]
+pub enum InputRefusal {
+    /// The first computation, in text order, that does not parse; the
+    /// error is placed in the file.
+    Parse(Box<ParseError>),
+    /// The input's problems: module-wide, then each computation's; the
+    /// bitcasts that move bytes only when there is no other.
+    Problems(Vec<VerifyError>),
+}
+
+/// The input check of a module: parse errors first, in computation order,
+/// at their place in the file; then the module-wide and per-computation
+/// structural problems; then, once the module is otherwise well formed,
+/// the bitcasts that move bytes.
+#[salsa::tracked(returns(ref), no_eq)]
+pub fn input_verdict(db: &dyn salsa::Database, m: SourceModule) -> Result<(), InputRefusal> {
+    let comps = m.computations(db);
+    for &c in comps {
+        if let Err(e) = &parsed(db, c).result {
+            return Err(InputRefusal::Parse(Box::new(absolute(e, c, db, m))));
+        }
+    }
+    let mut problems = pipeline::input_module_problems(db, m).clone();
+    for &c in comps {
+        problems.extend(pipeline::input_problems(db, c).iter().cloned());
+    }
+    if problems.is_empty() {
+        for &c in comps {
+            problems.extend(pipeline::input_bitcast_problems(db, c).iter().cloned());
+        }
+    }
+    if problems.is_empty() {
+        Ok(())
+    } else {
+        Err(InputRefusal::Problems(problems))
+    }
+}
+
+/// Why the output could not be made.
+#[derive(Clone, Debug)]
+pub enum OutputError {
+    /// A computation could not be assigned (its parse error is placed in
+    /// the file).
+    Assign(AssignError),
+    /// An assignment could not be applied.
+    Apply(ApplyError),
+    /// Relayout failed.
+    Relayout(Box<RelayoutError>),
+}
+
+/// One computation's part of an output text.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Part {
+    /// The computation's name, without `%`.
+    pub name: String,
+    /// Its text's byte range, with the blank line after it.
+    pub range: Range<usize>,
+    /// The hash of that text (see [`printed_hash`]).
+    pub hash: u64,
+}
+
+/// The output module: its text and what the run reports of it.
+#[derive(Debug)]
+pub struct Assembled {
+    /// The header followed by every computation's text, in order.
+    pub text: Arc<str>,
+    /// The header's byte range in `text`.
+    pub header: Range<usize>,
+    /// The entry computation layout the header prints.
+    pub entry_layout: ComputationLayout,
+    /// Each computation's part of `text`, in order.
+    pub computations: Vec<Part>,
+    /// The assignment report, when assignment runs.
+    pub assignment: Option<AssignmentReport>,
+    /// The relayout rewrites, when relayout runs.
+    pub rewrites: Option<Vec<Rewrite>>,
+    /// Counts over the output.
+    pub stats: ModuleStats,
+}
+
+/// The output of module `m`, from its computations' parts. Assumes the
+/// input passed [`input_verdict`].
+#[salsa::tracked(returns(ref), no_eq)]
+pub fn assembled(db: &dyn salsa::Database, m: SourceModule) -> Result<Arc<Assembled>, OutputError> {
+    let comps = m.computations(db);
+    let steps = m.steps(db);
+    if steps.assign {
+        for &c in comps {
+            if let Err(e) = final_assignment(db, c) {
+                return Err(OutputError::Assign(match e {
+                    AssignError::Parse(p) => AssignError::Parse(Box::new(absolute(p, c, db, m))),
+                    other => other.clone(),
+                }));
+            }
+        }
+    }
+    // Assignments are applied to every computation before any is
+    // relayouted, so a failure to apply comes first.
+    for &c in comps {
+        if let Err(e) = pipeline::assignment_part(db, c) {
+            return Err(OutputError::Apply(e.clone()));
+        }
+    }
+    let mut rewrites = Vec::new();
+    for &c in comps {
+        match pipeline::rewrites(db, c) {
+            Ok(r) => rewrites.extend(r.iter().cloned()),
+            Err(e) => return Err(OutputError::Relayout(e.clone())),
+        }
+    }
+    let (entry_layout, tiled) = pipeline::output_entry_layout(db, m);
+    let assignment = steps.assign.then(|| {
+        let mut report = AssignmentReport::default();
+        for &c in comps {
+            if let Ok(Some(part)) = pipeline::assignment_part(db, c) {
+                report.extend(AssignmentReport::clone(part));
+            }
+        }
+        report.tiled_entry = tiled.clone();
+        report.entry_layout = Some(entry_layout.clone());
+        report
+    });
+    let mut stats = ModuleStats::default();
+    for &c in comps {
+        stats.add(pipeline::counted(db, c));
+    }
+    let (text, header, computations) = joined(db, m, comps);
+    Ok(Arc::new(Assembled {
+        text,
+        header,
+        entry_layout: entry_layout.clone(),
+        computations,
+        assignment,
+        rewrites: steps.relayout.then_some(rewrites),
+        stats,
+    }))
+}
+
+/// The output text: the header, then each computation's printed text, with
+/// where each lies and its hash.
+type Joined = (Arc<str>, Range<usize>, Vec<Part>);
+
+fn joined(db: &dyn salsa::Database, m: SourceModule, comps: &[SourceComputation]) -> Joined {
+    let header = pipeline::printed_header(db, m);
+    let printed: Vec<&String> = comps.iter().map(|&c| pipeline::printed(db, c)).collect();
+    let mut text =
+        String::with_capacity(header.len() + printed.iter().map(|p| p.len()).sum::<usize>());
+    text.push_str(header);
+    let mut parts = Vec::with_capacity(comps.len());
+    for (&c, p) in comps.iter().zip(printed) {
+        let start = text.len();
+        text.push_str(p);
+        parts.push(Part {
+            name: c.name(db).clone(),
+            range: start..text.len(),
+            hash: printed_hash(db, c),
+        });
+    }
+    (Arc::from(text), 0..header.len(), parts)
+}
+
+/// The hash of a computation's output text. SipHash with fixed keys: the
+/// same text gives the same hash in every process, and texts that differ
+/// collide with a chance of 2^-64. Pipelines that keep an earlier answer
+/// compare computations by it.
+#[salsa::tracked(returns(copy))]
+pub fn printed_hash(db: &dyn salsa::Database, c: SourceComputation) -> u64 {
+    text_hash(pipeline::printed(db, c))
+}
+
+/// A text's hash, as [`printed_hash`] computes it.
+pub fn text_hash(text: &str) -> u64 {
+    let mut h = DefaultHasher::new();
+    text.hash(&mut h);
+    h.finish()
+}
+
+/// The output's problems: the structural ones (module-wide, then each
+/// computation's) or, when there are none, the layouts' (each
+/// computation's).
+#[salsa::tracked(returns(ref), no_eq)]
+pub fn output_verdict(db: &dyn salsa::Database, m: SourceModule) -> Vec<VerifyError> {
+    let comps = m.computations(db);
+    let mut structural = pipeline::output_module_problems(db, m).clone();
+    let mut layouts = Vec::new();
+    for &c in comps {
+        let (s, l) = pipeline::output_problems(db, c);
+        structural.extend(s.iter().cloned());
+        layouts.extend(l.iter().cloned());
+    }
+    if structural.is_empty() {
+        layouts
+    } else {
+        structural
+    }
+}
