@@ -127,9 +127,27 @@ pub fn check(text: &str, target: usize, expand_relayouts: bool) -> Outcome {
         Ok(Err(e)) if e.to_string().contains("left value: reads padding") => {
             Outcome::Unchecked("the input's result reads padding".into())
         }
+        // The same input, when the output reads that padding before its
+        // result does: the evaluator carries padding as poison through a
+        // copy and a bitcast only, so an expanded relayout's steps fail on
+        // it outright (seed 3 case 345734: `s4[3]{0:T(4)(2)}` viewed as
+        // `s4[4]`, then copied).
+        Ok(Err(e)) if e.to_string().contains("reads padding") && result_reads_padding(&before) => {
+            Outcome::Unchecked("the input's result reads padding".into())
+        }
         Ok(Err(e)) if e.shows_difference() => Outcome::Failure(format!("not equivalent: {e}")),
         Ok(Err(e)) => Outcome::Unchecked(first_words(&e.to_string())),
     }
+}
+
+/// Whether a module's own result holds padding (a bitcast that views a
+/// tiled buffer's padding as elements): compared with itself, its result
+/// cannot be read.
+fn result_reads_padding(module: &hlo::Module) -> bool {
+    let checked = catch_unwind(AssertUnwindSafe(|| {
+        interp::check_equivalent(module, module, &[1], &limits())
+    }));
+    matches!(checked, Ok(Err(e)) if e.to_string().contains("left value: reads padding"))
 }
 
 /// The start of a message, without the numbers and names that make every
