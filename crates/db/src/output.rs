@@ -89,8 +89,9 @@ pub struct Assembled {
     pub header: Range<usize>,
     /// The entry computation layout the header prints.
     pub entry_layout: ComputationLayout,
-    /// Each computation's part of `text`, in order.
-    pub computations: Vec<Part>,
+    /// Each computation's part of `text`, in order (shared with every
+    /// output made from it).
+    pub computations: Arc<[Part]>,
     /// The assignment report, when assignment runs.
     pub assignment: Option<AssignmentReport>,
     /// The relayout rewrites, when relayout runs.
@@ -159,7 +160,7 @@ pub fn assembled(db: &dyn salsa::Database, m: SourceModule) -> Result<Arc<Assemb
 
 /// The output text: the header, then each computation's printed text, with
 /// where each lies and its hash.
-type Joined = (Arc<str>, Range<usize>, Vec<Part>);
+type Joined = (Arc<str>, Range<usize>, Arc<[Part]>);
 
 fn joined(db: &dyn salsa::Database, m: SourceModule, comps: &[SourceComputation]) -> Joined {
     let header = pipeline::printed_header(db, m);
@@ -177,7 +178,7 @@ fn joined(db: &dyn salsa::Database, m: SourceModule, comps: &[SourceComputation]
             hash: printed_hash(db, c),
         });
     }
-    (Arc::from(text), 0..header.len(), parts)
+    (Arc::from(text), 0..header.len(), Arc::from(parts))
 }
 
 /// The hash of a computation's output text. SipHash with fixed keys: the

@@ -17,6 +17,7 @@ use db::Database;
 use hlo::{Module, ParseError};
 use target::TargetSpec;
 
+pub use db::output::Part;
 pub use layout_assignment::Report as AssignmentReport;
 pub use layout_assignment::{SolverKind, SolverOptions};
 pub use relayout::{Report as RelayoutReport, RewriteKind as RelayoutKind};
@@ -139,7 +140,7 @@ pub struct OutputParts {
     /// The entry computation layout the header prints.
     pub entry_layout: hlo::ComputationLayout,
     /// Each computation's name, byte range and text hash, in order.
-    pub computations: Vec<db::output::Part>,
+    pub computations: Arc<[Part]>,
 }
 
 impl Output {
@@ -547,7 +548,7 @@ fn assemble(
     let parts = OutputParts {
         header: out.header.clone(),
         entry_layout: out.entry_layout.clone(),
-        computations: out.computations.clone(),
+        computations: Arc::clone(&out.computations),
     };
     Ok(Output {
         text: Arc::clone(&out.text),

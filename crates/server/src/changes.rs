@@ -14,6 +14,9 @@
 //! `computations` order.
 
 use std::hash::BuildHasher;
+use std::sync::Arc;
+
+use driver::Part;
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -24,8 +27,9 @@ use std::collections::{HashMap, HashSet};
 pub struct LastAnswer {
     /// The run's token.
     pub run: String,
-    /// Each output computation's text hash, by name.
-    computations: HashMap<String, u64>,
+    /// Its output computations' names and text hashes, in order (shared
+    /// with the output it answered).
+    computations: Arc<[Part]>,
 }
 
 /// A token no other run of this process had, and that a restarted server
@@ -40,26 +44,43 @@ pub fn new_run_token() -> String {
     format!("{:08x}-{n}", prefix >> 32)
 }
 
-/// The output's computations, in order: name, text and the text's hash
-/// (kept with each computation's output, so a run hashes only what it
-/// printed again).
-fn computations(out: &driver::Output) -> Vec<(&str, &str, u64)> {
+/// The output's computations, in order, each with its name, byte range
+/// and text hash (kept with each computation's output, so a run hashes
+/// only what it printed again).
+fn parts(out: &driver::Output) -> Arc<[Part]> {
     out.parts
-        .iter()
-        .flat_map(|p| &p.computations)
-        .map(|p| (p.name.as_str(), &out.text[p.range.clone()], p.hash))
-        .collect()
+        .as_ref()
+        .map_or_else(|| Arc::from(Vec::new()), |p| Arc::clone(&p.computations))
 }
 
 /// The record of `out`, answered as run `run`.
 pub fn remember(run: String, out: &driver::Output) -> LastAnswer {
     LastAnswer {
         run,
-        computations: computations(out)
-            .into_iter()
-            .map(|(name, _, hash)| (name.to_string(), hash))
-            .collect(),
+        computations: parts(out),
     }
+}
+
+/// Whether two outputs list the same computations in the same order.
+fn same_names(a: &[Part], b: &[Part]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x.name == y.name)
+}
+
+/// Whether each computation of `now` has the text it had in `base`, in
+/// order. Compared position by position while the two list the same
+/// names in the same order (an edit of bodies), by name otherwise.
+fn unchanged(base: &[Part], now: &[Part]) -> Vec<bool> {
+    if same_names(base, now) {
+        return base
+            .iter()
+            .zip(now)
+            .map(|(b, n)| b.hash == n.hash)
+            .collect();
+    }
+    let by_name: HashMap<&str, u64> = base.iter().map(|b| (b.name.as_str(), b.hash)).collect();
+    now.iter()
+        .map(|n| by_name.get(n.name.as_str()) == Some(&n.hash))
+        .collect()
 }
 
 /// The fields of a changes answer to `out`, run `run`: against `last` when
@@ -71,22 +92,29 @@ pub fn changes_fields(
     last: Option<&LastAnswer>,
 ) -> Map<String, Value> {
     let base = last.filter(|l| since == Some(l.run.as_str()));
-    let comps = computations(out);
+    let comps = parts(out);
+    let same = match base {
+        // The very parts of the last answer: a re-run with no change.
+        Some(b) if Arc::ptr_eq(&b.computations, &comps) => vec![true; comps.len()],
+        Some(b) => unchanged(&b.computations, &comps),
+        None => vec![false; comps.len()],
+    };
     let mut changed = Map::new();
-    for &(name, text, hash) in &comps {
-        let same = base
-            .and_then(|b| b.computations.get(name))
-            .is_some_and(|&h| h == hash);
+    for (p, same) in comps.iter().zip(same) {
         if !same {
-            changed.insert(name.to_string(), Value::String(text.to_string()));
+            changed.insert(
+                p.name.clone(),
+                Value::String(out.text[p.range.clone()].to_string()),
+            );
         }
     }
     let mut removed: Vec<&str> = match base {
+        Some(b) if same_names(&b.computations, &comps) => Vec::new(),
         Some(b) => {
-            let now: HashSet<&str> = comps.iter().map(|&(n, _, _)| n).collect();
+            let now: HashSet<&str> = comps.iter().map(|p| p.name.as_str()).collect();
             b.computations
-                .keys()
-                .map(String::as_str)
+                .iter()
+                .map(|p| p.name.as_str())
                 .filter(|n| !now.contains(n))
                 .collect()
         }
@@ -111,7 +139,7 @@ pub fn changes_fields(
     m.insert("entry_computation_layout".into(), json!(entry));
     m.insert(
         "computations".into(),
-        json!(comps.iter().map(|&(n, _, _)| n).collect::<Vec<_>>()),
+        json!(comps.iter().map(|p| p.name.as_str()).collect::<Vec<_>>()),
     );
     m.insert("changed".into(), Value::Object(changed));
     m.insert("removed".into(), json!(removed));
