@@ -932,13 +932,14 @@ impl Database {
             })
             .map(|e| e.key)
             .collect();
-        let Some(m) = self.module else {
+        let Some(m) = self.module.filter(|_| !ran.is_empty()) else {
             return Vec::new();
         };
         m.computations(self)
             .iter()
-            .map(|c| c.name(self).clone())
-            .filter(|n| ran.contains(n))
+            .map(|c| c.name(self))
+            .filter(|n| ran.contains(*n))
+            .cloned()
             .collect()
     }
 

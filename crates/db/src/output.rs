@@ -93,7 +93,7 @@ pub struct Assembled {
     /// output made from it).
     pub computations: Arc<[Part]>,
     /// The assignment report, when assignment runs.
-    pub assignment: Option<AssignmentReport>,
+    pub assignment: Option<Arc<AssignmentReport>>,
     /// The relayout rewrites, when relayout runs.
     pub rewrites: Option<Vec<Rewrite>>,
     /// Counts over the output.
@@ -140,7 +140,7 @@ pub fn assembled(db: &dyn salsa::Database, m: SourceModule) -> Result<Arc<Assemb
         }
         report.tiled_entry = tiled.clone();
         report.entry_layout = Some(entry_layout.clone());
-        report
+        Arc::new(report)
     });
     let mut stats = ModuleStats::default();
     for &c in comps {

@@ -105,8 +105,9 @@ pub struct PipelineReport {
     pub target: String,
     /// The passes that ran.
     pub passes: Vec<&'static str>,
-    /// Layout assignment's report, when it ran.
-    pub assignment: Option<AssignmentReport>,
+    /// Layout assignment's report, when it ran (shared: a session's
+    /// re-run hands out the report its database keeps).
+    pub assignment: Option<Arc<AssignmentReport>>,
     /// The relayout pass's report, when it ran.
     pub relayout: Option<RelayoutReport>,
     /// Counts over the output.
@@ -693,7 +694,7 @@ fn finish_module(
         module: module.name.clone(),
         target: opts.target.name.clone(),
         passes: opts.passes.iter().map(|p| p.name()).collect(),
-        assignment,
+        assignment: assignment.map(Arc::new),
         relayout,
         stats,
         timings: std::mem::take(timings),
