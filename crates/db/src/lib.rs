@@ -15,10 +15,17 @@
 //!
 //! The one pipeline option that changes a computation's assignment is the
 //! solver (heuristic or exact, with its time limit): a field of the module
-//! input, so changing it re-runs every assignment. The pass list, `verify`
-//! and relayout's `expand_relayouts` act on the assembled module after the
-//! database, and the tiling options (`keep_untiled_entry`,
-//! `combine_dimensions`) are fields of the target, which is an input.
+//! input, so changing it re-runs every assignment. The pass list and
+//! relayout's `expand_relayouts` are another field (`pipeline::Steps`),
+//! read by the steps after assignment ([`pipeline`]); `verify` only decides
+//! whether a run reads the output's problems ([`output::output_verdict`]).
+//! The tiling options (`keep_untiled_entry`, `combine_dimensions`) are
+//! fields of the target, which is an input.
+//!
+//! The steps after assignment are per-computation queries too (see
+//! [`pipeline`]), and the joins over the module are queries of their own
+//! (see [`output`]): the output text, its report and its problems are
+//! assembled from the computations' parts.
 //!
 //! Architecture invariant: salsa values never hold a petgraph graph directly.
 //! A parsed computation sits behind an `Arc` and compares by a fingerprint
