@@ -123,6 +123,20 @@ fn timed(
     Ok((took, r))
 }
 
+/// Replaces the body of computation `name` in the bench session with
+/// `body`; the time it took.
+fn patch(client: &mut Client, name: &str, body: &str) -> anyhow::Result<Duration> {
+    let patch = serde_json::json!({ "computations": { name: body } }).to_string();
+    let (took, _) = timed(
+        client,
+        "PATCH",
+        "/v1/modules/bench",
+        "application/json",
+        patch.as_bytes(),
+    )?;
+    Ok(took)
+}
+
 fn median(mut v: Vec<Duration>) -> Duration {
     v.sort();
     v[v.len() / 2]
@@ -185,14 +199,7 @@ fn measure(client: &mut Client, s: &Subject, runs: usize) -> anyhow::Result<bool
             (&s.before, &want)
         };
         let name = computation_name(body);
-        let patch = serde_json::json!({ "computations": { name: body } }).to_string();
-        let (p, _) = timed(
-            client,
-            "PATCH",
-            "/v1/modules/bench",
-            "application/json",
-            patch.as_bytes(),
-        )?;
+        let p = patch(client, &name, body)?;
         let (t, r) = timed(client, "POST", run, "application/json", b"")?;
         edit_run.push(t);
         edit_total.push(p + t);
@@ -259,14 +266,7 @@ fn measure_changes(
     // The session holds `before` after the edit loop's last run or not:
     // put it back, and take a first complete answer.
     let name = computation_name(&s.before);
-    let patch = serde_json::json!({ "computations": { &name: &s.before } }).to_string();
-    timed(
-        client,
-        "PATCH",
-        "/v1/modules/bench",
-        "application/json",
-        patch.as_bytes(),
-    )?;
+    patch(client, &name, &s.before)?;
     run_changes(client, &mut held)?;
     let mut identical = held.text() == want;
     let mut unchanged = Vec::new();
@@ -281,14 +281,7 @@ fn measure_changes(
         } else {
             (&s.before, want)
         };
-        let patch = serde_json::json!({ "computations": { &name: body } }).to_string();
-        timed(
-            client,
-            "PATCH",
-            "/v1/modules/bench",
-            "application/json",
-            patch.as_bytes(),
-        )?;
+        patch(client, &name, body)?;
         edited.push(run_changes(client, &mut held)?);
         identical &= held.text() == expected;
     }
