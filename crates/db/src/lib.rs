@@ -132,7 +132,7 @@ impl PartialEq for Parsed {
 
 /// The computation names of a module, in order.
 #[salsa::tracked(returns(ref))]
-pub fn names(db: &dyn salsa::Database, m: SourceModule) -> Vec<String> {
+pub fn names(db: &dyn Db, m: SourceModule) -> Vec<String> {
     m.computations(db)
         .iter()
         .map(|c| c.name(db).clone())
@@ -143,7 +143,7 @@ pub fn names(db: &dyn salsa::Database, m: SourceModule) -> Vec<String> {
 /// the names it calls up here; building it per computation would make
 /// loading a module of many computations quadratic).
 #[salsa::tracked(returns(ref))]
-pub fn name_index(db: &dyn salsa::Database, m: SourceModule) -> FxHashMap<String, CompId> {
+pub fn name_index(db: &dyn Db, m: SourceModule) -> FxHashMap<String, CompId> {
     names(db, m)
         .iter()
         .enumerate()
@@ -153,7 +153,7 @@ pub fn name_index(db: &dyn salsa::Database, m: SourceModule) -> FxHashMap<String
 
 /// Parses one computation.
 #[salsa::tracked(returns(ref))]
-pub fn parsed(db: &dyn salsa::Database, c: SourceComputation) -> Parsed {
+pub fn parsed(db: &dyn Db, c: SourceComputation) -> Parsed {
     let m = c.module(db);
     let index = name_index(db, m);
     let text = c.text(db);
@@ -183,31 +183,47 @@ pub fn parsed(db: &dyn salsa::Database, c: SourceComputation) -> Parsed {
     }
 }
 
-/// The calls a computation makes.
+/// The calls a computation makes, and the computations it names.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Calls {
+    /// Each call, with the callee's role (see [`hlo::calls_of`]).
+    pub roles: Vec<(CompId, CallRole)>,
+    /// The computations its instructions name, in id order, once each:
+    /// what its checks and its printing look up. Read from the input: the
+    /// steps after it add instructions (copies, bitcasts, the relayout
+    /// expansions) but never a call, so the output names the same ones.
+    pub named: Vec<CompId>,
+}
+
+/// The calls a computation makes (one query with the names it names,
+/// since both come from one read of the parse and change together).
 #[salsa::tracked(returns(ref))]
-pub fn calls(db: &dyn salsa::Database, c: SourceComputation) -> Vec<(CompId, CallRole)> {
+pub fn calls(db: &dyn Db, c: SourceComputation) -> Calls {
     match &parsed(db, c).result {
-        Ok(comp) => hlo::calls_of(comp),
-        Err(_) => Vec::new(),
+        Ok(comp) => Calls {
+            roles: hlo::calls_of(comp),
+            named: pipeline::named(comp),
+        },
+        Err(_) => Calls::default(),
     }
 }
 
 /// The module's call graph.
 #[salsa::tracked(returns(ref))]
-pub fn call_graph(db: &dyn salsa::Database, m: SourceModule) -> CallGraph {
+pub fn call_graph(db: &dyn Db, m: SourceModule) -> CallGraph {
     let comps = m.computations(db);
     CallGraph::from_calls(
         comps.len(),
         comps
             .iter()
-            .map(|&c| (CompId(c.index(db)), calls(db, c).clone())),
+            .map(|&c| (CompId(c.index(db)), calls(db, c).roles.clone())),
     )
 }
 
 /// The entry computation layout: the header's, or derived from the entry
 /// computation's parameters and root when the header has none.
 #[salsa::tracked(returns(ref))]
-pub fn entry_layout(db: &dyn salsa::Database, m: SourceModule) -> ComputationLayout {
+pub fn entry_layout(db: &dyn Db, m: SourceModule) -> ComputationLayout {
     if let Some(l) = &m.header(db).entry_computation_layout {
         return l.clone();
     }
@@ -243,7 +259,7 @@ pub enum AssignError {
 }
 
 struct Facts<'db> {
-    db: &'db dyn salsa::Database,
+    db: &'db dyn Db,
     m: SourceModule,
 }
 
@@ -297,7 +313,7 @@ fn pass_error(e: &AssignError) -> PassError {
 /// aliasing, its caller's choice) and the signatures of the computations it
 /// calls.
 fn build_constraints(
-    db: &dyn salsa::Database,
+    db: &dyn Db,
     c: SourceComputation,
     phase: Phase,
     boundary: Option<&Signature>,
@@ -320,20 +336,20 @@ fn build_constraints(
 /// entry layout changes, and the assignment re-runs only when the
 /// constraints it returns differ.
 #[salsa::tracked(returns(ref))]
-pub fn constraints(db: &dyn salsa::Database, c: SourceComputation) -> ConstraintsResult {
+pub fn constraints(db: &dyn Db, c: SourceComputation) -> ConstraintsResult {
     build_constraints(db, c, Phase::Final, None)
 }
 
 /// The constraints of a conditional branch before the conditional fixes
 /// its result (asked only for branches).
 #[salsa::tracked(returns(ref))]
-pub fn free_constraints(db: &dyn salsa::Database, c: SourceComputation) -> ConstraintsResult {
+pub fn free_constraints(db: &dyn Db, c: SourceComputation) -> ConstraintsResult {
     build_constraints(db, c, Phase::Free, None)
 }
 
 /// The other queries, as the pass's call-boundary rule asks for them.
 struct Queries<'db> {
-    db: &'db dyn salsa::Database,
+    db: &'db dyn Db,
     m: SourceModule,
 }
 
@@ -388,11 +404,12 @@ impl layout_assignment::CallQueries for Queries<'_> {
 /// Assigns `c` under `ctx`, with the call-boundary rule for its callees to
 /// `levels` levels.
 fn assign(
-    db: &dyn salsa::Database,
+    db: &dyn Db,
     c: SourceComputation,
     ctx: &ConstraintsResult,
     levels: u8,
 ) -> AssignmentResult {
+    db.assigned(c);
     let m = c.module(db);
     let comp = parsed(db, c)
         .result
@@ -423,7 +440,7 @@ fn assign(
 /// The assignment of a computation without its only caller's choice (for
 /// any other computation, its final assignment).
 #[salsa::tracked(returns(ref))]
-pub fn alone_assignment(db: &dyn salsa::Database, c: SourceComputation) -> AssignmentResult {
+pub fn alone_assignment(db: &dyn Db, c: SourceComputation) -> AssignmentResult {
     assign(db, c, constraints(db, c), WEIGH_LEVELS)
 }
 
@@ -431,7 +448,7 @@ pub fn alone_assignment(db: &dyn salsa::Database, c: SourceComputation) -> Assig
 /// with its parameters and result fixed to `boundary` (leaves without a
 /// layout are free), weighing the key's levels of its own callees.
 #[salsa::tracked(returns(ref))]
-pub fn bounded_assignment(db: &dyn salsa::Database, key: BoundaryKey) -> AssignmentResult {
+pub fn bounded_assignment(db: &dyn Db, key: BoundaryKey) -> AssignmentResult {
     let c = key.comp(db);
     assign(
         db,
@@ -447,7 +464,7 @@ pub fn bounded_assignment(db: &dyn salsa::Database, key: BoundaryKey) -> Assignm
 /// assignment, so that it re-runs only when this changes.
 #[salsa::tracked(returns(ref))]
 pub fn chosen_boundary(
-    db: &dyn salsa::Database,
+    db: &dyn Db,
     c: SourceComputation,
 ) -> Result<Option<Signature>, AssignError> {
     let m = c.module(db);
@@ -481,7 +498,7 @@ pub fn chosen_boundary(
 /// when that caller's final assignment chose a boundary, else the alone
 /// one; a loop condition follows its body's final parameters.
 #[salsa::tracked(returns(ref))]
-pub fn final_assignment(db: &dyn salsa::Database, c: SourceComputation) -> AssignmentResult {
+pub fn final_assignment(db: &dyn Db, c: SourceComputation) -> AssignmentResult {
     match chosen_boundary(db, c).clone()? {
         Some(b) => bounded_assignment(db, BoundaryKey::new(db, c, b, WEIGH_LEVELS)).clone(),
         None => alone_assignment(db, c).clone(),
@@ -491,7 +508,7 @@ pub fn final_assignment(db: &dyn salsa::Database, c: SourceComputation) -> Assig
 /// The assignment of a conditional branch before the conditional fixes its
 /// result; for any other computation, the final one.
 #[salsa::tracked(returns(ref))]
-pub fn free_assignment(db: &dyn salsa::Database, c: SourceComputation) -> AssignmentResult {
+pub fn free_assignment(db: &dyn Db, c: SourceComputation) -> AssignmentResult {
     let m = c.module(db);
     let is_branch = call_graph(db, m)
         .roles
@@ -506,10 +523,7 @@ pub fn free_assignment(db: &dyn salsa::Database, c: SourceComputation) -> Assign
 
 /// The final signature: what callers depend on.
 #[salsa::tracked(returns(ref))]
-pub fn final_signature(
-    db: &dyn salsa::Database,
-    c: SourceComputation,
-) -> Result<Signature, AssignError> {
+pub fn final_signature(db: &dyn Db, c: SourceComputation) -> Result<Signature, AssignError> {
     final_assignment(db, c)
         .as_ref()
         .map(|a| a.signature.clone())
@@ -518,10 +532,7 @@ pub fn final_signature(
 
 /// The free signature of a branch.
 #[salsa::tracked(returns(ref))]
-pub fn free_signature(
-    db: &dyn salsa::Database,
-    c: SourceComputation,
-) -> Result<Signature, AssignError> {
+pub fn free_signature(db: &dyn Db, c: SourceComputation) -> Result<Signature, AssignError> {
     free_assignment(db, c)
         .as_ref()
         .map(|a| a.signature.clone())
@@ -531,10 +542,7 @@ pub fn free_signature(
 /// The signature a computation chooses without its only caller: what that
 /// caller reads first.
 #[salsa::tracked(returns(ref))]
-pub fn alone_signature(
-    db: &dyn salsa::Database,
-    c: SourceComputation,
-) -> Result<Signature, AssignError> {
+pub fn alone_signature(db: &dyn Db, c: SourceComputation) -> Result<Signature, AssignError> {
     alone_assignment(db, c)
         .as_ref()
         .map(|a| a.signature.clone())
@@ -543,10 +551,7 @@ pub fn alone_signature(
 
 /// The signature of a bounded assignment.
 #[salsa::tracked(returns(ref))]
-pub fn bounded_signature(
-    db: &dyn salsa::Database,
-    key: BoundaryKey,
-) -> Result<Signature, AssignError> {
+pub fn bounded_signature(db: &dyn Db, key: BoundaryKey) -> Result<Signature, AssignError> {
     bounded_assignment(db, key)
         .as_ref()
         .map(|a| a.signature.clone())
@@ -556,7 +561,7 @@ pub fn bounded_signature(
 /// What a computation's alone assignment moves, with the callees whose
 /// boundary it decides.
 #[salsa::tracked]
-pub fn alone_cost(db: &dyn salsa::Database, c: SourceComputation) -> Result<Moved, AssignError> {
+pub fn alone_cost(db: &dyn Db, c: SourceComputation) -> Result<Moved, AssignError> {
     let a = alone_assignment(db, c).clone()?;
     subtree(db, c, &a, WEIGH_LEVELS)
 }
@@ -564,13 +569,13 @@ pub fn alone_cost(db: &dyn salsa::Database, c: SourceComputation) -> Result<Move
 /// What a computation's bounded assignment moves, with the callees whose
 /// boundary it decides.
 #[salsa::tracked]
-pub fn bounded_cost(db: &dyn salsa::Database, key: BoundaryKey) -> Result<Moved, AssignError> {
+pub fn bounded_cost(db: &dyn Db, key: BoundaryKey) -> Result<Moved, AssignError> {
     let a = bounded_assignment(db, key).clone()?;
     subtree(db, key.comp(db), &a, key.levels(db))
 }
 
 fn subtree(
-    db: &dyn salsa::Database,
+    db: &dyn Db,
     c: SourceComputation,
     a: &ComputationAssignment,
     levels: u8,
@@ -589,12 +594,24 @@ struct Execution {
     key: salsa::Id,
 }
 
+/// The database the queries run on: salsa's, and a record of the
+/// assignments computed, kept outside salsa because no query reads it.
+#[salsa::db]
+pub trait Db: salsa::Database {
+    /// Notes that an assignment of `c` is being computed (see
+    /// [`Database::recomputed_computations`]).
+    fn assigned(&self, c: SourceComputation);
+}
+
 /// The database.
 #[salsa::db]
 #[derive(Clone)]
 pub struct Database {
     storage: salsa::Storage<Self>,
     executions: Arc<Mutex<Vec<Execution>>>,
+    /// The computations whose assignment ran since the last clear, in the
+    /// order they ran, once per run of an assignment.
+    assigned: Arc<Mutex<Vec<SourceComputation>>>,
     module: Option<SourceModule>,
     /// The loaded text's `HloModule` line, by number (from 1) and text:
     /// where module-wide problems are reported. Kept out of salsa, since
@@ -614,13 +631,14 @@ impl Default for Database {
 }
 
 impl Database {
-    /// A database that records every query execution, for
-    /// [`Database::executions`] and [`Database::recomputed_computations`].
+    /// A database that also records every query execution, for
+    /// [`Database::executions`]: what the incrementality tests count.
     ///
     /// Not the default: with a recorder, salsa builds an event for every
     /// query it looks up, not only those it runs. A re-run of the largest
     /// corpus module after one body edit took 3.9 ms with the recorder and
-    /// 2.2 ms without.
+    /// 2.2 ms without. Sessions use [`Database::recomputed_computations`],
+    /// which every database records.
     pub fn with_execution_log() -> Self {
         let executions: Arc<Mutex<Vec<Execution>>> = Arc::default();
         let log = executions.clone();
@@ -643,6 +661,7 @@ impl Database {
         Database {
             storage: salsa::Storage::new(record),
             executions: Arc::default(),
+            assigned: Arc::default(),
             module: None,
             header_at: None,
             written: 0,
@@ -652,6 +671,15 @@ impl Database {
 
 #[salsa::db]
 impl salsa::Database for Database {}
+
+#[salsa::db]
+impl Db for Database {
+    fn assigned(&self, c: SourceComputation) {
+        if let Ok(mut log) = self.assigned.lock() {
+            log.push(c);
+        }
+    }
+}
 
 /// A query that ran, by name and the computation it ran for.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -873,9 +901,12 @@ impl Database {
         self.module
     }
 
-    /// Forgets the recorded query executions.
+    /// Forgets the recorded query executions and assignments.
     pub fn clear_executions(&self) {
         if let Ok(mut log) = self.executions.lock() {
+            log.clear();
+        }
+        if let Ok(mut log) = self.assigned.lock() {
             log.clear();
         }
     }
@@ -922,32 +953,14 @@ impl Database {
     }
 
     /// The names of the computations whose assignment ran since the last
-    /// clear, in module order (from the log of
-    /// [`Database::with_execution_log`]).
+    /// clear, in module order. Recorded by the assignment queries
+    /// themselves, in every database: salsa's event hook
+    /// ([`Database::with_execution_log`]) would cost every lookup.
     pub fn recomputed_computations(&self) -> Vec<String> {
-        let ran: rustc_hash::FxHashSet<String> = self
-            .executions()
-            .into_iter()
-            .filter(|e| {
-                matches!(
-                    e.query.as_str(),
-                    "final_assignment"
-                        | "free_assignment"
-                        | "alone_assignment"
-                        | "bounded_assignment"
-                )
-            })
-            .map(|e| e.key)
-            .collect();
-        let Some(m) = self.module.filter(|_| !ran.is_empty()) else {
-            return Vec::new();
-        };
-        m.computations(self)
-            .iter()
-            .map(|c| c.name(self))
-            .filter(|n| ran.contains(*n))
-            .cloned()
-            .collect()
+        let mut ran = self.assigned.lock().map(|l| l.clone()).unwrap_or_default();
+        ran.sort_unstable_by_key(|c| c.index(self));
+        ran.dedup();
+        ran.iter().map(|c| c.name(self).clone()).collect()
     }
 
     /// A problem of the loaded module as a compiler prints it:
@@ -1096,12 +1109,7 @@ impl Database {
 }
 
 /// A parse error re-based from its computation's text to the file.
-pub fn absolute(
-    e: &ParseError,
-    c: SourceComputation,
-    db: &dyn salsa::Database,
-    m: SourceModule,
-) -> ParseError {
+pub fn absolute(e: &ParseError, c: SourceComputation, db: &dyn Db, m: SourceModule) -> ParseError {
     let (line, col, offset) = c.origin(db);
     let mut e = e.clone();
     if e.line == 1 {

@@ -13,10 +13,10 @@ use std::sync::Arc;
 
 use hlo::{ComputationLayout, ParseError, VerifyError};
 use layout_assignment::{ApplyError, Report as AssignmentReport};
-use relayout::{RelayoutError, Rewrite};
+use relayout::{RelayoutError, Report as RelayoutReport};
 
 use crate::pipeline::{self, ModuleStats};
-use crate::{AssignError, SourceComputation, SourceModule, absolute, final_assignment, parsed};
+use crate::{AssignError, Db, SourceModule, absolute, final_assignment, parsed};
 
 /// Why the input module is refused.
 #[derive(Clone, Debug)]
@@ -34,7 +34,7 @@ pub enum InputRefusal {
 /// structural problems; then, once the module is otherwise well formed,
 /// the bitcasts that move bytes.
 #[salsa::tracked(returns(ref), no_eq)]
-pub fn input_verdict(db: &dyn salsa::Database, m: SourceModule) -> Result<(), InputRefusal> {
+pub fn input_verdict(db: &dyn Db, m: SourceModule) -> Result<(), InputRefusal> {
     let comps = m.computations(db);
     for &c in comps {
         if let Err(e) = &parsed(db, c).result {
@@ -43,11 +43,11 @@ pub fn input_verdict(db: &dyn salsa::Database, m: SourceModule) -> Result<(), In
     }
     let mut problems = pipeline::input_module_problems(db, m).clone();
     for &c in comps {
-        problems.extend(pipeline::input_problems(db, c).iter().cloned());
+        problems.extend(pipeline::input_problems(db, c).structural.iter().cloned());
     }
     if problems.is_empty() {
         for &c in comps {
-            problems.extend(pipeline::input_bitcast_problems(db, c).iter().cloned());
+            problems.extend(pipeline::input_problems(db, c).bitcasts.iter().cloned());
         }
     }
     if problems.is_empty() {
@@ -76,15 +76,19 @@ pub struct Part {
     pub name: String,
     /// Its text's byte range, with the blank line after it.
     pub range: Range<usize>,
-    /// The hash of that text (see [`printed_hash`]).
+    /// The hash of that text (see [`text_hash`]).
     pub hash: u64,
 }
 
-/// The output module: its text and what the run reports of it.
+/// The output module: its text, where each computation's part lies, and
+/// the counts over it. The reports are joins of their own
+/// ([`merged_assignment`], [`merged_rewrites`]): an edit that changes a
+/// computation's text but not what the passes report of it does not
+/// rebuild them.
 #[derive(Debug)]
 pub struct Assembled {
     /// The header followed by every computation's text, in order.
-    pub text: Arc<str>,
+    pub text: Arc<String>,
     /// The header's byte range in `text`.
     pub header: Range<usize>,
     /// The entry computation layout the header prints.
@@ -92,21 +96,17 @@ pub struct Assembled {
     /// Each computation's part of `text`, in order (shared with every
     /// output made from it).
     pub computations: Arc<[Part]>,
-    /// The assignment report, when assignment runs.
-    pub assignment: Option<Arc<AssignmentReport>>,
-    /// The relayout rewrites, when relayout runs.
-    pub rewrites: Option<Vec<Rewrite>>,
     /// Counts over the output.
     pub stats: ModuleStats,
 }
 
-/// The output of module `m`, from its computations' parts. Assumes the
-/// input passed [`input_verdict`].
+/// The output of module `m`, from its computations' parts, or the first
+/// step that failed: an assignment in computation order, then applying
+/// one, then relayout. Assumes the input passed [`input_verdict`].
 #[salsa::tracked(returns(ref), no_eq)]
-pub fn assembled(db: &dyn salsa::Database, m: SourceModule) -> Result<Arc<Assembled>, OutputError> {
+pub fn assembled(db: &dyn Db, m: SourceModule) -> Result<Arc<Assembled>, OutputError> {
     let comps = m.computations(db);
-    let steps = m.steps(db);
-    if steps.assign {
+    if m.steps(db).assign {
         for &c in comps {
             if let Err(e) = final_assignment(db, c) {
                 return Err(OutputError::Assign(match e {
@@ -123,74 +123,78 @@ pub fn assembled(db: &dyn salsa::Database, m: SourceModule) -> Result<Arc<Assemb
             return Err(OutputError::Apply(e.clone()));
         }
     }
-    let mut rewrites = Vec::new();
     for &c in comps {
-        match pipeline::rewrites(db, c) {
-            Ok(r) => rewrites.extend(r.iter().cloned()),
-            Err(e) => return Err(OutputError::Relayout(e.clone())),
+        if let Err(e) = pipeline::rewrites(db, c) {
+            return Err(OutputError::Relayout(e.clone()));
         }
     }
-    let (entry_layout, tiled) = pipeline::output_entry_layout(db, m);
-    let assignment = steps.assign.then(|| {
-        let mut report = AssignmentReport::default();
-        for &c in comps {
-            if let Ok(Some(part)) = pipeline::assignment_part(db, c) {
-                report.extend(AssignmentReport::clone(part));
-            }
-        }
-        report.tiled_entry = tiled.clone();
-        report.entry_layout = Some(entry_layout.clone());
-        Arc::new(report)
-    });
+    let header = pipeline::printed_header(db, m);
+    let printed: Vec<&pipeline::Printed> =
+        comps.iter().map(|&c| pipeline::printed(db, c)).collect();
+    let mut text =
+        String::with_capacity(header.len() + printed.iter().map(|p| p.text.len()).sum::<usize>());
+    text.push_str(header);
+    let mut parts = Vec::with_capacity(comps.len());
     let mut stats = ModuleStats::default();
-    for &c in comps {
-        stats.add(pipeline::counted(db, c));
+    for (&c, p) in comps.iter().zip(printed) {
+        let start = text.len();
+        text.push_str(&p.text);
+        parts.push(Part {
+            name: c.name(db).clone(),
+            range: start..text.len(),
+            hash: p.hash,
+        });
+        stats.add(&p.stats);
     }
-    let (text, header, computations) = joined(db, m, comps);
     Ok(Arc::new(Assembled {
-        text,
-        header,
-        entry_layout: entry_layout.clone(),
-        computations,
-        assignment,
-        rewrites: steps.relayout.then_some(rewrites),
+        text: Arc::new(text),
+        header: 0..header.len(),
+        entry_layout: pipeline::output_entry_layout(db, m).0.clone(),
+        computations: Arc::from(parts),
         stats,
     }))
 }
 
-/// The output text: the header, then each computation's printed text, with
-/// where each lies and its hash.
-type Joined = (Arc<str>, Range<usize>, Arc<[Part]>);
-
-fn joined(db: &dyn salsa::Database, m: SourceModule, comps: &[SourceComputation]) -> Joined {
-    let header = pipeline::printed_header(db, m);
-    let printed: Vec<&String> = comps.iter().map(|&c| pipeline::printed(db, c)).collect();
-    let mut text =
-        String::with_capacity(header.len() + printed.iter().map(|p| p.len()).sum::<usize>());
-    text.push_str(header);
-    let mut parts = Vec::with_capacity(comps.len());
-    for (&c, p) in comps.iter().zip(printed) {
-        let start = text.len();
-        text.push_str(p);
-        parts.push(Part {
-            name: c.name(db).clone(),
-            range: start..text.len(),
-            hash: printed_hash(db, c),
-        });
+/// The assignment report of module `m`'s output, from its computations'
+/// parts (`None` when assignment does not run). Read after [`assembled`]
+/// succeeded: a part that failed is skipped here, reported there.
+#[salsa::tracked(returns(ref), no_eq)]
+pub fn merged_assignment(db: &dyn Db, m: SourceModule) -> Option<Arc<AssignmentReport>> {
+    if !m.steps(db).assign {
+        return None;
     }
-    (Arc::from(text), 0..header.len(), Arc::from(parts))
+    let mut report = AssignmentReport::default();
+    for &c in m.computations(db) {
+        if let Ok(Some(part)) = pipeline::assignment_part(db, c) {
+            report.extend(AssignmentReport::clone(part));
+        }
+    }
+    let (entry_layout, tiled) = pipeline::output_entry_layout(db, m);
+    report.tiled_entry = tiled.clone();
+    report.entry_layout = Some(entry_layout.clone());
+    Some(Arc::new(report))
 }
 
-/// The hash of a computation's output text. SipHash with fixed keys: the
-/// same text gives the same hash in every process, and texts that differ
-/// collide with a chance of 2^-64. Pipelines that keep an earlier answer
-/// compare computations by it.
-#[salsa::tracked(returns(copy))]
-pub fn printed_hash(db: &dyn salsa::Database, c: SourceComputation) -> u64 {
-    text_hash(pipeline::printed(db, c))
+/// The relayout report of module `m`'s output: every computation's
+/// rewrites, in order (`None` when relayout does not run). Read after
+/// [`assembled`] succeeded, as [`merged_assignment`].
+#[salsa::tracked(returns(ref), no_eq)]
+pub fn merged_rewrites(db: &dyn Db, m: SourceModule) -> Option<Arc<RelayoutReport>> {
+    if !m.steps(db).relayout {
+        return None;
+    }
+    let mut rewrites = Vec::new();
+    for &c in m.computations(db) {
+        if let Ok(r) = pipeline::rewrites(db, c) {
+            rewrites.extend(r.iter().cloned());
+        }
+    }
+    Some(Arc::new(RelayoutReport { rewrites }))
 }
 
-/// A text's hash, as [`printed_hash`] computes it.
+/// A text's hash: SipHash with fixed keys, so the same text gives the same
+/// hash in every process, and texts that differ collide with a chance of
+/// 2^-64.
 pub fn text_hash(text: &str) -> u64 {
     let mut h = DefaultHasher::new();
     text.hash(&mut h);
@@ -201,7 +205,7 @@ pub fn text_hash(text: &str) -> u64 {
 /// computation's) or, when there are none, the layouts' (each
 /// computation's).
 #[salsa::tracked(returns(ref), no_eq)]
-pub fn output_verdict(db: &dyn salsa::Database, m: SourceModule) -> Vec<VerifyError> {
+pub fn output_verdict(db: &dyn Db, m: SourceModule) -> Vec<VerifyError> {
     let comps = m.computations(db);
     let mut structural = pipeline::output_module_problems(db, m).clone();
     let mut layouts = Vec::new();

@@ -18,7 +18,7 @@ use layout_assignment::{ApplyError, Report as AssignmentReport};
 use relayout::{RelayoutError, Rewrite};
 use rustc_hash::FxHashMap;
 
-use crate::{SourceComputation, SourceModule, entry_layout, final_assignment, parsed};
+use crate::{Db, SourceComputation, SourceModule, entry_layout, final_assignment, parsed};
 
 /// What runs after assignment: a field of the module input, so that
 /// changing it re-runs only the steps it changes.
@@ -96,20 +96,8 @@ impl ModuleView for View<'_> {
     }
 }
 
-/// The ids of the computations one computation names, in order, once
-/// each. Read from the input: the steps after it add instructions (copies,
-/// bitcasts, the relayout expansions) but never a call, so the output
-/// names the same computations.
-#[salsa::tracked(returns(ref))]
-pub fn named_callees(db: &dyn salsa::Database, c: SourceComputation) -> Vec<CompId> {
-    parsed(db, c)
-        .result
-        .as_ref()
-        .map_or_else(|_| Vec::new(), |comp| named(comp))
-}
-
 /// The ids of the computations `comp` names, in order, once each.
-fn named(comp: &Computation) -> Vec<CompId> {
+pub(crate) fn named(comp: &Computation) -> Vec<CompId> {
     let mut ids: Vec<CompId> = comp
         .instructions()
         .flat_map(|(_, i)| i.attrs.called_computations())
@@ -120,16 +108,17 @@ fn named(comp: &Computation) -> Vec<CompId> {
 }
 
 fn view<'a>(
-    db: &'a dyn salsa::Database,
+    db: &'a dyn Db,
     c: SourceComputation,
     comp: &Computation,
-    stub: fn(&dyn salsa::Database, SourceComputation) -> &Stub,
+    stub: fn(&dyn Db, SourceComputation) -> &Stub,
     entry_layout: &'a ComputationLayout,
 ) -> View<'a> {
     let m = c.module(db);
     let comps = m.computations(db);
-    debug_assert_eq!(named(comp), *named_callees(db, c));
-    let callees = named_callees(db, c)
+    let callees = &crate::calls(db, c).named;
+    debug_assert_eq!(named(comp), *callees);
+    let callees = callees
         .iter()
         .filter_map(|&id| Some((id, stub(db, *comps.get(id.index())?).0.clone()?)))
         .collect();
@@ -143,7 +132,7 @@ fn view<'a>(
 
 /// The input computation's signature stub.
 #[salsa::tracked(returns(ref))]
-pub fn input_stub(db: &dyn salsa::Database, c: SourceComputation) -> Stub {
+pub fn input_stub(db: &dyn Db, c: SourceComputation) -> Stub {
     Stub(
         parsed(db, c)
             .result
@@ -155,42 +144,53 @@ pub fn input_stub(db: &dyn salsa::Database, c: SourceComputation) -> Stub {
 
 /// The input computation's instruction names, in order.
 #[salsa::tracked(returns(ref))]
-pub fn input_names(db: &dyn salsa::Database, c: SourceComputation) -> Vec<String> {
+pub fn input_names(db: &dyn Db, c: SourceComputation) -> Vec<String> {
     parsed(db, c).result.as_ref().map_or_else(
         |_| Vec::new(),
         |comp| comp.instructions().map(|(_, i)| i.name.clone()).collect(),
     )
 }
 
-/// The structural problems of one input computation.
+/// The problems of one input computation.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct InputProblems {
+    /// Its structural problems.
+    pub structural: Vec<VerifyError>,
+    /// Its bitcasts that move bytes, checked only when it has no
+    /// structural problem (the check assumes well-formed shapes). The
+    /// passes keep an input bitcast in the layouts it was written with (a
+    /// side written without a layout means the plain descending one, as
+    /// everywhere in an input), and the output verifier proves every
+    /// bitcast keeps each element where it is; a bitcast that does not,
+    /// under its own layouts, is the user's error.
+    pub bitcasts: Vec<VerifyError>,
+}
+
+/// The problems of one input computation: one query for both kinds, since
+/// the module's verdict reads both of every computation.
 #[salsa::tracked(returns(ref))]
-pub fn input_problems(db: &dyn salsa::Database, c: SourceComputation) -> Vec<VerifyError> {
+pub fn input_problems(db: &dyn Db, c: SourceComputation) -> InputProblems {
     let Ok(comp) = &parsed(db, c).result else {
-        return Vec::new();
+        return InputProblems::default();
     };
     let layout = entry_layout(db, c.module(db));
-    hlo::verify_computation(
+    let structural = hlo::verify_computation(
         &view(db, c, comp, input_stub, layout),
         CompId(c.index(db)),
         comp,
-    )
+    );
+    let bitcasts = if structural.is_empty() {
+        bitcast_problems(comp)
+    } else {
+        Vec::new()
+    };
+    InputProblems {
+        structural,
+        bitcasts,
+    }
 }
 
-/// The bitcasts of one input computation that move bytes. The passes keep
-/// an input bitcast in the layouts it was written with (a side written
-/// without a layout means the plain descending one, as everywhere in an
-/// input), and the output verifier proves every bitcast keeps each element
-/// where it is; a bitcast that does not, under its own layouts, is the
-/// user's error.
-#[salsa::tracked(returns(ref))]
-pub fn input_bitcast_problems(db: &dyn salsa::Database, c: SourceComputation) -> Vec<VerifyError> {
-    parsed(db, c)
-        .result
-        .as_ref()
-        .map_or_else(|_| Vec::new(), |comp| bitcast_problems(comp))
-}
-
-/// The bitcasts of `comp` that move bytes (see [`input_bitcast_problems`]).
+/// The bitcasts of `comp` that move bytes (see [`InputProblems::bitcasts`]).
 pub fn bitcast_problems(comp: &Computation) -> Vec<VerifyError> {
     let plain = |a: &shape::ArrayShape| {
         let mut a = a.clone();
@@ -224,7 +224,7 @@ pub fn bitcast_problems(comp: &Computation) -> Vec<VerifyError> {
 /// The module-wide problems of the input: names, and the entry layout
 /// against the entry computation.
 #[salsa::tracked(returns(ref))]
-pub fn input_module_problems(db: &dyn salsa::Database, m: SourceModule) -> Vec<VerifyError> {
+pub fn input_module_problems(db: &dyn Db, m: SourceModule) -> Vec<VerifyError> {
     let comps = m.computations(db);
     let names: Vec<(&str, &Vec<String>)> = comps
         .iter()
@@ -259,7 +259,7 @@ pub fn input_module_problems(db: &dyn salsa::Database, m: SourceModule) -> Vec<V
 /// leaves that got the target's tiling that way.
 #[salsa::tracked(returns(ref))]
 pub fn output_entry_layout(
-    db: &dyn salsa::Database,
+    db: &dyn Db,
     m: SourceModule,
 ) -> (ComputationLayout, Vec<layout_assignment::TiledEntryLayout>) {
     let mut layout = entry_layout(db, m).clone();
@@ -294,7 +294,7 @@ pub struct Transformed {
 /// computation's output is kept by the small queries after it (its stub,
 /// names, problems, counts and text).
 #[salsa::tracked(returns(ref), lru = 1)]
-pub fn transformed(db: &dyn salsa::Database, c: SourceComputation) -> Stepped<Transformed> {
+pub fn transformed(db: &dyn Db, c: SourceComputation) -> Stepped<Transformed> {
     let failed = |rewrites| Stepped {
         comp: None,
         report: Transformed {
@@ -369,7 +369,7 @@ pub fn transformed(db: &dyn salsa::Database, c: SourceComputation) -> Stepped<Tr
 /// not be applied.
 #[salsa::tracked(returns(ref))]
 pub fn assignment_part(
-    db: &dyn salsa::Database,
+    db: &dyn Db,
     c: SourceComputation,
 ) -> Result<Option<Arc<AssignmentReport>>, ApplyError> {
     transformed(db, c).report.assignment.clone()
@@ -377,16 +377,13 @@ pub fn assignment_part(
 
 /// One computation's relayout rewrites, or why relayout failed on it.
 #[salsa::tracked(returns(ref))]
-pub fn rewrites(
-    db: &dyn salsa::Database,
-    c: SourceComputation,
-) -> Result<Vec<Rewrite>, Box<RelayoutError>> {
+pub fn rewrites(db: &dyn Db, c: SourceComputation) -> Result<Vec<Rewrite>, Box<RelayoutError>> {
     transformed(db, c).report.rewrites.clone()
 }
 
 /// The output computation's signature stub.
 #[salsa::tracked(returns(ref))]
-pub fn output_stub(db: &dyn salsa::Database, c: SourceComputation) -> Stub {
+pub fn output_stub(db: &dyn Db, c: SourceComputation) -> Stub {
     Stub(
         transformed(db, c)
             .comp
@@ -397,7 +394,7 @@ pub fn output_stub(db: &dyn salsa::Database, c: SourceComputation) -> Stub {
 
 /// The output computation's instruction names, in order.
 #[salsa::tracked(returns(ref))]
-pub fn output_names(db: &dyn salsa::Database, c: SourceComputation) -> Vec<String> {
+pub fn output_names(db: &dyn Db, c: SourceComputation) -> Vec<String> {
     transformed(db, c)
         .comp
         .as_ref()
@@ -409,10 +406,7 @@ pub fn output_names(db: &dyn salsa::Database, c: SourceComputation) -> Vec<Strin
 /// The problems of one output computation: structural, and (with
 /// assignment) its layouts, checked only when it has no structural one.
 #[salsa::tracked(returns(ref))]
-pub fn output_problems(
-    db: &dyn salsa::Database,
-    c: SourceComputation,
-) -> (Vec<VerifyError>, Vec<VerifyError>) {
+pub fn output_problems(db: &dyn Db, c: SourceComputation) -> (Vec<VerifyError>, Vec<VerifyError>) {
     let Some(comp) = &transformed(db, c).comp else {
         return (Vec::new(), Vec::new());
     };
@@ -430,7 +424,7 @@ pub fn output_problems(
 
 /// The module-wide problems of the output.
 #[salsa::tracked(returns(ref))]
-pub fn output_module_problems(db: &dyn salsa::Database, m: SourceModule) -> Vec<VerifyError> {
+pub fn output_module_problems(db: &dyn Db, m: SourceModule) -> Vec<VerifyError> {
     let comps = m.computations(db);
     let names: Vec<(&str, &Vec<String>)> = comps
         .iter()
@@ -454,24 +448,48 @@ pub fn output_module_problems(db: &dyn salsa::Database, m: SourceModule) -> Vec<
     problems
 }
 
-/// The output computation's text, with the blank line after it.
+/// One output computation as the module's text shows it: its text, with
+/// the blank line after it, the text's hash, and the counts over it. One
+/// query rather than three, because a join reads all three of every
+/// computation, and a re-run after an edit re-checks each memo it reads.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Printed {
+    /// The text, with the blank line after it.
+    pub text: String,
+    /// The text's hash ([`crate::output::text_hash`]): pipelines that keep
+    /// an earlier answer compare computations by it.
+    pub hash: u64,
+    /// Counts over the computation.
+    pub stats: ModuleStats,
+}
+
+/// The output computation's text, its hash and its counts.
 #[salsa::tracked(returns(ref))]
-pub fn printed(db: &dyn salsa::Database, c: SourceComputation) -> String {
+pub fn printed(db: &dyn Db, c: SourceComputation) -> Printed {
     let Some(comp) = &transformed(db, c).comp else {
-        return String::new();
+        return Printed {
+            hash: crate::output::text_hash(""),
+            ..Printed::default()
+        };
     };
     let m = c.module(db);
     // Printing names the computations called, nothing more of them.
     let v = view(db, c, comp, output_stub, entry_layout(db, m));
-    let mut out = String::with_capacity(comp.len() * 192 + 256);
-    hlo::write_computation_in(&mut out, &v, CompId(c.index(db)), comp);
-    out.push_str("\n\n");
-    out
+    let mut text = String::with_capacity(comp.len() * 192 + 256);
+    hlo::write_computation_in(&mut text, &v, CompId(c.index(db)), comp);
+    text.push_str("\n\n");
+    let mut stats = ModuleStats::default();
+    stats.add_computation(comp, c.index(db) == m.entry(db));
+    Printed {
+        hash: crate::output::text_hash(&text),
+        text,
+        stats,
+    }
 }
 
 /// The output module's header and debug tables.
 #[salsa::tracked(returns(ref))]
-pub fn printed_header(db: &dyn salsa::Database, m: SourceModule) -> String {
+pub fn printed_header(db: &dyn Db, m: SourceModule) -> String {
     let h = m.header(db);
     let module = Module {
         name: h.name.clone(),
@@ -485,17 +503,6 @@ pub fn printed_header(db: &dyn salsa::Database, m: SourceModule) -> String {
         entry: CompId(m.entry(db)),
     };
     hlo::print_header(&module)
-}
-
-/// Counts over one output computation.
-#[salsa::tracked(returns(ref))]
-pub fn counted(db: &dyn salsa::Database, c: SourceComputation) -> ModuleStats {
-    let Some(comp) = &transformed(db, c).comp else {
-        return ModuleStats::default();
-    };
-    let mut s = ModuleStats::default();
-    s.add_computation(comp, c.index(db) == c.module(db).entry(db));
-    s
 }
 
 /// Counts over the output module.

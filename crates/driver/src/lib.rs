@@ -108,8 +108,9 @@ pub struct PipelineReport {
     /// Layout assignment's report, when it ran (shared: a session's
     /// re-run hands out the report its database keeps).
     pub assignment: Option<Arc<AssignmentReport>>,
-    /// The relayout pass's report, when it ran.
-    pub relayout: Option<RelayoutReport>,
+    /// The relayout pass's report, when it ran (shared, as the
+    /// assignment's).
+    pub relayout: Option<Arc<RelayoutReport>>,
     /// Counts over the output.
     pub stats: ModuleStats,
     /// Step timings.
@@ -121,7 +122,7 @@ pub struct PipelineReport {
 pub struct Output {
     /// The output module as canonical HLO text (shared: a session's
     /// re-run with no change hands out the text it kept).
-    pub text: Arc<str>,
+    pub text: Arc<String>,
     /// The report.
     pub report: PipelineReport,
     /// Where the text's parts lie, when the run assembled the text from
@@ -400,16 +401,6 @@ fn checked_input(
         each_computation(db, &comps, |db, c| {
             let _ = pipeline::input_problems(db, c);
         });
-        // Bitcasts are checked only in an otherwise well-formed module.
-        let well_formed = pipeline::input_module_problems(db, m).is_empty()
-            && comps
-                .iter()
-                .all(|&c| pipeline::input_problems(db, c).is_empty());
-        if well_formed {
-            each_computation(db, &comps, |db, c| {
-                let _ = pipeline::input_bitcast_problems(db, c);
-            });
-        }
     }
     match db::output::input_verdict(db, m) {
         Ok(()) => {}
@@ -481,19 +472,11 @@ fn assemble(
                 |db, c| {
                     let _ = pipeline::printed(db, c);
                 },
-                |db, c| {
-                    let _ = pipeline::counted(db, c);
-                },
             ]
         } else {
-            &[
-                |db, c| {
-                    let _ = pipeline::printed(db, c);
-                },
-                |db, c| {
-                    let _ = pipeline::counted(db, c);
-                },
-            ]
+            &[|db, c| {
+                let _ = pipeline::printed(db, c);
+            }]
         };
         each_task(db, &comps, reads);
         timings.push(Timing {
@@ -538,11 +521,8 @@ fn assemble(
         module: m.header(db).name.clone(),
         target: opts.target.name.clone(),
         passes: opts.passes.iter().map(|p| p.name()).collect(),
-        assignment: out.assignment.clone(),
-        relayout: out
-            .rewrites
-            .clone()
-            .map(|rewrites| RelayoutReport { rewrites }),
+        assignment: db::output::merged_assignment(db, m).clone(),
+        relayout: db::output::merged_rewrites(db, m).clone(),
         stats: out.stats.clone(),
         timings: std::mem::take(timings),
     };
@@ -695,12 +675,12 @@ fn finish_module(
         target: opts.target.name.clone(),
         passes: opts.passes.iter().map(|p| p.name()).collect(),
         assignment: assignment.map(Arc::new),
-        relayout,
+        relayout: relayout.map(Arc::new),
         stats,
         timings: std::mem::take(timings),
     };
     Ok(Output {
-        text: Arc::from(text),
+        text: Arc::new(text),
         report,
         parts: None,
     })

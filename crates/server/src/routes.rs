@@ -67,7 +67,7 @@ fn pipeline_error(e: driver::PipelineError) -> ApiError {
 
 /// An output text as a response body, without copying it: a session's
 /// re-run shares the text its database keeps.
-struct SharedText(std::sync::Arc<str>);
+struct SharedText(std::sync::Arc<String>);
 
 impl AsRef<[u8]> for SharedText {
     fn as_ref(&self) -> &[u8] {
@@ -108,7 +108,11 @@ fn run_answer(
             body.insert("module".into(), Value::String(out.text.to_string()));
         }
     }
-    body.insert("report".into(), wire::report_json(&out.report));
+    // A changes answer carries its own report, without the sections the
+    // client holds.
+    if !body.contains_key("report") {
+        body.insert("report".into(), wire::report_json(&out.report));
+    }
     body.insert("timings".into(), Value::Object(timings));
     if let Some(s) = session {
         body.insert("run".into(), json!(s.run));
@@ -659,7 +663,7 @@ impl Session {
     /// An empty session.
     fn new(target: Arc<target::TargetSpec>, file_name: String) -> Session {
         Session {
-            db: db::Database::with_execution_log(),
+            db: db::Database::default(),
             target,
             file_name,
             module_name: String::new(),
