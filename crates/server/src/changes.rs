@@ -12,6 +12,13 @@
 //! every computation is listed: the answer is then complete on its own.
 //! The output text is the header followed by each computation's text in
 //! `computations` order.
+//!
+//! The report is answered the same way: its `layout_assignment` and
+//! `relayout` sections are left out, and named in `report_unchanged`,
+//! when the database did not rebuild them since the run `since` (the
+//! session keeps the sections it answered, and compares them by identity,
+//! which costs nothing and is never wrong: a section rebuilt equal is sent
+//! again).
 
 use std::hash::BuildHasher;
 use std::sync::Arc;
@@ -30,6 +37,11 @@ pub struct LastAnswer {
     /// Its output computations' names and text hashes, in order (shared
     /// with the output it answered).
     computations: Arc<[Part]>,
+    /// Its report's sections, shared with the database that made them: a
+    /// later run whose section is the very same value did not rebuild it,
+    /// so the section is unchanged.
+    assignment: Option<Arc<driver::AssignmentReport>>,
+    relayout: Option<Arc<driver::RelayoutReport>>,
 }
 
 /// A token no other run of this process had, and that a restarted server
@@ -58,7 +70,14 @@ pub fn remember(run: String, out: &driver::Output) -> LastAnswer {
     LastAnswer {
         run,
         computations: parts(out),
+        assignment: out.report.assignment.clone(),
+        relayout: out.report.relayout.clone(),
     }
+}
+
+/// Whether a report section is the very value an earlier answer carried.
+fn same_section<T>(held: &Option<Arc<T>>, now: &Option<Arc<T>>) -> bool {
+    matches!((held, now), (Some(a), Some(b)) if Arc::ptr_eq(a, b))
 }
 
 /// Whether two outputs list the same computations in the same order.
@@ -143,5 +162,21 @@ pub fn changes_fields(
     );
     m.insert("changed".into(), Value::Object(changed));
     m.insert("removed".into(), json!(removed));
+    let sections = wire::ReportSections {
+        assignment: !base.is_some_and(|b| same_section(&b.assignment, &out.report.assignment)),
+        relayout: !base.is_some_and(|b| same_section(&b.relayout, &out.report.relayout)),
+    };
+    let mut unchanged = Vec::new();
+    if !sections.assignment {
+        unchanged.push("layout_assignment");
+    }
+    if !sections.relayout {
+        unchanged.push("relayout");
+    }
+    m.insert(
+        "report".into(),
+        wire::report_json_sections(&out.report, sections),
+    );
+    m.insert("report_unchanged".into(), json!(unchanged));
     m
 }

@@ -375,6 +375,7 @@ pub struct HeldOutput {
     header: String,
     order: Vec<String>,
     texts: std::collections::HashMap<String, String>,
+    report: serde_json::Value,
 }
 
 impl HeldOutput {
@@ -385,6 +386,13 @@ impl HeldOutput {
             text.push_str(self.texts.get(name).map_or("", String::as_str));
         }
         text
+    }
+
+    /// The report of the run held, whole: each answer's, with the
+    /// sections it names as unchanged (`report_unchanged`) kept from the
+    /// answers before.
+    pub fn report(&self) -> &serde_json::Value {
+        &self.report
     }
 
     /// Patches this output with a changes answer. An answer against another
@@ -422,6 +430,19 @@ impl HeldOutput {
             .as_str()
             .ok_or("`run` is not a string")?
             .to_string();
+        let mut report = field("report")?.clone();
+        let unchanged: Vec<String> = serde_json::from_value(field("report_unchanged")?.clone())
+            .map_err(|e| format!("`report_unchanged`: {e}"))?;
+        for section in &unchanged {
+            match self.report.get(section).filter(|_| !replace_all) {
+                Some(held) => report[section.as_str()] = held.clone(),
+                None => {
+                    return Err(format!(
+                        "the answer keeps the report's `{section}`, which this output does not hold"
+                    ));
+                }
+            }
+        }
         // Checked before anything changes: a bad answer leaves this as it was.
         let kept = |n: &String| !replace_all && !removed.contains(n) && self.texts.contains_key(n);
         if let Some(missing) = order.iter().find(|n| !changed.contains_key(*n) && !kept(n)) {
@@ -438,6 +459,7 @@ impl HeldOutput {
         self.texts.extend(changed);
         self.header = header;
         self.order = order;
+        self.report = report;
         self.run = Some(run);
         Ok(())
     }

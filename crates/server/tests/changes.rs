@@ -27,6 +27,23 @@ async fn run_changes(router: &axum::Router, since: Option<&str>) -> Value {
     v
 }
 
+/// A report without its timings, which differ from run to run.
+fn untimed(report: &Value) -> Value {
+    let mut r = report.clone();
+    if let Some(o) = r.as_object_mut() {
+        o.remove("timings_us");
+    }
+    r
+}
+
+/// The held output is the stateless answer of `text`: its text, and its
+/// report but for the timings.
+fn assert_holds(held: &HeldOutput, text: &str) {
+    let (want_text, want_report) = expected(text, "cpu");
+    assert_eq!(held.text(), want_text);
+    assert_eq!(untimed(held.report()), untimed(&want_report));
+}
+
 fn names(v: &Value) -> Vec<String> {
     let mut n: Vec<String> = v
         .as_object()
@@ -74,8 +91,9 @@ async fn changes_answers_patch_the_held_output_into_the_stateless_text() {
     assert_eq!(first["removed"], json!([]));
     assert_eq!(names(&first["changed"]), names(&first["computations"]));
     assert!(names(&first["computations"]).len() >= 4);
+    assert_eq!(first["report_unchanged"], json!([]));
     held.apply(&first).expect("applies");
-    assert_eq!(held.text(), expected(&text, "cpu").0);
+    assert_holds(&held, &text);
     let entry = &first["entry_computation_layout"];
     assert!(
         first["header"]
@@ -90,8 +108,15 @@ async fn changes_answers_patch_the_held_output_into_the_stateless_text() {
     assert_eq!(same["since"], json!(run));
     assert_eq!(same["changed"], json!({}));
     assert_eq!(same["removed"], json!([]));
+    // ...and the report's large sections are the client's already.
+    assert_eq!(
+        same["report_unchanged"],
+        json!(["layout_assignment", "relayout"])
+    );
+    assert!(same["report"].get("layout_assignment").is_none());
+    assert!(same["report"].get("relayout").is_none());
     held.apply(&same).expect("applies");
-    assert_eq!(held.text(), expected(&text, "cpu").0);
+    assert_holds(&held, &text);
 
     // One body edit: only that computation's text changed.
     let (old, new) = edited_region(&text);
@@ -112,7 +137,7 @@ async fn changes_answers_patch_the_held_output_into_the_stateless_text() {
     assert_eq!(edited["recomputed_computations"], json!(["region_0.1"]));
     held.apply(&edited).expect("applies");
     let edited_text = text.replace(&old, &new);
-    assert_eq!(held.text(), expected(&edited_text, "cpu").0);
+    assert_holds(&held, &edited_text);
 
     // Another module in the same session: the old computations that are
     // gone are listed as removed, the new ones as changed.
@@ -129,16 +154,19 @@ async fn changes_answers_patch_the_held_output_into_the_stateless_text() {
         .collect();
     assert!(!gone.is_empty());
     assert_eq!(names(&swapped["removed"]), gone);
+    // Another module rebuilds both sections.
+    assert_eq!(swapped["report_unchanged"], json!([]));
     held.apply(&swapped).expect("applies");
-    assert_eq!(held.text(), expected(&other, "cpu").0);
+    assert_holds(&held, &other);
 
     // A run the session did not answer last: the answer is complete.
     let stale = run_changes(&router, Some(&run)).await;
     assert_eq!(stale["since"], Value::Null);
     assert_eq!(names(&stale["changed"]), names(&stale["computations"]));
     let mut fresh = HeldOutput::default();
+    assert_eq!(stale["report_unchanged"], json!([]));
     fresh.apply(&stale).expect("applies");
-    assert_eq!(fresh.text(), expected(&other, "cpu").0);
+    assert_holds(&fresh, &other);
     // ...and one against another run than the held one is refused.
     let mut wrong = held.clone();
     wrong.run = Some("not-this-run".into());

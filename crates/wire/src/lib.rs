@@ -28,6 +28,27 @@ pub fn resolve_target(name_or_path: &str) -> Result<Arc<TargetSpec>, target::Loa
 
 /// The JSON report of a pipeline run.
 pub fn report_json(report: &driver::PipelineReport) -> Value {
+    report_json_sections(
+        report,
+        ReportSections {
+            assignment: true,
+            relayout: true,
+        },
+    )
+}
+
+/// Which of a report's large sections an answer carries.
+#[derive(Clone, Copy, Debug)]
+pub struct ReportSections {
+    /// `layout_assignment`, when assignment ran.
+    pub assignment: bool,
+    /// `relayout`, when relayout ran.
+    pub relayout: bool,
+}
+
+/// The report as [`report_json`] writes it, with only the large sections
+/// `sections` names (a changes answer leaves out those the client holds).
+pub fn report_json_sections(report: &driver::PipelineReport, sections: ReportSections) -> Value {
     let stats = &report.stats;
     let mut out = json!({
         "module": report.module,
@@ -47,10 +68,10 @@ pub fn report_json(report: &driver::PipelineReport) -> Value {
         },
         "timings_us": timings_json(&report.timings),
     });
-    if let Some(a) = &report.assignment {
+    if let Some(a) = report.assignment.as_ref().filter(|_| sections.assignment) {
         out["layout_assignment"] = assignment_json(a);
     }
-    if let Some(r) = &report.relayout {
+    if let Some(r) = report.relayout.as_ref().filter(|_| sections.relayout) {
         out["relayout"] = relayout_json(r);
     }
     out
