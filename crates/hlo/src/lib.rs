@@ -40,7 +40,7 @@ pub use opcode::Opcode;
 pub use outline::{ComputationOutline, ModuleOutline, Span, outline};
 pub use parse::{
     PARALLEL_PARSE_THRESHOLD, ParseOptions, ResolveComputation, attr_group, parse_computation,
-    parse_module, parse_module_bytes, parse_module_with,
+    parse_computation_with, parse_module, parse_module_bytes, parse_module_with,
 };
 pub use petgraph;
 pub use print::{

@@ -356,3 +356,62 @@ proptest! {
         prop_assert_eq!(difference(&expected, &parse(&text, &cut_at(cuts))), None);
     }
 }
+
+/// A computation parsed alone (as a session's database parses each one),
+/// on the pool and cut anywhere, gives the sequential computation, or the
+/// sequential error.
+#[test]
+fn one_computation_parses_the_same_cut_anywhere() {
+    let text = large_module();
+    let outline = hlo::outline(&text, "t.hlo").unwrap();
+    let entry = &outline.computations[outline.entry];
+    let ids: std::collections::HashMap<&str, hlo::CompId> = outline
+        .computations
+        .iter()
+        .enumerate()
+        .map(|(i, c)| (c.name.as_str(), hlo::CompId(i as u32)))
+        .collect();
+    let resolve = |name: &str| ids.get(name).copied();
+    let body = entry.span.text(&text);
+    let third = body.len() / 3 + body[body.len() / 3..].find("\n  %").unwrap() + 3;
+    let damaged = format!(
+        "{}{}",
+        &body[..third],
+        body[third..].replacen(" = ", " ", 1)
+    );
+    for body in [body, damaged.as_str()] {
+        let parse =
+            |o: &ParseOptions| hlo::parse_computation_with(body, &entry.span, &resolve, "t.hlo", o);
+        let expected = parse(&sequential());
+        let mut options = vec![ParseOptions::default()];
+        for cuts in [
+            vec![third],
+            vec![1, third - 1, third + 2],
+            vec![body.len() / 2, body.len() - 5],
+        ] {
+            options.push(cut_at(cuts));
+        }
+        for o in &options {
+            match (&expected, &parse(o)) {
+                (Ok(a), Ok(b)) => {
+                    assert_eq!(a.schedule(), b.schedule(), "{o:?}");
+                    assert_eq!(a.root(), b.root(), "{o:?}");
+                    for &id in a.schedule() {
+                        assert_eq!(a.inst(id), b.inst(id), "{o:?}");
+                        assert_eq!(a.operands(id), b.operands(id), "{o:?}");
+                    }
+                }
+                (Err(a), Err(b)) => assert_eq!(a, b, "{o:?}"),
+                (a, b) => panic!("{o:?}: {:?} against {:?}", a.is_ok(), b.is_ok()),
+            }
+        }
+        assert!(
+            body.len() >= hlo::PARALLEL_PARSE_THRESHOLD,
+            "the default options split it too"
+        );
+    }
+    assert!(
+        hlo::parse_computation_with(&damaged, &entry.span, &resolve, "t.hlo", &sequential())
+            .is_err()
+    );
+}

@@ -209,14 +209,37 @@ fn derived_entry_layout(entry: Option<&Computation>) -> ComputationLayout {
 /// outline span gives it (`span.text(module_text)`); `span` places it in
 /// its file so that errors carry absolute lines and columns. `resolve`
 /// maps called-computation names to ids.
+///
+/// A computation of at least [`PARALLEL_PARSE_THRESHOLD`] bytes is parsed
+/// on the rayon pool, as [`parse_module`] parses one (when the pool has
+/// more than one thread); the result is the same.
 pub fn parse_computation(
     text: &str,
     span: &Span,
     resolve: &ResolveComputation<'_>,
     file_name: &str,
 ) -> Result<Computation, ParseError> {
-    CompParser::parse(text, resolve)
-        .map_err(|e| make_error(text.as_bytes(), e, span.origin(), file_name))
+    parse_computation_with(text, span, resolve, file_name, &ParseOptions::default())
+}
+
+/// Parses one computation, dividing the work as `options` say (forced
+/// cuts are offsets in `text`). The result is the same as
+/// [`parse_computation`]'s.
+pub fn parse_computation_with(
+    text: &str,
+    span: &Span,
+    resolve: &ResolveComputation<'_>,
+    file_name: &str,
+    options: &ParseOptions,
+) -> Result<Computation, ParseError> {
+    let parallel = options.forced_splits.is_some()
+        || (text.len() >= options.parallel_threshold && rayon::current_num_threads() > 1);
+    let parsed = if parallel {
+        parallel::parse_one_in_parallel(text, resolve, options)
+    } else {
+        CompParser::parse(text, resolve)
+    };
+    parsed.map_err(|e| make_error(text.as_bytes(), e, span.origin(), file_name))
 }
 
 // ---------------------------------------------------------------------------

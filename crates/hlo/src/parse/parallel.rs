@@ -67,6 +67,25 @@ pub(super) fn parse_in_parallel(
     Ok((outline, parsed))
 }
 
+/// One computation's text, parsed as the parallel path parses a large
+/// computation of a module: cut into pieces that other threads of the pool
+/// read ahead (see [`Plan`]). The result, errors included, is
+/// [`CompParser::parse`]'s.
+pub(super) fn parse_one_in_parallel(
+    text: &str,
+    resolve: &ResolveComputation<'_>,
+    options: &ParseOptions,
+) -> Result<Computation, RawError> {
+    let spans = [0..text.len()];
+    let parsed = Plan::new(text, &spans, options).run_with(text, &spans, resolve);
+    match parsed {
+        Ok(mut comps) => comps
+            .pop()
+            .map_or_else(|| CompParser::parse(text, resolve), Ok),
+        Err((_, e)) => Err(e),
+    }
+}
+
 /// Where the computations seem to be, as XLA prints them: each starts at a
 /// line that begins with `%name` or `ENTRY %name`, and ends with the last
 /// non-blank byte before the next one; the entry computation comes last
@@ -224,7 +243,17 @@ impl<'a> Plan<'a> {
         spans: &[Range<usize>],
         resolver: &Resolver<'_>,
     ) -> Result<Vec<Computation>, CompError> {
-        let resolve = &|name: &str| resolver.resolve(name);
+        self.run_with(text, spans, &|name: &str| resolver.resolve(name))
+    }
+
+    /// Parses the computations on the pool, resolving called computations'
+    /// names with `resolve`.
+    fn run_with(
+        &self,
+        text: &'a str,
+        spans: &[Range<usize>],
+        resolve: &ResolveComputation<'_>,
+    ) -> Result<Vec<Computation>, CompError> {
         let src = Source {
             text,
             spans,
