@@ -1944,9 +1944,6 @@ fn reads_no_needs(op: Opcode) -> bool {
     policy::forwards_operands(op) || op == Opcode::Parameter
 }
 
-/// On a tiled target, a derived layout keeps its dimension order but takes
-/// the policy's tiling: the policy decides tiles, and the cost model decides
-/// whether a transpose or reshape stays a bitcast under them.
 /// Layouts a reshape induces, by (the shape the layout is on, the other
 /// shape, direction, layout key); see `Problem::propagate_candidates`.
 type ReshapeKeys = FxHashMap<(ArrayShape, ArrayShape, bool, LayoutKey), SmallVec<[LayoutKey; 2]>>;
@@ -1974,6 +1971,9 @@ fn induced<'m>(
     })
 }
 
+/// On a tiled target, a derived layout keeps its dimension order but takes
+/// the policy's tiling: the policy decides tiles, and the cost model decides
+/// whether a transpose or reshape stays a bitcast under them.
 fn policy_tiled(target: &TargetSpec, a: &ArrayShape, layout: Layout) -> Layout {
     if target.tiling.is_some() {
         crate::tiling::layout_for(target, a, &layout.minor_to_major)
