@@ -67,15 +67,20 @@ impl CallGraph {
         };
         for (caller, list) in calls {
             for (callee, role) in list {
-                if callee.index() >= n || caller.index() >= n {
+                // Ids out of range name no computation: skipped.
+                let (Some(sites), Some(roles), Some(callees)) = (
+                    g.sites.get_mut(callee.index()),
+                    g.roles.get_mut(callee.index()),
+                    g.callees.get_mut(caller.index()),
+                ) else {
                     continue;
+                };
+                sites.push(caller);
+                if !callees.contains(&callee) {
+                    callees.push(callee);
                 }
-                g.sites[callee.index()].push(caller);
-                if !g.callees[caller.index()].contains(&callee) {
-                    g.callees[caller.index()].push(callee);
-                }
-                if !g.roles[callee.index()].contains(&role) {
-                    g.roles[callee.index()].push(role);
+                if !roles.contains(&role) {
+                    roles.push(role);
                 }
             }
         }

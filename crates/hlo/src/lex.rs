@@ -6,6 +6,11 @@
 //! deeply nested, can overflow the stack; nesting beyond
 //! [`MAX_NESTING`] levels is an error.
 
+// No panicking shortcuts outside tests: the parser reads text users send,
+// and a panic must never be its answer. Set per module because Cargo
+// cannot add lints to the workspace's for one crate.
+#![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::indexing_slicing))]
+
 use crate::diag::RawError;
 
 /// The deepest bracket nesting the parser accepts.
@@ -273,13 +278,15 @@ impl<'a> Cursor<'a> {
         let mut depth = 0usize;
         loop {
             let Some(b) = self.peek() else {
-                if depth > 0 {
-                    let open = openers[depth - 1];
+                if let (Some(&open), Some(&closer)) = (
+                    openers.get(depth.wrapping_sub(1)),
+                    closers.get(depth.wrapping_sub(1)),
+                ) {
                     return Err(RawError::new(
                         open,
                         format!(
                             "expected {} to close this {} in attribute '{attr}'",
-                            describe(Some(closers[depth - 1])),
+                            describe(Some(closer)),
                             describe(self.bytes.get(open).copied()),
                         ),
                     ));
@@ -291,28 +298,30 @@ impl<'a> Cursor<'a> {
                     self.string()?;
                 }
                 b'{' | b'(' | b'[' => {
-                    if depth == MAX_NESTING {
+                    let (Some(closer), Some(opener)) =
+                        (closers.get_mut(depth), openers.get_mut(depth))
+                    else {
                         return Err(
                             self.error(format!("nesting is deeper than {MAX_NESTING} levels"))
                         );
-                    }
-                    closers[depth] = match b {
+                    };
+                    *closer = match b {
                         b'{' => b'}',
                         b'(' => b')',
                         _ => b']',
                     };
-                    openers[depth] = self.pos;
+                    *opener = self.pos;
                     depth += 1;
                     self.pos += 1;
                 }
                 b'}' | b')' | b']' => {
-                    if depth == 0 {
+                    let Some(&closer) = closers.get(depth.wrapping_sub(1)) else {
                         break;
-                    }
-                    if closers[depth - 1] != b {
+                    };
+                    if closer != b {
                         return Err(self.error(format!(
                             "expected {} in attribute '{attr}', found {}",
-                            describe(Some(closers[depth - 1])),
+                            describe(Some(closer)),
                             describe(Some(b))
                         )));
                     }
@@ -326,7 +335,11 @@ impl<'a> Cursor<'a> {
                     // tight loop rather than one trip through the match
                     // each.
                     let mut i = self.pos + 1;
-                    while self.bytes.get(i).is_some_and(|&b| !RAW_SPECIAL[b as usize]) {
+                    while self
+                        .bytes
+                        .get(i)
+                        .is_some_and(|&b| !in_table(&RAW_SPECIAL, b))
+                    {
                         i += 1;
                     }
                     self.pos = i;
@@ -418,7 +431,7 @@ impl<'a> Cursor<'a> {
         let mut depth = 0usize;
         let mut i = self.pos;
         while let Some(&b) = self.bytes.get(i) {
-            match SHAPE_CLASS[b as usize] {
+            match in_table(&SHAPE_CLASS, b) {
                 0 => {}
                 1 => {
                     depth += 1;
@@ -465,9 +478,17 @@ impl<'a> Cursor<'a> {
     }
 }
 
+/// The entry of a 256-entry byte table for byte `b`.
+#[inline(always)]
+#[allow(clippy::indexing_slicing)] // A byte indexes 256 entries: never out of range.
+fn in_table<T: Copy>(table: &[T; 256], b: u8) -> T {
+    table[usize::from(b)]
+}
+
 /// Byte classes for [`Cursor::check_shape_nesting`]: 1 opens, 2 closes,
 /// 3 ends a shape anywhere, 4 ends it outside brackets, 5 is a space, 6 a
 /// slash.
+#[allow(clippy::indexing_slicing)] // Bytes index 256 entries.
 static SHAPE_CLASS: [u8; 256] = {
     let mut t = [0u8; 256];
     t[b'(' as usize] = 1;
@@ -512,7 +533,7 @@ fn next_interesting(bytes: &[u8], mut i: usize) -> usize {
         i += 8;
     }
     while let Some(&b) = bytes.get(i) {
-        if INTERESTING[b as usize] {
+        if in_table(&INTERESTING, b) {
             return i;
         }
         i += 1;
@@ -521,6 +542,7 @@ fn next_interesting(bytes: &[u8], mut i: usize) -> usize {
 }
 
 /// Bytes the brace skipper must look at.
+#[allow(clippy::indexing_slicing)] // Bytes index 256 entries.
 static INTERESTING: [bool; 256] = {
     let mut t = [false; 256];
     t[b'{' as usize] = true;
@@ -533,6 +555,7 @@ static INTERESTING: [bool; 256] = {
 
 /// The bytes `Cursor::raw_value` must look at: quotes, brackets, the
 /// separators that end a value at depth 0, and `/` (a comment may start).
+#[allow(clippy::indexing_slicing)] // Bytes index 256 entries.
 static RAW_SPECIAL: [bool; 256] = {
     let mut t = [false; 256];
     let special = b"\"'{}()[], \t\r\n/";

@@ -6,6 +6,11 @@
 //! [`crate::parse_computation`] per computation span, so an incremental
 //! database can re-parse one computation alone and get the same result.
 
+// No panicking shortcuts outside tests: the parser reads text users send,
+// and a panic must never be its answer. Set per module because Cargo
+// cannot add lints to the workspace's for one crate.
+#![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::indexing_slicing))]
+
 use rustc_hash::FxHashMap;
 use smallvec::SmallVec;
 
@@ -471,7 +476,10 @@ fn debug_tables(c: &mut Cursor<'_>, tables: &mut DebugTables) -> Result<(), RawE
         } else {
             return Ok(());
         };
-        if std::mem::replace(&mut seen[index], true) {
+        if seen
+            .get_mut(index)
+            .is_none_or(|seen| std::mem::replace(seen, true))
+        {
             return Err(RawError::new(at, format!("duplicate {name} table")));
         }
         loop {

@@ -48,12 +48,17 @@ impl Computation {
         // unchanged: check that in one pass and skip the rest.
         let mut at = vec![usize::MAX; self.node_bound()];
         for (i, &id) in schedule.iter().enumerate() {
-            at[id.index()] = i;
+            if let Some(slot) = at.get_mut(id.index()) {
+                *slot = i;
+            }
         }
+        // The schedule position of an instruction (`usize::MAX`, after
+        // every position, for one not scheduled).
+        let position = |id: InstId| at.get(id.index()).copied().unwrap_or(usize::MAX);
         let ordered = schedule.iter().enumerate().all(|(i, &id)| {
             graph
                 .edges_directed(id, Direction::Incoming)
-                .all(|e| at[e.source().index()] < i)
+                .all(|e| position(e.source()) < i)
         });
         if ordered && schedule.len() == graph.node_count() {
             return Ok(schedule.to_vec());
@@ -66,29 +71,28 @@ impl Computation {
         let mut ready: BinaryHeap<Reverse<usize>> = schedule
             .iter()
             .enumerate()
-            .filter(|(_, id)| indegree[id] == 0)
+            .filter(|(_, id)| indegree.get(id) == Some(&0))
             .map(|(i, _)| Reverse(i))
             .collect();
         let mut order = Vec::with_capacity(schedule.len());
         while let Some(Reverse(i)) = ready.pop() {
-            let id = schedule[i];
+            let Some(&id) = schedule.get(i) else {
+                continue;
+            };
             order.push(id);
             for e in graph.edges_directed(id, Direction::Outgoing) {
                 let t = e.target();
                 if let Some(d) = indegree.get_mut(&t) {
                     *d -= 1;
                     if *d == 0 {
-                        ready.push(Reverse(at[t.index()]));
+                        ready.push(Reverse(position(t)));
                     }
                 }
             }
         }
         if order.len() != schedule.len() {
-            let mut placed = vec![false; self.node_bound()];
-            for id in &order {
-                placed[id.index()] = true;
-            }
-            let stuck = schedule.iter().find(|id| !placed[id.index()]);
+            let placed: FxHashSet<InstId> = order.iter().copied().collect();
+            let stuck = schedule.iter().find(|id| !placed.contains(id));
             return Err(CycleError {
                 computation: self.name.clone(),
                 instruction: stuck

@@ -435,7 +435,11 @@ impl HeldOutput {
             .map_err(|e| format!("`report_unchanged`: {e}"))?;
         for section in &unchanged {
             match self.report.get(section).filter(|_| !replace_all) {
-                Some(held) => report[section.as_str()] = held.clone(),
+                Some(held) => {
+                    if let Some(o) = report.as_object_mut() {
+                        o.insert(section.clone(), held.clone());
+                    }
+                }
                 None => {
                     return Err(format!(
                         "the answer keeps the report's `{section}`, which this output does not hold"
@@ -467,6 +471,8 @@ impl HeldOutput {
 /// Whether an answer is 404 `session_not_found`.
 fn is_session_not_found(r: &ClientResponse) -> bool {
     r.status == 404
-        && serde_json::from_slice::<serde_json::Value>(&r.body)
-            .is_ok_and(|v| v["error"]["kind"] == "session_not_found")
+        && serde_json::from_slice::<serde_json::Value>(&r.body).is_ok_and(|v| {
+            v.pointer("/error/kind")
+                .is_some_and(|k| k == "session_not_found")
+        })
 }

@@ -23,6 +23,11 @@
 //! with LRU eviction; and a panic anywhere is caught and answered with
 //! 500.
 
+// No panicking shortcuts outside tests: every request is a user's, and a panic
+// must never be its answer. Set here because Cargo cannot add lints to
+// the workspace's for one crate (the other crates follow the workspace).
+#![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::indexing_slicing))]
+
 use std::collections::BTreeMap;
 use std::future::Future;
 use std::sync::Arc;

@@ -24,9 +24,9 @@ impl Histogram {
         if self.counts.is_empty() {
             self.counts = vec![0; LATENCY_BUCKETS.len()];
         }
-        for (i, &le) in LATENCY_BUCKETS.iter().enumerate() {
+        for (count, &le) in self.counts.iter_mut().zip(LATENCY_BUCKETS.iter()) {
             if seconds <= le {
-                self.counts[i] += 1;
+                *count += 1;
             }
         }
         self.count += 1;

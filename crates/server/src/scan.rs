@@ -200,7 +200,9 @@ fn set_anchor(anchors: &mut Vec<Option<Size>>, id: usize, size: Option<Size>) {
     if anchors.len() <= id {
         anchors.resize(id + 1, None);
     }
-    anchors[id] = size;
+    if let Some(slot) = anchors.get_mut(id) {
+        *slot = size;
+    }
 }
 
 /// Walks a JSON body. A body that is not JSON passes if it is within the
@@ -212,8 +214,7 @@ pub fn check_json(bytes: &[u8], limits: Limits) -> Result<Shape, Excess> {
     // an opening bracket, a comma, a colon, or at the start.
     let mut previous = b',';
     let mut i = 0;
-    while i < bytes.len() {
-        let b = bytes[i];
+    while let Some(&b) = bytes.get(i) {
         match b {
             b'"' => {
                 let end = string_end(bytes, i + 1);
@@ -243,9 +244,9 @@ pub fn check_json(bytes: &[u8], limits: Limits) -> Result<Shape, Excess> {
 /// `from`, or the end of the input.
 fn string_end(bytes: &[u8], from: usize) -> usize {
     let mut i = from;
-    while let Some(off) = memchr::memchr2(b'"', b'\\', &bytes[i..]) {
+    while let Some(off) = memchr::memchr2(b'"', b'\\', bytes.get(i..).unwrap_or_default()) {
         let at = i + off;
-        if bytes[at] == b'\\' {
+        if bytes.get(at) == Some(&b'\\') {
             i = at + 2;
             if i >= bytes.len() {
                 return bytes.len();

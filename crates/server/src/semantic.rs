@@ -7,7 +7,7 @@ use std::time::Instant;
 
 use serde::Deserialize;
 use serde::de::{self, Visitor};
-use serde_json::{Value, json};
+use serde_json::{Map, Value, json};
 
 /// What `verify=` asks for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -62,43 +62,61 @@ pub fn check_json(before: &hlo::Module, after: &hlo::Module, max_elements: u64) 
         tolerance: interp::Tolerance::EXACT,
         max_elements: Some(max_elements),
     };
-    let mut out = json!({ "seeds": 1, "max_elements": max_elements, "module_elements": interp::module_elements(before) });
+    let mut out = Map::new();
+    out.insert("seeds".into(), json!(1));
+    out.insert("max_elements".into(), json!(max_elements));
+    out.insert(
+        "module_elements".into(),
+        json!(interp::module_elements(before)),
+    );
     match interp::check_equivalent_with(before, after, &options) {
         Ok(report) => {
-            out["result"] = json!("equivalent");
-            out["elements_compared"] = json!(report.elements_compared);
-            out["opaque_custom_calls"] = json!(report.opaque_custom_calls);
+            out.insert("result".into(), json!("equivalent"));
+            out.insert("elements_compared".into(), json!(report.elements_compared));
+            out.insert(
+                "opaque_custom_calls".into(),
+                json!(report.opaque_custom_calls),
+            );
         }
         Err(e) => {
-            out["result"] = json!(if e.shows_difference() {
-                "differ"
-            } else {
-                "not_checked"
-            });
-            out["message"] = json!(e.to_string());
+            out.insert(
+                "result".into(),
+                json!(if e.shows_difference() {
+                    "differ"
+                } else {
+                    "not_checked"
+                }),
+            );
+            out.insert("message".into(), json!(e.to_string()));
             if let interp::EquivalenceError::Mismatch {
                 mismatch,
                 first_difference,
                 ..
             } = &e
             {
-                out["output"] = json!(mismatch.path);
-                out["index"] = json!(mismatch.index);
+                out.insert("output".into(), json!(mismatch.path));
+                out.insert("index".into(), json!(mismatch.index));
                 if let Some(d) = first_difference {
-                    out["first_difference"] = json!({
-                        "instruction": d.instruction,
-                        "opcode": d.opcode,
-                        "shape": d.shape,
-                        "index": d.mismatch.index,
-                        "message": d.mismatch.message,
-                        "inserted_operands": d.inserted_operands,
-                    });
+                    out.insert(
+                        "first_difference".into(),
+                        json!({
+                            "instruction": d.instruction,
+                            "opcode": d.opcode,
+                            "shape": d.shape,
+                            "index": d.mismatch.index,
+                            "message": d.mismatch.message,
+                            "inserted_operands": d.inserted_operands,
+                        }),
+                    );
                 }
             }
         }
     }
-    out["time_us"] = json!(started.elapsed().as_micros() as u64);
-    out
+    out.insert(
+        "time_us".into(),
+        json!(started.elapsed().as_micros() as u64),
+    );
+    Value::Object(out)
 }
 
 #[cfg(test)]

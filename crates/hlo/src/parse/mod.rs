@@ -17,6 +17,11 @@
 //! stays in text order. So the result, errors included, is exactly the
 //! sequential one.
 
+// No panicking shortcuts outside tests: the parser reads text users send,
+// and a panic must never be its answer. Set per module because Cargo
+// cannot add lints to the workspace's for one crate.
+#![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::indexing_slicing))]
+
 mod parallel;
 
 use std::ops::Range;

@@ -76,8 +76,9 @@ pub(super) fn parse_one_in_parallel(
     resolve: &ResolveComputation<'_>,
     options: &ParseOptions,
 ) -> Result<Computation, RawError> {
-    let spans = [0..text.len()];
-    let parsed = Plan::new(text, &spans, options).run_with(text, &spans, resolve);
+    let whole = 0..text.len();
+    let spans = std::slice::from_ref(&whole);
+    let parsed = Plan::new(text, spans, options).run_with(text, spans, resolve);
     match parsed {
         Ok(mut comps) => comps
             .pop()
@@ -223,7 +224,10 @@ impl<'a> Plan<'a> {
     /// least one): its head parses up to the first cut, and each cut
     /// starts a piece that ends at the next.
     fn split(&mut self, i: usize, cuts: &[usize]) {
-        self.heads.push((i, cuts[0]));
+        let Some(&first) = cuts.first() else {
+            return;
+        };
+        self.heads.push((i, first));
         for (k, &start) in cuts.iter().enumerate() {
             let stop = cuts.get(k + 1).copied().unwrap_or(usize::MAX);
             self.pieces.push(PieceSlot {
