@@ -579,15 +579,9 @@ impl ModuleStats {
             // Padding is counted once per buffer: bitcasts, tuples and
             // get-tuple-elements alias buffers defined elsewhere, and so do
             // the parameters of called computations.
-            let aliases = matches!(
-                inst.opcode,
-                Opcode::Bitcast
-                    | Opcode::Tuple
-                    | Opcode::GetTupleElement
-                    | Opcode::OptimizationBarrier
-                    | Opcode::AddDependency
-                    | Opcode::Domain
-            ) || (inst.opcode == Opcode::Parameter && !is_entry);
+            let aliases = inst.opcode == Opcode::Bitcast
+                || inst.opcode.forwards_buffers()
+                || (inst.opcode == Opcode::Parameter && !is_entry);
             if aliases {
                 continue;
             }
