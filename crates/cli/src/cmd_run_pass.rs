@@ -128,7 +128,7 @@ pub fn run(args: Args) -> ExitCode {
         };
         let picture = match driver::picture(&module, args.draw_computation.as_deref(), kind) {
             Ok(p) => p,
-            Err(e) => return fail(e),
+            Err(e) => return fail(e.to_string()),
         };
         if let Err(e) = std::fs::write(path, picture) {
             return fail(format!("cannot write {}: {e}", path.display()));
@@ -136,7 +136,7 @@ pub fn run(args: Args) -> ExitCode {
     }
     for t in &output.report.timings {
         tracing::info!(
-            step = t.step,
+            step = t.step.name(),
             micros = t.duration.as_micros() as u64,
             "timing"
         );

@@ -50,7 +50,7 @@ fn steps() -> Result<(), String> {
             None => driver::run(&text, path, &opts),
         }
         .map_err(|e| e.to_string())?;
-        let mut report = out.report.clone();
+        let report = out.report.clone();
         let ran = start.elapsed();
         drop(out);
         drop(db);
@@ -58,21 +58,20 @@ fn steps() -> Result<(), String> {
         // What the steps do not cover: the report and stats at the end of
         // the run, and dropping the output.
         let covered: Duration = report.timings.iter().map(|t| t.duration).sum();
-        report.timings.push(driver::Timing {
-            step: "(rest of run)",
-            duration: ran.saturating_sub(covered),
-        });
-        report.timings.push(driver::Timing {
-            step: "(drop output)",
-            duration: start.elapsed() - ran,
-        });
-        for t in &report.timings {
-            if !best.contains_key(t.step) {
-                order.push(t.step);
+        let mut steps: Vec<(&'static str, Duration)> = report
+            .timings
+            .iter()
+            .map(|t| (t.step.name(), t.duration))
+            .collect();
+        steps.push(("(rest of run)", ran.saturating_sub(covered)));
+        steps.push(("(drop output)", start.elapsed() - ran));
+        for (step, duration) in steps {
+            if !best.contains_key(step) {
+                order.push(step);
             }
-            let e = best.entry(t.step).or_insert(Duration::MAX);
-            *e = (*e).min(t.duration);
-            all.entry(t.step).or_default().push(t.duration);
+            let e = best.entry(step).or_insert(Duration::MAX);
+            *e = (*e).min(duration);
+            all.entry(step).or_default().push(duration);
         }
     }
     let deciles = std::env::var_os("STEPS_DECILES").is_some();

@@ -88,10 +88,58 @@ impl Options {
 /// How long a step took.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Timing {
-    /// The step: `parse`, `layout-assignment`, `verify`, `print`.
-    pub step: &'static str,
+    /// The step.
+    pub step: Step,
     /// Wall time.
     pub duration: Duration,
+}
+
+/// A step of the pipeline, as timings name it: one vocabulary for a
+/// stateless run and a database run. A database run applies an
+/// assignment together with relayout, and checks the output together with
+/// printing it, per computation, so it has steps of its own for those.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Step {
+    /// Parsing (and, in a database, loading) the text.
+    Parse,
+    /// The input's structural check.
+    VerifyInput,
+    /// Layout assignment (with its copies, in a stateless run).
+    LayoutAssignment,
+    /// The relayout pass (a stateless run).
+    Relayout,
+    /// Applying each computation's assignment, then relayout (a database
+    /// run).
+    ApplyRelayout,
+    /// Checking, printing and counting each output computation (a
+    /// database run).
+    CheckPrint,
+    /// Printing the output.
+    Print,
+    /// The output's structural and layout checks.
+    Verify,
+}
+
+impl Step {
+    /// The step's name in reports: `parse`, `verify-input`, ...
+    pub fn name(self) -> &'static str {
+        match self {
+            Step::Parse => "parse",
+            Step::VerifyInput => "verify-input",
+            Step::LayoutAssignment => "layout-assignment",
+            Step::Relayout => "relayout",
+            Step::ApplyRelayout => "apply+relayout",
+            Step::CheckPrint => "check+print",
+            Step::Print => "print",
+            Step::Verify => "verify",
+        }
+    }
+}
+
+impl std::fmt::Display for Step {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
 }
 
 pub use db::pipeline::ModuleStats;
@@ -153,27 +201,65 @@ impl Output {
     }
 }
 
-/// Why a run failed.
+/// Why a run failed. Typed up to the front doors: the CLI and the server
+/// turn it into text (its `Display` is what they print).
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum PipelineError {
     /// The text does not parse.
     #[error("{0}")]
     Parse(Box<ParseError>),
     /// The module parses but is not well formed (the verifier's problems,
-    /// each `FILE:LINE:COL: error: ...` where its text shows where), so no
-    /// pass runs on it.
-    #[error("the input module is invalid:\n{}", .0.join("\n"))]
-    InvalidInput(Vec<String>),
+    /// each with where its text shows it), so no pass runs on it.
+    #[error("the input module is invalid:\n{}", lines(.0))]
+    InvalidInput(Vec<InputProblem>),
     /// The module parses but cannot be assigned.
     #[error("{0}")]
-    Assign(String),
+    Assign(AssignFailure),
     /// The relayout pass could not make the layouts explicit.
     #[error("relayout: {0}")]
-    Relayout(String),
+    Relayout(Box<relayout::RelayoutError>),
     /// The output failed verification: a bug in Tessera, reported rather
-    /// than printed as if it were fine.
-    #[error("the output failed verification:\n{}", .0.join("\n"))]
-    Verify(Vec<String>),
+    /// than printed as if it were fine (structural problems, or, when there
+    /// are none, layout problems).
+    #[error("the output failed verification:\n{}", lines(.0))]
+    Verify(Vec<hlo::VerifyError>),
+}
+
+/// Items, one a line.
+fn lines<T: std::fmt::Display>(items: &[T]) -> String {
+    items
+        .iter()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// A problem of the input module, with where its text shows it.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{located}")]
+pub struct InputProblem {
+    /// The problem.
+    pub problem: hlo::VerifyError,
+    /// The problem as a compiler prints it, `FILE:LINE:COL: error: ...`
+    /// where the text shows its place (see [`hlo::VerifyError::located`]).
+    pub located: String,
+}
+
+/// Why a module could not be assigned.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum AssignFailure {
+    /// The pass refused the module (a stateless run).
+    #[error("{0}")]
+    Pass(layout_assignment::PassError),
+    /// A computation's assignment failed (a database run).
+    #[error("{0}")]
+    Computation(db::AssignError),
+    /// An assignment could not be applied.
+    #[error("{0}")]
+    Apply(layout_assignment::ApplyError),
+    /// The database could not take the module or an option.
+    #[error("{0}")]
+    Load(db::LoadError),
 }
 
 /// Runs the pipeline on a module's text, statelessly.
@@ -214,7 +300,7 @@ fn run_here(text: &str, file_name: &str, opts: &Options) -> Result<Output, Pipel
     let mut module =
         hlo::parse_module(text, file_name).map_err(|e| PipelineError::Parse(Box::new(e)))?;
     timings.push(Timing {
-        step: "parse",
+        step: Step::Parse,
         duration: start.elapsed(),
     });
     // The input is always checked, `verify` or not: the passes assume a
@@ -222,15 +308,15 @@ fn run_here(text: &str, file_name: &str, opts: &Options) -> Result<Output, Pipel
     let t = Instant::now();
     verify_input(&module, &|p| p.located(text, file_name))?;
     timings.push(Timing {
-        step: "verify-input",
+        step: Step::VerifyInput,
         duration: t.elapsed(),
     });
     let assignment = if opts.passes.contains(&PassName::LayoutAssignment) {
         let t = Instant::now();
         let report = layout_assignment::run_with(&mut module, &opts.target, &opts.solver)
-            .map_err(|e| PipelineError::Assign(e.to_string()))?;
+            .map_err(|e| PipelineError::Assign(AssignFailure::Pass(e)))?;
         timings.push(Timing {
-            step: "layout-assignment",
+            step: Step::LayoutAssignment,
             duration: t.elapsed(),
         });
         Some(report)
@@ -269,9 +355,9 @@ fn run_in_here(
     if let Err(db::LoadError::Parse(e)) = loaded {
         return Err(PipelineError::Parse(e));
     }
-    loaded.map_err(|e| PipelineError::Assign(e.to_string()))?;
+    loaded.map_err(|e| PipelineError::Assign(AssignFailure::Load(e)))?;
     db.set_solver(opts.solver)
-        .map_err(|e| PipelineError::Assign(e.to_string()))?;
+        .map_err(|e| PipelineError::Assign(AssignFailure::Load(e)))?;
     finish(db, opts, start, &mut timings)
 }
 
@@ -293,7 +379,9 @@ pub fn check_input(module: &Module, text: &str, file_name: &str) -> Result<(), P
 /// edit with this before keeping it.
 pub fn check_loaded_input(db: &Database) -> Result<(), PipelineError> {
     let Some(m) = db.module() else {
-        return Err(PipelineError::Assign("no module is loaded".into()));
+        return Err(PipelineError::Assign(AssignFailure::Load(
+            db::LoadError::NoModule,
+        )));
     };
     // On the caller's thread, as `run_loaded`.
     checked_input(
@@ -333,7 +421,13 @@ fn verify_input(
         Ok(())
     } else {
         Err(PipelineError::InvalidInput(
-            problems.iter().map(located).collect(),
+            problems
+                .into_iter()
+                .map(|problem| InputProblem {
+                    located: located(&problem),
+                    problem,
+                })
+                .collect(),
         ))
     }
 }
@@ -345,7 +439,9 @@ fn finish(
     timings: &mut Vec<Timing>,
 ) -> Result<Output, PipelineError> {
     let Some(m) = db.module() else {
-        return Err(PipelineError::Assign("no module is loaded".into()));
+        return Err(PipelineError::Assign(AssignFailure::Load(
+            db::LoadError::NoModule,
+        )));
     };
     let steps = db::pipeline::Steps {
         assign: opts.passes.contains(&PassName::LayoutAssignment),
@@ -353,7 +449,7 @@ fn finish(
         expand_relayouts: opts.expand_relayouts,
     };
     db.set_steps(steps)
-        .map_err(|e| PipelineError::Assign(e.to_string()))?;
+        .map_err(|e| PipelineError::Assign(AssignFailure::Load(e)))?;
     let out = assemble(db, m, opts, db.written_since_run(), start, timings);
     db.release_intermediates();
     // A run that failed is redone in full next time (its joins may not
@@ -392,7 +488,7 @@ fn checked_input(
         });
     }
     timings.push(Timing {
-        step: "parse",
+        step: Step::Parse,
         duration: start.elapsed(),
     });
     let t = Instant::now();
@@ -407,12 +503,18 @@ fn checked_input(
         Err(db::output::InputRefusal::Parse(e)) => return Err(PipelineError::Parse(e.clone())),
         Err(db::output::InputRefusal::Problems(problems)) => {
             return Err(PipelineError::InvalidInput(
-                problems.iter().map(|p| db.located(p)).collect(),
+                problems
+                    .iter()
+                    .map(|p| InputProblem {
+                        problem: p.clone(),
+                        located: db.located(p),
+                    })
+                    .collect(),
             ));
         }
     }
     timings.push(Timing {
-        step: "verify-input",
+        step: Step::VerifyInput,
         duration: t.elapsed(),
     });
     Ok(())
@@ -445,7 +547,7 @@ fn assemble(
         db.warm(m);
     }
     timings.push(Timing {
-        step: "layout-assignment",
+        step: Step::LayoutAssignment,
         duration: t.elapsed(),
     });
     if parallel {
@@ -457,7 +559,7 @@ fn assemble(
             let _ = pipeline::assignment_part(db, c);
         });
         timings.push(Timing {
-            step: "apply+relayout",
+            step: Step::ApplyRelayout,
             duration: t.elapsed(),
         });
         // Verifying, printing and counting a computation only read it:
@@ -480,7 +582,7 @@ fn assemble(
         };
         each_task(db, &comps, reads);
         timings.push(Timing {
-            step: "check+print",
+            step: Step::CheckPrint,
             duration: t.elapsed(),
         });
     }
@@ -491,30 +593,28 @@ fn assemble(
             return Err(PipelineError::Parse(e.clone()));
         }
         Err(db::output::OutputError::Assign(e)) => {
-            return Err(PipelineError::Assign(e.to_string()));
+            return Err(PipelineError::Assign(AssignFailure::Computation(e.clone())));
         }
         Err(db::output::OutputError::Apply(e)) => {
-            return Err(PipelineError::Assign(e.to_string()));
+            return Err(PipelineError::Assign(AssignFailure::Apply(e.clone())));
         }
         Err(db::output::OutputError::Relayout(e)) => {
-            return Err(PipelineError::Relayout(e.to_string()));
+            return Err(PipelineError::Relayout(e.clone()));
         }
     };
     timings.push(Timing {
-        step: "print",
+        step: Step::Print,
         duration: t.elapsed(),
     });
     if opts.verify {
         let t = Instant::now();
         let problems = db::output::output_verdict(db, m);
         timings.push(Timing {
-            step: "verify",
+            step: Step::Verify,
             duration: t.elapsed(),
         });
         if !problems.is_empty() {
-            return Err(PipelineError::Verify(
-                problems.iter().map(ToString::to_string).collect(),
-            ));
+            return Err(PipelineError::Verify(problems.clone()));
         }
     }
     let report = PipelineReport {
@@ -621,9 +721,9 @@ fn finish_module(
             expand_relayouts: opts.expand_relayouts,
         };
         let report = relayout::run(&mut module, &opts.target, &ropts)
-            .map_err(|e| PipelineError::Relayout(e.to_string()))?;
+            .map_err(|e| PipelineError::Relayout(Box::new(e)))?;
         timings.push(Timing {
-            step: "relayout",
+            step: Step::Relayout,
             duration: t.elapsed(),
         });
         Some(report)
@@ -633,18 +733,11 @@ fn finish_module(
     // Printing, verifying and counting only read the finished module: they
     // run side by side on the pool (a small module's join costs next to
     // nothing: unstolen work runs inline).
-    let verify = |module: &Module| -> (Vec<String>, Duration) {
+    let verify = |module: &Module| -> (Vec<hlo::VerifyError>, Duration) {
         let t = Instant::now();
-        let mut problems: Vec<String> = hlo::verify_module(module)
-            .iter()
-            .map(ToString::to_string)
-            .collect();
+        let mut problems = hlo::verify_module(module);
         if problems.is_empty() && assignment.is_some() {
-            problems.extend(
-                layout_assignment::check_layouts(module, Some(&opts.target))
-                    .iter()
-                    .map(ToString::to_string),
-            );
+            problems = layout_assignment::check_layouts(module, Some(&opts.target));
         }
         (problems, t.elapsed())
     };
@@ -659,7 +752,7 @@ fn finish_module(
     );
     if let Some((problems, verify_time)) = checked {
         timings.push(Timing {
-            step: "verify",
+            step: Step::Verify,
             duration: verify_time,
         });
         if !problems.is_empty() {
@@ -667,7 +760,7 @@ fn finish_module(
         }
     }
     timings.push(Timing {
-        step: "print",
+        step: Step::Print,
         duration: print_time,
     });
     let report = PipelineReport {
@@ -701,6 +794,16 @@ pub enum PictureKind {
     Svg,
 }
 
+/// A computation named for a picture that the module does not have.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("no computation named '{name}'; the module has {}", known.join(", "))]
+pub struct UnknownComputation {
+    /// The name asked for.
+    pub name: String,
+    /// The module's computations, in order.
+    pub known: Vec<String>,
+}
+
 /// A picture of one computation of `module` (the entry when `computation`
 /// is `None`): boxes per instruction, edges labelled with the operand's
 /// layout, copies red and bitcasts green. Fails on an unknown name.
@@ -708,21 +811,14 @@ pub fn picture(
     module: &Module,
     computation: Option<&str>,
     kind: PictureKind,
-) -> Result<String, String> {
+) -> Result<String, UnknownComputation> {
     let id = match computation {
         None => module.entry,
         Some(name) => module
             .find_computation(name.trim_start_matches('%'))
-            .ok_or_else(|| {
-                let names: Vec<&str> = module
-                    .computations
-                    .iter()
-                    .map(|c| c.name.as_str())
-                    .collect();
-                format!(
-                    "no computation named '{name}'; the module has {}",
-                    names.join(", ")
-                )
+            .ok_or_else(|| UnknownComputation {
+                name: name.to_string(),
+                known: module.computations.iter().map(|c| c.name.clone()).collect(),
             })?,
     };
     Ok(match kind {
@@ -770,7 +866,7 @@ ENTRY %main (x: f32[2,3,4], y: f32[4,6]) -> (f32[6,4], f32[4,6]) {
             "{}",
             out.text
         );
-        assert!(out.report.timings.iter().any(|t| t.step == "relayout"));
+        assert!(out.report.timings.iter().any(|t| t.step == Step::Relayout));
     }
 
     #[test]
@@ -835,7 +931,7 @@ ENTRY %main (x: f32[2,3,4], y: f32[4,6]) -> (f32[6,4], f32[4,6]) {
             };
             let err = run(text, "t.hlo", &o).expect_err("an ill-formed module");
             assert!(
-                matches!(&err, PipelineError::InvalidInput(p) if p[0].contains("parameter 0 of %cond")),
+                matches!(&err, PipelineError::InvalidInput(p) if p[0].located.contains("parameter 0 of %cond")),
                 "{err}"
             );
             let mut db = Database::default();
@@ -862,6 +958,11 @@ ENTRY %main (x: f32[2,3,4], y: f32[4,6]) -> (f32[6,4], f32[4,6]) {
             PictureKind::Dot,
         )
         .expect_err("unknown");
-        assert!(err.contains("no computation named 'nope'"), "{err}");
+        assert_eq!(err.name, "nope");
+        assert!(err.known.contains(&"main".to_string()));
+        assert!(
+            err.to_string().contains("no computation named 'nope'"),
+            "{err}"
+        );
     }
 }

@@ -41,9 +41,8 @@ fn summary(name: &str, target: &str, out: &driver::Output) -> String {
         stats.padding_bytes,
     );
     for line in out.text.lines() {
-        let pinned = line.starts_with("HloModule")
-            || line.contains(" copy(")
-            || line.contains(" bitcast(");
+        let pinned =
+            line.starts_with("HloModule") || line.contains(" copy(") || line.contains(" bitcast(");
         if pinned {
             // Metadata (source lines) says nothing of layouts.
             let line = line.split(", metadata={").next().unwrap_or(line);
@@ -91,7 +90,11 @@ fn check(module_dir: &Path, target: &str, failures: &mut Vec<String>) {
 #[test]
 fn every_corpus_module_keeps_its_layouts_on_every_target() {
     let modules = corpus_modules();
-    assert!(modules.len() >= 20, "found {} corpus modules", modules.len());
+    assert!(
+        modules.len() >= 20,
+        "found {} corpus modules",
+        modules.len()
+    );
     let mut failures = Vec::new();
     for dir in &modules {
         for target in TARGETS {

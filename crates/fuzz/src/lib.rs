@@ -70,9 +70,9 @@ fn limits() -> interp::Limits {
 }
 
 /// Whether every input problem says `FILE:LINE:COL: error:`.
-fn located(problems: &[String]) -> bool {
+fn located(problems: &[driver::InputProblem]) -> bool {
     problems.iter().all(|p| {
-        let mut parts = p.splitn(4, ':');
+        let mut parts = p.located.splitn(4, ':');
         let _file = parts.next();
         let line = parts
             .next()

@@ -140,8 +140,9 @@ async fn graph(State(state): State<AppState>, uri: Uri, body: Body) -> Result<Re
         .run_blocking(move || {
             let module =
                 hlo::parse_module(&text, "request.hlo").map_err(|e| ApiError::parse(&e))?;
-            driver::picture(&module, q.computation.as_deref(), driver::PictureKind::Svg)
-                .map_err(|m| ApiError::new(StatusCode::NOT_FOUND, "unknown_computation", m))
+            driver::picture(&module, q.computation.as_deref(), driver::PictureKind::Svg).map_err(
+                |e| ApiError::new(StatusCode::NOT_FOUND, "unknown_computation", e.to_string()),
+            )
         })
         .await?
         .map_err(job_error)??;

@@ -49,19 +49,29 @@ fn pipeline_error(e: driver::PipelineError) -> ApiError {
             "invalid_module",
             "the module parses but is not well formed",
         )
-        .with("problems", problems),
-        driver::PipelineError::Assign(m) => {
-            ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "assign_error", m)
-        }
-        driver::PipelineError::Relayout(m) => {
-            ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "relayout_error", m)
-        }
+        .with(
+            "problems",
+            problems.into_iter().map(|p| p.located).collect::<Vec<_>>(),
+        ),
+        driver::PipelineError::Assign(e) => ApiError::new(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "assign_error",
+            e.to_string(),
+        ),
+        driver::PipelineError::Relayout(e) => ApiError::new(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "relayout_error",
+            e.to_string(),
+        ),
         driver::PipelineError::Verify(problems) => ApiError::new(
             StatusCode::INTERNAL_SERVER_ERROR,
             "verify_error",
             "the output failed verification (a bug in Tessera; please report it)",
         )
-        .with("problems", problems),
+        .with(
+            "problems",
+            problems.iter().map(ToString::to_string).collect::<Vec<_>>(),
+        ),
     }
 }
 
