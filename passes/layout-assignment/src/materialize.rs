@@ -114,19 +114,74 @@ pub fn plan(
     target: &target::TargetSpec,
     comp_names: &dyn Fn(hlo::CompId) -> String,
 ) -> ComputationAssignment {
-    let comp = p.comp;
     let labels = &solution.labels;
-    let layout_of = |p: &Problem<'_>, v: ValueId| -> Layout {
-        p.table
-            .get(p.values[v as usize].key(labels[v as usize]))
-            .clone()
-    };
+    let (layouts, leaf_layouts) = distinct_layouts(p, labels);
+    let (copies, copy_cost) = planned_copies(p, solution, target, comp_names);
+    let (movements, model_movement_bytes) = movements(p, labels, &copies);
+    let retilings = retilings(p, labels, target);
+    let orientations = solution
+        .orientations
+        .iter()
+        .map(|o| orientation(p, o, labels, target, comp_names))
+        .collect();
+    let signature = signature(p, labels, &copies);
+    let callee_boundaries = callee_boundaries(p, labels);
+    let filled = filled_layouts(p, &signature);
 
+    // The cost in the cost model's units, from what is materialised (with
+    // movements read as the model reads them, see `movements`).
+    let weights = &target.cost;
+    let padding: f64 = p
+        .values
+        .iter()
+        .zip(labels)
+        .map(|(v, &l)| v.padding_cost(l, weights))
+        .sum();
+    let moved_bytes: u64 = model_movement_bytes + retilings.iter().map(|r| r.1).sum::<u64>();
+    let cost = copy_cost + moved_bytes as f64 * weights.transpose_byte + padding;
+
+    ComputationAssignment {
+        layouts,
+        leaf_layouts,
+        copies,
+        movements,
+        retilings,
+        orientations,
+        signature,
+        filled,
+        stats: ComputationStats {
+            name: p.comp.name.clone(),
+            values: p.values.len(),
+            relations: p.relations.len(),
+            sweeps: solution.sweeps,
+            moves: solution.moves,
+            padding_saved: solution.padding_saved,
+            cost: cost.round() as u64,
+            lower_bound: None,
+            proven_optimal: false,
+        },
+        callee_boundaries,
+    }
+}
+
+/// The layout value `v` is labelled with.
+fn layout_of(p: &Problem<'_>, labels: &[LayoutId], v: ValueId) -> Layout {
+    p.table
+        .get(p.values[v as usize].key(labels[v as usize]))
+        .clone()
+}
+
+/// Each defining instruction's leaves, as indices into a list of layouts.
+type LeafLayouts = Vec<(InstId, SmallVec<[u32; 1]>)>;
+
+/// The distinct layouts the labels use, and each defining instruction's
+/// leaves as indices into them, by instruction.
+fn distinct_layouts(p: &Problem<'_>, labels: &[LayoutId]) -> (Vec<Layout>, LeafLayouts) {
     // Values are created per instruction, leaves in order, so consecutive
     // values of one definition form its leaf list.
     let mut layouts: Vec<Layout> = Vec::new();
     let mut local: FxHashMap<u32, u32> = FxHashMap::default();
-    let mut leaf_layouts: Vec<(InstId, SmallVec<[u32; 1]>)> = Vec::new();
+    let mut leaf_layouts: LeafLayouts = Vec::new();
     for (i, v) in p.values.iter().enumerate() {
         let key = v.key(labels[i]);
         let index = *local.entry(key).or_insert_with(|| {
@@ -139,10 +194,19 @@ pub fn plan(
         }
     }
     leaf_layouts.sort_unstable_by_key(|(id, _)| *id);
+    (layouts, leaf_layouts)
+}
 
-    // One copy per (value, needed layout), shared by every site needing it.
+/// One copy per (value, needed layout), shared by every site needing it,
+/// and their cost in the cost model's units (`Value::copy_cost`).
+fn planned_copies(
+    p: &Problem<'_>,
+    solution: &Solution,
+    target: &target::TargetSpec,
+    comp_names: &dyn Fn(hlo::CompId) -> String,
+) -> (Vec<PlannedCopy>, f64) {
+    let labels = &solution.labels;
     let mut copies: Vec<PlannedCopy> = Vec::new();
-    // Their cost in the cost model's units (`Value::copy_cost`).
     let mut copy_cost = 0.0;
     let mut index: FxHashMap<(ValueId, LayoutId), usize> = FxHashMap::default();
     for r in 0..p.relations.len() {
@@ -170,26 +234,35 @@ pub fn plan(
         });
         copies[slot].sites.push(rel.site);
     }
+    (copies, copy_cost)
+}
 
-    // A transpose or reshape whose operand is copied reads the copy: it is
-    // a bitcast or not under the copy's layout, not the value's.
+/// The transposes and reshapes that move data under the labels, with the
+/// bytes each moves, and the bytes the cost model priced for them.
+///
+/// A transpose or reshape whose operand is copied reads the copy: it is a
+/// bitcast or not under the copy's layout, not the value's. The cost model
+/// reads every movement's operand in the value's own layout. The two
+/// differ only where a copy sits in front of a movement; the report keeps
+/// the true figure and `stats.cost` the model's, so the optimality bounds
+/// stay in one currency.
+fn movements(
+    p: &Problem<'_>,
+    labels: &[LayoutId],
+    copies: &[PlannedCopy],
+) -> (Vec<(InstId, u64)>, u64) {
     let read_through: FxHashMap<Site, usize> = copies
         .iter()
         .enumerate()
         .flat_map(|(i, c)| c.sites.iter().map(move |&s| (s, i)))
         .collect();
-    // `model_movement_bytes` is what the cost model priced: it reads every
-    // movement's operand in the value's own layout. The two differ only
-    // where a copy sits in front of a movement; the report keeps the true
-    // figure and `stats.cost` the model's, so the optimality bounds stay in
-    // one currency.
     let mut movements = Vec::new();
     let mut model_movement_bytes = 0u64;
     for rel in &p.relations {
         let RelationKind::Movement { out, transpose } = &rel.kind else {
             continue;
         };
-        let b = with_layout(&p.values[*out as usize].shape, layout_of(p, *out));
+        let b = with_layout(&p.values[*out as usize].shape, layout_of(p, labels, *out));
         let moves = |operand_layout: Layout| {
             let a = with_layout(&p.values[rel.v as usize].shape, operand_layout);
             !match transpose {
@@ -197,7 +270,7 @@ pub fn plan(
                 None => crate::algebra::reshape_is_bitcast(&a, &b),
             }
         };
-        let own = moves(layout_of(p, rel.v));
+        let own = moves(layout_of(p, labels, rel.v));
         if own {
             model_movement_bytes += crate::algebra::storage_bytes(&b);
         }
@@ -212,15 +285,23 @@ pub fn plan(
             ));
         }
     }
+    (movements, model_movement_bytes)
+}
 
-    // Ops that re-tile under the final layouts, with the same layouts the
-    // cost model priced (see `Solver::retile_cost`).
+/// Ops that re-tile under the final layouts, with the same layouts the
+/// cost model priced (see `Solver::retile_cost`): the op, the bytes it
+/// moves, and why.
+fn retilings(
+    p: &Problem<'_>,
+    labels: &[LayoutId],
+    target: &target::TargetSpec,
+) -> Vec<(InstId, u64, String)> {
     let mut retilings = Vec::new();
     for t in &p.retilings {
         let (operand, out) = (&p.values[t.operand as usize], &p.values[t.out as usize]);
-        let out_layout = layout_of(p, t.out);
+        let out_layout = layout_of(p, labels, t.out);
         let operand_layout = match &t.op {
-            crate::retile::RetileOp::Reduce { .. } => layout_of(p, t.operand),
+            crate::retile::RetileOp::Reduce { .. } => layout_of(p, labels, t.operand),
             crate::retile::RetileOp::Broadcast { dims } => {
                 crate::problem::restrict_layout(target, &operand.shape, &out_layout, dims)
             }
@@ -232,32 +313,37 @@ pub fn plan(
             retilings.push((t.inst, crate::retile::moved_bytes(&t.op, &a, &b), why));
         }
     }
+    retilings
+}
 
-    let orientations = solution
-        .orientations
-        .iter()
-        .map(|o| orientation(p, o, labels, target, comp_names))
-        .collect();
+/// `s` with each array leaf laid out as the value at the same position of
+/// `values` is labelled (leaves past `values` keep their layout).
+fn with_values(p: &Problem<'_>, labels: &[LayoutId], s: &Shape, values: &[ValueId]) -> Shape {
+    let mut s = s.clone();
+    let mut i = 0;
+    s.for_each_array_mut(&mut |a| {
+        if let Some(&v) = values.get(i) {
+            a.layout = Some(layout_of(p, labels, v));
+        }
+        i += 1;
+    });
+    s
+}
 
-    // The signature: parameters as assigned, the result after root copies.
+/// The computation's signature: parameters as assigned, the result after
+/// root copies.
+fn signature(p: &Problem<'_>, labels: &[LayoutId], copies: &[PlannedCopy]) -> Signature {
+    let comp = p.comp;
     let shape_with = |id: InstId| -> Shape {
-        let mut s = comp.inst(id).shape.clone();
         let values = p.leaf_values.get(id.index()).cloned().unwrap_or_default();
-        let mut i = 0;
-        s.for_each_array_mut(&mut |a| {
-            if let Some(&v) = values.get(i) {
-                a.layout = Some(layout_of(p, v));
-            }
-            i += 1;
-        });
-        s
+        with_values(p, labels, &comp.inst(id).shape, &values)
     };
     let params: Vec<Shape> = comp.parameters().into_iter().map(shape_with).collect();
     let mut result = comp
         .root()
         .map(shape_with)
         .unwrap_or(Shape::Tuple(Vec::new()));
-    for c in &copies {
+    for c in copies {
         for site in &c.sites {
             if let Site::Root { leaf } = *site {
                 let mut i = 0;
@@ -270,19 +356,13 @@ pub fn plan(
             }
         }
     }
+    Signature { params, result }
+}
 
-    // The boundaries chosen for callees whose signature was a preference.
-    let with_values = |s: &Shape, values: &[ValueId]| -> Shape {
-        let mut s = s.clone();
-        let mut i = 0;
-        s.for_each_array_mut(&mut |a| {
-            if let Some(&v) = values.get(i) {
-                a.layout = Some(layout_of(p, v));
-            }
-            i += 1;
-        });
-        s
-    };
+/// The boundaries chosen for callees whose signature was a preference.
+fn callee_boundaries(p: &Problem<'_>, labels: &[LayoutId]) -> Vec<(hlo::CompId, Signature)> {
+    let comp = p.comp;
+    let with_values = |s: &Shape, values: &[ValueId]| with_values(p, labels, s, values);
     let mut callee_boundaries = Vec::new();
     for &(id, callee) in &p.preferred_calls {
         let inst = comp.inst(id);
@@ -334,7 +414,12 @@ pub fn plan(
         };
         callee_boundaries.push((callee, sig));
     }
+    callee_boundaries
+}
 
+/// The AUTO entry layouts the signature fills in, by position.
+fn filled_layouts(p: &Problem<'_>, signature: &Signature) -> Vec<FilledLayout> {
+    let (params, result) = (&signature.params, &signature.result);
     let mut filled = Vec::new();
     for &(param, leaf) in &p.auto_params {
         if let Some(s) = params.get(param as usize)
@@ -351,57 +436,21 @@ pub fn plan(
             });
         }
     }
-    {
-        let result_leaves = result.array_leaves();
-        for &leaf in &p.auto_result {
-            if let Some(a) = result_leaves.get(leaf as usize) {
-                let position = if result.is_tuple() {
-                    format!("result leaf {leaf}")
-                } else {
-                    "result".to_string()
-                };
-                filled.push(FilledLayout {
-                    position,
-                    layout: a.layout.clone().unwrap_or_default(),
-                });
-            }
+    let result_leaves = result.array_leaves();
+    for &leaf in &p.auto_result {
+        if let Some(a) = result_leaves.get(leaf as usize) {
+            let position = if result.is_tuple() {
+                format!("result leaf {leaf}")
+            } else {
+                "result".to_string()
+            };
+            filled.push(FilledLayout {
+                position,
+                layout: a.layout.clone().unwrap_or_default(),
+            });
         }
     }
-
-    // The cost in the cost model's units, from what is materialised (with
-    // movements read as the model reads them, above).
-    let weights = &target.cost;
-    let padding: f64 = p
-        .values
-        .iter()
-        .zip(labels)
-        .map(|(v, &l)| v.padding_cost(l, weights))
-        .sum();
-    let moved_bytes: u64 = model_movement_bytes + retilings.iter().map(|r| r.1).sum::<u64>();
-    let cost = copy_cost + moved_bytes as f64 * weights.transpose_byte + padding;
-
-    ComputationAssignment {
-        layouts,
-        leaf_layouts,
-        copies,
-        movements,
-        retilings,
-        orientations,
-        signature: Signature { params, result },
-        filled,
-        stats: ComputationStats {
-            name: comp.name.clone(),
-            values: p.values.len(),
-            relations: p.relations.len(),
-            sweeps: solution.sweeps,
-            moves: solution.moves,
-            padding_saved: solution.padding_saved,
-            cost: cost.round() as u64,
-            lower_bound: None,
-            proven_optimal: false,
-        },
-        callee_boundaries,
-    }
+    filled
 }
 
 /// The report of a group kept in an order that stores more padding than

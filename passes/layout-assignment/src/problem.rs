@@ -539,59 +539,7 @@ impl<'c> Problem<'c> {
         let comp = self.comp;
         let inst = comp.inst(id);
         let leaves = inst.shape.array_leaves();
-        let operand_leaves = |p: &Self, i: usize| -> SmallVec<[ValueId; 1]> {
-            inst.operands()
-                .get(i)
-                .and_then(|o| p.leaf_values.get(o.index()))
-                .cloned()
-                .unwrap_or_default()
-        };
-        let forwarded: Option<SmallVec<[ValueId; 1]>> = match inst.opcode {
-            Opcode::Tuple => Some(
-                (0..inst.operands().len())
-                    .flat_map(|i| operand_leaves(self, i))
-                    .collect(),
-            ),
-            Opcode::GetTupleElement => {
-                let k = inst
-                    .attrs
-                    .int(KnownAttr::Index)
-                    .and_then(|k| usize::try_from(k).ok());
-                let operand = inst.operands().first().map(|&o| &comp.inst(o).shape);
-                match (k, operand) {
-                    (Some(k), Some(s)) => {
-                        let range = element_leaf_range(s, k).ok_or_else(|| {
-                            self.mismatch(id, format!("tuple index {k} is out of range"))
-                        })?;
-                        let all = operand_leaves(self, 0);
-                        Some(all.get(range).map(SmallVec::from_slice).unwrap_or_default())
-                    }
-                    _ => {
-                        return Err(self
-                            .mismatch(id, "get-tuple-element needs an index and a tuple operand"));
-                    }
-                }
-            }
-            // async-done returns element 1 of the async-start tuple: the
-            // wrapped computation's result.
-            Opcode::AsyncDone => {
-                let operand = inst.operands().first().map(|&o| &comp.inst(o).shape);
-                let range = operand.and_then(|s| element_leaf_range(s, 1));
-                let Some(range) = range else {
-                    return Err(self.mismatch(id, "async-done needs an async-start tuple operand"));
-                };
-                Some(
-                    operand_leaves(self, 0)
-                        .get(range)
-                        .map(SmallVec::from_slice)
-                        .unwrap_or_default(),
-                )
-            }
-            // The others return their (first) operand as it is.
-            op if op.forwards_buffers() => Some(operand_leaves(self, 0)),
-            _ => None,
-        };
-        if let Some(values) = forwarded {
+        if let Some(values) = self.forwarded(id)? {
             if values.len() != leaves.len() {
                 return Err(self.mismatch(
                     id,
@@ -604,148 +552,17 @@ impl<'c> Problem<'c> {
 
         // Fixed layouts of the new values, per leaf.
         // Inline for the usual single leaf: this runs once per instruction.
-        let mut fixed: SmallVec<[Option<(Layout, FixReason)>; 1]> =
-            SmallVec::from_elem(None, leaves.len());
+        let mut fixed: Fixes = SmallVec::from_elem(None, leaves.len());
         // AUTO entry parameter leaves that live in HBM in a storage tiling.
         let mut storage_leaves: SmallVec<[usize; 1]> = SmallVec::new();
-        let given = |a: &ArrayShape| {
-            a.layout
-                .clone()
-                .unwrap_or_else(|| policy::default_layout(target, a))
-        };
         match inst.opcode {
             Opcode::Parameter => {
-                let n = inst.parameter_number().unwrap_or(0) as usize;
-                if let Some((params, _)) = &ctx.params {
-                    let Some(param) = params.get(n) else {
-                        return Err(self.mismatch(
-                            id,
-                            format!("parameter {n} is not in the computation layout"),
-                        ));
-                    };
-                    let given_leaves = param.array_leaves();
-                    if given_leaves.len() != leaves.len() {
-                        return Err(self.mismatch(
-                            id,
-                            "the parameter's shape differs from the computation layout",
-                        ));
-                    }
-                    for (i, g) in given_leaves.iter().enumerate() {
-                        match &g.layout {
-                            Some(l) if ctx.is_entry => {
-                                fixed[i] = Some((
-                                    entry_parameter_layout(target, g, l),
-                                    FixReason::EntryParameter,
-                                ));
-                            }
-                            Some(l) => {
-                                let why = if ctx.is_entry {
-                                    FixReason::EntryParameter
-                                } else {
-                                    FixReason::Boundary
-                                };
-                                fixed[i] = Some((l.clone(), why));
-                            }
-                            // A scalar has one layout: not AUTO, whatever the text says.
-                            None if ctx.is_entry && g.rank() > 0 => {
-                                self.auto_params.push((n as u32, i as u32));
-                                if crate::tiling::has_storage_tiles(target, g) {
-                                    storage_leaves.push(i);
-                                }
-                                // An AUTO parameter aliased with a set result
-                                // leaf takes that leaf's layout (XLA resets
-                                // the side the user did not set).
-                                if let Some(l) = aliased_result_layout(ctx, n, param, i) {
-                                    fixed[i] = Some((
-                                        entry_device_layout(target, g, &l),
-                                        FixReason::Alias,
-                                    ));
-                                }
-                            }
-                            None => {}
-                        }
-                    }
-                }
+                self.parameter_fixes(id, ctx, target, &mut fixed, &mut storage_leaves)?;
             }
             Opcode::While | Opcode::Call | Opcode::Conditional | Opcode::Fusion => {
-                let callee = match inst.opcode {
-                    Opcode::While => inst.attrs.get(KnownAttr::Body),
-                    Opcode::Call | Opcode::Fusion => inst
-                        .attrs
-                        .get(KnownAttr::ToApply)
-                        .or(inst.attrs.get(KnownAttr::Calls)),
-                    _ => None,
-                };
-                let callees: Vec<CompId> = match (inst.opcode, callee) {
-                    (_, Some(AttrValue::Computation(c))) => vec![*c],
-                    (Opcode::Conditional, _) => inst.attrs.called_computations().collect(),
-                    _ => Vec::new(),
-                };
-                if let Some(&first) = callees.first() {
-                    let sig = ctx.callees.get(&first).ok_or(ProblemError::MissingCallee {
-                        computation: comp.name.clone(),
-                        instruction: inst.name.clone(),
-                        callee: first.0,
-                    })?;
-                    let result_leaves = sig.result.array_leaves();
-                    if result_leaves.len() != leaves.len() {
-                        return Err(self.mismatch(
-                            id,
-                            "the callee's result shape differs from the instruction's",
-                        ));
-                    }
-                    if inst.opcode != Opcode::Conditional
-                        && ctx.preferred.binary_search(&first).is_ok()
-                    {
-                        // The result is free; `relate` prices leaving the
-                        // callee's choice.
-                        self.preferred_calls.push((id, first));
-                    } else {
-                        for (i, r) in result_leaves.iter().enumerate() {
-                            fixed[i] = Some((given(r), FixReason::Callee(first)));
-                        }
-                    }
-                }
+                self.call_fixes(id, ctx, target, &mut fixed)?;
             }
-            // async-start's tuple holds (operands, result, context): the
-            // operands as the wrapped computation takes them, and its result
-            // as it returns it. The operands themselves are related to the
-            // parameters like a call's.
-            Opcode::AsyncStart => {
-                let Some(AttrValue::Computation(callee)) = inst.attrs.get(KnownAttr::Calls) else {
-                    return Err(self.mismatch(id, "async-start needs calls="));
-                };
-                let sig = ctx.callees.get(callee).ok_or(ProblemError::MissingCallee {
-                    computation: comp.name.clone(),
-                    instruction: inst.name.clone(),
-                    callee: callee.0,
-                })?;
-                let params: Vec<&ArrayShape> =
-                    sig.params.iter().flat_map(Shape::array_leaves).collect();
-                let result = sig.result.array_leaves();
-                let (Some(r0), Some(r1)) = (
-                    element_leaf_range(&inst.shape, 0),
-                    element_leaf_range(&inst.shape, 1),
-                ) else {
-                    return Err(self.mismatch(
-                        id,
-                        "async-start's shape is not an (operands, result, ...) tuple",
-                    ));
-                };
-                if r0.len() != params.len() || r1.len() != result.len() {
-                    return Err(self.mismatch(
-                        id,
-                        "async-start's shape does not match the wrapped computation",
-                    ));
-                }
-                if ctx.preferred.binary_search(callee).is_ok() {
-                    self.preferred_calls.push((id, *callee));
-                } else {
-                    for (i, a) in r0.zip(&params).chain(r1.zip(&result)) {
-                        fixed[i] = Some((given(a), FixReason::Callee(*callee)));
-                    }
-                }
-            }
+            Opcode::AsyncStart => self.async_start_fixes(id, ctx, target, &mut fixed)?,
             Opcode::Bitcast => {
                 // An input bitcast is a bitcast in the layouts it was
                 // written with (see `bitcast_side`).
@@ -759,74 +576,13 @@ impl<'c> Problem<'c> {
             }
             Opcode::Infeed => {
                 for (i, a) in leaves.iter().enumerate() {
-                    fixed[i] = Some((given(a), FixReason::Infeed));
+                    fixed[i] = Some((given(target, a), FixReason::Infeed));
                 }
             }
             _ => {
                 let needs = needs_cache[id.index()]
                     .get_or_insert_with(|| policy::inst_needs(target, comp, id));
-                for (i, l) in needs.result_leaves.iter().enumerate() {
-                    if let (Some(l), Some(slot), Some(a)) = (l, fixed.get_mut(i), leaves.get(i)) {
-                        *slot = Some((
-                            crate::tiling::device_layout(target, a, l),
-                            FixReason::CustomCall,
-                        ));
-                    }
-                }
-                // An op that keeps its layout, whose same-rank operands the
-                // target needs in one layout, produces that layout itself
-                // (XLA CPU: every operand row-major makes elementwise
-                // results row-major).
-                if target.keeps_layout(inst.opcode)
-                    && let Some(a) = leaves.first()
-                {
-                    let forced = needs.operand_needs().find_map(|(i, n, src)| match n {
-                        Need::Exact(l)
-                            if inst
-                                .operands()
-                                .get(i)
-                                .and_then(|&o| comp.inst(o).shape.as_array())
-                                .is_some_and(|x| x.rank() == a.rank()) =>
-                        {
-                            Some((l.clone(), src))
-                        }
-                        _ => None,
-                    });
-                    if let (Some((l, src)), Some(slot)) = (forced, fixed.first_mut())
-                        && slot.is_none()
-                        && a.rank() > 0
-                    {
-                        *slot = Some((l, FixReason::OperandNeed(src)));
-                    }
-                }
-                // A result needed with given most minor dimensions (a TPU
-                // convolution's feature dimension) takes the layout that
-                // stores it with the least padding among those: a result is
-                // produced in its layout, no copy can serve it.
-                let result_need = match &needs.result {
-                    Some((Need::Exact(l), source)) => Some((l, source)),
-                    Some((Need::Minor(m), source)) => Some((&m.preferred, source)),
-                    _ => None,
-                };
-                if let Some((l, source)) = result_need {
-                    let reason = match *source {
-                        NeedSource::TargetRule(rule) => FixReason::TargetRule(rule),
-                        NeedSource::CustomCall
-                        | NeedSource::LayoutConstraint
-                        | NeedSource::TargetDefault
-                        | NeedSource::Outfeed => FixReason::CustomCall,
-                    };
-                    for (i, a) in leaves.iter().enumerate() {
-                        if fixed[i].is_none() && a.rank() == l.minor_to_major.len() {
-                            let layout = if i == 0 {
-                                l.clone()
-                            } else {
-                                policy::default_layout(target, a)
-                            };
-                            fixed[i] = Some((layout, reason));
-                        }
-                    }
-                }
+                needed_fixes(comp, id, target, needs, &mut fixed);
             }
         }
         let mut values = SmallVec::new();
@@ -852,6 +608,232 @@ impl<'c> Problem<'c> {
             }
         }
         self.leaf_values[id.index()] = values;
+        Ok(())
+    }
+
+    /// The values `id` hands on when it forwards its operands' buffers (a
+    /// tuple, a get-tuple-element, async-done, ...), or `None` when it
+    /// defines values of its own.
+    fn forwarded(&self, id: InstId) -> Result<Option<SmallVec<[ValueId; 1]>>, ProblemError> {
+        let comp = self.comp;
+        let inst = comp.inst(id);
+        let operand_leaves = |i: usize| -> SmallVec<[ValueId; 1]> {
+            inst.operands()
+                .get(i)
+                .and_then(|o| self.leaf_values.get(o.index()))
+                .cloned()
+                .unwrap_or_default()
+        };
+        Ok(match inst.opcode {
+            Opcode::Tuple => Some(
+                (0..inst.operands().len())
+                    .flat_map(operand_leaves)
+                    .collect(),
+            ),
+            Opcode::GetTupleElement => {
+                let k = inst
+                    .attrs
+                    .int(KnownAttr::Index)
+                    .and_then(|k| usize::try_from(k).ok());
+                let operand = inst.operands().first().map(|&o| &comp.inst(o).shape);
+                match (k, operand) {
+                    (Some(k), Some(s)) => {
+                        let range = element_leaf_range(s, k).ok_or_else(|| {
+                            self.mismatch(id, format!("tuple index {k} is out of range"))
+                        })?;
+                        let all = operand_leaves(0);
+                        Some(all.get(range).map(SmallVec::from_slice).unwrap_or_default())
+                    }
+                    _ => {
+                        return Err(self
+                            .mismatch(id, "get-tuple-element needs an index and a tuple operand"));
+                    }
+                }
+            }
+            // async-done returns element 1 of the async-start tuple: the
+            // wrapped computation's result.
+            Opcode::AsyncDone => {
+                let operand = inst.operands().first().map(|&o| &comp.inst(o).shape);
+                let range = operand.and_then(|s| element_leaf_range(s, 1));
+                let Some(range) = range else {
+                    return Err(self.mismatch(id, "async-done needs an async-start tuple operand"));
+                };
+                Some(
+                    operand_leaves(0)
+                        .get(range)
+                        .map(SmallVec::from_slice)
+                        .unwrap_or_default(),
+                )
+            }
+            // The others return their (first) operand as it is.
+            op if op.forwards_buffers() => Some(operand_leaves(0)),
+            _ => None,
+        })
+    }
+
+    /// The fixed layouts of parameter `id`'s leaves: the computation
+    /// layout's, where it sets them. AUTO entry leaves are noted (and those
+    /// stored in a storage tiling added to `storage_leaves`); one aliased
+    /// with a set result leaf takes that leaf's layout.
+    fn parameter_fixes(
+        &mut self,
+        id: InstId,
+        ctx: &Context,
+        target: &TargetSpec,
+        fixed: &mut Fixes,
+        storage_leaves: &mut SmallVec<[usize; 1]>,
+    ) -> Result<(), ProblemError> {
+        let inst = self.comp.inst(id);
+        let n = inst.parameter_number().unwrap_or(0) as usize;
+        let Some((params, _)) = &ctx.params else {
+            return Ok(());
+        };
+        let Some(param) = params.get(n) else {
+            return Err(self.mismatch(
+                id,
+                format!("parameter {n} is not in the computation layout"),
+            ));
+        };
+        let given_leaves = param.array_leaves();
+        if given_leaves.len() != fixed.len() {
+            return Err(self.mismatch(
+                id,
+                "the parameter's shape differs from the computation layout",
+            ));
+        }
+        for (i, g) in given_leaves.iter().enumerate() {
+            match &g.layout {
+                Some(l) if ctx.is_entry => {
+                    fixed[i] = Some((
+                        entry_parameter_layout(target, g, l),
+                        FixReason::EntryParameter,
+                    ));
+                }
+                Some(l) => {
+                    let why = if ctx.is_entry {
+                        FixReason::EntryParameter
+                    } else {
+                        FixReason::Boundary
+                    };
+                    fixed[i] = Some((l.clone(), why));
+                }
+                // A scalar has one layout: not AUTO, whatever the text says.
+                None if ctx.is_entry && g.rank() > 0 => {
+                    self.auto_params.push((n as u32, i as u32));
+                    if crate::tiling::has_storage_tiles(target, g) {
+                        storage_leaves.push(i);
+                    }
+                    // An AUTO parameter aliased with a set result
+                    // leaf takes that leaf's layout (XLA resets
+                    // the side the user did not set).
+                    if let Some(l) = aliased_result_layout(ctx, n, param, i) {
+                        fixed[i] = Some((entry_device_layout(target, g, &l), FixReason::Alias));
+                    }
+                }
+                None => {}
+            }
+        }
+        Ok(())
+    }
+
+    /// The fixed layouts of the results of call-like `id` (while, call,
+    /// conditional, fusion): its callee's result layouts, unless the
+    /// callee's layouts are the caller's to prefer (then `relate` prices
+    /// leaving the callee's choice).
+    fn call_fixes(
+        &mut self,
+        id: InstId,
+        ctx: &Context,
+        target: &TargetSpec,
+        fixed: &mut Fixes,
+    ) -> Result<(), ProblemError> {
+        let comp = self.comp;
+        let inst = comp.inst(id);
+        let callee = match inst.opcode {
+            Opcode::While => inst.attrs.get(KnownAttr::Body),
+            Opcode::Call | Opcode::Fusion => inst
+                .attrs
+                .get(KnownAttr::ToApply)
+                .or(inst.attrs.get(KnownAttr::Calls)),
+            _ => None,
+        };
+        let callees: Vec<CompId> = match (inst.opcode, callee) {
+            (_, Some(AttrValue::Computation(c))) => vec![*c],
+            (Opcode::Conditional, _) => inst.attrs.called_computations().collect(),
+            _ => Vec::new(),
+        };
+        let Some(&first) = callees.first() else {
+            return Ok(());
+        };
+        let sig = ctx.callees.get(&first).ok_or(ProblemError::MissingCallee {
+            computation: comp.name.clone(),
+            instruction: inst.name.clone(),
+            callee: first.0,
+        })?;
+        let result_leaves = sig.result.array_leaves();
+        if result_leaves.len() != fixed.len() {
+            return Err(self.mismatch(
+                id,
+                "the callee's result shape differs from the instruction's",
+            ));
+        }
+        if inst.opcode != Opcode::Conditional && ctx.preferred.binary_search(&first).is_ok() {
+            // The result is free; `relate` prices leaving the
+            // callee's choice.
+            self.preferred_calls.push((id, first));
+        } else {
+            for (i, r) in result_leaves.iter().enumerate() {
+                fixed[i] = Some((given(target, r), FixReason::Callee(first)));
+            }
+        }
+        Ok(())
+    }
+
+    /// The fixed layouts of async-start `id`'s tuple, which holds
+    /// (operands, result, context): the operands as the wrapped computation
+    /// takes them, and its result as it returns it. The operands themselves
+    /// are related to the parameters like a call's.
+    fn async_start_fixes(
+        &mut self,
+        id: InstId,
+        ctx: &Context,
+        target: &TargetSpec,
+        fixed: &mut Fixes,
+    ) -> Result<(), ProblemError> {
+        let comp = self.comp;
+        let inst = comp.inst(id);
+        let Some(AttrValue::Computation(callee)) = inst.attrs.get(KnownAttr::Calls) else {
+            return Err(self.mismatch(id, "async-start needs calls="));
+        };
+        let sig = ctx.callees.get(callee).ok_or(ProblemError::MissingCallee {
+            computation: comp.name.clone(),
+            instruction: inst.name.clone(),
+            callee: callee.0,
+        })?;
+        let params: Vec<&ArrayShape> = sig.params.iter().flat_map(Shape::array_leaves).collect();
+        let result = sig.result.array_leaves();
+        let (Some(r0), Some(r1)) = (
+            element_leaf_range(&inst.shape, 0),
+            element_leaf_range(&inst.shape, 1),
+        ) else {
+            return Err(self.mismatch(
+                id,
+                "async-start's shape is not an (operands, result, ...) tuple",
+            ));
+        };
+        if r0.len() != params.len() || r1.len() != result.len() {
+            return Err(self.mismatch(
+                id,
+                "async-start's shape does not match the wrapped computation",
+            ));
+        }
+        if ctx.preferred.binary_search(callee).is_ok() {
+            self.preferred_calls.push((id, *callee));
+        } else {
+            for (i, a) in r0.zip(&params).chain(r1.zip(&result)) {
+                fixed[i] = Some((given(target, a), FixReason::Callee(*callee)));
+            }
+        }
         Ok(())
     }
 
@@ -893,29 +875,7 @@ impl<'c> Problem<'c> {
         // their real uses; parameters read nothing.
         if op.forwards_buffers() || matches!(op, Opcode::Parameter | Opcode::Bitcast) {
             if op == Opcode::Bitcast {
-                // An existing bitcast is only valid in the layouts it was
-                // written with: its operand must stay as it is.
-                if let Some(&o) = inst.operands().first() {
-                    let leaves = self.leaf_values[o.index()].clone();
-                    let shapes = comp.inst(o).shape.array_leaves();
-                    let result = inst.shape.as_array();
-                    for (leaf, (&v, a)) in leaves.iter().zip(shapes).enumerate() {
-                        let layout = bitcast_side(target, a, result);
-                        let key = self.table.key(&layout);
-                        self.values[v as usize].represent(&self.table, key);
-                        let site = Site::Operand {
-                            user: id,
-                            operand: 0,
-                            leaf: leaf as u32,
-                        };
-                        self.need(
-                            v,
-                            &Need::Exact(layout),
-                            site,
-                            RelationSource::Need(NeedSource::LayoutConstraint),
-                        );
-                    }
-                }
+                self.relate_existing_bitcast(id, target);
             }
             return Ok(());
         }
@@ -923,69 +883,12 @@ impl<'c> Problem<'c> {
         let out = out_values.first().copied();
 
         // Calls: operands must arrive in the callee's parameter layouts.
-        let call_targets: Vec<(usize, CompId)> = match op {
-            Opcode::While => match inst.attrs.get(KnownAttr::Body) {
-                Some(AttrValue::Computation(c)) => vec![(0, *c)],
-                _ => vec![],
-            },
-            Opcode::Call | Opcode::Fusion | Opcode::AsyncStart => {
-                match inst
-                    .attrs
-                    .get(KnownAttr::ToApply)
-                    .or(inst.attrs.get(KnownAttr::Calls))
-                {
-                    Some(AttrValue::Computation(c)) => {
-                        (0..inst.operands().len()).map(|i| (i, *c)).collect()
-                    }
-                    _ => vec![],
-                }
-            }
-            Opcode::Conditional => inst
-                .attrs
-                .called_computations()
-                .enumerate()
-                .map(|(j, c)| (j + 1, c))
-                .collect(),
-            _ => vec![],
-        };
+        let call_targets = call_targets(inst);
         if !call_targets.is_empty() {
             if let Some(&(_, callee)) = self.preferred_calls.iter().find(|(i, _)| *i == id) {
                 self.relate_preferred(id, callee, ctx, target);
-                return Ok(());
-            }
-            for (operand, callee) in call_targets {
-                let Some(sig) = ctx.callees.get(&callee) else {
-                    continue;
-                };
-                let param_index = match op {
-                    Opcode::Call | Opcode::Fusion | Opcode::AsyncStart => operand,
-                    _ => 0,
-                };
-                let Some(param) = sig.params.get(param_index) else {
-                    continue;
-                };
-                let Some(&o) = inst.operands().get(operand) else {
-                    continue;
-                };
-                let leaves = self.leaf_values[o.index()].clone();
-                let params = param.array_leaves();
-                let source = if op == Opcode::While {
-                    RelationSource::LoopState { body: callee }
-                } else {
-                    RelationSource::CalleeParameter { callee }
-                };
-                for (leaf, (&v, p)) in leaves.iter().zip(params).enumerate() {
-                    let layout = p
-                        .layout
-                        .clone()
-                        .unwrap_or_else(|| policy::default_layout(target, p));
-                    let site = Site::Operand {
-                        user: id,
-                        operand: operand as u32,
-                        leaf: leaf as u32,
-                    };
-                    self.need(v, &Need::Exact(layout), site, source);
-                }
+            } else {
+                self.relate_call_operands(id, &call_targets, ctx, target);
             }
             return Ok(());
         }
@@ -1013,55 +916,7 @@ impl<'c> Problem<'c> {
                 RelationSource::Need(*source),
             );
         }
-        // An output aliased to an operand shares its buffer, so the
-        // operand is read in the output's layout.
-        if let Some(AttrValue::Aliasing(aliases)) =
-            inst.attrs.get(KnownAttr::OutputToOperandAliasing)
-        {
-            for alias in aliases {
-                let Some(&o) = usize::try_from(alias.operand)
-                    .ok()
-                    .and_then(|i| inst.operands().get(i))
-                else {
-                    continue;
-                };
-                let (Some(out_range), Some(in_range)) = (
-                    leaf_range_at(&inst.shape, &alias.output_index),
-                    leaf_range_at(&comp.inst(o).shape, &alias.operand_index),
-                ) else {
-                    continue;
-                };
-                if out_range.len() != in_range.len() {
-                    return Err(self.mismatch(
-                        id,
-                        "output_to_operand_aliasing pairs shapes of different structure",
-                    ));
-                }
-                let outs = self.leaf_values[id.index()].clone();
-                let ins = self.leaf_values[o.index()].clone();
-                for (out_leaf, in_leaf) in out_range.zip(in_range) {
-                    let (Some(&out), Some(&v)) = (outs.get(out_leaf), ins.get(in_leaf)) else {
-                        continue;
-                    };
-                    if self.values[out as usize].shape.rank()
-                        == self.values[v as usize].shape.rank()
-                        && v != out
-                    {
-                        let site = Site::Operand {
-                            user: id,
-                            operand: alias.operand as u32,
-                            leaf: in_leaf as u32,
-                        };
-                        self.push(
-                            v,
-                            RelationKind::Same { out },
-                            site,
-                            RelationSource::LayoutPreservingUser { opcode: op },
-                        );
-                    }
-                }
-            }
-        }
+        self.relate_aliasing(id)?;
         let keeps = target.keeps_layout(op);
         for (i, &o) in inst.operands().iter().enumerate() {
             let operand_leaves = self.leaf_values[o.index()].clone();
@@ -1096,57 +951,8 @@ impl<'c> Problem<'c> {
             let out_rank = self.values[partner as usize].shape.rank();
             match op {
                 Opcode::Broadcast => {
-                    let dims: Option<DimVec> = inst
-                        .attrs
-                        .ints(KnownAttr::Dimensions)
-                        .map(|d| d.iter().filter_map(|&x| usize::try_from(x).ok()).collect());
-                    let Some(dims) = dims.filter(|d| d.len() == v_rank) else {
-                        return Err(
-                            self.mismatch(id, "broadcast dimensions do not match the operand rank")
-                        );
-                    };
-                    if v_rank > 0 {
-                        // A need at this use (the last Need relation pushed
-                        // for it) pins the operand's layout.
-                        let pin = match (needs.operand(i), self.relations.last()) {
-                            (Some((Need::Exact(_), _)), Some(r)) if r.v == v && r.site == site => {
-                                match r.kind {
-                                    RelationKind::Need { need_id, .. } => Some(need_id),
-                                    _ => None,
-                                }
-                            }
-                            _ => None,
-                        };
-                        if let Some(pin_id) = pin {
-                            // Offer the result the order that agrees with the
-                            // pin: the operand's dimensions in its order, the
-                            // broadcast dimensions more major.
-                            let pinned = self
-                                .table
-                                .get(self.values[v as usize].key(pin_id))
-                                .minor_to_major
-                                .clone();
-                            let mut m2m: DimVec = pinned.iter().map(|&d| dims[d]).collect();
-                            m2m.extend((0..out_rank).rev().filter(|d| !dims.contains(d)));
-                            let layout = crate::tiling::layout_for(
-                                target,
-                                &self.values[partner as usize].shape,
-                                &m2m,
-                            );
-                            let key = self.table.key(&layout);
-                            self.values[partner as usize].add_candidate(&self.table, key);
-                        }
-                        self.push(
-                            v,
-                            RelationKind::Broadcast {
-                                out: partner,
-                                dims,
-                                pin,
-                            },
-                            site,
-                            RelationSource::Broadcast,
-                        );
-                    }
+                    let pinned = matches!(needs.operand(i), Some((Need::Exact(_), _)));
+                    self.relate_broadcast(id, v, partner, site, pinned, target)?;
                 }
                 Opcode::Transpose => {
                     let dims: Option<DimVec> = inst
@@ -1191,6 +997,205 @@ impl<'c> Problem<'c> {
                 _ => {}
             }
         }
+        Ok(())
+    }
+
+    /// Relates the operand of an existing bitcast `id`: a bitcast is only
+    /// valid in the layouts it was written with, so its operand must stay
+    /// as it is.
+    fn relate_existing_bitcast(&mut self, id: InstId, target: &TargetSpec) {
+        let comp = self.comp;
+        let inst = comp.inst(id);
+        let Some(&o) = inst.operands().first() else {
+            return;
+        };
+        let leaves = self.leaf_values[o.index()].clone();
+        let shapes = comp.inst(o).shape.array_leaves();
+        let result = inst.shape.as_array();
+        for (leaf, (&v, a)) in leaves.iter().zip(shapes).enumerate() {
+            let layout = bitcast_side(target, a, result);
+            let key = self.table.key(&layout);
+            self.values[v as usize].represent(&self.table, key);
+            let site = Site::Operand {
+                user: id,
+                operand: 0,
+                leaf: leaf as u32,
+            };
+            self.need(
+                v,
+                &Need::Exact(layout),
+                site,
+                RelationSource::Need(NeedSource::LayoutConstraint),
+            );
+        }
+    }
+
+    /// Relates the operands of call-like `id` to the parameters of the
+    /// computations it calls (`call_targets`: operand number and callee):
+    /// each operand must arrive in its parameter's layout.
+    fn relate_call_operands(
+        &mut self,
+        id: InstId,
+        call_targets: &[(usize, CompId)],
+        ctx: &Context,
+        target: &TargetSpec,
+    ) {
+        let inst = self.comp.inst(id);
+        let op = inst.opcode;
+        for &(operand, callee) in call_targets {
+            let Some(sig) = ctx.callees.get(&callee) else {
+                continue;
+            };
+            let param_index = match op {
+                Opcode::Call | Opcode::Fusion | Opcode::AsyncStart => operand,
+                _ => 0,
+            };
+            let Some(param) = sig.params.get(param_index) else {
+                continue;
+            };
+            let Some(&o) = inst.operands().get(operand) else {
+                continue;
+            };
+            let leaves = self.leaf_values[o.index()].clone();
+            let params = param.array_leaves();
+            let source = if op == Opcode::While {
+                RelationSource::LoopState { body: callee }
+            } else {
+                RelationSource::CalleeParameter { callee }
+            };
+            for (leaf, (&v, p)) in leaves.iter().zip(params).enumerate() {
+                let layout = p
+                    .layout
+                    .clone()
+                    .unwrap_or_else(|| policy::default_layout(target, p));
+                let site = Site::Operand {
+                    user: id,
+                    operand: operand as u32,
+                    leaf: leaf as u32,
+                };
+                self.need(v, &Need::Exact(layout), site, source);
+            }
+        }
+    }
+
+    /// Relates the operands an output of `id` aliases
+    /// (`output_to_operand_aliasing`): an aliased output shares its
+    /// operand's buffer, so the operand is read in the output's layout.
+    fn relate_aliasing(&mut self, id: InstId) -> Result<(), ProblemError> {
+        let comp = self.comp;
+        let inst = comp.inst(id);
+        let Some(AttrValue::Aliasing(aliases)) = inst.attrs.get(KnownAttr::OutputToOperandAliasing)
+        else {
+            return Ok(());
+        };
+        for alias in aliases {
+            let Some(&o) = usize::try_from(alias.operand)
+                .ok()
+                .and_then(|i| inst.operands().get(i))
+            else {
+                continue;
+            };
+            let (Some(out_range), Some(in_range)) = (
+                leaf_range_at(&inst.shape, &alias.output_index),
+                leaf_range_at(&comp.inst(o).shape, &alias.operand_index),
+            ) else {
+                continue;
+            };
+            if out_range.len() != in_range.len() {
+                return Err(self.mismatch(
+                    id,
+                    "output_to_operand_aliasing pairs shapes of different structure",
+                ));
+            }
+            let outs = self.leaf_values[id.index()].clone();
+            let ins = self.leaf_values[o.index()].clone();
+            for (out_leaf, in_leaf) in out_range.zip(in_range) {
+                let (Some(&out), Some(&v)) = (outs.get(out_leaf), ins.get(in_leaf)) else {
+                    continue;
+                };
+                if self.values[out as usize].shape.rank() == self.values[v as usize].shape.rank()
+                    && v != out
+                {
+                    let site = Site::Operand {
+                        user: id,
+                        operand: alias.operand as u32,
+                        leaf: in_leaf as u32,
+                    };
+                    self.push(
+                        v,
+                        RelationKind::Same { out },
+                        site,
+                        RelationSource::LayoutPreservingUser {
+                            opcode: inst.opcode,
+                        },
+                    );
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Relates broadcast `id`'s operand value `v` (read at `site`) to its
+    /// result value `partner`. `pinned`: the target needs the operand in
+    /// one layout at this use, the last relation pushed for it, which then
+    /// pins it; the result is offered the order that agrees with the pin.
+    fn relate_broadcast(
+        &mut self,
+        id: InstId,
+        v: ValueId,
+        partner: ValueId,
+        site: Site,
+        pinned: bool,
+        target: &TargetSpec,
+    ) -> Result<(), ProblemError> {
+        let inst = self.comp.inst(id);
+        let v_rank = self.values[v as usize].shape.rank();
+        let out_rank = self.values[partner as usize].shape.rank();
+        let dims: Option<DimVec> = inst
+            .attrs
+            .ints(KnownAttr::Dimensions)
+            .map(|d| d.iter().filter_map(|&x| usize::try_from(x).ok()).collect());
+        let Some(dims) = dims.filter(|d| d.len() == v_rank) else {
+            return Err(self.mismatch(id, "broadcast dimensions do not match the operand rank"));
+        };
+        if v_rank == 0 {
+            return Ok(());
+        }
+        // A need at this use (the last Need relation pushed for it) pins
+        // the operand's layout.
+        let pin = match self.relations.last() {
+            Some(r) if pinned && r.v == v && r.site == site => match r.kind {
+                RelationKind::Need { need_id, .. } => Some(need_id),
+                _ => None,
+            },
+            _ => None,
+        };
+        if let Some(pin_id) = pin {
+            // Offer the result the order that agrees with the pin: the
+            // operand's dimensions in its order, the broadcast dimensions
+            // more major.
+            let pinned = self
+                .table
+                .get(self.values[v as usize].key(pin_id))
+                .minor_to_major
+                .clone();
+            let mut m2m: DimVec = pinned.iter().map(|&d| dims[d]).collect();
+            m2m.extend((0..out_rank).rev().filter(|d| !dims.contains(d)));
+            let layout =
+                crate::tiling::layout_for(target, &self.values[partner as usize].shape, &m2m);
+            let key = self.table.key(&layout);
+            self.values[partner as usize].add_candidate(&self.table, key);
+        }
+        self.push(
+            v,
+            RelationKind::Broadcast {
+                out: partner,
+                dims,
+                pin,
+            },
+            site,
+            RelationSource::Broadcast,
+        );
         Ok(())
     }
 
@@ -1935,6 +1940,123 @@ fn needs_of(
             }
         });
     needs
+}
+
+/// The computations call-like `inst` calls, each with the number of the
+/// operand that becomes its parameter (a conditional's branch operands
+/// after the index; every operand of a call, fusion or async-start; a
+/// loop's init), or none for other ops.
+fn call_targets(inst: &hlo::Instruction) -> Vec<(usize, CompId)> {
+    match inst.opcode {
+        Opcode::While => match inst.attrs.get(KnownAttr::Body) {
+            Some(AttrValue::Computation(c)) => vec![(0, *c)],
+            _ => vec![],
+        },
+        Opcode::Call | Opcode::Fusion | Opcode::AsyncStart => match inst
+            .attrs
+            .get(KnownAttr::ToApply)
+            .or(inst.attrs.get(KnownAttr::Calls))
+        {
+            Some(AttrValue::Computation(c)) => {
+                (0..inst.operands().len()).map(|i| (i, *c)).collect()
+            }
+            _ => vec![],
+        },
+        Opcode::Conditional => inst
+            .attrs
+            .called_computations()
+            .enumerate()
+            .map(|(j, c)| (j + 1, c))
+            .collect(),
+        _ => vec![],
+    }
+}
+
+/// The fixed layout of each leaf of an instruction's result, if any.
+type Fixes = SmallVec<[Option<(Layout, FixReason)>; 1]>;
+
+/// The layout `a` is written with, or the target's default for it.
+fn given(target: &TargetSpec, a: &ArrayShape) -> Layout {
+    a.layout
+        .clone()
+        .unwrap_or_else(|| policy::default_layout(target, a))
+}
+
+/// The fixed layouts of the results of instruction `id` of `comp` that
+/// the target's `needs` set: custom-call results, a result produced in the
+/// layout its same-rank operands are needed in (ops that keep their
+/// layout), and results needed with given most minor dimensions.
+fn needed_fixes(
+    comp: &Computation,
+    id: InstId,
+    target: &TargetSpec,
+    needs: &policy::InstNeeds,
+    fixed: &mut Fixes,
+) {
+    let inst = comp.inst(id);
+    let leaves = inst.shape.array_leaves();
+    for (i, l) in needs.result_leaves.iter().enumerate() {
+        if let (Some(l), Some(slot), Some(a)) = (l, fixed.get_mut(i), leaves.get(i)) {
+            *slot = Some((
+                crate::tiling::device_layout(target, a, l),
+                FixReason::CustomCall,
+            ));
+        }
+    }
+    // An op that keeps its layout, whose same-rank operands the
+    // target needs in one layout, produces that layout itself
+    // (XLA CPU: every operand row-major makes elementwise
+    // results row-major).
+    if target.keeps_layout(inst.opcode)
+        && let Some(a) = leaves.first()
+    {
+        let forced = needs.operand_needs().find_map(|(i, n, src)| match n {
+            Need::Exact(l)
+                if inst
+                    .operands()
+                    .get(i)
+                    .and_then(|&o| comp.inst(o).shape.as_array())
+                    .is_some_and(|x| x.rank() == a.rank()) =>
+            {
+                Some((l.clone(), src))
+            }
+            _ => None,
+        });
+        if let (Some((l, src)), Some(slot)) = (forced, fixed.first_mut())
+            && slot.is_none()
+            && a.rank() > 0
+        {
+            *slot = Some((l, FixReason::OperandNeed(src)));
+        }
+    }
+    // A result needed with given most minor dimensions (a TPU
+    // convolution's feature dimension) takes the layout that
+    // stores it with the least padding among those: a result is
+    // produced in its layout, no copy can serve it.
+    let result_need = match &needs.result {
+        Some((Need::Exact(l), source)) => Some((l, source)),
+        Some((Need::Minor(m), source)) => Some((&m.preferred, source)),
+        _ => None,
+    };
+    if let Some((l, source)) = result_need {
+        let reason = match *source {
+            NeedSource::TargetRule(rule) => FixReason::TargetRule(rule),
+            NeedSource::CustomCall
+            | NeedSource::LayoutConstraint
+            | NeedSource::TargetDefault
+            | NeedSource::Outfeed => FixReason::CustomCall,
+        };
+        for (i, a) in leaves.iter().enumerate() {
+            if fixed[i].is_none() && a.rank() == l.minor_to_major.len() {
+                let layout = if i == 0 {
+                    l.clone()
+                } else {
+                    policy::default_layout(target, a)
+                };
+                fixed[i] = Some((layout, reason));
+            }
+        }
+    }
 }
 
 /// Opcodes whose needs `define` and `relate` never read: forwarding
