@@ -491,144 +491,148 @@ pub fn realize(
             m2m.push(dim);
             exact(m2m)
         }
-        Requirement::ContractingMinor | Requirement::MatrixLayout => {
+        Requirement::ContractingMinor => {
             let groups = dot_groups(inst, comp, role, rank)?;
-            if *req == Requirement::ContractingMinor {
-                // Major to minor: batch, non-contracting, contracting.
-                let major_to_minor: DimVec = groups
-                    .batch
-                    .iter()
-                    .chain(&groups.free)
-                    .chain(&groups.contracting)
-                    .copied()
-                    .collect();
-                exact(major_to_minor.into_iter().rev().collect())
-            } else {
-                let preferred = default_layout(target, a);
-                let batch = groups.batch.clone();
-                let [first, second] = groups.ordered_groups();
-                // The default layout is preferred when it qualifies; otherwise
-                // the canonical (batch, first, second) order. On a tiled
-                // target, the other order of the two groups when it stores
-                // less padding.
-                let need = Need::Matrix(Box::new(MatrixNeed {
-                    batch,
-                    groups: [first.clone(), second.clone()],
-                    preferred: preferred.clone(),
-                }));
-                let mut chosen = if need.accepts_order(&preferred) {
-                    preferred
-                } else {
-                    let major_to_minor: DimVec = groups
-                        .batch
-                        .iter()
-                        .chain(&first)
-                        .chain(&second)
-                        .copied()
-                        .collect();
-                    tiling::layout_for(
-                        target,
-                        a,
-                        &major_to_minor.into_iter().rev().collect::<DimVec>(),
-                    )
-                };
-                if target.tiling.is_some() {
-                    let major_to_minor: DimVec = groups
-                        .batch
-                        .iter()
-                        .chain(&second)
-                        .chain(&first)
-                        .copied()
-                        .collect();
-                    let swapped = tiling::layout_for(
-                        target,
-                        a,
-                        &major_to_minor.into_iter().rev().collect::<DimVec>(),
-                    );
-                    if shape::storage_bytes_in(a, &swapped) < shape::storage_bytes_in(a, &chosen) {
-                        chosen = swapped;
-                    }
-                }
-                Some(Need::Matrix(Box::new(MatrixNeed {
-                    batch: groups.batch,
-                    groups: [first, second],
-                    preferred: chosen,
-                })))
-            }
-        }
-        Requirement::FeatureMostMinor => {
-            let Some(AttrValue::DimLabels(labels)) = inst.attrs.get(KnownAttr::DimLabels) else {
-                return None;
-            };
-            let feature = match role {
-                Role::Operand(0) => labels.input_feature,
-                Role::Operand(1) => labels.kernel_input_feature,
-                Role::Result => labels.output_feature,
-                Role::Operand(_) => return None,
-            };
-            let feature = usize::try_from(feature).ok().filter(|&f| f < rank)?;
-            let preferred = tiling::layout_for(
-                target,
-                a,
-                &tiling::least_padding_order(target, a, tiling::TileUse::Compute, Some(feature)),
-            );
-            Some(Need::Minor(Box::new(MinorNeed {
-                minor: [feature].into_iter().collect(),
-                preferred,
-            })))
-        }
-        Requirement::FeatureMinor | Requirement::SpatialMinor => {
-            let labels = match inst.attrs.get(KnownAttr::DimLabels) {
-                Some(AttrValue::DimLabels(l)) => l,
-                _ => return None,
-            };
-            let feature_minor = *req == Requirement::FeatureMinor;
-            let to_usize = |v: i64| usize::try_from(v).ok();
-            let (major, feature, spatial): (usize, usize, Vec<usize>) = match role {
-                Role::Operand(0) => (
-                    to_usize(labels.input_batch)?,
-                    to_usize(labels.input_feature)?,
-                    labels
-                        .input_spatial
-                        .iter()
-                        .map(|&d| to_usize(d))
-                        .collect::<Option<_>>()?,
-                ),
-                Role::Operand(1) => (
-                    to_usize(labels.kernel_output_feature)?,
-                    to_usize(labels.kernel_input_feature)?,
-                    labels
-                        .kernel_spatial
-                        .iter()
-                        .map(|&d| to_usize(d))
-                        .collect::<Option<_>>()?,
-                ),
-                Role::Result => (
-                    to_usize(labels.output_batch)?,
-                    to_usize(labels.output_feature)?,
-                    labels
-                        .output_spatial
-                        .iter()
-                        .map(|&d| to_usize(d))
-                        .collect::<Option<_>>()?,
-                ),
-                Role::Operand(_) => return None,
-            };
-            let mut major_to_minor: DimVec = DimVec::new();
-            major_to_minor.push(major);
-            if feature_minor {
-                major_to_minor.extend(spatial);
-                major_to_minor.push(feature);
-            } else {
-                major_to_minor.push(feature);
-                major_to_minor.extend(spatial);
-            }
-            if major_to_minor.len() != rank {
-                return None;
-            }
+            // Major to minor: batch, non-contracting, contracting.
+            let major_to_minor: DimVec = groups
+                .batch
+                .iter()
+                .chain(&groups.free)
+                .chain(&groups.contracting)
+                .copied()
+                .collect();
             exact(major_to_minor.into_iter().rev().collect())
         }
+        Requirement::MatrixLayout => {
+            Some(matrix_need(target, a, dot_groups(inst, comp, role, rank)?))
+        }
+        Requirement::FeatureMostMinor => feature_most_minor(target, a, inst, role),
+        Requirement::FeatureMinor | Requirement::SpatialMinor => {
+            let order = convolution_order(inst, role, *req == Requirement::FeatureMinor)?;
+            (order.len() == rank)
+                .then(|| order.into_iter().rev().collect())
+                .and_then(exact)
+        }
     }
+}
+
+/// A dot operand's or result's need as a matrix (`MatrixLayout`): its
+/// dimension groups in either order, preferring the target's default
+/// layout when it qualifies, else the canonical (batch, first, second)
+/// order; on a tiled target, the other order of the two groups when it
+/// stores less padding.
+fn matrix_need(target: &TargetSpec, a: &ArrayShape, groups: DotGroups) -> Need {
+    let preferred = default_layout(target, a);
+    let batch = groups.batch.clone();
+    let [first, second] = groups.ordered_groups();
+    let need = Need::Matrix(Box::new(MatrixNeed {
+        batch,
+        groups: [first.clone(), second.clone()],
+        preferred: preferred.clone(),
+    }));
+    let in_order = |major: &DimVec, minor: &DimVec| {
+        let major_to_minor: DimVec = groups
+            .batch
+            .iter()
+            .chain(major)
+            .chain(minor)
+            .copied()
+            .collect();
+        tiling::layout_for(
+            target,
+            a,
+            &major_to_minor.into_iter().rev().collect::<DimVec>(),
+        )
+    };
+    let mut chosen = if need.accepts_order(&preferred) {
+        preferred
+    } else {
+        in_order(&first, &second)
+    };
+    if target.tiling.is_some() {
+        let swapped = in_order(&second, &first);
+        if shape::storage_bytes_in(a, &swapped) < shape::storage_bytes_in(a, &chosen) {
+            chosen = swapped;
+        }
+    }
+    Need::Matrix(Box::new(MatrixNeed {
+        batch: groups.batch,
+        groups: [first, second],
+        preferred: chosen,
+    }))
+}
+
+/// A convolution operand's or result's need to hold its feature
+/// dimension most minor (`FeatureMostMinor`), in the order that stores it
+/// with the least padding.
+fn feature_most_minor(
+    target: &TargetSpec,
+    a: &ArrayShape,
+    inst: &Instruction,
+    role: Role,
+) -> Option<Need> {
+    let Some(AttrValue::DimLabels(labels)) = inst.attrs.get(KnownAttr::DimLabels) else {
+        return None;
+    };
+    let feature = match role {
+        Role::Operand(0) => labels.input_feature,
+        Role::Operand(1) => labels.kernel_input_feature,
+        Role::Result => labels.output_feature,
+        Role::Operand(_) => return None,
+    };
+    let feature = usize::try_from(feature).ok().filter(|&f| f < a.rank())?;
+    let preferred = tiling::layout_for(
+        target,
+        a,
+        &tiling::least_padding_order(target, a, tiling::TileUse::Compute, Some(feature)),
+    );
+    Some(Need::Minor(Box::new(MinorNeed {
+        minor: [feature].into_iter().collect(),
+        preferred,
+    })))
+}
+
+/// A convolution operand's or result's dimensions, major to minor: batch
+/// (or output feature for the kernel), then the feature and spatial
+/// dimensions, feature last when `feature_minor`, first otherwise.
+fn convolution_order(inst: &Instruction, role: Role, feature_minor: bool) -> Option<DimVec> {
+    let Some(AttrValue::DimLabels(labels)) = inst.attrs.get(KnownAttr::DimLabels) else {
+        return None;
+    };
+    let to_usize = |v: i64| usize::try_from(v).ok();
+    let spatial = |dims: &[i64]| {
+        dims.iter()
+            .map(|&d| to_usize(d))
+            .collect::<Option<Vec<_>>>()
+    };
+    let (major, feature, spatial): (usize, usize, Vec<usize>) = match role {
+        Role::Operand(0) => (
+            to_usize(labels.input_batch)?,
+            to_usize(labels.input_feature)?,
+            spatial(&labels.input_spatial)?,
+        ),
+        Role::Operand(1) => (
+            to_usize(labels.kernel_output_feature)?,
+            to_usize(labels.kernel_input_feature)?,
+            spatial(&labels.kernel_spatial)?,
+        ),
+        Role::Result => (
+            to_usize(labels.output_batch)?,
+            to_usize(labels.output_feature)?,
+            spatial(&labels.output_spatial)?,
+        ),
+        Role::Operand(_) => return None,
+    };
+    let mut major_to_minor: DimVec = DimVec::new();
+    major_to_minor.push(major);
+    if feature_minor {
+        major_to_minor.extend(spatial);
+        major_to_minor.push(feature);
+    } else {
+        major_to_minor.push(feature);
+        major_to_minor.extend(spatial);
+    }
+    Some(major_to_minor)
 }
 
 /// The dimension groups of a dot operand or result.

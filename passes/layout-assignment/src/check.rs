@@ -143,41 +143,7 @@ impl<'a> Checker<'a> {
                 }
                 return;
             }
-            Opcode::Broadcast => {
-                if let (Some(operand), Some(out)) = (
-                    self.operand_array(id, 0).filter(|a| a.rank() > 0),
-                    inst.shape.as_array(),
-                ) {
-                    let dims: Vec<usize> = inst
-                        .attrs
-                        .ints(KnownAttr::Dimensions)
-                        .unwrap_or(&[])
-                        .iter()
-                        .filter_map(|&d| usize::try_from(d).ok())
-                        .collect();
-                    if let Some(out_layout) = &out.layout {
-                        // The order matters here; tiles follow the target's
-                        // policy for the operand's own shape.
-                        let m2m: shape::DimVec = out_layout
-                            .minor_to_major
-                            .iter()
-                            .filter_map(|d| dims.iter().position(|x| x == d))
-                            .collect();
-                        let m2m_ok =
-                            same_order(operand, operand.layout.as_ref(), &Layout::new(&m2m));
-                        if !m2m_ok {
-                            self.report(
-                                Some(id),
-                                format!(
-                                    "broadcast operand {} is not in the order of its result {}",
-                                    show(operand),
-                                    show(out)
-                                ),
-                            );
-                        }
-                    }
-                }
-            }
+            Opcode::Broadcast => self.check_broadcast(id),
             Opcode::While => self.check_while(id),
             Opcode::Call | Opcode::Fusion => self.check_call(id),
             Opcode::Conditional => self.check_conditional(id),
@@ -188,57 +154,7 @@ impl<'a> Checker<'a> {
             None => !op.can_change_layout(),
         };
         if keeps && !matches!(op, Opcode::While | Opcode::Tuple) {
-            let out_leaves = inst.shape.array_leaves();
-            let per_leaf = out_leaves.len() == inst.operands().len() && out_leaves.len() > 1;
-            for (i, _) in inst.operands().iter().enumerate() {
-                let (Some(a), Some(out)) = (
-                    self.operand_array(id, i),
-                    if per_leaf {
-                        out_leaves.get(i).copied()
-                    } else {
-                        out_leaves.first().copied()
-                    },
-                ) else {
-                    continue;
-                };
-                if a.rank() == out.rank() && a.rank() > 0 {
-                    let (Some(la), Some(lo)) = (&a.layout, &out.layout) else {
-                        continue;
-                    };
-                    // Another element width keeps the order, with its own tiles.
-                    let want = match self.target {
-                        Some(t) => crate::tiling::same_layout_for(t, lo, out, a),
-                        None if !crate::tiling::tiled_alike(None, a, out) => {
-                            let mut want = lo.clone();
-                            want.tiles = la.tiles.clone();
-                            want.element_size_in_bits = la.element_size_in_bits;
-                            want
-                        }
-                        None => lo.clone(),
-                    };
-                    // The operand's own tiling of the order, or exactly the
-                    // result's layout (which a given layout may be even
-                    // where the target would not choose it): with elements
-                    // stored in as many bits, the same layout puts every
-                    // element in the same place, whatever the two types
-                    // (`u8` and `pred` under `T(2,2)` on gpu, found by the
-                    // fuzzer, seed 2 case 319412).
-                    let exact = a.element_storage_bits() == out.element_storage_bits()
-                        && same_layout(a, &with(a, lo));
-                    if !exact
-                        && (!same_order(a, Some(la), &want) || !same_layout(a, &with(a, &want)))
-                    {
-                        self.report(
-                            Some(id),
-                            format!(
-                                "{op} keeps its layout, but operand {i} is {} and the result is {}",
-                                show(a),
-                                show(out)
-                            ),
-                        );
-                    }
-                }
-            }
+            self.check_kept_layout(id);
         }
         self.check_tuple_operands(id);
         self.check_aliasing(id);
@@ -283,6 +199,100 @@ impl<'a> Checker<'a> {
                             "operand {i} is {} but the custom call requires {}",
                             show(a),
                             show(want)
+                        ),
+                    );
+                }
+            }
+        }
+    }
+
+    /// A broadcast's operand must be in the order of its result (the
+    /// order matters here; tiles follow the target's policy for the
+    /// operand's own shape).
+    fn check_broadcast(&mut self, id: InstId) {
+        let inst = self.comp.inst(id);
+        let (Some(operand), Some(out)) = (
+            self.operand_array(id, 0).filter(|a| a.rank() > 0),
+            inst.shape.as_array(),
+        ) else {
+            return;
+        };
+        let Some(out_layout) = &out.layout else {
+            return;
+        };
+        let dims: Vec<usize> = inst
+            .attrs
+            .ints(KnownAttr::Dimensions)
+            .unwrap_or(&[])
+            .iter()
+            .filter_map(|&d| usize::try_from(d).ok())
+            .collect();
+        let m2m: shape::DimVec = out_layout
+            .minor_to_major
+            .iter()
+            .filter_map(|d| dims.iter().position(|x| x == d))
+            .collect();
+        if !same_order(operand, operand.layout.as_ref(), &Layout::new(&m2m)) {
+            self.report(
+                Some(id),
+                format!(
+                    "broadcast operand {} is not in the order of its result {}",
+                    show(operand),
+                    show(out)
+                ),
+            );
+        }
+    }
+
+    /// An op that keeps its layout: each same-rank operand is laid out as
+    /// its result (per leaf for collectives on tuples).
+    fn check_kept_layout(&mut self, id: InstId) {
+        let inst = self.comp.inst(id);
+        let op = inst.opcode;
+        let out_leaves = inst.shape.array_leaves();
+        let per_leaf = out_leaves.len() == inst.operands().len() && out_leaves.len() > 1;
+        for (i, _) in inst.operands().iter().enumerate() {
+            let (Some(a), Some(out)) = (
+                self.operand_array(id, i),
+                if per_leaf {
+                    out_leaves.get(i).copied()
+                } else {
+                    out_leaves.first().copied()
+                },
+            ) else {
+                continue;
+            };
+            if a.rank() == out.rank() && a.rank() > 0 {
+                let (Some(la), Some(lo)) = (&a.layout, &out.layout) else {
+                    continue;
+                };
+                // Another element width keeps the order, with its own tiles.
+                let want = match self.target {
+                    Some(t) => crate::tiling::same_layout_for(t, lo, out, a),
+                    None if !crate::tiling::tiled_alike(None, a, out) => {
+                        let mut want = lo.clone();
+                        want.tiles = la.tiles.clone();
+                        want.element_size_in_bits = la.element_size_in_bits;
+                        want
+                    }
+                    None => lo.clone(),
+                };
+                // The operand's own tiling of the order, or exactly the
+                // result's layout (which a given layout may be even
+                // where the target would not choose it): with elements
+                // stored in as many bits, the same layout puts every
+                // element in the same place, whatever the two types
+                // (`u8` and `pred` under `T(2,2)` on gpu, found by the
+                // fuzzer, seed 2 case 319412).
+                let exact = a.element_storage_bits() == out.element_storage_bits()
+                    && same_layout(a, &with(a, lo));
+                if !exact && (!same_order(a, Some(la), &want) || !same_layout(a, &with(a, &want))) {
+                    self.report(
+                        Some(id),
+                        format!(
+                            "{op} keeps its layout, but operand {i} is {} and the result is {}",
+                            show(a),
+                            show(out)
                         ),
                     );
                 }

@@ -563,6 +563,50 @@ impl Model {
         cost
     }
 
+    /// Adds pair `p`'s cost to the program: a variable `t` at least the
+    /// cost of the two values' labels, linearised with one row per label
+    /// of each side (`xs` gives a value's label variables).
+    fn add_pair_rows<'x>(
+        &self,
+        lp: &mut microlp::Problem,
+        p: &Pair,
+        xs: &impl Fn(ValueId) -> &'x Vec<Variable>,
+    ) {
+        let (na, nb) = (
+            self.domains[p.a as usize].len(),
+            self.domains[p.b as usize].len(),
+        );
+        let t = lp.add_var(1.0, (0.0, f64::INFINITY));
+        // For each label j of b: t >= sum_i C[i][j] x[a][i] - M_j (1 - x[b][j]).
+        for j in 0..nb {
+            let big = (0..na).map(|i| p.cost[i * nb + j]).fold(0.0, f64::max);
+            if big <= 0.0 {
+                continue;
+            }
+            let mut row = Terms::default();
+            row.add(t, 1.0);
+            for i in 0..na {
+                row.add(xs(p.a)[i], -p.cost[i * nb + j]);
+            }
+            row.add(xs(p.b)[j], -big);
+            lp.add_constraint(row.expr(), ComparisonOp::Ge, -big);
+        }
+        // And for each label i of a.
+        for i in 0..na {
+            let big = (0..nb).map(|j| p.cost[i * nb + j]).fold(0.0, f64::max);
+            if big <= 0.0 {
+                continue;
+            }
+            let mut row = Terms::default();
+            row.add(t, 1.0);
+            for j in 0..nb {
+                row.add(xs(p.b)[j], -p.cost[i * nb + j]);
+            }
+            row.add(xs(p.a)[i], -big);
+            lp.add_constraint(row.expr(), ComparisonOp::Ge, -big);
+        }
+    }
+
     /// Solves one part as an integer program, from the search's labels.
     fn solve_part(&self, part: &Part, nodes: u64, time: Duration) -> PartOutcome {
         let search = self.part_cost(part, &vec![0; part.values.len()]);
@@ -619,40 +663,7 @@ impl Model {
             }
         }
         for &i in &part.pairs {
-            let p = &self.pairs[i];
-            let (na, nb) = (
-                self.domains[p.a as usize].len(),
-                self.domains[p.b as usize].len(),
-            );
-            let t = lp.add_var(1.0, (0.0, f64::INFINITY));
-            // For each label j of b: t >= sum_i C[i][j] x[a][i] - M_j (1 - x[b][j]).
-            for j in 0..nb {
-                let big = (0..na).map(|i| p.cost[i * nb + j]).fold(0.0, f64::max);
-                if big <= 0.0 {
-                    continue;
-                }
-                let mut row = Terms::default();
-                row.add(t, 1.0);
-                for i in 0..na {
-                    row.add(xs(p.a)[i], -p.cost[i * nb + j]);
-                }
-                row.add(xs(p.b)[j], -big);
-                lp.add_constraint(row.expr(), ComparisonOp::Ge, -big);
-            }
-            // And for each label i of a.
-            for i in 0..na {
-                let big = (0..nb).map(|j| p.cost[i * nb + j]).fold(0.0, f64::max);
-                if big <= 0.0 {
-                    continue;
-                }
-                let mut row = Terms::default();
-                row.add(t, 1.0);
-                for j in 0..nb {
-                    row.add(xs(p.b)[j], -p.cost[i * nb + j]);
-                }
-                row.add(xs(p.a)[i], -big);
-                lp.add_constraint(row.expr(), ComparisonOp::Ge, -big);
-            }
+            self.add_pair_rows(&mut lp, &self.pairs[i], &xs);
         }
         let mut options = SolveOptions::default();
         options.node_limit = Some(nodes);

@@ -1798,36 +1798,14 @@ impl<'c> Problem<'c> {
                                     (&values[v].shape, &values[out].shape),
                                     transpose.is_none(),
                                     || {
-                                        let mut keys = SmallVec::new();
-                                        let a = with_layout(&values[v].shape, table.get(k).clone());
-                                        let induced = match transpose {
-                                            Some(dims) => {
-                                                algebra::transpose_output_layout(&a, dims)
-                                            }
-                                            None => algebra::reshape_output_layout(
-                                                &a,
-                                                &values[out].shape,
-                                            ),
-                                        };
-                                        if let Some(l) = induced
-                                            .map(|l| policy_tiled(target, &values[out].shape, l))
-                                        {
-                                            keys.push(table.key(&l));
-                                        }
-                                        // Tiled reshapes: search the orders whose
-                                        // policy tiling keeps the reshape a bitcast.
-                                        if transpose.is_none() && target.tiling.is_some() {
-                                            let out_shape = &values[out].shape;
-                                            let tiling = |o: &[usize]| {
-                                                crate::tiling::layout_for(target, out_shape, o)
-                                            };
-                                            for l in algebra::tiled_reshape_output_layouts(
-                                                &a, out_shape, &tiling,
-                                            ) {
-                                                keys.push(table.key(&l));
-                                            }
-                                        }
-                                        keys
+                                        induced_forward(
+                                            table,
+                                            target,
+                                            &values[v].shape,
+                                            k,
+                                            &values[out].shape,
+                                            transpose.as_ref(),
+                                        )
                                     },
                                 );
                                 for &key in keys.iter() {
@@ -1845,27 +1823,14 @@ impl<'c> Problem<'c> {
                                     (&values[out].shape, &values[v].shape),
                                     transpose.is_none(),
                                     || {
-                                        let a =
-                                            with_layout(&values[out].shape, table.get(k).clone());
-                                        let induced = match transpose {
-                                            Some(dims) => {
-                                                algebra::transpose_operand_layout(&a, dims)
-                                            }
-                                            None => algebra::reshape_operand_layout(
-                                                &values[v].shape,
-                                                &a,
-                                            ),
-                                        };
-                                        induced
-                                            .map(|l| {
-                                                table.key(&policy_tiled(
-                                                    target,
-                                                    &values[v].shape,
-                                                    l,
-                                                ))
-                                            })
-                                            .into_iter()
-                                            .collect()
+                                        induced_backward(
+                                            table,
+                                            target,
+                                            &values[out].shape,
+                                            k,
+                                            &values[v].shape,
+                                            transpose.as_ref(),
+                                        )
                                     },
                                 );
                                 for &key in keys.iter() {
@@ -2091,6 +2056,60 @@ fn induced<'m>(
             .or_insert_with(compute)
             .clone()
     })
+}
+
+/// The layouts of a movement's result (of shape `out_shape`) that its
+/// operand (of shape `operand_shape`) in layout `k` induces: the one the
+/// algebra derives, in the policy's tiling, and on a tiled target, for a
+/// reshape, the orders whose policy tiling keeps it a bitcast.
+fn induced_forward(
+    table: &mut LayoutTable,
+    target: &TargetSpec,
+    operand_shape: &ArrayShape,
+    k: LayoutKey,
+    out_shape: &ArrayShape,
+    transpose: Option<&DimVec>,
+) -> SmallVec<[LayoutKey; 2]> {
+    let mut keys = SmallVec::new();
+    let a = with_layout(operand_shape, table.get(k).clone());
+    let induced = match transpose {
+        Some(dims) => algebra::transpose_output_layout(&a, dims),
+        None => algebra::reshape_output_layout(&a, out_shape),
+    };
+    if let Some(l) = induced.map(|l| policy_tiled(target, out_shape, l)) {
+        keys.push(table.key(&l));
+    }
+    // Tiled reshapes: search the orders whose policy tiling keeps the
+    // reshape a bitcast.
+    if transpose.is_none() && target.tiling.is_some() {
+        let tiling = |o: &[usize]| crate::tiling::layout_for(target, out_shape, o);
+        for l in algebra::tiled_reshape_output_layouts(&a, out_shape, &tiling) {
+            keys.push(table.key(&l));
+        }
+    }
+    keys
+}
+
+/// The layout of a movement's operand (of shape `operand_shape`) that its
+/// result (of shape `out_shape`) in layout `k` induces, in the policy's
+/// tiling.
+fn induced_backward(
+    table: &mut LayoutTable,
+    target: &TargetSpec,
+    out_shape: &ArrayShape,
+    k: LayoutKey,
+    operand_shape: &ArrayShape,
+    transpose: Option<&DimVec>,
+) -> SmallVec<[LayoutKey; 2]> {
+    let a = with_layout(out_shape, table.get(k).clone());
+    let induced = match transpose {
+        Some(dims) => algebra::transpose_operand_layout(&a, dims),
+        None => algebra::reshape_operand_layout(operand_shape, &a),
+    };
+    induced
+        .map(|l| table.key(&policy_tiled(target, operand_shape, l)))
+        .into_iter()
+        .collect()
 }
 
 /// On a tiled target, a derived layout keeps its dimension order but takes

@@ -1160,6 +1160,73 @@ impl Solver<'_, '_> {
                     .collect()
             })
             .collect();
+        let mut joints = self.joints(&components);
+        // One joint per pair of groups and map (a group joined to another
+        // by many equal ops is tried once), the smallest first: the budget
+        // then buys the most joints, and a few joints of huge groups (a
+        // residual stream read by every layer) cannot starve the rest.
+        let size = |j: &Joint| components[j.from as usize].len() + components[j.to as usize].len();
+        let mut seen = rustc_hash::FxHashSet::default();
+        joints.retain(|j| seen.insert((j.from, j.to, j.map.clone(), j.adds_major)));
+        joints.sort_by_key(size);
+        let mut scratch = Scratch::default();
+        let mut applied = 0;
+        let mut budget = JOINT_MOVE_BUDGET.max(JOINT_MOVES_PER_VALUE * self.p.values.len());
+        'sweeps: for _ in 0..MAX_SWEEPS {
+            let mut improved = false;
+            for joint in &joints {
+                let (g1, g2) = (
+                    &components[joint.from as usize],
+                    &components[joint.to as usize],
+                );
+                if self.local_cost(g1, &mut scratch) < 0.5 {
+                    continue;
+                }
+                for (key, origin) in self.group_candidates(g1) {
+                    let Some(left) = budget.checked_sub(g1.len() + g2.len()) else {
+                        break 'sweeps;
+                    };
+                    budget = left;
+                    let from_order = self.p.table.get(key).minor_to_major.clone();
+                    let to_shape = &self.p.values[joint.to_value as usize].shape;
+                    let mut m2m: shape::DimVec = from_order
+                        .iter()
+                        .filter_map(|&d| joint.map.get(d).copied().flatten())
+                        .collect();
+                    if joint.adds_major {
+                        m2m.extend(
+                            (0..to_shape.rank())
+                                .rev()
+                                .filter(|&d| !joint.map.contains(&Some(d))),
+                        );
+                    }
+                    if m2m.len() != to_shape.rank() {
+                        continue;
+                    }
+                    let to_layout = crate::tiling::layout_for(self.target, to_shape, &m2m);
+                    let to_key = self.p.table.key(&to_layout);
+                    if self.try_joint_move(
+                        &[(g1, key, origin), (g2, to_key, joint.to_value)],
+                        &mut scratch,
+                    ) {
+                        applied += 1;
+                        improved = true;
+                        break;
+                    }
+                }
+            }
+            if !improved {
+                break;
+            }
+        }
+        applied
+    }
+
+    /// The joints between groups of free values (`components`) that
+    /// [`Solver::joint_moves`] tries: across broadcasts and transposes,
+    /// and reduces that may re-tile, between groups of at most
+    /// `MAX_JOINT_MOVE` values.
+    fn joints(&self, components: &[Vec<ValueId>]) -> Vec<Joint> {
         let mut group_of = vec![u32::MAX; self.p.values.len()];
         for (g, members) in components.iter().enumerate() {
             for &m in members {
@@ -1259,65 +1326,7 @@ impl Solver<'_, '_> {
                 adds_major: true,
             });
         }
-        // One joint per pair of groups and map (a group joined to another
-        // by many equal ops is tried once), the smallest first: the budget
-        // then buys the most joints, and a few joints of huge groups (a
-        // residual stream read by every layer) cannot starve the rest.
-        let size = |j: &Joint| components[j.from as usize].len() + components[j.to as usize].len();
-        let mut seen = rustc_hash::FxHashSet::default();
-        joints.retain(|j| seen.insert((j.from, j.to, j.map.clone(), j.adds_major)));
-        joints.sort_by_key(size);
-        let mut scratch = Scratch::default();
-        let mut applied = 0;
-        let mut budget = JOINT_MOVE_BUDGET.max(JOINT_MOVES_PER_VALUE * self.p.values.len());
-        'sweeps: for _ in 0..MAX_SWEEPS {
-            let mut improved = false;
-            for joint in &joints {
-                let (g1, g2) = (
-                    &components[joint.from as usize],
-                    &components[joint.to as usize],
-                );
-                if self.local_cost(g1, &mut scratch) < 0.5 {
-                    continue;
-                }
-                for (key, origin) in self.group_candidates(g1) {
-                    let Some(left) = budget.checked_sub(g1.len() + g2.len()) else {
-                        break 'sweeps;
-                    };
-                    budget = left;
-                    let from_order = self.p.table.get(key).minor_to_major.clone();
-                    let to_shape = &self.p.values[joint.to_value as usize].shape;
-                    let mut m2m: shape::DimVec = from_order
-                        .iter()
-                        .filter_map(|&d| joint.map.get(d).copied().flatten())
-                        .collect();
-                    if joint.adds_major {
-                        m2m.extend(
-                            (0..to_shape.rank())
-                                .rev()
-                                .filter(|&d| !joint.map.contains(&Some(d))),
-                        );
-                    }
-                    if m2m.len() != to_shape.rank() {
-                        continue;
-                    }
-                    let to_layout = crate::tiling::layout_for(self.target, to_shape, &m2m);
-                    let to_key = self.p.table.key(&to_layout);
-                    if self.try_joint_move(
-                        &[(g1, key, origin), (g2, to_key, joint.to_value)],
-                        &mut scratch,
-                    ) {
-                        applied += 1;
-                        improved = true;
-                        break;
-                    }
-                }
-            }
-            if !improved {
-                break;
-            }
-        }
-        applied
+        joints
     }
 
     /// Relabels several groups at once, each to its own layout (as

@@ -152,14 +152,10 @@ fn working_element_size(target: &TargetSpec, a: &ArrayShape) -> Option<i64> {
     Some(target::tiling::layout_for(target, a, &descending).element_size_in_bits)
 }
 
-/// Phase 3 on one computation.
-pub fn expand_copies(
-    comp: &mut Computation,
-    target: &TargetSpec,
-) -> Result<Vec<Rewrite>, RelayoutError> {
-    let cname = comp.name.clone();
-    let copies: Vec<(InstId, InstId, ArrayShape, ArrayShape)> = comp
-        .instructions()
+/// The copies of `comp` between two tilings of the same dimensions, each
+/// with its operand and both shapes as laid out.
+fn retiling_copies(comp: &Computation) -> Vec<(InstId, InstId, ArrayShape, ArrayShape)> {
+    comp.instructions()
         .filter(|(_, i)| i.opcode == Opcode::Copy)
         .filter_map(|(id, i)| {
             let &[o] = i.operands() else { return None };
@@ -167,7 +163,35 @@ pub fn expand_copies(
             let to = laid_out(i.shape.as_array()?);
             (from.dims == to.dims && changes_tiling(&from, &to)).then_some((id, o, from, to))
         })
-        .collect();
+        .collect()
+}
+
+/// Adds, unscheduled, a zero scalar of type `t` for the pads of the
+/// expansion of copy `copy_name`.
+fn add_zero(
+    comp: &mut Computation,
+    names: &mut FreshNames,
+    t: PrimitiveType,
+    copy_name: &str,
+) -> Result<InstId, RelayoutError> {
+    // Instruction names are unique across the module, and computations
+    // are rewritten independently, so the name derives from the copy's
+    // (unique) one.
+    let name = names.fresh(&format!("{copy_name}.zero"));
+    let scalar = ArrayShape::with_layout(t, &[], Layout::new(&[]));
+    let mut inst = Instruction::new(name, Opcode::Constant, Shape::Array(scalar));
+    inst.payload = Payload::Constant(zero_literal(t).into());
+    let cname = comp.name.clone();
+    comp.add_unscheduled(inst, &[]).map_err(edit(&cname))
+}
+
+/// Phase 3 on one computation.
+pub fn expand_copies(
+    comp: &mut Computation,
+    target: &TargetSpec,
+) -> Result<Vec<Rewrite>, RelayoutError> {
+    let cname = comp.name.clone();
+    let copies = retiling_copies(comp);
     if copies.is_empty() {
         return Ok(Vec::new());
     }
@@ -212,15 +236,7 @@ pub fn expand_copies(
                 let zero = match zeros.get(&t) {
                     Some(&z) => z,
                     None => {
-                        // Instruction names are unique across the module,
-                        // and computations are rewritten independently, so
-                        // the name derives from the copy's (unique) one.
-                        let name = names.fresh(&format!("{copy_name}.zero"));
-                        let scalar = ArrayShape::with_layout(t, &[], Layout::new(&[]));
-                        let mut inst =
-                            Instruction::new(name, Opcode::Constant, Shape::Array(scalar));
-                        inst.payload = Payload::Constant(zero_literal(t).into());
-                        let z = comp.add_unscheduled(inst, &[]).map_err(edit(&cname))?;
+                        let z = add_zero(comp, &mut names, t, &copy_name)?;
                         placement.before.entry(c).or_default().push(z);
                         zeros.insert(t, z);
                         z
