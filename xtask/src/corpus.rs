@@ -266,6 +266,19 @@ fn read_meta(dir: &Path) -> Option<serde_json::Value> {
 }
 
 /// Runs the command.
+/// The corpus's module folders (those with a `before_layout.hlo`), in
+/// name order.
+fn module_dirs(corpus: &Path) -> anyhow::Result<Vec<PathBuf>> {
+    let mut dirs: Vec<PathBuf> = std::fs::read_dir(corpus)
+        .with_context(|| format!("cannot read the corpus at {}", corpus.display()))?
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.join("before_layout.hlo").exists())
+        .collect();
+    dirs.sort();
+    Ok(dirs)
+}
+
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     if cfg!(debug_assertions) {
         return crate::rerun_release("corpus", &std::env::args().skip(2).collect::<Vec<_>>());
@@ -275,13 +288,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         .corpus
         .clone()
         .unwrap_or_else(|| root.join("../shared/corpus/xla-cpu"));
-    let mut dirs: Vec<PathBuf> = std::fs::read_dir(&corpus)
-        .with_context(|| format!("cannot read the corpus at {}", corpus.display()))?
-        .flatten()
-        .map(|e| e.path())
-        .filter(|p| p.join("before_layout.hlo").exists())
-        .collect();
-    dirs.sort();
+    let dirs = module_dirs(&corpus)?;
     let cpu = target::load_builtin("cpu").map_err(|e| anyhow::anyhow!("{e}"))?;
     let gpu = target::load_builtin("gpu").map_err(|e| anyhow::anyhow!("{e}"))?;
     let tpu = target::load_builtin("tpu").map_err(|e| anyhow::anyhow!("{e}"))?;

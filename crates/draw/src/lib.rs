@@ -141,15 +141,9 @@ struct Node {
     y: f64,
 }
 
-/// A hand-written SVG of computation `id`. An id not in the module gives
-/// an empty picture.
-pub fn to_svg(module: &Module, id: CompId) -> String {
-    let Some(comp) = module.computations.get(id.index()) else {
-        return "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"10\" height=\"10\"/>\n"
-            .to_string();
-    };
-    let (ids, note) = drawn(comp);
-    let index: FxHashMap<InstId, usize> = ids.iter().enumerate().map(|(i, &id)| (id, i)).collect();
+/// The layer of each drawn instruction (`ids`, at their `index`): one
+/// below the deepest drawn operand, then as late as possible.
+fn layers(comp: &Computation, ids: &[InstId], index: &FxHashMap<InstId, usize>) -> Vec<usize> {
     // Layers: one below the deepest drawn operand, in a topological order.
     let topo: Vec<InstId> = comp
         .topological_order()
@@ -183,22 +177,17 @@ pub fn to_svg(module: &Module, id: CompId) -> String {
             layer[i] = layer[i].max(l.saturating_sub(1));
         }
     }
-    let mut nodes: Vec<Node> = ids
-        .iter()
-        .enumerate()
-        .map(|(i, &n)| {
-            let inst = comp.inst(n);
-            let chars = (inst.name.len() + 1).max(inst.opcode_name().len()).max(6);
-            Node {
-                id: n,
-                layer: layer[i],
-                width: chars as f64 * CHAR_W + 16.0,
-                x: 0.0,
-                y: 0.0,
-            }
-        })
-        .collect();
-    let layers = layer.iter().max().map_or(0, |m| m + 1);
+    layer
+}
+
+/// Places the nodes, `layers` rows of them, and returns the picture's
+/// width.
+fn place(
+    comp: &Computation,
+    nodes: &mut [Node],
+    index: &FxHashMap<InstId, usize>,
+    layers: usize,
+) -> f64 {
     let mut rows: Vec<Vec<usize>> = vec![Vec::new(); layers];
     for (i, node) in nodes.iter().enumerate() {
         rows[node.layer].push(i);
@@ -245,6 +234,36 @@ pub fn to_svg(module: &Module, id: CompId) -> String {
             nodes[i].x += shift;
         }
     }
+    width
+}
+
+/// A hand-written SVG of computation `id`. An id not in the module gives
+/// an empty picture.
+pub fn to_svg(module: &Module, id: CompId) -> String {
+    let Some(comp) = module.computations.get(id.index()) else {
+        return "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"10\" height=\"10\"/>\n"
+            .to_string();
+    };
+    let (ids, note) = drawn(comp);
+    let index: FxHashMap<InstId, usize> = ids.iter().enumerate().map(|(i, &id)| (id, i)).collect();
+    let layer = layers(comp, &ids, &index);
+    let mut nodes: Vec<Node> = ids
+        .iter()
+        .enumerate()
+        .map(|(i, &n)| {
+            let inst = comp.inst(n);
+            let chars = (inst.name.len() + 1).max(inst.opcode_name().len()).max(6);
+            Node {
+                id: n,
+                layer: layer[i],
+                width: chars as f64 * CHAR_W + 16.0,
+                x: 0.0,
+                y: 0.0,
+            }
+        })
+        .collect();
+    let layers = layer.iter().max().map_or(0, |m| m + 1);
+    let width = place(comp, &mut nodes, &index, layers);
     let height = TOP + layers as f64 * LAYER_H + MARGIN;
 
     let mut out = String::new();
