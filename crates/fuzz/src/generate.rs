@@ -257,6 +257,75 @@ impl Builder<'_> {
         inner
     }
 
+    /// A reduce of one dimension of `v`.
+    fn reduce_step(&mut self, v: &Val) {
+        let rank = v.dims.len();
+        let d = self.rng.below(rank);
+        let mut dims = v.dims.clone();
+        dims.remove(d);
+        let red = self.reducer(v.ty);
+        let t = TYPES[v.ty].0;
+        let init = self.fresh("init");
+        let zero = match TYPES[v.ty].1 {
+            Kind::Pred => "false",
+            _ => "0",
+        };
+        let _ = writeln!(self.body, "  %{init} = {t}[] constant({zero})");
+        self.emit(
+            v.ty,
+            dims,
+            &format!(
+                "reduce(%{}, %{init}), dimensions={{{d}}}, to_apply=%{red}",
+                v.name
+            ),
+        );
+    }
+
+    /// A slice of one dimension of `v`.
+    fn slice_step(&mut self, v: &Val) {
+        let rank = v.dims.len();
+        let d = self.rng.below(rank);
+        let start = self.rng.below(v.dims[d] as usize) as i64;
+        let mut dims = v.dims.clone();
+        dims[d] -= start;
+        let spec: Vec<String> = v
+            .dims
+            .iter()
+            .enumerate()
+            .map(|(i, &n)| {
+                if i == d {
+                    format!("[{start}:{n}]")
+                } else {
+                    format!("[0:{n}]")
+                }
+            })
+            .collect();
+        self.emit(
+            v.ty,
+            dims,
+            &format!("slice(%{}), slice={{{}}}", v.name, spec.join(", ")),
+        );
+    }
+
+    /// A bitcast of `v`: sometimes a real one (same layout, merged
+    /// dimensions), sometimes one that changes the size.
+    fn bitcast_step(&mut self, v: &Val) {
+        let n: i64 = v.dims.iter().product();
+        let n = if self.rng.chance(1, 8) { n + 1 } else { n };
+        let name = self.fresh("v");
+        let _ = writeln!(
+            self.body,
+            "  %{name} = {} bitcast(%{})",
+            array(v.ty, &[n]),
+            v.name
+        );
+        self.values.push(Val {
+            name,
+            ty: v.ty,
+            dims: vec![n],
+        });
+    }
+
     /// One random operation on the values so far.
     fn step(&mut self) {
         let v = self.rng.pick(&self.values).clone();
@@ -332,27 +401,7 @@ impl Builder<'_> {
                     &format!("broadcast(%{}), dimensions={{{}}}", v.name, map.join(",")),
                 );
             }
-            6 if rank > 0 => {
-                let d = self.rng.below(rank);
-                let mut dims = v.dims.clone();
-                dims.remove(d);
-                let red = self.reducer(v.ty);
-                let t = TYPES[v.ty].0;
-                let init = self.fresh("init");
-                let zero = match TYPES[v.ty].1 {
-                    Kind::Pred => "false",
-                    _ => "0",
-                };
-                let _ = writeln!(self.body, "  %{init} = {t}[] constant({zero})");
-                self.emit(
-                    v.ty,
-                    dims,
-                    &format!(
-                        "reduce(%{}, %{init}), dimensions={{{d}}}, to_apply=%{red}",
-                        v.name
-                    ),
-                );
-            }
+            6 if rank > 0 => self.reduce_step(&v),
             7 => {
                 let ty = self.rng.below(TYPES.len());
                 self.emit(ty, v.dims.clone(), &format!("convert(%{})", v.name));
@@ -361,29 +410,7 @@ impl Builder<'_> {
                 let ty = v.ty;
                 self.emit(ty, v.dims.clone(), &format!("copy(%{})", v.name));
             }
-            9 if rank > 0 => {
-                let d = self.rng.below(rank);
-                let start = self.rng.below(v.dims[d] as usize) as i64;
-                let mut dims = v.dims.clone();
-                dims[d] -= start;
-                let spec: Vec<String> = v
-                    .dims
-                    .iter()
-                    .enumerate()
-                    .map(|(i, &n)| {
-                        if i == d {
-                            format!("[{start}:{n}]")
-                        } else {
-                            format!("[0:{n}]")
-                        }
-                    })
-                    .collect();
-                self.emit(
-                    v.ty,
-                    dims,
-                    &format!("slice(%{}), slice={{{}}}", v.name, spec.join(", ")),
-                );
-            }
+            9 if rank > 0 => self.slice_step(&v),
             10 if self.levels < 4000 => {
                 // A nest: mostly shallow, sometimes thousands deep.
                 let depth = if self.rng.chance(1, 20) {
@@ -400,24 +427,7 @@ impl Builder<'_> {
                     &format!("call(%{}), to_apply=%{outer}", v.name),
                 );
             }
-            11 if rank > 0 => {
-                // A bitcast: sometimes a real one (same layout, merged
-                // dimensions), sometimes one that changes the size.
-                let n: i64 = v.dims.iter().product();
-                let n = if self.rng.chance(1, 8) { n + 1 } else { n };
-                let name = self.fresh("v");
-                let _ = writeln!(
-                    self.body,
-                    "  %{name} = {} bitcast(%{})",
-                    array(v.ty, &[n]),
-                    v.name
-                );
-                self.values.push(Val {
-                    name,
-                    ty: v.ty,
-                    dims: vec![n],
-                });
-            }
+            11 if rank > 0 => self.bitcast_step(&v),
             _ => {
                 let op = self.unary(v.ty);
                 self.emit(v.ty, v.dims.clone(), &format!("{op}(%{})", v.name));
