@@ -204,13 +204,9 @@ async fn eval(client: &Client, script: &str) -> anyhow::Result<Value> {
     Ok(client.execute(script, vec![]).await?)
 }
 
-async fn checks(
-    client: &Client,
-    base: &str,
-    module: &str,
-    shot: &Path,
-) -> anyhow::Result<Vec<String>> {
-    let mut done = Vec::new();
+/// Loads the explorer, pastes `module`, picks cpu with the semantic
+/// check, and runs it; fails unless the run succeeds.
+async fn load_and_run(client: &Client, base: &str, module: &str) -> anyhow::Result<()> {
     client.goto(&format!("{base}/")).await?;
     wait_until(
         client,
@@ -224,7 +220,6 @@ async fn checks(
         "the targets",
     )
     .await?;
-    done.push("the page loads its script and the targets from the service".to_string());
 
     // Paste the module, pick cpu, ask for the semantic check, and run.
     client
@@ -254,6 +249,81 @@ async fn checks(
     )
     .await?;
     ensure!(state == "done", "the run failed: {status}");
+    Ok(())
+}
+
+/// Clicks the smallest shape a copy produces (every element is drawn up
+/// to 4096 of them) and checks its memory-order picture; what it saw.
+async fn check_picture(client: &Client) -> anyhow::Result<String> {
+    let mut smallest = None;
+    for el in client
+        .find_all(Locator::Css("#output .line.op-copy .shape"))
+        .await?
+    {
+        let text = el.text().await?;
+        let dims = text
+            .split('[')
+            .nth(1)
+            .and_then(|d| d.split(']').next())
+            .unwrap_or("");
+        let n: u64 = dims
+            .split(',')
+            .filter(|d| !d.is_empty())
+            .map(|d| d.parse::<u64>().unwrap_or(u64::MAX))
+            .product();
+        if smallest.as_ref().is_none_or(|(m, _, _)| n < *m) {
+            smallest = Some((n, text, el));
+        }
+    }
+    let (_, shape, shape_el) = smallest.context("no shape on a copy line")?;
+    shape_el.click().await?;
+    wait_until(
+        client,
+        "document.querySelector('#picture svg') && document.body.dataset.picture",
+        "the layout picture",
+    )
+    .await?;
+    let picture = eval(
+        client,
+        "const svg = document.querySelector('#picture svg');
+         return { shape: document.body.dataset.picture,
+                  slots: svg.querySelectorAll('title').length,
+                  first: svg.querySelector('title') ? svg.querySelector('title').textContent : '',
+                  memory: svg.textContent.includes('memory order'),
+                  explain: document.getElementById('explain').textContent };",
+    )
+    .await?;
+    ensure!(
+        picture["shape"] == shape.as_str(),
+        "the picture is of {} instead of {shape}",
+        picture["shape"]
+    );
+    ensure!(
+        picture["slots"].as_u64().unwrap_or(0) > 0 && picture["memory"] == true,
+        "the picture has no elements: {picture}"
+    );
+    ensure!(
+        picture["first"]
+            .as_str()
+            .is_some_and(|t| t.contains("-> slot")),
+        "no linear index in the picture: {picture}"
+    );
+    Ok(format!(
+        "clicking {shape} draws its memory order ({} elements with their linear slots; {})",
+        picture["slots"],
+        picture["explain"].as_str().unwrap_or("")
+    ))
+}
+
+async fn checks(
+    client: &Client,
+    base: &str,
+    module: &str,
+    shot: &Path,
+) -> anyhow::Result<Vec<String>> {
+    let mut done = Vec::new();
+    load_and_run(client, base, module).await?;
+    done.push("the page loads its script and the targets from the service".to_string());
 
     // Copies are highlighted: every copy instruction of the output, and
     // only those, is on a red line.
@@ -319,66 +389,7 @@ async fn checks(
     );
     done.push("the entry computation's graph draws its copies red".to_string());
 
-    // Click the smallest shape a copy produces (every element is drawn up
-    // to 4096 of them): its memory-order picture.
-    let mut smallest = None;
-    for el in client
-        .find_all(Locator::Css("#output .line.op-copy .shape"))
-        .await?
-    {
-        let text = el.text().await?;
-        let dims = text
-            .split('[')
-            .nth(1)
-            .and_then(|d| d.split(']').next())
-            .unwrap_or("");
-        let n: u64 = dims
-            .split(',')
-            .filter(|d| !d.is_empty())
-            .map(|d| d.parse::<u64>().unwrap_or(u64::MAX))
-            .product();
-        if smallest.as_ref().is_none_or(|(m, _, _)| n < *m) {
-            smallest = Some((n, text, el));
-        }
-    }
-    let (_, shape, shape_el) = smallest.context("no shape on a copy line")?;
-    shape_el.click().await?;
-    wait_until(
-        client,
-        "document.querySelector('#picture svg') && document.body.dataset.picture",
-        "the layout picture",
-    )
-    .await?;
-    let picture = eval(
-        client,
-        "const svg = document.querySelector('#picture svg');
-         return { shape: document.body.dataset.picture,
-                  slots: svg.querySelectorAll('title').length,
-                  first: svg.querySelector('title') ? svg.querySelector('title').textContent : '',
-                  memory: svg.textContent.includes('memory order'),
-                  explain: document.getElementById('explain').textContent };",
-    )
-    .await?;
-    ensure!(
-        picture["shape"] == shape.as_str(),
-        "the picture is of {} instead of {shape}",
-        picture["shape"]
-    );
-    ensure!(
-        picture["slots"].as_u64().unwrap_or(0) > 0 && picture["memory"] == true,
-        "the picture has no elements: {picture}"
-    );
-    ensure!(
-        picture["first"]
-            .as_str()
-            .is_some_and(|t| t.contains("-> slot")),
-        "no linear index in the picture: {picture}"
-    );
-    done.push(format!(
-        "clicking {shape} draws its memory order ({} elements with their linear slots; {})",
-        picture["slots"],
-        picture["explain"].as_str().unwrap_or("")
-    ));
+    done.push(check_picture(client).await?);
 
     let png = client.screenshot().await?;
     if let Some(dir) = shot.parent() {

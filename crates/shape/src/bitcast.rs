@@ -1434,6 +1434,67 @@ fn transposed_shape(
     }
 }
 
+/// [`decide`] for shapes with a first tile longer than the rank (a tiled
+/// scalar), which tiles the array seen with unit major dimensions: decided
+/// on those views, which hold every element at the same place.
+fn decide_unit_major(
+    from: &ArrayShape,
+    to: &ArrayShape,
+    kind: BitcastKind,
+    perm: &[usize],
+    periods_only: bool,
+) -> Result<BitcastVerdict, AlgebraError> {
+    let (nf, nt) = (from.unit_major_dims(), to.unit_major_dims());
+    let (from, to) = match kind {
+        BitcastKind::Transpose => {
+            let n = nf.max(nt);
+            let perm: DimVec = (0..n).chain(perm.iter().map(|&d| d + n)).collect();
+            let (from, to) = (from.with_unit_major_dims(n), to.with_unit_major_dims(n));
+            return decide(&from, &to, kind, &perm, periods_only);
+        }
+        _ => (from.with_unit_major_dims(nf), to.with_unit_major_dims(nt)),
+    };
+    // Unequal unit dimensions make a layout change a reshape of the
+    // views; the verdict still names the relation asked about.
+    let asked = kind;
+    let kind = if kind == BitcastKind::LayoutChange && from.dims != to.dims {
+        BitcastKind::Reshape
+    } else {
+        kind
+    };
+    let verdict = decide(&from, &to, kind, perm, periods_only)?;
+    Ok(BitcastVerdict {
+        kind: asked,
+        ..verdict
+    })
+}
+
+/// Where two canonical forms over the same atoms first part: the linear
+/// index of an element and its slots under each form, or `None` when the
+/// first atom that differs shows no witness (which a unique canonical form
+/// rules out; the fallback then decides rather than trust it).
+fn canonical_witness(atoms: &Atoms, ca: &Canon, cb: &Canon) -> Option<(u64, u128, u128)> {
+    let a = (0..atoms.count()).find(|&a| ca.atom(a) != cb.atom(a))?;
+    let (da, db) = (ca.atom(a), cb.atom(a));
+    // The first digit boundary where the forms part is a witness (the
+    // canonical form is unique).
+    let mut cands: SmallVec<[u64; 16]> = SmallVec::new();
+    cands.push(1);
+    cands.extend(
+        da.iter()
+            .chain(db)
+            .flat_map(|d| [d.w, d.w.saturating_mul(d.c)]),
+    );
+    cands.sort_unstable();
+    cands
+        .iter()
+        .filter(|&&x| x < atoms.range(a))
+        .find_map(|&x| {
+            let (fa, fb) = (eval_digits(da, x), eval_digits(db, x));
+            (fa != fb).then(|| (x * atoms.weight(a), fa, fb))
+        })
+}
+
 fn decide(
     from: &ArrayShape,
     to: &ArrayShape,
@@ -1446,28 +1507,7 @@ fn decide(
     // every element at the same place.
     let (nf, nt) = (from.unit_major_dims(), to.unit_major_dims());
     if nf > 0 || nt > 0 {
-        let (from, to) = match kind {
-            BitcastKind::Transpose => {
-                let n = nf.max(nt);
-                let perm: DimVec = (0..n).chain(perm.iter().map(|&d| d + n)).collect();
-                let (from, to) = (from.with_unit_major_dims(n), to.with_unit_major_dims(n));
-                return decide(&from, &to, kind, &perm, periods_only);
-            }
-            _ => (from.with_unit_major_dims(nf), to.with_unit_major_dims(nt)),
-        };
-        // Unequal unit dimensions make a layout change a reshape of the
-        // views; the verdict still names the relation asked about.
-        let asked = kind;
-        let kind = if kind == BitcastKind::LayoutChange && from.dims != to.dims {
-            BitcastKind::Reshape
-        } else {
-            kind
-        };
-        let verdict = decide(&from, &to, kind, perm, periods_only)?;
-        return Ok(BitcastVerdict {
-            kind: asked,
-            ..verdict
-        });
+        return decide_unit_major(from, to, kind, perm, periods_only);
     }
     let lf = checked_layout(from)?;
     let lt = checked_layout(to)?;
@@ -1573,34 +1613,8 @@ fn decide(
             canonical(&st, &atoms, &mut cb),
         ) {
             (Ok(()), Ok(())) => {
-                for a in 0..atoms.count() {
-                    let (da, db) = (ca.atom(a), cb.atom(a));
-                    if da == db {
-                        continue;
-                    }
-                    // The first digit boundary where the forms part is a
-                    // witness (the canonical form is unique).
-                    let mut cands: SmallVec<[u64; 16]> = SmallVec::new();
-                    cands.push(1);
-                    cands.extend(
-                        da.iter()
-                            .chain(db)
-                            .flat_map(|d| [d.w, d.w.saturating_mul(d.c)]),
-                    );
-                    cands.sort_unstable();
-                    for &x in cands.iter().filter(|&&x| x < atoms.range(a)) {
-                        let (fa, fb) = (eval_digits(da, x), eval_digits(db, x));
-                        if fa != fb {
-                            return verdict(
-                                false,
-                                moved(x * atoms.weight(a), fa, fb),
-                                Method::Canonical,
-                            );
-                        }
-                    }
-                    // Unreachable if the canonical form is unique; let the
-                    // fallback decide rather than trust it.
-                    break;
+                if let Some((l, fa, fb)) = canonical_witness(&atoms, &ca, &cb) {
+                    return verdict(false, moved(l, fa, fb), Method::Canonical);
                 }
                 if (0..atoms.count()).all(|a| ca.atom(a) == cb.atom(a)) {
                     return verdict(true, same, Method::Canonical);

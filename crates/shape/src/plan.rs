@@ -446,6 +446,84 @@ fn proven(a: &ArrayShape, b: &ArrayShape) -> bool {
         || physical_view_is_bitcast(a, b).is_ok_and(|v| v.bitcast)
 }
 
+/// The plan between two shapes one of which has unit major dimensions
+/// in its view (`n` of them; a first tile longer than the rank, a tiled
+/// scalar): planned between the views, which hold every element where the
+/// shapes do, with the real ends.
+fn unit_major_plan(from: ArrayShape, to: ArrayShape, n: usize) -> Result<Plan, AlgebraError> {
+    let mut plan = relayout_plan(&from.with_unit_major_dims(n), &to.with_unit_major_dims(n))?;
+    // The first step reads the view, a bitcast of the real operand.
+    if plan.steps.first().is_none_or(|s| s.op != StepOp::Bitcast) {
+        plan.steps.insert(
+            0,
+            Step {
+                op: StepOp::Bitcast,
+                shape: plan.from.clone(),
+            },
+        );
+    }
+    plan.from = from;
+    match plan.steps.last_mut() {
+        Some(last) if last.op == StepOp::Bitcast => last.shape = to,
+        _ => plan.steps.push(Step {
+            op: StepOp::Bitcast,
+            shape: to,
+        }),
+    }
+    Ok(plan)
+}
+
+/// The steps of `ops`, which act on plain views from `start`, with their
+/// shapes: views of `from` with its element size (`ef_bits`) up to the
+/// first transpose and the destination's (`et_bits`) after it. When no op
+/// moves data (only the element size field differs), one identity
+/// transpose is the copy.
+fn shaped_steps(
+    ops: &[Op],
+    start: Dims,
+    from: &ArrayShape,
+    ef_bits: i64,
+    et_bits: i64,
+) -> Vec<Step> {
+    let mut steps: Vec<Step> = Vec::new();
+    let mut dims: Dims = start;
+    let mut moved = false;
+    let mut switched = false;
+    for op in ops {
+        let prev = dims.clone();
+        dims = apply(&dims, op);
+        moved |= !matches!(op, Op::View(_));
+        switched |= matches!(op, Op::Transpose(_));
+        let shape = view(from, &dims, if switched { et_bits } else { ef_bits });
+        let op = match op {
+            Op::View(_) => StepOp::Bitcast,
+            Op::Transpose(p) => StepOp::Transpose { dims: p.clone() },
+            Op::Slice(lim) => StepOp::Slice {
+                start: SmallVec::from_elem(0, lim.len()),
+                limit: lim.clone(),
+                stride: SmallVec::from_elem(1, lim.len()),
+            },
+            Op::Pad(_) => StepOp::Pad {
+                low: SmallVec::from_elem(0, dims.len()),
+                high: dims.iter().zip(&prev).map(|(&a, &b)| a - b).collect(),
+                interior: SmallVec::from_elem(0, dims.len()),
+            },
+        };
+        steps.push(Step { op, shape });
+    }
+    if !moved {
+        // Only the element size field differs: one copy is needed.
+        let shape = view(from, &dims, et_bits);
+        steps.push(Step {
+            op: StepOp::Transpose {
+                dims: (0..dims.len()).collect(),
+            },
+            shape,
+        });
+    }
+    steps
+}
+
 /// The shortest plan Tessera finds that relayouts `from` into `to` (same
 /// element type and dimensions). A bitcast gives a one-step plan (or an
 /// empty one when the shapes are identical).
@@ -472,26 +550,7 @@ pub fn relayout_plan(from: &ArrayShape, to: &ArrayShape) -> Result<Plan, Algebra
     // hold every element where the shapes do, and keep the real ends.
     let n = from.unit_major_dims().max(to.unit_major_dims());
     if n > 0 && from != to {
-        let mut plan = relayout_plan(&from.with_unit_major_dims(n), &to.with_unit_major_dims(n))?;
-        // The first step reads the view, a bitcast of the real operand.
-        if plan.steps.first().is_none_or(|s| s.op != StepOp::Bitcast) {
-            plan.steps.insert(
-                0,
-                Step {
-                    op: StepOp::Bitcast,
-                    shape: plan.from.clone(),
-                },
-            );
-        }
-        plan.from = from;
-        match plan.steps.last_mut() {
-            Some(last) if last.op == StepOp::Bitcast => last.shape = to,
-            _ => plan.steps.push(Step {
-                op: StepOp::Bitcast,
-                shape: to,
-            }),
-        }
-        return Ok(plan);
+        return unit_major_plan(from, to, n);
     }
     if from == to {
         return Ok(Plan {
@@ -547,42 +606,7 @@ pub fn relayout_plan(from: &ArrayShape, to: &ArrayShape) -> Result<Plan, Algebra
             .fold(SmallVec::from_slice(&start), |d: Dims, op| apply(&d, op));
         ops.push(Op::Transpose((0..end.len()).collect()));
     }
-    let mut steps: Vec<Step> = Vec::new();
-    let mut dims: Dims = start;
-    let mut moved = false;
-    let mut switched = false;
-    for op in &ops {
-        let prev = dims.clone();
-        dims = apply(&dims, op);
-        moved |= !matches!(op, Op::View(_));
-        switched |= matches!(op, Op::Transpose(_));
-        let shape = view(&from, &dims, if switched { et_bits } else { ef_bits });
-        let op = match op {
-            Op::View(_) => StepOp::Bitcast,
-            Op::Transpose(p) => StepOp::Transpose { dims: p.clone() },
-            Op::Slice(lim) => StepOp::Slice {
-                start: SmallVec::from_elem(0, lim.len()),
-                limit: lim.clone(),
-                stride: SmallVec::from_elem(1, lim.len()),
-            },
-            Op::Pad(_) => StepOp::Pad {
-                low: SmallVec::from_elem(0, dims.len()),
-                high: dims.iter().zip(&prev).map(|(&a, &b)| a - b).collect(),
-                interior: SmallVec::from_elem(0, dims.len()),
-            },
-        };
-        steps.push(Step { op, shape });
-    }
-    if !moved {
-        // Only the element size field differs: one copy is needed.
-        let shape = view(&from, &dims, et_bits);
-        steps.push(Step {
-            op: StepOp::Transpose {
-                dims: (0..dims.len()).collect(),
-            },
-            shape,
-        });
-    }
+    let mut steps = shaped_steps(&ops, start, &from, ef_bits, et_bits);
     match steps.last_mut() {
         Some(last) if last.op == StepOp::Bitcast => last.shape = to.clone(),
         _ => steps.push(Step {

@@ -341,84 +341,10 @@ impl<'a> ShapeParser<'a> {
     fn properties(&mut self, layout: &mut Layout) -> Result<(), TextError> {
         self.skip_trivia();
         if self.at_word(b"D") {
-            self.pos += 1;
-            self.expect(b'(', "'(' after D")?;
-            loop {
-                self.skip_trivia();
-                let kind = match self.peek() {
-                    Some(b'D') => DimLevelKind::Dense,
-                    Some(b'C') => DimLevelKind::Compressed,
-                    Some(b'S') => DimLevelKind::Singleton,
-                    Some(b'H') => DimLevelKind::LooseCompressed,
-                    _ => return Err(self.error("expected a dimension level type D, C, S or H")),
-                };
-                self.pos += 1;
-                let mut level = DimLevel {
-                    kind,
-                    unique: true,
-                    ordered: true,
-                };
-                if self.peek() == Some(b'+') {
-                    self.pos += 1;
-                    level.unique = false;
-                }
-                if self.peek() == Some(b'~') {
-                    self.pos += 1;
-                    level.ordered = false;
-                }
-                layout.rare_mut().dim_levels.push(level);
-                if self.eat(b')') {
-                    break;
-                }
-                self.expect(b',', "',' or ')' in D(...)")?;
-            }
-            self.skip_trivia();
+            self.dim_levels(layout)?;
         }
         if self.at_word(b"T") {
-            self.pos += 1;
-            self.skip_trivia();
-            if self.peek() != Some(b'(') {
-                return Err(self.error("expected '(' to start a tile after T"));
-            }
-            while self.peek() == Some(b'(') {
-                let tile_start = self.pos;
-                self.pos += 1;
-                let mut tile = Tile::default();
-                if !self.eat(b')') {
-                    loop {
-                        self.skip_trivia();
-                        if self.peek() == Some(b'*') {
-                            self.pos += 1;
-                            tile.dims.push(Tile::COMBINE);
-                        } else {
-                            // Refused here, not stored: -1 is also
-                            // `Tile::COMBINE`, so a written -1 would
-                            // silently turn into '*'.
-                            let at = self.pos;
-                            let size = self.int("a tile size or '*'")?;
-                            if size <= 0 {
-                                let (level, entry) = (layout.tiles.len(), tile.dims.len());
-                                return Err(self.error_at(at, format!("tile {level} entry {entry} is {size}; tile sizes must be positive or '*'")));
-                            }
-                            tile.dims.push(size);
-                        }
-                        if tile.dims.len() > MAX_RANK {
-                            return Err(
-                                self.error(format!("a tile with more than {MAX_RANK} entries"))
-                            );
-                        }
-                        if self.eat(b')') {
-                            break;
-                        }
-                        self.expect(b',', "',' or ')' in a tile")?;
-                    }
-                }
-                if layout.tiles.len() == MAX_TILE_LEVELS {
-                    return Err(self.error_at(tile_start, format!("more than {MAX_TILE_LEVELS} tiling levels; at most {MAX_TILE_LEVELS} are supported")));
-                }
-                layout.tiles.push(tile);
-                self.skip_trivia();
-            }
+            self.tiles(layout)?;
         }
         if self.at_word(b"L") {
             self.pos += 1;
@@ -446,29 +372,7 @@ impl<'a> ShapeParser<'a> {
             self.skip_trivia();
         }
         if self.at_word(b"SC") {
-            self.pos += 2;
-            self.skip_trivia();
-            if self.peek() != Some(b'(') {
-                return Err(self.error("expected '(' after SC"));
-            }
-            while self.peek() == Some(b'(') {
-                self.pos += 1;
-                let dimension = self.int("a split dimension")?;
-                self.expect(b':', "':' after the split dimension")?;
-                let mut split_indices = SmallVec::new();
-                loop {
-                    split_indices.push(self.int("a split index")?);
-                    if self.eat(b')') {
-                        break;
-                    }
-                    self.expect(b',', "',' or ')' in a split config")?;
-                }
-                layout.rare_mut().split_configs.push(SplitConfig {
-                    dimension,
-                    split_indices,
-                });
-                self.skip_trivia();
-            }
+            self.split_configs(layout)?;
         }
         if self.at_word(b"P") {
             self.pos += 1;
@@ -495,6 +399,118 @@ impl<'a> ShapeParser<'a> {
                 self.expect(b',', "',' or ')' in PAD(...)")?;
             }
             layout.padded_dimensions = Some(padded.into_boxed_slice());
+        }
+        Ok(())
+    }
+
+    /// `D(...)`: the dimension level types.
+    fn dim_levels(&mut self, layout: &mut Layout) -> Result<(), TextError> {
+        self.pos += 1;
+        self.expect(b'(', "'(' after D")?;
+        loop {
+            self.skip_trivia();
+            let kind = match self.peek() {
+                Some(b'D') => DimLevelKind::Dense,
+                Some(b'C') => DimLevelKind::Compressed,
+                Some(b'S') => DimLevelKind::Singleton,
+                Some(b'H') => DimLevelKind::LooseCompressed,
+                _ => return Err(self.error("expected a dimension level type D, C, S or H")),
+            };
+            self.pos += 1;
+            let mut level = DimLevel {
+                kind,
+                unique: true,
+                ordered: true,
+            };
+            if self.peek() == Some(b'+') {
+                self.pos += 1;
+                level.unique = false;
+            }
+            if self.peek() == Some(b'~') {
+                self.pos += 1;
+                level.ordered = false;
+            }
+            layout.rare_mut().dim_levels.push(level);
+            if self.eat(b')') {
+                break;
+            }
+            self.expect(b',', "',' or ')' in D(...)")?;
+        }
+        self.skip_trivia();
+        Ok(())
+    }
+
+    /// `T(...)(...)`: the tiles, one level after another.
+    fn tiles(&mut self, layout: &mut Layout) -> Result<(), TextError> {
+        self.pos += 1;
+        self.skip_trivia();
+        if self.peek() != Some(b'(') {
+            return Err(self.error("expected '(' to start a tile after T"));
+        }
+        while self.peek() == Some(b'(') {
+            let tile_start = self.pos;
+            self.pos += 1;
+            let mut tile = Tile::default();
+            if !self.eat(b')') {
+                loop {
+                    self.skip_trivia();
+                    if self.peek() == Some(b'*') {
+                        self.pos += 1;
+                        tile.dims.push(Tile::COMBINE);
+                    } else {
+                        // Refused here, not stored: -1 is also
+                        // `Tile::COMBINE`, so a written -1 would
+                        // silently turn into '*'.
+                        let at = self.pos;
+                        let size = self.int("a tile size or '*'")?;
+                        if size <= 0 {
+                            let (level, entry) = (layout.tiles.len(), tile.dims.len());
+                            return Err(self.error_at(at, format!("tile {level} entry {entry} is {size}; tile sizes must be positive or '*'")));
+                        }
+                        tile.dims.push(size);
+                    }
+                    if tile.dims.len() > MAX_RANK {
+                        return Err(self.error(format!("a tile with more than {MAX_RANK} entries")));
+                    }
+                    if self.eat(b')') {
+                        break;
+                    }
+                    self.expect(b',', "',' or ')' in a tile")?;
+                }
+            }
+            if layout.tiles.len() == MAX_TILE_LEVELS {
+                return Err(self.error_at(tile_start, format!("more than {MAX_TILE_LEVELS} tiling levels; at most {MAX_TILE_LEVELS} are supported")));
+            }
+            layout.tiles.push(tile);
+            self.skip_trivia();
+        }
+        Ok(())
+    }
+
+    /// `SC(d:i,...)...`: the split configs.
+    fn split_configs(&mut self, layout: &mut Layout) -> Result<(), TextError> {
+        self.pos += 2;
+        self.skip_trivia();
+        if self.peek() != Some(b'(') {
+            return Err(self.error("expected '(' after SC"));
+        }
+        while self.peek() == Some(b'(') {
+            self.pos += 1;
+            let dimension = self.int("a split dimension")?;
+            self.expect(b':', "':' after the split dimension")?;
+            let mut split_indices = SmallVec::new();
+            loop {
+                split_indices.push(self.int("a split index")?);
+                if self.eat(b')') {
+                    break;
+                }
+                self.expect(b',', "',' or ')' in a split config")?;
+            }
+            layout.rare_mut().split_configs.push(SplitConfig {
+                dimension,
+                split_indices,
+            });
+            self.skip_trivia();
         }
         Ok(())
     }
