@@ -7,7 +7,7 @@
 use std::borrow::Cow;
 
 use hlo::{Instruction, KnownAttr};
-use shape::{ArrayShape, PrimitiveType, Shape};
+use shape::PrimitiveType;
 
 use crate::error::EvalError;
 use crate::eval::{Interp, array, comp_attr, dims_below};
@@ -189,7 +189,7 @@ impl Interp<'_> {
             ));
         }
         let k = ops.len() / 2;
-        let shapes = result_arrays(&inst.shape, k)?;
+        let shapes = crate::reduce::result_shapes(inst, k)?;
         let od = array(ops, 0)?.shape().dims.clone();
         let in_rank = od.len();
         let idx = array(ops, k)?;
@@ -316,23 +316,5 @@ impl Interp<'_> {
             vals.push(self.finish(s, o)?);
         }
         Ok(crate::reduce::pack(vals))
-    }
-}
-
-/// The `k` arrays a scatter of `k` operands produces: its shape, or the
-/// elements of its tuple shape.
-fn result_arrays(shape: &Shape, k: usize) -> Result<Vec<&ArrayShape>, EvalError> {
-    match shape {
-        Shape::Array(a) if k == 1 => Ok(vec![a]),
-        Shape::Tuple(es) if es.len() == k => es
-            .iter()
-            .map(|s| {
-                s.as_array()
-                    .ok_or_else(|| EvalError::msg("expected a tuple of arrays"))
-            })
-            .collect(),
-        other => Err(EvalError::msg(format!(
-            "scatter of {k} operands cannot produce {other}"
-        ))),
     }
 }

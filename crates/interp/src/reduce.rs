@@ -17,7 +17,7 @@ use crate::window::{WindowDim, parse_window, window_count};
 
 /// The array shapes an instruction produces: one, or the elements of a
 /// tuple of `n`.
-fn result_shapes(inst: &Instruction, n: usize) -> Result<Vec<&ArrayShape>, EvalError> {
+pub(crate) fn result_shapes(inst: &Instruction, n: usize) -> Result<Vec<&ArrayShape>, EvalError> {
     match &inst.shape {
         Shape::Array(a) if n == 1 => Ok(vec![a]),
         Shape::Tuple(es) if es.len() == n => es

@@ -765,11 +765,7 @@ impl<'c> Problem<'c> {
         let Some(&first) = callees.first() else {
             return Ok(());
         };
-        let sig = ctx.callees.get(&first).ok_or(ProblemError::MissingCallee {
-            computation: comp.name.clone(),
-            instruction: inst.name.clone(),
-            callee: first.0,
-        })?;
+        let sig = self.callee_signature(ctx, id, first)?;
         let result_leaves = sig.result.array_leaves();
         if result_leaves.len() != fixed.len() {
             return Err(self.mismatch(
@@ -789,6 +785,23 @@ impl<'c> Problem<'c> {
         Ok(())
     }
 
+    /// The signature of `callee`, which instruction `id` calls.
+    fn callee_signature<'x>(
+        &self,
+        ctx: &'x Context,
+        id: InstId,
+        callee: CompId,
+    ) -> Result<&'x crate::context::Signature, ProblemError> {
+        ctx.callees.get(&callee).ok_or_else(|| {
+            let inst = self.comp.inst(id);
+            ProblemError::MissingCallee {
+                computation: self.comp.name.clone(),
+                instruction: inst.name.clone(),
+                callee: callee.0,
+            }
+        })
+    }
+
     /// The fixed layouts of async-start `id`'s tuple, which holds
     /// (operands, result, context): the operands as the wrapped computation
     /// takes them, and its result as it returns it. The operands themselves
@@ -805,11 +818,7 @@ impl<'c> Problem<'c> {
         let Some(AttrValue::Computation(callee)) = inst.attrs.get(KnownAttr::Calls) else {
             return Err(self.mismatch(id, "async-start needs calls="));
         };
-        let sig = ctx.callees.get(callee).ok_or(ProblemError::MissingCallee {
-            computation: comp.name.clone(),
-            instruction: inst.name.clone(),
-            callee: callee.0,
-        })?;
+        let sig = self.callee_signature(ctx, id, *callee)?;
         let params: Vec<&ArrayShape> = sig.params.iter().flat_map(Shape::array_leaves).collect();
         let result = sig.result.array_leaves();
         let (Some(r0), Some(r1)) = (
