@@ -575,36 +575,29 @@ impl Model {
         p: &Pair,
         xs: &impl Fn(ValueId) -> &'x Vec<Variable>,
     ) {
-        let (na, nb) = (self.domains[p.a].len(), self.domains[p.b].len());
+        let nb = self.domains[p.b].len();
         let t = lp.add_var(1.0, (0.0, f64::INFINITY));
-        // For each label j of b: t >= sum_i C[i][j] x[a][i] - M_j (1 - x[b][j]).
-        for j in 0..nb {
-            let big = (0..na).map(|i| p.cost[i * nb + j]).fold(0.0, f64::max);
-            if big <= 0.0 {
-                continue;
+        // For each label j of b: t >= sum_i C[i][j] x[a][i] - M_j (1 - x[b][j]);
+        // then the same for each label of a, the roles swapped. `cost(o, k)`
+        // is the cost with label `o` of `other` and `k` of `key`.
+        let mut rows = |key: ValueId, other: ValueId, cost: &dyn Fn(usize, usize) -> f64| {
+            let other_labels = self.domains[other].len();
+            for k in 0..self.domains[key].len() {
+                let big = (0..other_labels).map(|o| cost(o, k)).fold(0.0, f64::max);
+                if big <= 0.0 {
+                    continue;
+                }
+                let mut row = Terms::default();
+                row.add(t, 1.0);
+                for o in 0..other_labels {
+                    row.add(xs(other)[o], -cost(o, k));
+                }
+                row.add(xs(key)[k], -big);
+                lp.add_constraint(row.expr(), ComparisonOp::Ge, -big);
             }
-            let mut row = Terms::default();
-            row.add(t, 1.0);
-            for i in 0..na {
-                row.add(xs(p.a)[i], -p.cost[i * nb + j]);
-            }
-            row.add(xs(p.b)[j], -big);
-            lp.add_constraint(row.expr(), ComparisonOp::Ge, -big);
-        }
-        // And for each label i of a.
-        for i in 0..na {
-            let big = (0..nb).map(|j| p.cost[i * nb + j]).fold(0.0, f64::max);
-            if big <= 0.0 {
-                continue;
-            }
-            let mut row = Terms::default();
-            row.add(t, 1.0);
-            for j in 0..nb {
-                row.add(xs(p.b)[j], -p.cost[i * nb + j]);
-            }
-            row.add(xs(p.a)[i], -big);
-            lp.add_constraint(row.expr(), ComparisonOp::Ge, -big);
-        }
+        };
+        rows(p.b, p.a, &|i, j| p.cost[i * nb + j]);
+        rows(p.a, p.b, &|j, i| p.cost[i * nb + j]);
     }
 
     /// Solves one part as an integer program, from the search's labels.

@@ -388,8 +388,8 @@ fn callee_boundaries(
             Opcode::AsyncStart => {
                 let (Some(elements), Some(r0), Some(r1)) = (
                     inst.shape.tuple_elements(),
-                    crate::problem::element_leaf_range(&inst.shape, 0),
-                    crate::problem::element_leaf_range(&inst.shape, 1),
+                    inst.element_leaves(0),
+                    inst.element_leaves(1),
                 ) else {
                     continue;
                 };
@@ -927,12 +927,7 @@ fn insert_copies(
     let mut placement = Placement::default();
     let mut names = FreshNames::of(comp);
     let mut copy_names = Vec::new();
-    let position: FxHashMap<InstId, usize> = comp
-        .schedule()
-        .iter()
-        .enumerate()
-        .map(|(i, &id)| (id, i))
-        .collect();
+    let position = comp.schedule_positions();
     // Replacements per (user, operand) or root: leaf -> new array instruction.
     let mut operand_leaf_map: FxHashMap<(InstId, u32), Vec<(u32, InstId)>> = FxHashMap::default();
     let mut root_leaf_map: Vec<(u32, InstId)> = Vec::new();
@@ -1121,15 +1116,7 @@ fn extract_leaf(
 fn existing_element_read(comp: &Computation, tuple: InstId, k: usize) -> Option<InstId> {
     comp.users(tuple)
         .into_iter()
-        .filter(|&u| {
-            let inst = comp.inst(u);
-            inst.opcode == Opcode::GetTupleElement
-                && inst
-                    .attrs
-                    .int(KnownAttr::Index)
-                    .and_then(|i| usize::try_from(i).ok())
-                    == Some(k)
-        })
+        .filter(|&u| comp.inst(u).tuple_index() == Some(k))
         .min()
 }
 
@@ -1140,7 +1127,7 @@ fn async_result_leaf(comp: &Computation, def: InstId, leaf: u32) -> Option<(Inst
     if comp.inst(def).opcode != Opcode::AsyncStart {
         return None;
     }
-    let result = crate::problem::element_leaf_range(&comp.inst(def).shape, 1)?;
+    let result = comp.inst(def).element_leaves(1)?;
     let leaf = leaf as usize;
     if !result.contains(&leaf) {
         return None;
@@ -1281,21 +1268,15 @@ pub fn refresh_forwarded_shapes(comp: &mut Computation, order: &[InstId]) {
                     .map(|&o| comp.inst(o).shape.clone())
                     .collect(),
             )),
-            Opcode::GetTupleElement => {
-                let k = inst
-                    .attrs
-                    .int(KnownAttr::Index)
-                    .and_then(|k| usize::try_from(k).ok());
-                match (k, operands.first()) {
-                    (Some(k), Some(&o)) => comp
-                        .inst(o)
-                        .shape
-                        .tuple_elements()
-                        .and_then(|e| e.get(k))
-                        .cloned(),
-                    _ => None,
-                }
-            }
+            Opcode::GetTupleElement => match (inst.tuple_index(), operands.first()) {
+                (Some(k), Some(&o)) => comp
+                    .inst(o)
+                    .shape
+                    .tuple_elements()
+                    .and_then(|e| e.get(k))
+                    .cloned(),
+                _ => None,
+            },
             Opcode::AsyncDone => operands
                 .first()
                 .and_then(|&o| comp.inst(o).shape.tuple_elements()?.get(1).cloned()),

@@ -356,27 +356,6 @@ pub enum ProblemError {
     },
 }
 
-/// The range of array-leaf indices that tuple element `k` of `s` covers.
-pub fn element_leaf_range(s: &Shape, k: usize) -> Option<std::ops::Range<usize>> {
-    let elements = s.tuple_elements()?;
-    let start: usize = elements.get(..k)?.iter().map(Shape::array_leaf_count).sum();
-    Some(start..start + elements.get(k)?.array_leaf_count())
-}
-
-/// The array leaves of the sub-shape at tuple index `path`, as a range of
-/// leaf numbers of `s`.
-pub fn leaf_range_at(s: &Shape, path: &[i64]) -> Option<std::ops::Range<usize>> {
-    let mut start = 0;
-    let mut cur = s;
-    for &k in path {
-        let k = usize::try_from(k).ok()?;
-        let range = element_leaf_range(cur, k)?;
-        start += range.start;
-        cur = cur.tuple_elements()?.get(k)?;
-    }
-    Some(start..start + cur.array_leaf_count())
-}
-
 impl From<hlo::CycleError> for ProblemError {
     fn from(e: hlo::CycleError) -> ProblemError {
         ProblemError::Cycle {
@@ -450,8 +429,7 @@ impl<'c> Problem<'c> {
         let relations = std::mem::take(&mut p.relations);
         let retilings = std::mem::take(&mut p.retilings);
         if p.values.len() >= LARGE_PROBLEM_VALUES {
-            let locks: TiVec<ValueId, ValueId> = p.values.iter().map(|v| v.lock).collect();
-            let fixed: TiVec<ValueId, bool> = p.values.iter().map(|v| v.fixed.is_some()).collect();
+            let (locks, fixed) = crate::solve::value_facts(&p.values);
             let ((), structure) = rayon::join(
                 || {
                     p.seed_candidates(&relations, &retilings, target);
@@ -624,14 +602,10 @@ impl<'c> Problem<'c> {
                     .collect(),
             ),
             Opcode::GetTupleElement => {
-                let k = inst
-                    .attrs
-                    .int(KnownAttr::Index)
-                    .and_then(|k| usize::try_from(k).ok());
-                let operand = inst.operands().first().map(|&o| &comp.inst(o).shape);
-                match (k, operand) {
-                    (Some(k), Some(s)) => {
-                        let range = element_leaf_range(s, k).ok_or_else(|| {
+                let operand = inst.operands().first().map(|&o| comp.inst(o));
+                match (inst.tuple_index(), operand) {
+                    (Some(k), Some(tuple)) => {
+                        let range = tuple.element_leaves(k).ok_or_else(|| {
                             self.mismatch(id, format!("tuple index {k} is out of range"))
                         })?;
                         let all = operand_leaves(0);
@@ -646,8 +620,8 @@ impl<'c> Problem<'c> {
             // async-done returns element 1 of the async-start tuple: the
             // wrapped computation's result.
             Opcode::AsyncDone => {
-                let operand = inst.operands().first().map(|&o| &comp.inst(o).shape);
-                let range = operand.and_then(|s| element_leaf_range(s, 1));
+                let operand = inst.operands().first().map(|&o| comp.inst(o));
+                let range = operand.and_then(|start| start.element_leaves(1));
                 let Some(range) = range else {
                     return Err(self.mismatch(id, "async-done needs an async-start tuple operand"));
                 };
@@ -742,16 +716,9 @@ impl<'c> Problem<'c> {
     ) -> Result<(), ProblemError> {
         let comp = self.comp;
         let inst = comp.inst(id);
-        let callee = match inst.opcode {
-            Opcode::While => inst.attrs.get(KnownAttr::Body),
-            Opcode::Call | Opcode::Fusion => inst
-                .attrs
-                .get(KnownAttr::ToApply)
-                .or(inst.attrs.get(KnownAttr::Calls)),
-            _ => None,
-        };
-        let callees: Vec<CompId> = match (inst.opcode, callee) {
-            (_, Some(AttrValue::Computation(c))) => vec![*c],
+        // Called only for while, call, fusion and conditional.
+        let callees: Vec<CompId> = match (inst.opcode, inst.called_body()) {
+            (_, Some(c)) => vec![c],
             (Opcode::Conditional, _) => inst.attrs.called_computations().collect(),
             _ => Vec::new(),
         };
@@ -814,10 +781,7 @@ impl<'c> Problem<'c> {
         let sig = self.callee_signature(ctx, id, *callee)?;
         let params: Vec<&ArrayShape> = sig.params.iter().flat_map(Shape::array_leaves).collect();
         let result = sig.result.array_leaves();
-        let (Some(r0), Some(r1)) = (
-            element_leaf_range(&inst.shape, 0),
-            element_leaf_range(&inst.shape, 1),
-        ) else {
+        let (Some(r0), Some(r1)) = (inst.element_leaves(0), inst.element_leaves(1)) else {
             return Err(self.mismatch(
                 id,
                 "async-start's shape is not an (operands, result, ...) tuple",
@@ -1085,23 +1049,9 @@ impl<'c> Problem<'c> {
     fn relate_aliasing(&mut self, id: InstId) -> Result<(), ProblemError> {
         let comp = self.comp;
         let inst = comp.inst(id);
-        let Some(AttrValue::Aliasing(aliases)) = inst.attrs.get(KnownAttr::OutputToOperandAliasing)
-        else {
-            return Ok(());
-        };
-        for alias in aliases {
-            let Some(&o) = usize::try_from(alias.operand)
-                .ok()
-                .and_then(|i| inst.operands().get(i))
-            else {
-                continue;
-            };
-            let (Some(out_range), Some(in_range)) = (
-                leaf_range_at(&inst.shape, &alias.output_index),
-                leaf_range_at(&comp.inst(o).shape, &alias.operand_index),
-            ) else {
-                continue;
-            };
+        for resolved in comp.operand_aliases(id) {
+            let (alias, o) = (resolved.alias, resolved.operand);
+            let (out_range, in_range) = (resolved.output_leaves, resolved.operand_leaves);
             if out_range.len() != in_range.len() {
                 return Err(self.mismatch(
                     id,
@@ -1244,10 +1194,7 @@ impl<'c> Problem<'c> {
                 }
             }
             Opcode::AsyncStart => {
-                let (Some(r0), Some(r1)) = (
-                    element_leaf_range(&inst.shape, 0),
-                    element_leaf_range(&inst.shape, 1),
-                ) else {
+                let (Some(r0), Some(r1)) = (inst.element_leaves(0), inst.element_leaves(1)) else {
                     return;
                 };
                 let held: SmallVec<[ValueId; 1]> = own
@@ -1724,21 +1671,7 @@ impl<'c> Problem<'c> {
         target: &TargetSpec,
         offers: Offers,
     ) {
-        let values = &mut self.values;
-        let table = &mut self.table;
-        let mut scratch: Vec<LayoutKey> = Vec::new();
-        // The layouts a movement induces from one candidate, by (relation,
-        // direction, candidate): later rounds ask again for every candidate
-        // they already saw, and the algebra costs more than the lookup.
-        let mut induced_keys: FxHashMap<(RelationId, bool, LayoutKey), SmallVec<[LayoutKey; 2]>> =
-            FxHashMap::default();
-        // What a reshape induces depends only on its two shapes and the
-        // layout, not on which reshape it is, and a large model repeats a
-        // few reshapes hundreds of times (the transformer: 884 reshapes of
-        // 11 shape pairs): a relation's first ask is answered from here
-        // when another reshape of the same shapes asked before. The table
-        // already holds the keys, so nothing is interned in another order.
-        let mut reshape_keys: ReshapeKeys = FxHashMap::default();
+        let mut induced = Induced::default();
         // Candidate lists only grow, so a list's length is its version.
         // Offering a source's candidates again when its list has not grown
         // since the last offer across the same relation adds nothing (what
@@ -1762,23 +1695,23 @@ impl<'c> Problem<'c> {
             let mut changed = false;
             for (r, rel) in relations.iter_enumerated() {
                 let v = rel.v;
+                let (values, table) = (&mut self.values, &mut self.table);
+                let scratch = &mut induced.scratch;
                 match &rel.kind {
                     RelationKind::Same { out } => {
                         let out = *out;
                         if fresh(&mut offered, r, 0, &values[out]) {
-                            changed |=
-                                share_candidates(values, table, target, out, v, &mut scratch);
+                            changed |= share_candidates(values, table, target, out, v, scratch);
                         }
                         if fresh(&mut offered, r, 1, &values[v]) {
-                            changed |=
-                                share_candidates(values, table, target, v, out, &mut scratch);
+                            changed |= share_candidates(values, table, target, v, out, scratch);
                         }
                     }
                     RelationKind::Broadcast { out, dims, .. } => {
                         if !accepts_more(&values[v]) || !fresh(&mut offered, r, 0, &values[*out]) {
                             continue;
                         }
-                        candidate_keys_into(&values[*out], &mut scratch);
+                        candidate_keys_into(&values[*out], scratch);
                         for k in scratch.drain(..) {
                             let restricted =
                                 restrict_layout(target, &values[v].shape, table.get(k), dims);
@@ -1787,56 +1720,14 @@ impl<'c> Problem<'c> {
                         }
                     }
                     RelationKind::Movement { out, transpose } => {
-                        let out = *out;
+                        let (out, transpose) = (*out, transpose.as_ref());
                         if accepts_more(&values[out]) && fresh(&mut offered, r, 1, &values[v]) {
-                            candidate_keys_into(&values[v], &mut scratch);
-                            for k in scratch.drain(..) {
-                                let keys = induced(
-                                    &mut induced_keys,
-                                    &mut reshape_keys,
-                                    (r, true, k),
-                                    (&values[v].shape, &values[out].shape),
-                                    transpose.is_none(),
-                                    || {
-                                        induced_forward(
-                                            table,
-                                            target,
-                                            &values[v].shape,
-                                            k,
-                                            &values[out].shape,
-                                            transpose.as_ref(),
-                                        )
-                                    },
-                                );
-                                for &key in keys.iter() {
-                                    changed |= values[out].add_candidate(table, key);
-                                }
-                            }
+                            changed |= induced.offer(self, target, (r, true), (v, out), transpose);
                         }
-                        if accepts_more(&values[v]) && fresh(&mut offered, r, 0, &values[out]) {
-                            candidate_keys_into(&values[out], &mut scratch);
-                            for k in scratch.drain(..) {
-                                let keys = induced(
-                                    &mut induced_keys,
-                                    &mut reshape_keys,
-                                    (r, false, k),
-                                    (&values[out].shape, &values[v].shape),
-                                    transpose.is_none(),
-                                    || {
-                                        induced_backward(
-                                            table,
-                                            target,
-                                            &values[out].shape,
-                                            k,
-                                            &values[v].shape,
-                                            transpose.as_ref(),
-                                        )
-                                    },
-                                );
-                                for &key in keys.iter() {
-                                    changed |= values[v].add_candidate(table, key);
-                                }
-                            }
+                        if accepts_more(&self.values[v])
+                            && fresh(&mut offered, r, 0, &self.values[out])
+                        {
+                            changed |= induced.offer(self, target, (r, false), (out, v), transpose);
                         }
                     }
                     RelationKind::Need { .. } => {}
@@ -1846,6 +1737,66 @@ impl<'c> Problem<'c> {
                 break;
             }
         }
+    }
+}
+
+/// What candidate propagation keeps between offers: the layouts a
+/// movement induces, and a buffer of keys.
+#[derive(Default)]
+struct Induced {
+    /// The layouts a movement induces from one candidate, by (relation,
+    /// direction, candidate): later rounds ask again for every candidate
+    /// they already saw, and the algebra costs more than the lookup.
+    by_relation: FxHashMap<(RelationId, bool, LayoutKey), SmallVec<[LayoutKey; 2]>>,
+    /// What a reshape induces depends only on its two shapes and the
+    /// layout, not on which reshape it is, and a large model repeats a
+    /// few reshapes hundreds of times (the transformer: 884 reshapes of
+    /// 11 shape pairs): a relation's first ask is answered from here
+    /// when another reshape of the same shapes asked before. The table
+    /// already holds the keys, so nothing is interned in another order.
+    by_shapes: ReshapeKeys,
+    scratch: Vec<LayoutKey>,
+}
+
+impl Induced {
+    /// Offers `to` the layouts movement relation `at.0` induces from each
+    /// of `from`'s candidates: from its operand to its result when `at.1`
+    /// (forward), from its result to its operand otherwise. Returns
+    /// whether `to` took one.
+    fn offer(
+        &mut self,
+        p: &mut Problem<'_>,
+        target: &TargetSpec,
+        at: (RelationId, bool),
+        (from, to): (ValueId, ValueId),
+        transpose: Option<&DimVec>,
+    ) -> bool {
+        let (r, forward) = at;
+        let mut changed = false;
+        candidate_keys_into(&p.values[from], &mut self.scratch);
+        for k in self.scratch.drain(..) {
+            let (from_shape, to_shape) = (&p.values[from].shape, &p.values[to].shape);
+            let mut compute = || {
+                if forward {
+                    induced_forward(&mut p.table, target, from_shape, k, to_shape, transpose)
+                } else {
+                    induced_backward(&mut p.table, target, from_shape, k, to_shape, transpose)
+                }
+            };
+            let keys = self.by_relation.entry((r, forward, k)).or_insert_with(|| {
+                if transpose.is_some() {
+                    return compute();
+                }
+                self.by_shapes
+                    .entry((from_shape.clone(), to_shape.clone(), forward, k))
+                    .or_insert_with(compute)
+                    .clone()
+            });
+            for &key in keys.iter() {
+                changed |= p.values[to].add_candidate(&p.table, key);
+            }
+        }
+        changed
     }
 }
 
@@ -1913,19 +1864,10 @@ fn needs_of(
 /// loop's init), or none for other ops.
 fn call_targets(inst: &hlo::Instruction) -> Vec<(usize, CompId)> {
     match inst.opcode {
-        Opcode::While => match inst.attrs.get(KnownAttr::Body) {
-            Some(AttrValue::Computation(c)) => vec![(0, *c)],
-            _ => vec![],
-        },
-        Opcode::Call | Opcode::Fusion | Opcode::AsyncStart => match inst
-            .attrs
-            .get(KnownAttr::ToApply)
-            .or(inst.attrs.get(KnownAttr::Calls))
-        {
-            Some(AttrValue::Computation(c)) => {
-                (0..inst.operands().len()).map(|i| (i, *c)).collect()
-            }
-            _ => vec![],
+        Opcode::While => inst.called_body().map(|c| (0, c)).into_iter().collect(),
+        Opcode::Call | Opcode::Fusion | Opcode::AsyncStart => match inst.called_body() {
+            Some(c) => (0..inst.operands().len()).map(|i| (i, c)).collect(),
+            None => vec![],
         },
         Opcode::Conditional => inst
             .attrs
@@ -2037,27 +1979,6 @@ type ReshapeKeys = FxHashMap<(ArrayShape, ArrayShape, bool, LayoutKey), SmallVec
 
 /// The keys relation `at` (relation, direction, source key) induces: from
 /// its own memo, else (for a reshape) from another reshape of the same
-/// `shapes` (source, other), else from `compute`.
-fn induced<'m>(
-    by_relation: &'m mut FxHashMap<(RelationId, bool, LayoutKey), SmallVec<[LayoutKey; 2]>>,
-    by_shapes: &mut ReshapeKeys,
-    at: (RelationId, bool, LayoutKey),
-    shapes: (&ArrayShape, &ArrayShape),
-    is_reshape: bool,
-    compute: impl FnOnce() -> SmallVec<[LayoutKey; 2]>,
-) -> &'m SmallVec<[LayoutKey; 2]> {
-    by_relation.entry(at).or_insert_with(|| {
-        if !is_reshape {
-            return compute();
-        }
-        let (_, forward, key) = at;
-        by_shapes
-            .entry((shapes.0.clone(), shapes.1.clone(), forward, key))
-            .or_insert_with(compute)
-            .clone()
-    })
-}
-
 /// The layouts of a movement's result (of shape `out_shape`) that its
 /// operand (of shape `operand_shape`) in layout `k` induces: the one the
 /// algebra derives, in the policy's tiling, and on a tiled target, for a

@@ -15,7 +15,7 @@ use target::CostWeights;
 
 use crate::algebra;
 use crate::ids::{GroupId, LayoutId, LayoutKey, RelationId, RetileId, TiSlice, TiVec, ValueId};
-use crate::problem::{Problem, Relation, RelationKind, restrict_layout, with_layout};
+use crate::problem::{Problem, Relation, RelationKind, Value, restrict_layout, with_layout};
 use crate::retile::Retiling;
 
 /// The most improvement sweeps; convergence usually takes two or three.
@@ -153,32 +153,9 @@ pub(crate) fn solution_for(
     target: &target::TargetSpec,
     labels: &TiSlice<ValueId, LayoutId>,
 ) -> Solution {
-    let locks: TiVec<ValueId, ValueId> = p.values.iter().map(|v| v.lock).collect();
-    let fixed: TiVec<ValueId, bool> = p.values.iter().map(|v| v.fixed.is_some()).collect();
-    let structure = Structure::build(&p.relations, &locks, &fixed, &p.retilings);
-    let relation_count = p.relations.len();
-    let mut s = Solver {
-        p,
-        target,
-        weights: target.cost.clone(),
-        labels: labels.to_owned(),
-        outs: structure.outs,
-        matrix_reads: structure.matrix_reads,
-        raw: structure.raw,
-        counts: structure.counts,
-        moves: structure.moves,
-        need_cache: structure.need_cache,
-        move_cache: structure.move_cache,
-        retiles: structure.retiles,
-        retile_cache: structure.retile_cache,
-    };
-    for r in (0..relation_count).map(RelationId::new) {
-        s.refresh(r);
-    }
-    let needs = (0..relation_count)
-        .map(RelationId::new)
-        .map(|r| s.needed(r))
-        .collect();
+    let structure = Structure::of(p);
+    let (s, _) = Solver::new(p, target, labels.to_owned(), structure);
+    let needs = s.needs();
     Solution {
         labels: s.labels,
         sweeps: 0,
@@ -208,50 +185,19 @@ fn solve_with(
 ) -> (Solution, Option<crate::exact::Bound>) {
     let structure = match p.structure.take() {
         Some(structure) => structure,
-        None => {
-            let locks: TiVec<ValueId, ValueId> = p.values.iter().map(|v| v.lock).collect();
-            let fixed: TiVec<ValueId, bool> = p.values.iter().map(|v| v.fixed.is_some()).collect();
-            Structure::build(&p.relations, &locks, &fixed, &p.retilings)
-        }
+        None => Structure::of(p),
     };
-    let Structure {
-        outs,
-        matrix_reads,
-        moves,
-        retiles,
-        atoms,
-        components,
-        split,
-        raw,
-        counts,
-        need_cache,
-        move_cache,
-        retile_cache,
-    } = structure;
     let labels = p
         .values
         .iter()
         .map(|v| v.candidates.first().copied().unwrap_or_default())
         .collect();
-    let relation_count = p.relations.len();
-    let mut s = Solver {
-        p,
-        target,
-        weights: target.cost.clone(),
-        labels,
-        outs,
-        matrix_reads,
-        raw,
-        counts,
-        moves,
-        need_cache,
-        move_cache,
-        retiles,
-        retile_cache,
-    };
-    for r in (0..relation_count).map(RelationId::new) {
-        s.refresh(r);
-    }
+    let (mut s, groups) = Solver::new(p, target, labels, structure);
+    let Groups {
+        atoms,
+        components,
+        split,
+    } = groups;
     let (sweeps, mut moves) = s.search(&atoms, &components, looks);
     moves += s.joint_moves(&components);
     if !split.is_empty() {
@@ -273,10 +219,7 @@ fn solve_with(
     } else {
         Vec::new()
     };
-    let needs = (0..relation_count)
-        .map(RelationId::new)
-        .map(|r| s.needed(r))
-        .collect();
+    let needs = s.needs();
     (
         Solution {
             labels: s.labels,
@@ -301,12 +244,9 @@ pub(crate) struct Structure {
     matrix_reads: Adjacency<RelationId>,
     moves: Adjacency<RelationId>,
     retiles: Adjacency<RetileId>,
-    /// Values locked together, and values that share a layout through
-    /// `Same` relations (both from a union-find; see `groups`).
-    atoms: Vec<Vec<ValueId>>,
-    components: Vec<Vec<ValueId>>,
-    /// Parts of components split at their fixed values (see `groups`).
-    split: Vec<Vec<ValueId>>,
+    /// Values locked together, values that share a layout through `Same`
+    /// relations, and parts of those split at their fixed values.
+    groups: Groups,
     raw: TiVec<RelationId, Option<LayoutId>>,
     counts: TiVec<ValueId, SmallVec<[(LayoutId, u32); 2]>>,
     need_cache: TiVec<RelationId, SmallVec<[(LayoutId, LayoutId); 2]>>,
@@ -315,6 +255,12 @@ pub(crate) struct Structure {
 }
 
 impl Structure {
+    /// The structure of `p`.
+    fn of(p: &Problem<'_>) -> Structure {
+        let (locks, fixed) = value_facts(&p.values);
+        Structure::build(&p.relations, &locks, &fixed, &p.retilings)
+    }
+
     /// The structure of a problem with these relations, per-value locks
     /// (`Value::lock`, one per value) and re-tilings.
     pub(crate) fn build(
@@ -369,20 +315,13 @@ impl Structure {
                 }
             }
         });
-        let Groups {
-            atoms,
-            components,
-            split,
-        } = groups(relations, locks, fixed);
         let relation_count = relations.len();
         Structure {
             outs,
             matrix_reads,
             moves,
             retiles,
-            atoms,
-            components,
-            split,
+            groups: groups(relations, locks, fixed),
             raw: vec![None; relation_count].into(),
             counts: vec![SmallVec::new(); n].into(),
             need_cache: vec![SmallVec::new(); relation_count].into(),
@@ -390,6 +329,16 @@ impl Structure {
             retile_cache: vec![SmallVec::new(); retilings.len()].into(),
         }
     }
+}
+
+/// Each value's lock and whether it is fixed: all that
+/// [`Structure::build`] reads of the values.
+pub(crate) fn value_facts(
+    values: &TiSlice<ValueId, Value>,
+) -> (TiVec<ValueId, ValueId>, TiVec<ValueId, bool>) {
+    let locks = values.iter().map(|v| v.lock).collect();
+    let fixed = values.iter().map(|v| v.fixed.is_some()).collect();
+    (locks, fixed)
 }
 
 /// Groups of values: those locked together (atoms), those that share a
@@ -468,12 +417,63 @@ struct Joint {
 
 /// The groups of `groups`.
 struct Groups {
+    /// Values locked together.
     atoms: Vec<Vec<ValueId>>,
+    /// Values that share a layout through `Same` relations (both from a
+    /// union-find).
     components: Vec<Vec<ValueId>>,
+    /// Parts of components split at their fixed values.
     split: Vec<Vec<ValueId>>,
 }
 
-impl Solver<'_, '_> {
+impl<'a, 'c> Solver<'a, 'c> {
+    /// A solver of `p` with `labels`, on `structure`, its needs and counts
+    /// those of the labels; and the structure's groups.
+    fn new(
+        p: &'a mut Problem<'c>,
+        target: &'a target::TargetSpec,
+        labels: TiVec<ValueId, LayoutId>,
+        structure: Structure,
+    ) -> (Self, Groups) {
+        let Structure {
+            outs,
+            matrix_reads,
+            moves,
+            retiles,
+            groups,
+            raw,
+            counts,
+            need_cache,
+            move_cache,
+            retile_cache,
+        } = structure;
+        let relation_count = p.relations.len();
+        let mut s = Solver {
+            p,
+            target,
+            weights: target.cost.clone(),
+            labels,
+            outs,
+            matrix_reads,
+            raw,
+            counts,
+            moves,
+            need_cache,
+            move_cache,
+            retiles,
+            retile_cache,
+        };
+        for r in (0..relation_count).map(RelationId::new) {
+            s.refresh(r);
+        }
+        (s, groups)
+    }
+
+    /// Per relation, the layout id it needs beyond its value's own.
+    fn needs(&self) -> TiVec<RelationId, Option<LayoutId>> {
+        self.p.relations.keys().map(|r| self.needed(r)).collect()
+    }
+
     /// The layout id relation `r` needs beyond its value's own, if any.
     fn needed(&self, r: RelationId) -> Option<LayoutId> {
         let v = self.p.relations[r].v;
