@@ -25,6 +25,7 @@ use std::fmt::Write as _;
 
 use shape::{ArrayShape, Layout, Shape};
 
+use crate::parallelism::{Parallelism, Split};
 use crate::parse::attr_group;
 use crate::view::ModuleView;
 use crate::{
@@ -52,19 +53,20 @@ pub fn print_header(module: &Module) -> String {
 /// Appends the module as canonical XLA text to `out`, so that a caller can
 /// reuse one buffer.
 pub fn write_module(out: &mut String, module: &Module) {
-    write_module_from(out, module, PARALLEL_PRINT_INSTRUCTIONS, PRINT_GRAIN);
+    let split = Parallelism::splits(Split::Print, module.instruction_count());
+    write_module_split(out, module, split);
 }
 
-/// [`write_module`], in parallel from `parallel_from` instructions on, in
-/// pieces of about `grain` instructions.
-fn write_module_from(out: &mut String, module: &Module, parallel_from: usize, grain: usize) {
+/// [`write_module`], sequentially for `None`, else in parallel in pieces
+/// of about `grain` instructions.
+fn write_module_split(out: &mut String, module: &Module, split: Option<usize>) {
     out.reserve(module.instruction_count() * 160 + 1024);
     write_header(out, module);
     write_tables(out, module);
-    if module.instruction_count() < parallel_from {
+    let Some(grain) = split else {
         Piece::Computations(0..module.computations.len()).write(out, module);
         return;
-    }
+    };
     // A large module is printed in pieces on all cores, then joined in
     // order: the same text, sooner.
     use rayon::prelude::*;
@@ -88,13 +90,6 @@ fn write_module_from(out: &mut String, module: &Module, parallel_from: usize, gr
 /// A generous size of one printed instruction line: the corpus averages
 /// about 160 bytes, metadata included.
 const BYTES_PER_LINE: usize = 192;
-
-/// Modules with at least this many instructions print in parallel.
-const PARALLEL_PRINT_INSTRUCTIONS: usize = 4096;
-
-/// Instructions per piece of a parallel print: enough to pay for a piece's
-/// own buffer, few enough to keep both cores busy to the end.
-const PRINT_GRAIN: usize = 512;
 
 /// One piece of a module's text (after the header and tables), with the
 /// blank line that follows each computation.
@@ -776,10 +771,10 @@ mod tests {
         let mut split = 0;
         for (path, module) in crate::testdata_modules() {
             let mut sequential = String::new();
-            write_module_from(&mut sequential, &module, usize::MAX, PRINT_GRAIN);
-            for grain in [1, 3, PRINT_GRAIN] {
+            write_module_split(&mut sequential, &module, None);
+            for grain in [1, 3, Split::Print.grain()] {
                 let mut parallel = String::new();
-                write_module_from(&mut parallel, &module, 0, grain);
+                write_module_split(&mut parallel, &module, Some(grain));
                 assert!(
                     sequential == parallel,
                     "{} in pieces of {grain}",

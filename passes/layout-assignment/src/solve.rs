@@ -770,6 +770,8 @@ impl Solver<'_, '_> {
                 scratch.add_retile(i);
             }
         }
+        let touched = scratch.values.len() + scratch.moves.len() + scratch.retiles.len();
+        hlo::count(hlo::Work::SolverSteps, touched);
         let (mut copies, mut movements, mut padding) = (0.0, 0.0, 0.0);
         for i in 0..scratch.values.len() {
             let v = scratch.values[i];
@@ -1547,6 +1549,7 @@ impl Solver<'_, '_> {
                 inputs.push(t.out);
             }
         }
+        hlo::count(hlo::Work::SolverSteps, inputs.len());
         inputs.sort_unstable();
         inputs.dedup();
         inputs

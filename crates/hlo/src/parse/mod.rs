@@ -35,6 +35,7 @@ use shape::{PrimitiveType, Shape};
 use crate::diag::{Origin, ParseError, RawError, make_error, source_line};
 use crate::lex::{Cursor, describe};
 use crate::outline::{Span, boolean, outline, shape_index};
+use crate::parallelism::{Parallelism, Split};
 use crate::print::attr_is_default;
 use crate::{
     Attr, AttrKey, AttrValue, Attrs, CompId, Computation, ComputationLayout, ConvDimLabels, InstId,
@@ -46,17 +47,15 @@ use parallel::parse_in_parallel;
 /// computations of a module can be parsed on several threads.
 pub type ResolveComputation<'r> = dyn Fn(&str) -> Option<CompId> + Sync + 'r;
 
-/// The text length from which [`parse_module`] parses on the rayon pool.
-/// Below it, handing out the work costs more than it saves.
-pub const PARALLEL_PARSE_THRESHOLD: usize = 256 * 1024;
-
 /// How [`parse_module_with`] divides its work. Every choice gives the same
 /// module and the same errors; only the speed differs.
 #[derive(Clone, Debug, PartialEq, Eq)]
+///
+/// Whether a text is parsed on the rayon pool at all is the thread's
+/// [`Parallelism`](crate::Parallelism) policy's choice
+/// ([`Split::ParseText`](crate::Split::ParseText)).
+#[derive(Default)]
 pub struct ParseOptions {
-    /// Texts at least this long are parsed on the rayon pool (when it has
-    /// more than one thread), shorter ones on the calling thread.
-    pub parallel_threshold: usize,
     /// Testing only: take the parallel path whatever the text length and
     /// the pool, cut computations at exactly these byte offsets of the
     /// module text instead of at offsets the parser picks, and read every
@@ -66,15 +65,6 @@ pub struct ParseOptions {
     /// sequentially.
     #[doc(hidden)]
     pub forced_splits: Option<Vec<usize>>,
-}
-
-impl Default for ParseOptions {
-    fn default() -> Self {
-        ParseOptions {
-            parallel_threshold: PARALLEL_PARSE_THRESHOLD,
-            forced_splits: None,
-        }
-    }
 }
 
 /// Parses a whole module. `file_name` only labels errors.
@@ -90,7 +80,7 @@ pub fn parse_module_with(
     options: &ParseOptions,
 ) -> Result<Module, ParseError> {
     let parallel = options.forced_splits.is_some()
-        || (text.len() >= options.parallel_threshold && rayon::current_num_threads() > 1);
+        || Parallelism::splits(Split::ParseText, text.len()).is_some();
     let (outline, parsed) = if parallel {
         parse_in_parallel(text, file_name, options)?
     } else {
@@ -215,9 +205,9 @@ fn derived_entry_layout(entry: Option<&Computation>) -> ComputationLayout {
 /// its file so that errors carry absolute lines and columns. `resolve`
 /// maps called-computation names to ids.
 ///
-/// A computation of at least [`PARALLEL_PARSE_THRESHOLD`] bytes is parsed
-/// on the rayon pool, as [`parse_module`] parses one (when the pool has
-/// more than one thread); the result is the same.
+/// A large computation is parsed on the rayon pool, as [`parse_module`]
+/// parses one, when the thread's [`Parallelism`] policy splits its
+/// [`Split::ParseText`]; the result is the same.
 pub fn parse_computation(
     text: &str,
     span: &Span,
@@ -238,7 +228,7 @@ pub fn parse_computation_with(
     options: &ParseOptions,
 ) -> Result<Computation, ParseError> {
     let parallel = options.forced_splits.is_some()
-        || (text.len() >= options.parallel_threshold && rayon::current_num_threads() > 1);
+        || Parallelism::splits(Split::ParseText, text.len()).is_some();
     let parsed = if parallel {
         parallel::parse_one_in_parallel(text, resolve, options)
     } else {
