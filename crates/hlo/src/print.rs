@@ -430,20 +430,27 @@ pub fn write_instruction(out: &mut String, view: &dyn ModuleView, comp: &Computa
         Payload::Constant(literal) => out.push_str(literal),
         Payload::None | Payload::UnknownOpcode(_) => {
             for (i, &op) in inst.operands().iter().enumerate() {
-                if i > 0 {
-                    out.push_str(", ");
-                    if i % 5 == 0 {
-                        out.push_str("/*index=");
-                        push_int(out, i as i64);
-                        out.push_str("*/");
-                    }
-                }
+                write_separator(out, i);
                 write_name_of(out, comp, op);
             }
         }
     }
     out.push(')');
     write_attrs(out, view, comp, inst);
+}
+
+/// What XLA prints before item `i` of an operand list or a tuple shape:
+/// nothing before the first, a comma before the others, and every fifth
+/// one's index as a comment.
+fn write_separator(out: &mut String, i: usize) {
+    if i > 0 {
+        out.push_str(", ");
+        if i.is_multiple_of(5) {
+            out.push_str("/*index=");
+            push_int(out, i as i64);
+            out.push_str("*/");
+        }
+    }
 }
 
 fn write_name_of(out: &mut String, comp: &Computation, id: InstId) {
@@ -661,14 +668,7 @@ pub fn write_shape(out: &mut String, shape: &Shape, layouts: bool) {
         Shape::Tuple(elements) => {
             out.push('(');
             for (i, e) in elements.iter().enumerate() {
-                if i > 0 {
-                    out.push_str(", ");
-                    if i % 5 == 0 {
-                        out.push_str("/*index=");
-                        push_int(out, i as i64);
-                        out.push_str("*/");
-                    }
-                }
+                write_separator(out, i);
                 write_shape(out, e, layouts);
             }
             out.push(')');

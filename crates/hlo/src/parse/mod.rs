@@ -717,40 +717,20 @@ impl<'a, 'r> CompParser<'a, 'r> {
         if !c.eat(b'(') {
             return Ok(None);
         }
-        c.skip_trivia()?;
-        if !c.eat(b')') {
-            loop {
-                c.skip_trivia()?;
-                if c.name().is_none() {
-                    return Err(c.error(format!(
-                        "expected a parameter name, found {}",
-                        describe(c.peek())
-                    )));
-                }
-                c.expect(b':', "':' after the parameter name")?;
-                c.skip_trivia()?;
-                parse_shape(c)?;
-                c.skip_trivia()?;
-                if c.eat(b')') {
-                    break;
-                }
-                if !c.eat(b',') {
-                    return Err(c.error(format!(
-                        "expected ',' or ')' in the parameter list, found {}",
-                        describe(c.peek())
-                    )));
-                }
+        c.list_until(b')', "the parameter list", |c| {
+            c.skip_trivia()?;
+            if c.name().is_none() {
+                return Err(c.error(format!(
+                    "expected a parameter name, found {}",
+                    describe(c.peek())
+                )));
             }
-        }
-        c.skip_trivia()?;
-        if !c.bytes.get(c.pos..).is_some_and(|r| r.starts_with(b"->")) {
-            return Err(c.error(format!(
-                "expected '->' after the parameter list, found {}",
-                describe(c.peek())
-            )));
-        }
-        c.pos += 2;
-        c.skip_trivia()?;
+            c.expect(b':', "':' after the parameter name")?;
+            c.skip_trivia()?;
+            parse_shape(c)?;
+            Ok(())
+        })?;
+        c.arrow("after the parameter list")?;
         let at = c.pos;
         let shape = parse_shape(c)?;
         Ok(Some((shape, at)))
@@ -905,17 +885,7 @@ impl<'a, 'r> InstructionReader<'a, 'r> {
             )));
         };
         let end = c.pos;
-        c.skip_trivia()?;
-        if !c.eat(b'=') {
-            return Err(c.error_after(
-                end,
-                format!(
-                    "expected '=' after instruction name %{name}, found {}",
-                    describe(c.peek())
-                ),
-            ));
-        }
-        c.skip_trivia()?;
+        c.equals_after(end, format_args!("instruction name %{name}"))?;
         let shape = parse_shape(c)?;
         let end = c.pos;
         c.skip_trivia()?;
@@ -1000,7 +970,7 @@ impl<'a, 'r> InstructionReader<'a, 'r> {
         attrs: &mut Vec<Attr>,
         control: &mut SmallVec<[(&'a str, usize); 4]>,
     ) -> Result<(), RawError> {
-        let c = &mut self.c;
+        let (c, resolve) = (&mut self.c, self.resolve);
         c.skip_trivia()?;
         let at = c.pos;
         let Some(name) = c.ident() else {
@@ -1010,17 +980,7 @@ impl<'a, 'r> InstructionReader<'a, 'r> {
             )));
         };
         let end = c.pos;
-        c.skip_trivia()?;
-        if !c.eat(b'=') {
-            return Err(c.error_after(
-                end,
-                format!(
-                    "expected '=' after attribute name '{name}', found {}",
-                    describe(c.peek())
-                ),
-            ));
-        }
-        c.skip_trivia()?;
+        c.equals_after(end, format_args!("attribute name '{name}'"))?;
         let known = attr_table().get(name).copied();
         let duplicate = match known {
             Some(KnownAttr::ControlPredecessors) => !control.is_empty(),
@@ -1037,28 +997,15 @@ impl<'a, 'r> InstructionReader<'a, 'r> {
             ValueKind::Ints => AttrValue::Ints(ints(c, name)?),
             ValueKind::Int => AttrValue::Int(c.int(format_args!("an integer value for '{name}'"))?),
             ValueKind::Bool => AttrValue::Bool(boolean(c, name)?),
-            ValueKind::Computation => AttrValue::Computation(self.computation_ref(name)?),
+            ValueKind::Computation => AttrValue::Computation(computation_ref(c, resolve, name)?),
             ValueKind::Computations => {
                 let mut ids = Vec::new();
-                self.c
-                    .expect(b'{', &format!("'{{' to start the computations of '{name}'"))?;
-                self.c.skip_trivia()?;
-                if !self.c.eat(b'}') {
-                    loop {
-                        self.c.skip_trivia()?;
-                        ids.push(self.computation_ref(name)?);
-                        self.c.skip_trivia()?;
-                        if self.c.eat(b'}') {
-                            break;
-                        }
-                        if !self.c.eat(b',') {
-                            return Err(self.c.error(format!(
-                                "expected ',' or '}}' in '{name}', found {}",
-                                describe(self.c.peek())
-                            )));
-                        }
-                    }
-                }
+                c.expect(b'{', &format!("'{{' to start the computations of '{name}'"))?;
+                c.list_until(b'}', format_args!("'{name}'"), |c| {
+                    c.skip_trivia()?;
+                    ids.push(computation_ref(c, resolve, name)?);
+                    Ok(())
+                })?;
                 AttrValue::Computations(ids)
             }
             ValueKind::Slice => AttrValue::Slice(slice(c)?),
@@ -1082,19 +1029,22 @@ impl<'a, 'r> InstructionReader<'a, 'r> {
         }
         Ok(())
     }
+}
 
-    fn computation_ref(&mut self, attr: &str) -> Result<CompId, RawError> {
-        let c = &mut self.c;
-        let at = c.pos;
-        let Some(name) = c.name() else {
-            return Err(c.error(format!(
-                "expected a computation name for '{attr}', found {}",
-                describe(c.peek())
-            )));
-        };
-        (self.resolve)(name)
-            .ok_or_else(|| RawError::new(at, format!("computation %{name} is not defined")))
-    }
+/// The id of the computation named at the cursor, for attribute `attr`.
+fn computation_ref(
+    c: &mut Cursor<'_>,
+    resolve: &ResolveComputation<'_>,
+    attr: &str,
+) -> Result<CompId, RawError> {
+    let at = c.pos;
+    let Some(name) = c.name() else {
+        return Err(c.error(format!(
+            "expected a computation name for '{attr}', found {}",
+            describe(c.peek())
+        )));
+    };
+    resolve(name).ok_or_else(|| RawError::new(at, format!("computation %{name} is not defined")))
 }
 
 /// The operands between the parentheses: names, each optionally preceded
@@ -1162,11 +1112,7 @@ fn name_list<'a>(
             describe(c.peek())
         )));
     }
-    c.skip_trivia()?;
-    if c.eat(b'}') {
-        return Ok(());
-    }
-    loop {
+    c.list_until(b'}', "control-predecessors", |c| {
         c.skip_trivia()?;
         let at = c.pos;
         let Some(name) = c.name() else {
@@ -1176,17 +1122,8 @@ fn name_list<'a>(
             )));
         };
         out.push((name, at));
-        c.skip_trivia()?;
-        if c.eat(b'}') {
-            return Ok(());
-        }
-        if !c.eat(b',') {
-            return Err(c.error(format!(
-                "expected ',' or '}}' in control-predecessors, found {}",
-                describe(c.peek())
-            )));
-        }
-    }
+        Ok(())
+    })
 }
 
 /// A constant's literal: everything up to the matching `)`, kept verbatim
@@ -1247,24 +1184,12 @@ fn ints(c: &mut Cursor<'_>, attr: &str) -> Result<SmallVec<[i64; 4]>, RawError> 
         )));
     }
     let mut v = SmallVec::new();
-    c.skip_trivia()?;
-    if c.eat(b'}') {
-        return Ok(v);
-    }
-    loop {
+    c.list_until(b'}', format_args!("'{attr}'"), |c| {
         c.skip_trivia()?;
         v.push(c.int(format_args!("an integer in '{attr}'"))?);
-        c.skip_trivia()?;
-        if c.eat(b'}') {
-            return Ok(v);
-        }
-        if !c.eat(b',') {
-            return Err(c.error(format!(
-                "expected ',' or '}}' in '{attr}', found {}",
-                describe(c.peek())
-            )));
-        }
-    }
+        Ok(())
+    })?;
+    Ok(v)
 }
 
 /// `{[0:3], [0:4:2]}`.
@@ -1276,11 +1201,7 @@ fn slice(c: &mut Cursor<'_>) -> Result<Vec<SliceDim>, RawError> {
         )));
     }
     let mut dims = Vec::new();
-    c.skip_trivia()?;
-    if c.eat(b'}') {
-        return Ok(dims);
-    }
-    loop {
+    c.list_until(b'}', "'slice'", |c| {
         c.expect(b'[', "'[' to start a slice dimension such as [0:4]")?;
         c.skip_trivia()?;
         let start = c.int("a slice start")?;
@@ -1300,17 +1221,9 @@ fn slice(c: &mut Cursor<'_>) -> Result<Vec<SliceDim>, RawError> {
             limit,
             stride,
         });
-        c.skip_trivia()?;
-        if c.eat(b'}') {
-            return Ok(dims);
-        }
-        if !c.eat(b',') {
-            return Err(c.error(format!(
-                "expected ',' or '}}' in 'slice', found {}",
-                describe(c.peek())
-            )));
-        }
-    }
+        Ok(())
+    })?;
+    Ok(dims)
 }
 
 /// `0_1x2_3_1`: low_high[_interior] per dimension, joined by `x`.
@@ -1365,24 +1278,12 @@ fn shapes(c: &mut Cursor<'_>, attr: &str) -> Result<Vec<Shape>, RawError> {
         )));
     }
     let mut v = Vec::new();
-    c.skip_trivia()?;
-    if c.eat(b'}') {
-        return Ok(v);
-    }
-    loop {
+    c.list_until(b'}', format_args!("'{attr}'"), |c| {
         c.skip_trivia()?;
         v.push(parse_shape(c)?);
-        c.skip_trivia()?;
-        if c.eat(b'}') {
-            return Ok(v);
-        }
-        if !c.eat(b',') {
-            return Err(c.error(format!(
-                "expected ',' or '}}' in '{attr}', found {}",
-                describe(c.peek())
-            )));
-        }
-    }
+        Ok(())
+    })?;
+    Ok(v)
 }
 
 /// `{{0}: (1, {}), ...}`.
@@ -1394,11 +1295,7 @@ fn aliasing(c: &mut Cursor<'_>) -> Result<Vec<OperandAlias>, RawError> {
         )));
     }
     let mut v = Vec::new();
-    c.skip_trivia()?;
-    if c.eat(b'}') {
-        return Ok(v);
-    }
-    loop {
+    c.list_until(b'}', "'output_to_operand_aliasing'", |c| {
         let output_index = shape_index(c, "an output tuple index")?;
         c.expect(b':', "':' after the output tuple index")?;
         c.expect(b'(', "'(' to start an operand alias")?;
@@ -1412,17 +1309,9 @@ fn aliasing(c: &mut Cursor<'_>) -> Result<Vec<OperandAlias>, RawError> {
             operand,
             operand_index,
         });
-        c.skip_trivia()?;
-        if c.eat(b'}') {
-            return Ok(v);
-        }
-        if !c.eat(b',') {
-            return Err(c.error(format!(
-                "expected ',' or '}}' in 'output_to_operand_aliasing', found {}",
-                describe(c.peek())
-            )));
-        }
-    }
+        Ok(())
+    })?;
+    Ok(v)
 }
 
 /// `b01f_01io->b01f`.
