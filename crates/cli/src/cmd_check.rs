@@ -37,12 +37,7 @@ pub struct Args {
 /// or bitcast between sizes); 2: usage error, unreadable input, or a check
 /// that could not be done (too large, unsupported, a limit).
 pub fn run(args: Args) -> ExitCode {
-    let status = run_with(
-        &args,
-        &mut std::io::stdout().lock(),
-        &mut std::io::stderr().lock(),
-    );
-    ExitCode::from(status)
+    crate::common::on_std_streams(|out, err| run_with(&args, out, err))
 }
 
 fn run_with(args: &Args, out: &mut dyn Write, err: &mut dyn Write) -> u8 {

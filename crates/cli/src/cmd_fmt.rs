@@ -21,12 +21,7 @@ pub struct Args {
 
 /// Runs the command.
 pub fn run(args: Args) -> ExitCode {
-    let code = run_with(
-        &args,
-        &mut std::io::stdout().lock(),
-        &mut std::io::stderr().lock(),
-    );
-    ExitCode::from(code)
+    crate::common::on_std_streams(|out, err| run_with(&args, out, err))
 }
 
 /// The command over explicit output streams; returns the exit status.

@@ -2,6 +2,17 @@
 
 use std::process::ExitCode;
 
+/// Runs a command's body over the process's standard output and error,
+/// locked; the body returns the exit status.
+pub fn on_std_streams(
+    body: impl FnOnce(&mut dyn std::io::Write, &mut dyn std::io::Write) -> u8,
+) -> ExitCode {
+    ExitCode::from(body(
+        &mut std::io::stdout().lock(),
+        &mut std::io::stderr().lock(),
+    ))
+}
+
 /// How log lines on stderr are formatted.
 #[derive(Clone, Copy, Debug, clap::ValueEnum)]
 pub enum LogFormat {

@@ -296,36 +296,35 @@ pub fn to_svg(module: &Module, id: CompId) -> String {
             xml_escape(n)
         );
     }
+    // Every edge as its operand and its ends: the bottom middle of the
+    // operand's box and the top middle of the user's.
+    let edges: Vec<_> = nodes
+        .iter()
+        .flat_map(|node| comp.operands(node.id).iter().map(move |&o| (node, o)))
+        .filter_map(|(node, o)| {
+            let from = &nodes[*index.get(&o)?];
+            let start = (from.x + from.width / 2.0, from.y + BOX_H);
+            Some((o, start, (node.x + node.width / 2.0, node.y)))
+        })
+        .collect();
     // Edges first, so boxes cover their ends.
     out.push_str("<g stroke=\"#777777\" fill=\"none\">\n");
-    for node in &nodes {
-        for &o in comp.operands(node.id) {
-            let Some(&j) = index.get(&o) else { continue };
-            let from = &nodes[j];
-            let (x1, y1) = (from.x + from.width / 2.0, from.y + BOX_H);
-            let (x2, y2) = (node.x + node.width / 2.0, node.y);
-            let _ = writeln!(
-                out,
-                "<line x1=\"{x1:.1}\" y1=\"{y1:.1}\" x2=\"{x2:.1}\" y2=\"{y2:.1}\" marker-end=\"url(#arrow)\"/>"
-            );
-        }
+    for &(_, (x1, y1), (x2, y2)) in &edges {
+        let _ = writeln!(
+            out,
+            "<line x1=\"{x1:.1}\" y1=\"{y1:.1}\" x2=\"{x2:.1}\" y2=\"{y2:.1}\" marker-end=\"url(#arrow)\"/>"
+        );
     }
     out.push_str("</g>\n<g font-size=\"9\" fill=\"#1a4d8f\" stroke=\"white\" stroke-width=\"3\" paint-order=\"stroke\">\n");
-    for node in &nodes {
-        for &o in comp.operands(node.id) {
-            let Some(&j) = index.get(&o) else { continue };
-            let from = &nodes[j];
-            let (x1, y1) = (from.x + from.width / 2.0, from.y + BOX_H);
-            let (x2, y2) = (node.x + node.width / 2.0, node.y);
-            let label = edge_label(&comp.inst(o).shape);
-            let _ = writeln!(
-                out,
-                "<text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"middle\">{}</text>",
-                x1 + (x2 - x1) * 0.7,
-                y1 + (y2 - y1) * 0.7 + 3.0,
-                xml_escape(&label)
-            );
-        }
+    for &(o, (x1, y1), (x2, y2)) in &edges {
+        let label = edge_label(&comp.inst(o).shape);
+        let _ = writeln!(
+            out,
+            "<text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"middle\">{}</text>",
+            x1 + (x2 - x1) * 0.7,
+            y1 + (y2 - y1) * 0.7 + 3.0,
+            xml_escape(&label)
+        );
     }
     out.push_str("</g>\n");
     for node in &nodes {

@@ -14,7 +14,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use db::Database;
-use hlo::{Module, ParseError};
+use hlo::{Module, Parallelism, ParseError, Split};
 use target::TargetSpec;
 
 pub use db::output::Part;
@@ -271,7 +271,8 @@ pub fn run(text: &str, file_name: &str, opts: &Options) -> Result<Output, Pipeli
     on_pool(|| run_here(text, file_name, opts))
 }
 
-/// Runs `f` on a thread of rayon's global pool, the one every parallel
+/// Runs `f` on a thread of the pool of the caller's [`Parallelism`]
+/// policy (rayon's global pool for the default), the one every parallel
 /// step splits its work on (parsing, needs, relayout, printing large
 /// computations in parts), with the caller asleep until it is done; from
 /// a thread of that pool, here.
@@ -289,9 +290,7 @@ pub fn run(text: &str, file_name: &str, opts: &Options) -> Result<Output, Pipeli
 /// one thread per core with the pipeline instead of running two pools'
 /// threads on the same cores.
 fn on_pool<T: Send>(f: impl FnOnce() -> T + Send) -> T {
-    // `rayon::scope` runs its body on a pool thread: injected into the
-    // global pool from outside it, in place from inside.
-    rayon::scope(|_| f())
+    Parallelism::current().install(f)
 }
 
 fn run_here(text: &str, file_name: &str, opts: &Options) -> Result<Output, PipelineError> {
@@ -466,7 +465,7 @@ fn finish(
 /// would cost more to start than they save (each also begins with an
 /// empty allocator heap).
 fn splits(written: usize) -> bool {
-    written >= FAN_OUT_GRAIN
+    Parallelism::splits(Split::Computations, written).is_some()
 }
 
 /// The input check of the module `m` loaded in `db`, from its
@@ -661,10 +660,6 @@ fn each_task(
     fan_out(db, comps.len() * k, |db, i| steps[i % k](db, comps[i / k]));
 }
 
-/// Fewest items per thread of [`fan_out`]: below it, starting a thread
-/// costs more than it saves.
-const FAN_OUT_GRAIN: usize = 16;
-
 /// Runs `step` for every index below `n`, on as many threads as rayon's
 /// pool has (the caller's thread one of them), each taking the next index
 /// from a shared counter and running it with its own handle on the
@@ -680,9 +675,10 @@ const FAN_OUT_GRAIN: usize = 16;
 /// rayon without taking its jobs, and runs only its own handle's queries.
 fn fan_out(db: &Database, n: usize, step: impl Fn(&Database, usize) + Sync) {
     use std::sync::atomic::{AtomicUsize, Ordering};
-    let threads = rayon::current_num_threads()
-        .min(n.div_ceil(FAN_OUT_GRAIN))
-        .max(1);
+    let policy = Parallelism::current();
+    let threads = policy.split(Split::Computations, n).map_or(1, |grain| {
+        rayon::current_num_threads().min(n.div_ceil(grain))
+    });
     let next = AtomicUsize::new(0);
     let work = |db: &Database| {
         loop {
@@ -701,7 +697,12 @@ fn fan_out(db: &Database, n: usize, step: impl Fn(&Database, usize) + Sync) {
         for _ in 1..threads {
             let handle = db.clone();
             let work = &work;
-            scope.spawn(move || work(&handle));
+            // The thread decides its splits under the caller's policy;
+            // what it hands to rayon runs on the global pool.
+            scope.spawn(move || {
+                let _policy = policy.enter();
+                work(&handle)
+            });
         }
         work(db);
     });

@@ -146,3 +146,44 @@ fn sessions_answer_as_stateless_runs_with_other_passes() {
         }
     }
 }
+
+/// Every [`hlo::Parallelism`] policy gives the same answer, stateless and
+/// in a session: each module under `testdata/`, on cpu, gpu and tpu, run
+/// on one thread, and run with every step split as finely as it can be on
+/// a pool of several threads, gives the text, reports or error of the
+/// default policy's stateless run.
+#[test]
+fn every_parallelism_policy_answers_the_same_on_all_testdata() {
+    use hlo::Parallelism;
+    let mut compared = 0;
+    for target_name in ["cpu", "gpu", "tpu"] {
+        let target = Arc::new(target::load_builtin(target_name).expect("builtin target"));
+        let opts = Options::new(target.clone());
+        for path in test_support::hlo_files() {
+            let Ok(text) = std::fs::read_to_string(&path) else {
+                continue;
+            };
+            let file = path.display().to_string();
+            let expected = driver::run(&text, &file, &opts);
+            for policy in [Parallelism::Sequential, Parallelism::Always] {
+                let name = format!("{file} on {target_name} under {policy:?}");
+                let stateless = policy.install(|| driver::run(&text, &file, &opts));
+                let session = policy
+                    .install(|| driver::run_in(&mut Database::default(), &text, &file, &opts));
+                same(&name, &expected, &session);
+                match (&expected, &stateless) {
+                    (Ok(a), Ok(b)) => {
+                        assert!(a.text == b.text, "{name}: the texts differ");
+                        assert_eq!(a.report.assignment, b.report.assignment, "{name}");
+                        assert_eq!(a.report.relayout, b.report.relayout, "{name}");
+                        assert_eq!(a.report.stats, b.report.stats, "{name}");
+                    }
+                    (Err(a), Err(b)) => assert_eq!(a, b, "{name}: the errors differ"),
+                    (a, b) => panic!("{name}: {:?} against {:?}", a.is_ok(), b.is_ok()),
+                }
+            }
+            compared += 1;
+        }
+    }
+    assert!(compared > 300, "{compared} modules compared");
+}

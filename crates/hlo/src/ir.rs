@@ -320,6 +320,7 @@ impl Computation {
             .filter(|e| matches!(e.weight(), Edge::Operand(_)))
             .map(|e| e.target())
             .collect();
+        crate::work::count(crate::Work::IrEdges, users.len());
         users.sort_unstable();
         users.dedup();
         users
@@ -336,6 +337,7 @@ impl Computation {
                 Edge::Control => None,
             })
             .collect();
+        crate::work::count(crate::Work::IrEdges, uses.len());
         uses.sort_unstable();
         uses
     }
@@ -536,6 +538,7 @@ impl Computation {
             let new = self.graph[user].operands[index as usize];
             self.graph.add_edge(new, user, Edge::Operand(index));
         }
+        crate::work::count(crate::Work::IrEdges, work);
         Ok(work)
     }
 

@@ -154,6 +154,86 @@ impl<'a> Cursor<'a> {
         }
     }
 
+    /// Reads the rest of a comma-separated list whose opening bracket was
+    /// just read, up to and including `close`: `item` reads one element
+    /// from where the last comma (or the bracket) left off, and trivia may
+    /// stand before each comma and the close. `list` names the list in the
+    /// message for a missing comma; it is formatted only then.
+    pub(crate) fn list_until(
+        &mut self,
+        close: u8,
+        list: impl std::fmt::Display,
+        mut item: impl FnMut(&mut Self) -> Result<(), RawError>,
+    ) -> Result<(), RawError> {
+        self.skip_trivia()?;
+        if self.eat(close) {
+            return Ok(());
+        }
+        loop {
+            item(self)?;
+            self.skip_trivia()?;
+            if self.eat(close) {
+                return Ok(());
+            }
+            if !self.eat(b',') {
+                let close = char::from(close);
+                let found = describe(self.peek());
+                return Err(self.error(format!(
+                    "expected ',' or '{close}' in {list}, found {found}"
+                )));
+            }
+        }
+    }
+
+    /// Reads the `=` that follows `what` (which ended at `end`) and the
+    /// trivia around it; a missing `=` is reported just after `what`.
+    pub(crate) fn equals_after(
+        &mut self,
+        end: usize,
+        what: impl std::fmt::Display,
+    ) -> Result<(), RawError> {
+        self.skip_trivia()?;
+        if !self.eat(b'=') {
+            let found = describe(self.peek());
+            return Err(self.error_after(end, format!("expected '=' after {what}, found {found}")));
+        }
+        self.skip_trivia()
+    }
+
+    /// Reads a `->` and the trivia around it; `what` says where it was
+    /// expected, for the message when it is missing.
+    pub(crate) fn arrow(&mut self, what: &str) -> Result<(), RawError> {
+        self.skip_trivia()?;
+        if !self
+            .bytes
+            .get(self.pos..)
+            .is_some_and(|r| r.starts_with(b"->"))
+        {
+            let found = describe(self.peek());
+            return Err(self.error(format!("expected '->' {what}, found {found}")));
+        }
+        self.pos += 2;
+        self.skip_trivia()
+    }
+
+    /// Reads `execution_thread="..."` after a computation's `,` and returns
+    /// the thread's name; `following` completes the message when the word
+    /// is missing (where the `,` stands).
+    pub(crate) fn execution_thread(
+        &mut self,
+        following: impl std::fmt::Display,
+    ) -> Result<&'a str, RawError> {
+        if !self.eat_word(b"execution_thread") {
+            let found = describe(self.peek());
+            return Err(self.error(format!(
+                "expected 'execution_thread' after ','{following}, found {found}"
+            )));
+        }
+        self.expect(b'=', "'=' after 'execution_thread'")?;
+        self.skip_trivia()?;
+        self.string()
+    }
+
     /// True when the identifier at the cursor is exactly `word`.
     #[inline]
     pub(crate) fn at_word(&self, word: &[u8]) -> bool {

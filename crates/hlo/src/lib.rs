@@ -19,11 +19,13 @@ mod ir;
 mod lex;
 mod opcode;
 mod outline;
+mod parallelism;
 mod parse;
 mod print;
 mod rewrite;
 mod verify;
 mod view;
+mod work;
 
 pub use attrs::{
     Attr, AttrKey, AttrValue, Attrs, ConvDimLabels, KnownAttr, OperandAlias, PadDim, SliceDim,
@@ -38,9 +40,10 @@ pub use ir::{
 pub use lex::MAX_NESTING;
 pub use opcode::Opcode;
 pub use outline::{ComputationOutline, ModuleOutline, Span, outline};
+pub use parallelism::{Entered, Parallelism, Split};
 pub use parse::{
-    PARALLEL_PARSE_THRESHOLD, ParseOptions, ResolveComputation, attr_group, parse_computation,
-    parse_computation_with, parse_module, parse_module_bytes, parse_module_with,
+    ParseOptions, ResolveComputation, attr_group, parse_computation, parse_computation_with,
+    parse_module, parse_module_bytes, parse_module_with,
 };
 pub use petgraph;
 pub use print::{
@@ -53,6 +56,7 @@ pub use verify::{
     verify_module_checks, verify_names,
 };
 pub use view::{ModuleFacts, ModuleView};
+pub use work::{Work, WorkCounts, count, counted};
 
 /// `text` without its leading `//` comment lines (and blank lines after
 /// one of them), such as the `// RUN:` lines of a golden test. The parser

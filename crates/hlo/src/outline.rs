@@ -261,15 +261,7 @@ fn skip_computation(c: &mut Cursor<'_>, name: &str) -> Result<(), RawError> {
     c.skip_trivia()?;
     if c.eat(b',') {
         c.skip_trivia()?;
-        if !c.eat_word(b"execution_thread") {
-            return Err(c.error(format!(
-                "expected 'execution_thread' after ',' following computation %{name}, found {}",
-                describe(c.peek())
-            )));
-        }
-        c.expect(b'=', "'=' after 'execution_thread'")?;
-        c.skip_trivia()?;
-        c.string()?;
+        c.execution_thread(format_args!(" following computation %{name}"))?;
     } else {
         c.pos = save;
     }
@@ -301,17 +293,7 @@ fn header_attributes(c: &mut Cursor<'_>, out: &mut ModuleOutline) -> Result<(), 
         }
         seen.push(attr);
         let end = c.pos;
-        c.skip_trivia()?;
-        if !c.eat(b'=') {
-            return Err(c.error_after(
-                end,
-                format!(
-                    "expected '=' after header attribute '{attr}', found {}",
-                    describe(c.peek())
-                ),
-            ));
-        }
-        c.skip_trivia()?;
+        c.equals_after(end, format_args!("header attribute '{attr}'"))?;
         match attr {
             "is_scheduled" => out.is_scheduled = boolean(c, attr)?,
             "entry_computation_layout" => {
@@ -351,32 +333,13 @@ fn computation_layout(c: &mut Cursor<'_>) -> Result<ComputationLayout, RawError>
         "'(' to start the parameter shapes of entry_computation_layout",
     )?;
     let mut parameters = Vec::new();
-    c.skip_trivia()?;
-    if !c.eat(b')') {
-        loop {
-            c.skip_trivia()?;
-            parameters.push(parse_shape(c)?);
-            c.skip_trivia()?;
-            if c.eat(b')') {
-                break;
-            }
-            if !c.eat(b',') {
-                return Err(c.error(format!(
-                    "expected ',' or ')' in the parameter shapes of entry_computation_layout, found {}",
-                    describe(c.peek())
-                )));
-            }
-        }
-    }
-    c.skip_trivia()?;
-    if !c.bytes.get(c.pos..).is_some_and(|r| r.starts_with(b"->")) {
-        return Err(c.error(format!(
-            "expected '->' before the result shape of entry_computation_layout, found {}",
-            describe(c.peek())
-        )));
-    }
-    c.pos += 2;
-    c.skip_trivia()?;
+    let list = "the parameter shapes of entry_computation_layout";
+    c.list_until(b')', list, |c| {
+        c.skip_trivia()?;
+        parameters.push(parse_shape(c)?);
+        Ok(())
+    })?;
+    c.arrow("before the result shape of entry_computation_layout")?;
     let result = parse_shape(c)?;
     c.expect(b'}', "'}' to close entry_computation_layout")?;
     Ok(ComputationLayout { parameters, result })
@@ -386,35 +349,19 @@ fn computation_layout(c: &mut Cursor<'_>) -> Result<ComputationLayout, RawError>
 pub(crate) fn shape_index(c: &mut Cursor<'_>, what: &str) -> Result<SmallVec<[i64; 2]>, RawError> {
     c.expect(b'{', &format!("'{{' to start {what}"))?;
     let mut index = SmallVec::new();
-    c.skip_trivia()?;
-    if c.eat(b'}') {
-        return Ok(index);
-    }
-    loop {
+    c.list_until(b'}', what, |c| {
         c.skip_trivia()?;
         index.push(c.int("a tuple index")?);
-        c.skip_trivia()?;
-        if c.eat(b'}') {
-            return Ok(index);
-        }
-        if !c.eat(b',') {
-            return Err(c.error(format!(
-                "expected ',' or '}}' in {what}, found {}",
-                describe(c.peek())
-            )));
-        }
-    }
+        Ok(())
+    })?;
+    Ok(index)
 }
 
 /// `{ {0}: (0, {}, may-alias), ... }`.
 fn io_aliases(c: &mut Cursor<'_>) -> Result<Vec<IoAlias>, RawError> {
     c.expect(b'{', "'{' to start input_output_alias")?;
     let mut aliases = Vec::new();
-    c.skip_trivia()?;
-    if c.eat(b'}') {
-        return Ok(aliases);
-    }
-    loop {
+    c.list_until(b'}', "input_output_alias", |c| {
         let output_index = shape_index(c, "an output tuple index")?;
         c.expect(
             b':',
@@ -447,17 +394,9 @@ fn io_aliases(c: &mut Cursor<'_>) -> Result<Vec<IoAlias>, RawError> {
             parameter_index,
             kind,
         });
-        c.skip_trivia()?;
-        if c.eat(b'}') {
-            return Ok(aliases);
-        }
-        if !c.eat(b',') {
-            return Err(c.error(format!(
-                "expected ',' or '}}' in input_output_alias, found {}",
-                describe(c.peek())
-            )));
-        }
-    }
+        Ok(())
+    })?;
+    Ok(aliases)
 }
 
 fn debug_tables(c: &mut Cursor<'_>, tables: &mut DebugTables) -> Result<(), RawError> {

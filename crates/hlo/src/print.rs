@@ -25,6 +25,7 @@ use std::fmt::Write as _;
 
 use shape::{ArrayShape, Layout, Shape};
 
+use crate::parallelism::{Parallelism, Split};
 use crate::parse::attr_group;
 use crate::view::ModuleView;
 use crate::{
@@ -52,19 +53,20 @@ pub fn print_header(module: &Module) -> String {
 /// Appends the module as canonical XLA text to `out`, so that a caller can
 /// reuse one buffer.
 pub fn write_module(out: &mut String, module: &Module) {
-    write_module_from(out, module, PARALLEL_PRINT_INSTRUCTIONS, PRINT_GRAIN);
+    let split = Parallelism::splits(Split::Print, module.instruction_count());
+    write_module_split(out, module, split);
 }
 
-/// [`write_module`], in parallel from `parallel_from` instructions on, in
-/// pieces of about `grain` instructions.
-fn write_module_from(out: &mut String, module: &Module, parallel_from: usize, grain: usize) {
+/// [`write_module`], sequentially for `None`, else in parallel in pieces
+/// of about `grain` instructions.
+fn write_module_split(out: &mut String, module: &Module, split: Option<usize>) {
     out.reserve(module.instruction_count() * 160 + 1024);
     write_header(out, module);
     write_tables(out, module);
-    if module.instruction_count() < parallel_from {
+    let Some(grain) = split else {
         Piece::Computations(0..module.computations.len()).write(out, module);
         return;
-    }
+    };
     // A large module is printed in pieces on all cores, then joined in
     // order: the same text, sooner.
     use rayon::prelude::*;
@@ -88,13 +90,6 @@ fn write_module_from(out: &mut String, module: &Module, parallel_from: usize, gr
 /// A generous size of one printed instruction line: the corpus averages
 /// about 160 bytes, metadata included.
 const BYTES_PER_LINE: usize = 192;
-
-/// Modules with at least this many instructions print in parallel.
-const PARALLEL_PRINT_INSTRUCTIONS: usize = 4096;
-
-/// Instructions per piece of a parallel print: enough to pay for a piece's
-/// own buffer, few enough to keep both cores busy to the end.
-const PRINT_GRAIN: usize = 512;
 
 /// One piece of a module's text (after the header and tables), with the
 /// blank line that follows each computation.
@@ -234,14 +229,7 @@ fn write_header(out: &mut String, m: &Module) {
     if !m.input_output_alias.is_empty() {
         out.push_str(", input_output_alias={ ");
         for (i, a) in m.input_output_alias.iter().enumerate() {
-            if i > 0 {
-                out.push_str(", ");
-            }
-            write_index(out, &a.output_index);
-            out.push_str(": (");
-            push_int(out, a.parameter);
-            out.push_str(", ");
-            write_index(out, &a.parameter_index);
+            write_alias(out, i, &a.output_index, a.parameter, &a.parameter_index);
             if a.kind == Some(crate::AliasKind::Must) {
                 out.push_str(", must-alias");
             }
@@ -435,20 +423,40 @@ pub fn write_instruction(out: &mut String, view: &dyn ModuleView, comp: &Computa
         Payload::Constant(literal) => out.push_str(literal),
         Payload::None | Payload::UnknownOpcode(_) => {
             for (i, &op) in inst.operands().iter().enumerate() {
-                if i > 0 {
-                    out.push_str(", ");
-                    if i % 5 == 0 {
-                        out.push_str("/*index=");
-                        push_int(out, i as i64);
-                        out.push_str("*/");
-                    }
-                }
+                write_separator(out, i);
                 write_name_of(out, comp, op);
             }
         }
     }
     out.push(')');
     write_attrs(out, view, comp, inst);
+}
+
+/// Alias `i` of a list, up to its closing parenthesis: `{0}: (1, {}`, an
+/// output tuple index, then the aliased parameter or operand and its index.
+fn write_alias(out: &mut String, i: usize, output: &[i64], number: i64, index: &[i64]) {
+    if i > 0 {
+        out.push_str(", ");
+    }
+    write_index(out, output);
+    out.push_str(": (");
+    push_int(out, number);
+    out.push_str(", ");
+    write_index(out, index);
+}
+
+/// What XLA prints before item `i` of an operand list or a tuple shape:
+/// nothing before the first, a comma before the others, and every fifth
+/// one's index as a comment.
+fn write_separator(out: &mut String, i: usize) {
+    if i > 0 {
+        out.push_str(", ");
+        if i.is_multiple_of(5) {
+            out.push_str("/*index=");
+            push_int(out, i as i64);
+            out.push_str("*/");
+        }
+    }
 }
 
 fn write_name_of(out: &mut String, comp: &Computation, id: InstId) {
@@ -609,14 +617,7 @@ pub fn write_attr_value(out: &mut String, view: &dyn ModuleView, value: &AttrVal
         AttrValue::Aliasing(aliases) => {
             out.push('{');
             for (i, a) in aliases.iter().enumerate() {
-                if i > 0 {
-                    out.push_str(", ");
-                }
-                write_index(out, &a.output_index);
-                out.push_str(": (");
-                push_int(out, a.operand);
-                out.push_str(", ");
-                write_index(out, &a.operand_index);
+                write_alias(out, i, &a.output_index, a.operand, &a.operand_index);
                 out.push(')');
             }
             out.push('}');
@@ -666,14 +667,7 @@ pub fn write_shape(out: &mut String, shape: &Shape, layouts: bool) {
         Shape::Tuple(elements) => {
             out.push('(');
             for (i, e) in elements.iter().enumerate() {
-                if i > 0 {
-                    out.push_str(", ");
-                    if i % 5 == 0 {
-                        out.push_str("/*index=");
-                        push_int(out, i as i64);
-                        out.push_str("*/");
-                    }
-                }
+                write_separator(out, i);
                 write_shape(out, e, layouts);
             }
             out.push(')');
@@ -776,10 +770,10 @@ mod tests {
         let mut split = 0;
         for (path, module) in crate::testdata_modules() {
             let mut sequential = String::new();
-            write_module_from(&mut sequential, &module, usize::MAX, PRINT_GRAIN);
-            for grain in [1, 3, PRINT_GRAIN] {
+            write_module_split(&mut sequential, &module, None);
+            for grain in [1, 3, Split::Print.grain()] {
                 let mut parallel = String::new();
-                write_module_from(&mut parallel, &module, 0, grain);
+                write_module_split(&mut parallel, &module, Some(grain));
                 assert!(
                     sequential == parallel,
                     "{} in pieces of {grain}",

@@ -52,6 +52,8 @@ impl Computation {
     pub fn topological_order(&self) -> Result<Vec<InstId>, CycleError> {
         let schedule = self.schedule();
         let graph = self.graph();
+        // Each edge is looked at a bounded number of times below.
+        crate::work::count(crate::Work::IrEdges, graph.edge_count());
         // XLA prints computations in a valid order, and Kahn's algorithm
         // below (smallest schedule position first) returns such a schedule
         // unchanged: check that in one pass and skip the rest.

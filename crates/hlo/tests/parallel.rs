@@ -7,24 +7,51 @@ use std::path::Path;
 
 use proptest::prelude::*;
 
-use hlo::{Module, ParseError, ParseOptions, diff_modules, parse_module_with, print_module};
+use hlo::{
+    Module, Parallelism, ParseError, ParseOptions, diff_modules, parse_module_with, print_module,
+};
 
-fn sequential() -> ParseOptions {
-    ParseOptions {
-        parallel_threshold: usize::MAX,
-        ..ParseOptions::default()
+/// One way of parsing: a parallelism policy and the options (forced cuts).
+#[derive(Debug)]
+struct Way {
+    policy: Parallelism,
+    options: ParseOptions,
+}
+
+impl Way {
+    fn run<T: Send>(&self, parse: impl Fn(&ParseOptions) -> T + Sync) -> T {
+        self.policy.install(|| parse(&self.options))
     }
 }
 
-fn cut_at(offsets: Vec<usize>) -> ParseOptions {
-    ParseOptions {
-        forced_splits: Some(offsets),
-        ..ParseOptions::default()
+fn under(policy: Parallelism) -> Way {
+    Way {
+        policy,
+        options: ParseOptions::default(),
     }
 }
 
-fn parse(text: &str, options: &ParseOptions) -> Result<Module, ParseError> {
-    parse_module_with(text, "t.hlo", options)
+fn sequential() -> Way {
+    under(Parallelism::Sequential)
+}
+
+/// The production policy, then every piece split as small as the policy
+/// allows: the ways of parsing that do not force cuts.
+fn unforced() -> Vec<Way> {
+    vec![under(Parallelism::Auto), under(Parallelism::Always)]
+}
+
+fn cut_at(offsets: Vec<usize>) -> Way {
+    Way {
+        policy: Parallelism::Auto,
+        options: ParseOptions {
+            forced_splits: Some(offsets),
+        },
+    }
+}
+
+fn parse(text: &str, way: &Way) -> Result<Module, ParseError> {
+    way.run(|o| parse_module_with(text, "t.hlo", o))
 }
 
 fn large_module() -> String {
@@ -65,10 +92,10 @@ fn difference(a: &Result<Module, ParseError>, b: &Result<Module, ParseError>) ->
     (print_module(a) != print_module(b)).then(|| "printed texts differ".to_string())
 }
 
-fn assert_same(text: &str, options: &ParseOptions, what: &str) {
+fn assert_same(text: &str, way: &Way, what: &str) {
     let expected = parse(text, &sequential());
-    if let Some(d) = difference(&expected, &parse(text, options)) {
-        panic!("{what}: {d}");
+    if let Some(d) = difference(&expected, &parse(text, way)) {
+        panic!("{what} ({way:?}): {d}");
     }
 }
 
@@ -89,8 +116,11 @@ fn every_testdata_module_parses_the_same() {
     for path in test_support::hlo_files() {
         let name = path.display().to_string();
         let text = std::fs::read_to_string(&path).unwrap();
-        // The default: parallel for the large modules.
-        assert_same(&text, &ParseOptions::default(), &name);
+        // The default (parallel for the large modules), and every module
+        // split as finely as the policy allows.
+        for way in unforced() {
+            assert_same(&text, &way, &name);
+        }
         // Cut at every instruction start, then at awkward places: inside
         // the first token of every line, and at every line end.
         let starts = line_starts(&text);
@@ -202,11 +232,9 @@ fn misleading_lines_are_no_problem() {
         format!("{large}// the end\n"),
         format!("{}\n/* a comment */{}", &large[..entry], &large[entry..]),
     ] {
-        assert_same(
-            &text,
-            &ParseOptions::default(),
-            "large module with a comment",
-        );
+        for way in unforced() {
+            assert_same(&text, &way, "large module with a comment");
+        }
     }
 }
 
@@ -246,7 +274,7 @@ fn check_error(text: &str, at: f64, what: &str, edit: impl Fn(&str, &[String]) -
         panic!("{what}: parsed")
     };
     // The cuts: the default ones, on the edited line and around it.
-    let mut options = vec![ParseOptions::default()];
+    let mut options = unforced();
     for cuts in [
         vec![start],
         vec![start - 1, start + 2],
@@ -380,10 +408,11 @@ fn one_computation_parses_the_same_cut_anywhere() {
         body[third..].replacen(" = ", " ", 1)
     );
     for body in [body, damaged.as_str()] {
-        let parse =
-            |o: &ParseOptions| hlo::parse_computation_with(body, &entry.span, &resolve, "t.hlo", o);
+        let parse = |way: &Way| {
+            way.run(|o| hlo::parse_computation_with(body, &entry.span, &resolve, "t.hlo", o))
+        };
         let expected = parse(&sequential());
-        let mut options = vec![ParseOptions::default()];
+        let mut options = unforced();
         for cuts in [
             vec![third],
             vec![1, third - 1, third + 2],
@@ -406,12 +435,13 @@ fn one_computation_parses_the_same_cut_anywhere() {
             }
         }
         assert!(
-            body.len() >= hlo::PARALLEL_PARSE_THRESHOLD,
-            "the default options split it too"
+            body.len() >= hlo::Split::ParseText.threshold(),
+            "the default policy splits it too"
         );
     }
     assert!(
-        hlo::parse_computation_with(&damaged, &entry.span, &resolve, "t.hlo", &sequential())
+        sequential()
+            .run(|o| hlo::parse_computation_with(&damaged, &entry.span, &resolve, "t.hlo", o))
             .is_err()
     );
 }

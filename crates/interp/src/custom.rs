@@ -450,14 +450,12 @@ impl Interp<'_> {
             self.reserve(s)?;
         }
         let expect = |n: usize| {
-            if leaves.len() == n {
-                Ok(())
-            } else {
-                Err(EvalError::msg(format!(
+            EvalError::ensure(leaves.len() == n, || {
+                format!(
                     "{routine:?} produces {n} results, the shape has {}",
                     leaves.len()
-                )))
-            }
+                )
+            })
         };
         let m = matrices(array(ops, 0)?)?;
         let (r, c, batch) = (m.rows, m.cols, m.batch);

@@ -73,6 +73,16 @@ impl EvalError {
         }
     }
 
+    /// `Ok` when `ok` holds, else [`EvalError::msg`] of what `message`
+    /// says (built only on failure).
+    pub(crate) fn ensure(ok: bool, message: impl FnOnce() -> String) -> Result<(), EvalError> {
+        if ok {
+            Ok(())
+        } else {
+            Err(EvalError::msg(message()))
+        }
+    }
+
     pub(crate) fn unsupported(what: impl Into<String>) -> EvalError {
         EvalError::Unsupported {
             inst: String::new(),

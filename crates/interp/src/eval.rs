@@ -289,6 +289,23 @@ impl<'m> Interp<'m> {
         Ok((shape, n))
     }
 
+    /// The operands of an instruction that takes exactly `N` arrays and
+    /// produces one array, with the result shape and its element count.
+    pub(crate) fn array_operands<'v, 'i, const N: usize>(
+        &mut self,
+        inst: &'i Instruction,
+        ops: &[&'v Value],
+    ) -> Result<([&'v Buffer; N], &'i ArrayShape, usize), EvalError> {
+        arity(ops, N)?;
+        let arrays = (0..N)
+            .map(|i| array(ops, i))
+            .collect::<Result<Vec<_>, _>>()?;
+        let arrays = <[&Buffer; N]>::try_from(arrays)
+            .map_err(|_| EvalError::msg("internal: the operand count changed"))?;
+        let (shape, n) = self.out_array(inst)?;
+        Ok((arrays, shape, n))
+    }
+
     /// Wraps logical row-major bits into a buffer laid out per `shape`.
     pub(crate) fn finish(&self, shape: &ArrayShape, data: Vec<u64>) -> Result<Value, EvalError> {
         Ok(Value::Array(Buffer::from_logical_bits(
@@ -1055,14 +1072,9 @@ pub fn instruction_kind(inst: &Instruction) -> String {
 
 /// Fails unless there are exactly `n` operands.
 pub(crate) fn arity(ops: &[&Value], n: usize) -> Result<(), EvalError> {
-    if ops.len() == n {
-        Ok(())
-    } else {
-        Err(EvalError::msg(format!(
-            "expected {n} operands, got {}",
-            ops.len()
-        )))
-    }
+    EvalError::ensure(ops.len() == n, || {
+        format!("expected {n} operands, got {}", ops.len())
+    })
 }
 
 /// Operand `i` as an array.
@@ -1102,6 +1114,16 @@ pub(crate) fn dim_list(
     rank: usize,
 ) -> Result<Vec<usize>, EvalError> {
     dims_below(ints(inst, key)?, rank, key.name())
+}
+
+/// An optional integer-list attribute (absent is empty) that must list
+/// dimension numbers below `rank`.
+pub(crate) fn opt_dims(
+    inst: &Instruction,
+    key: KnownAttr,
+    rank: usize,
+) -> Result<Vec<usize>, EvalError> {
+    dims_below(inst.attrs.ints(key).unwrap_or(&[]), rank, key.name())
 }
 
 /// Checks dimension numbers against a rank.

@@ -16,7 +16,7 @@ use shape::PrimitiveType;
 
 use crate::element::{self, Class, Num};
 use crate::error::EvalError;
-use crate::eval::{Interp, arity, array, ints};
+use crate::eval::{Interp, ints};
 use crate::value::{class_of, row_major_strides};
 
 /// A complex number as (re, im).
@@ -71,9 +71,7 @@ fn dft_along(data: &mut [C], dims: &[i64], d: usize, inverse: bool) {
 impl Interp<'_> {
     /// Evaluates an `fft`.
     pub(crate) fn fft(&mut self, inst: &Instruction, ops: &[&Value]) -> Result<Value, EvalError> {
-        arity(ops, 1)?;
-        let x = array(ops, 0)?;
-        let (shape, _) = self.out_array(inst)?;
+        let ([x], shape, _) = self.array_operands(inst, ops)?;
         let kind = match inst.attrs.string(KnownAttr::FftType) {
             Some("FFT") => Kind::Fft,
             Some("IFFT") => Kind::Ifft,

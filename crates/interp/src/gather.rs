@@ -10,14 +10,10 @@ use hlo::{Instruction, KnownAttr};
 use shape::PrimitiveType;
 
 use crate::error::EvalError;
-use crate::eval::{Interp, array, comp_attr, dims_below};
+use crate::eval::{Interp, array, comp_attr, opt_dims};
 use crate::ops::same_type;
 use crate::scalar;
 use crate::value::{Buffer, Value, class_of, row_major_strides, try_for_each_index};
-
-fn opt_dims(inst: &Instruction, key: KnownAttr, rank: usize) -> Result<Vec<usize>, EvalError> {
-    dims_below(inst.attrs.ints(key).unwrap_or(&[]), rank, key.name())
-}
 
 /// The start indices operand, with the index vector dimension resolved.
 struct Indices<'a> {
@@ -33,7 +29,12 @@ struct Indices<'a> {
 }
 
 impl<'a> Indices<'a> {
-    fn new(b: &'a Buffer, ivd: i64) -> Result<Indices<'a>, EvalError> {
+    /// The start indices `b` of `inst`, read along its `index_vector_dim`.
+    fn of(inst: &Instruction, b: &'a Buffer) -> Result<Indices<'a>, EvalError> {
+        let ivd = inst
+            .attrs
+            .int(KnownAttr::IndexVectorDim)
+            .ok_or_else(|| EvalError::msg("missing index_vector_dim="))?;
         let dims: Vec<i64> = b.shape().dims.to_vec();
         let rank = dims.len();
         let ivd = usize::try_from(ivd)
@@ -86,9 +87,7 @@ impl Interp<'_> {
         inst: &Instruction,
         ops: &[&Value],
     ) -> Result<Value, EvalError> {
-        crate::eval::arity(ops, 2)?;
-        let (operand, idx) = (array(ops, 0)?, array(ops, 1)?);
-        let (shape, n) = self.out_array(inst)?;
+        let ([operand, idx], shape, n) = self.array_operands(inst, ops)?;
         same_type(operand, shape.element_type, "the operand")?;
         let od = operand.shape().dims.clone();
         let in_rank = od.len();
@@ -97,18 +96,8 @@ impl Interp<'_> {
         let collapsed = opt_dims(inst, KnownAttr::CollapsedSliceDims, in_rank)?;
         let start_map = opt_dims(inst, KnownAttr::StartIndexMap, in_rank)?;
         let op_batch = opt_dims(inst, KnownAttr::OperandBatchingDims, in_rank)?;
-        let ivd = inst
-            .attrs
-            .int(KnownAttr::IndexVectorDim)
-            .ok_or_else(|| EvalError::msg("missing index_vector_dim="))?;
-        let ind = Indices::new(idx, ivd)?;
-        let idx_batch = dims_below(
-            inst.attrs
-                .ints(KnownAttr::StartIndicesBatchingDims)
-                .unwrap_or(&[]),
-            ind.dims.len(),
-            "start_indices_batching_dims",
-        )?;
+        let ind = Indices::of(inst, idx)?;
+        let idx_batch = opt_dims(inst, KnownAttr::StartIndicesBatchingDims, ind.dims.len())?;
         let sizes = inst
             .attrs
             .ints(KnownAttr::SliceSizes)
@@ -219,18 +208,8 @@ impl Interp<'_> {
         let inserted = opt_dims(inst, KnownAttr::InsertedWindowDims, in_rank)?;
         let to_operand = opt_dims(inst, KnownAttr::ScatterDimsToOperandDims, in_rank)?;
         let in_batch = opt_dims(inst, KnownAttr::InputBatchingDims, in_rank)?;
-        let ivd = inst
-            .attrs
-            .int(KnownAttr::IndexVectorDim)
-            .ok_or_else(|| EvalError::msg("missing index_vector_dim="))?;
-        let ind = Indices::new(idx, ivd)?;
-        let idx_batch = dims_below(
-            inst.attrs
-                .ints(KnownAttr::ScatterIndicesBatchingDims)
-                .unwrap_or(&[]),
-            ind.dims.len(),
-            "scatter_indices_batching_dims",
-        )?;
+        let ind = Indices::of(inst, idx)?;
+        let idx_batch = opt_dims(inst, KnownAttr::ScatterIndicesBatchingDims, ind.dims.len())?;
         let idx_batch_pos: Vec<usize> = idx_batch
             .iter()
             .filter_map(|&d| ind.batch_position(d))
@@ -311,10 +290,6 @@ impl Interp<'_> {
             }
             Ok(())
         })?;
-        let mut vals = Vec::with_capacity(k);
-        for (s, o) in shapes.iter().zip(operands) {
-            vals.push(self.finish(s, o)?);
-        }
-        Ok(crate::reduce::pack(vals))
+        self.finish_all(&shapes, operands)
     }
 }

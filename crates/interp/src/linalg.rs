@@ -9,7 +9,7 @@ use hlo::{AttrValue, Instruction, KnownAttr};
 
 use crate::element::{self, Binary, Class, FloatFormat, Num};
 use crate::error::EvalError;
-use crate::eval::{Interp, arity, array, dims_below};
+use crate::eval::{Interp, dims_below, opt_dims};
 use crate::value::{Buffer, Value, class_of, row_major_strides, try_for_each_index};
 use crate::window::parse_window;
 
@@ -136,36 +136,14 @@ fn packed(data: &[f64], dims: &[i64], order: &[usize]) -> Vec<f32> {
     out
 }
 
-fn opt_ints(inst: &Instruction, key: KnownAttr) -> &[i64] {
-    inst.attrs.ints(key).unwrap_or(&[])
-}
-
 impl Interp<'_> {
     pub(crate) fn dot(&mut self, inst: &Instruction, ops: &[&Value]) -> Result<Value, EvalError> {
-        arity(ops, 2)?;
-        let (lhs, rhs) = (array(ops, 0)?, array(ops, 1)?);
-        let (shape, n) = self.out_array(inst)?;
+        let ([lhs, rhs], shape, n) = self.array_operands(inst, ops)?;
         let (ld, rd) = (&lhs.shape().dims, &rhs.shape().dims);
-        let lb = dims_below(
-            opt_ints(inst, KnownAttr::LhsBatchDims),
-            ld.len(),
-            "lhs_batch_dims",
-        )?;
-        let rb = dims_below(
-            opt_ints(inst, KnownAttr::RhsBatchDims),
-            rd.len(),
-            "rhs_batch_dims",
-        )?;
-        let lc = dims_below(
-            opt_ints(inst, KnownAttr::LhsContractingDims),
-            ld.len(),
-            "lhs_contracting_dims",
-        )?;
-        let rc = dims_below(
-            opt_ints(inst, KnownAttr::RhsContractingDims),
-            rd.len(),
-            "rhs_contracting_dims",
-        )?;
+        let lb = opt_dims(inst, KnownAttr::LhsBatchDims, ld.len())?;
+        let rb = opt_dims(inst, KnownAttr::RhsBatchDims, rd.len())?;
+        let lc = opt_dims(inst, KnownAttr::LhsContractingDims, ld.len())?;
+        let rc = opt_dims(inst, KnownAttr::RhsContractingDims, rd.len())?;
         let distinct = |v: &[usize], rank: usize| {
             let mut seen = vec![false; rank];
             v.iter().all(|&d| !std::mem::replace(&mut seen[d], true))
@@ -274,9 +252,7 @@ impl Interp<'_> {
         inst: &Instruction,
         ops: &[&Value],
     ) -> Result<Value, EvalError> {
-        arity(ops, 2)?;
-        let (lhs, rhs) = (array(ops, 0)?, array(ops, 1)?);
-        let (shape, n) = self.out_array(inst)?;
+        let ([lhs, rhs], shape, n) = self.array_operands(inst, ops)?;
         let Some(AttrValue::DimLabels(dl)) = inst.attrs.get(KnownAttr::DimLabels) else {
             return Err(EvalError::msg("missing dim_labels= attribute"));
         };

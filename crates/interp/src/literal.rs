@@ -18,37 +18,34 @@ enum Tok<'a> {
     Word(&'a str),
 }
 
+/// The token of a one-byte punctuation mark.
+fn punct(c: u8) -> Option<Tok<'static>> {
+    match c {
+        b'{' => Some(Tok::Open),
+        b'}' => Some(Tok::Close),
+        b'(' => Some(Tok::LParen),
+        b')' => Some(Tok::RParen),
+        _ => None,
+    }
+}
+
 fn tokenize(text: &str) -> Vec<Tok<'_>> {
     let mut out = Vec::new();
     let bytes = text.as_bytes();
     let mut i = 0;
     while i < bytes.len() {
         let c = bytes[i];
-        match c {
-            b'{' => {
-                out.push(Tok::Open);
+        if let Some(t) = punct(c) {
+            out.push(t);
+            i += 1;
+        } else if b", \n\t\r".contains(&c) {
+            i += 1;
+        } else {
+            let start = i;
+            while i < bytes.len() && !b"{}(), \n\t\r".contains(&bytes[i]) {
                 i += 1;
             }
-            b'}' => {
-                out.push(Tok::Close);
-                i += 1;
-            }
-            b'(' => {
-                out.push(Tok::LParen);
-                i += 1;
-            }
-            b')' => {
-                out.push(Tok::RParen);
-                i += 1;
-            }
-            b',' | b' ' | b'\n' | b'\t' | b'\r' => i += 1,
-            _ => {
-                let start = i;
-                while i < bytes.len() && !b"{}(), \n\t\r".contains(&bytes[i]) {
-                    i += 1;
-                }
-                out.push(Tok::Word(&text[start..i]));
-            }
+            out.push(Tok::Word(&text[start..i]));
         }
     }
     out

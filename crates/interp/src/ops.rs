@@ -13,27 +13,23 @@ use crate::value::{Buffer, Value, class_of, for_each_index, row_major_strides};
 
 /// Fails unless `a` has the dimensions of `shape`.
 pub(crate) fn same_dims(a: &Buffer, shape: &ArrayShape, what: &str) -> Result<(), EvalError> {
-    if a.shape().dims == shape.dims {
-        Ok(())
-    } else {
-        Err(EvalError::msg(format!(
+    EvalError::ensure(a.shape().dims == shape.dims, || {
+        format!(
             "{what} has dimensions {:?} but the result has {:?}",
             &a.shape().dims[..],
             &shape.dims[..]
-        )))
-    }
+        )
+    })
 }
 
 /// Fails unless `a` has element type `ty`.
 pub(crate) fn same_type(a: &Buffer, ty: PrimitiveType, what: &str) -> Result<(), EvalError> {
-    if a.element_type() == ty {
-        Ok(())
-    } else {
-        Err(EvalError::msg(format!(
+    EvalError::ensure(a.element_type() == ty, || {
+        format!(
             "{what} has element type {} but {ty} is required",
             a.element_type()
-        )))
-    }
+        )
+    })
 }
 
 fn msg(e: String) -> EvalError {
@@ -81,9 +77,7 @@ impl Interp<'_> {
         ops: &[&Value],
         op: Unary,
     ) -> Result<Value, EvalError> {
-        arity(ops, 1)?;
-        let a = array(ops, 0)?;
-        let (shape, n) = self.out_array(inst)?;
+        let ([a], shape, n) = self.array_operands(inst, ops)?;
         same_dims(a, shape, "the operand")?;
         let (cin, cout) = (class_of(a.element_type())?, class_of(shape.element_type)?);
         let mut out = Vec::with_capacity(n);
@@ -102,9 +96,7 @@ impl Interp<'_> {
         ops: &[&Value],
         op: Binary,
     ) -> Result<Value, EvalError> {
-        arity(ops, 2)?;
-        let (a, b) = (array(ops, 0)?, array(ops, 1)?);
-        let (shape, n) = self.out_array(inst)?;
+        let ([a, b], shape, n) = self.array_operands(inst, ops)?;
         same_dims(a, shape, "operand 0")?;
         same_dims(b, shape, "operand 1")?;
         same_type(b, a.element_type(), "operand 1")?;
@@ -134,9 +126,7 @@ impl Interp<'_> {
         inst: &Instruction,
         ops: &[&Value],
     ) -> Result<Value, EvalError> {
-        arity(ops, 2)?;
-        let (a, b) = (array(ops, 0)?, array(ops, 1)?);
-        let (shape, n) = self.out_array(inst)?;
+        let ([a, b], shape, n) = self.array_operands(inst, ops)?;
         same_type_pred(shape)?;
         same_dims(a, shape, "operand 0")?;
         same_dims(b, shape, "operand 1")?;
@@ -159,9 +149,7 @@ impl Interp<'_> {
         inst: &Instruction,
         ops: &[&Value],
     ) -> Result<Value, EvalError> {
-        arity(ops, 3)?;
-        let (p, t, f) = (array(ops, 0)?, array(ops, 1)?, array(ops, 2)?);
-        let (shape, n) = self.out_array(inst)?;
+        let ([p, t, f], shape, n) = self.array_operands(inst, ops)?;
         same_type(p, PrimitiveType::Pred, "the predicate")?;
         same_type(t, shape.element_type, "on_true")?;
         same_type(f, shape.element_type, "on_false")?;
@@ -181,9 +169,7 @@ impl Interp<'_> {
     }
 
     pub(crate) fn clamp(&mut self, inst: &Instruction, ops: &[&Value]) -> Result<Value, EvalError> {
-        arity(ops, 3)?;
-        let (lo, x, hi) = (array(ops, 0)?, array(ops, 1)?, array(ops, 2)?);
-        let (shape, n) = self.out_array(inst)?;
+        let ([lo, x, hi], shape, n) = self.array_operands(inst, ops)?;
         same_type(x, shape.element_type, "the operand")?;
         same_dims(x, shape, "the operand")?;
         for (b, what) in [(lo, "min"), (hi, "max")] {
@@ -207,9 +193,7 @@ impl Interp<'_> {
         inst: &Instruction,
         ops: &[&Value],
     ) -> Result<Value, EvalError> {
-        arity(ops, 1)?;
-        let a = array(ops, 0)?;
-        let (shape, n) = self.out_array(inst)?;
+        let ([a], shape, n) = self.array_operands(inst, ops)?;
         same_dims(a, shape, "the operand")?;
         let (cin, cout) = (class_of(a.element_type())?, class_of(shape.element_type)?);
         let mut out = Vec::with_capacity(n);
@@ -224,9 +208,7 @@ impl Interp<'_> {
         inst: &Instruction,
         ops: &[&Value],
     ) -> Result<Value, EvalError> {
-        arity(ops, 1)?;
-        let a = array(ops, 0)?;
-        let (shape, n) = self.out_array(inst)?;
+        let ([a], shape, n) = self.array_operands(inst, ops)?;
         let (from, to) = (a.element_type(), shape.element_type);
         let (wi, wo) = (element::bit_width(from), element::bit_width(to));
         let data = a.logical_bits()?;
@@ -285,9 +267,7 @@ impl Interp<'_> {
         inst: &Instruction,
         ops: &[&Value],
     ) -> Result<Value, EvalError> {
-        arity(ops, 1)?;
-        let a = array(ops, 0)?;
-        let (shape, n) = self.out_array(inst)?;
+        let ([a], shape, n) = self.array_operands(inst, ops)?;
         same_dims(a, shape, "the operand")?;
         same_type(a, shape.element_type, "the operand")?;
         let cls = class_of(shape.element_type)?;
@@ -340,9 +320,7 @@ impl Interp<'_> {
         inst: &Instruction,
         ops: &[&Value],
     ) -> Result<Value, EvalError> {
-        arity(ops, 1)?;
-        let a = array(ops, 0)?;
-        let (shape, n) = self.out_array(inst)?;
+        let ([a], shape, n) = self.array_operands(inst, ops)?;
         same_type(a, shape.element_type, "the operand")?;
         let dims = dim_list(inst, KnownAttr::Dimensions, shape.rank())?;
         let ad = &a.shape().dims;
@@ -367,9 +345,7 @@ impl Interp<'_> {
         inst: &Instruction,
         ops: &[&Value],
     ) -> Result<Value, EvalError> {
-        arity(ops, 1)?;
-        let a = array(ops, 0)?;
-        let (shape, n) = self.out_array(inst)?;
+        let ([a], shape, n) = self.array_operands(inst, ops)?;
         same_type(a, shape.element_type, "the operand")?;
         if a.element_count() != n as u64 {
             return Err(EvalError::msg(format!(
@@ -386,9 +362,7 @@ impl Interp<'_> {
         inst: &Instruction,
         ops: &[&Value],
     ) -> Result<Value, EvalError> {
-        arity(ops, 1)?;
-        let a = array(ops, 0)?;
-        let (shape, n) = self.out_array(inst)?;
+        let ([a], shape, n) = self.array_operands(inst, ops)?;
         same_type(a, shape.element_type, "the operand")?;
         let rank = a.shape().rank();
         let perm = dim_list(inst, KnownAttr::Dimensions, rank)?;
@@ -426,9 +400,7 @@ impl Interp<'_> {
     }
 
     pub(crate) fn slice(&mut self, inst: &Instruction, ops: &[&Value]) -> Result<Value, EvalError> {
-        arity(ops, 1)?;
-        let a = array(ops, 0)?;
-        let (shape, n) = self.out_array(inst)?;
+        let ([a], shape, n) = self.array_operands(inst, ops)?;
         same_type(a, shape.element_type, "the operand")?;
         let Some(AttrValue::Slice(sl)) = inst.attrs.get(KnownAttr::Slice) else {
             return Err(EvalError::msg("missing slice= attribute"));
@@ -553,9 +525,7 @@ impl Interp<'_> {
     }
 
     pub(crate) fn pad(&mut self, inst: &Instruction, ops: &[&Value]) -> Result<Value, EvalError> {
-        arity(ops, 2)?;
-        let (a, pv) = (array(ops, 0)?, array(ops, 1)?);
-        let (shape, n) = self.out_array(inst)?;
+        let ([a, pv], shape, n) = self.array_operands(inst, ops)?;
         same_type(a, shape.element_type, "the operand")?;
         same_type(pv, shape.element_type, "the padding value")?;
         if pv.shape().rank() != 0 {
@@ -672,9 +642,7 @@ impl Interp<'_> {
         inst: &Instruction,
         ops: &[&Value],
     ) -> Result<Value, EvalError> {
-        arity(ops, 1)?;
-        let a = array(ops, 0)?;
-        let (shape, n) = self.out_array(inst)?;
+        let ([a], shape, n) = self.array_operands(inst, ops)?;
         same_dims(a, shape, "the operand")?;
         same_type(a, shape.element_type, "the operand")?;
         let dims = dim_list(inst, KnownAttr::Dimensions, shape.rank())?;
@@ -719,11 +687,9 @@ impl Interp<'_> {
 }
 
 fn same_type_pred(shape: &ArrayShape) -> Result<(), EvalError> {
-    if shape.element_type == PrimitiveType::Pred {
-        Ok(())
-    } else {
-        Err(EvalError::msg("compare must produce pred"))
-    }
+    EvalError::ensure(shape.element_type == PrimitiveType::Pred, || {
+        "compare must produce pred".into()
+    })
 }
 
 /// Appends the poison flag of source element `off` when the source has any.

@@ -10,7 +10,7 @@ use shape::{ArrayShape, PrimitiveType, Shape};
 
 use crate::element::{self, Binary, Class, FloatFormat};
 use crate::error::EvalError;
-use crate::eval::{Callee, Interp, arity, array, comp_attr, dim_list};
+use crate::eval::{Callee, Interp, array, comp_attr, dim_list};
 use crate::ops::{same_dims, same_type};
 use crate::value::{Buffer, Value, row_major_strides, try_for_each_index};
 use crate::window::{WindowDim, parse_window, window_count};
@@ -181,7 +181,114 @@ fn window_offsets(
     });
 }
 
+/// The inputs, init values and reducer of a variadic reduction (`reduce`,
+/// `reduce-window`), with the scratch space of one fold.
+struct Reduction<'v> {
+    inputs: Vec<Cow<'v, [u64]>>,
+    inits: Vec<u64>,
+    callee: Callee,
+    inline: Option<(Binary, Class)>,
+    acc: Vec<u64>,
+    args: Vec<u64>,
+    res: Vec<u64>,
+}
+
 impl Interp<'_> {
+    /// Reads the `k` inputs and `k` init values of a variadic reduction
+    /// into the result `shapes`, after `check(input, init, result shape)`,
+    /// and its reducer; with the element count of a result.
+    fn reduction<'v>(
+        &mut self,
+        inst: &Instruction,
+        ops: &[&'v Value],
+        shapes: &[&ArrayShape],
+        check: impl Fn(&Buffer, &Buffer, &ArrayShape) -> Result<(), EvalError>,
+    ) -> Result<(Reduction<'v>, usize), EvalError> {
+        let k = shapes.len();
+        let mut inputs = Vec::with_capacity(k);
+        let mut inits = Vec::with_capacity(k);
+        let mut in_types = Vec::with_capacity(k);
+        let mut out_types = Vec::with_capacity(k);
+        for (i, &s) in shapes.iter().enumerate() {
+            let a = array(ops, i)?;
+            let init = array(ops, k + i)?;
+            check(a, init, s)?;
+            same_type(init, s.element_type, "the init value")?;
+            in_types.push(a.element_type());
+            out_types.push(s.element_type);
+            inputs.push(a.logical_bits()?);
+            inits.push(init.logical_bits()?[0]);
+        }
+        let mut n = 0;
+        for s in shapes {
+            n = self.reserve(s)?;
+        }
+        let comp = comp_attr(inst, KnownAttr::ToApply)?;
+        let params: Vec<PrimitiveType> = out_types.iter().chain(&in_types).copied().collect();
+        check_signature(self, comp, &params, &out_types)?;
+        let callee = self.callee(comp)?;
+        let red = Reduction {
+            inline: inline_reducer(&callee, k),
+            callee,
+            acc: inits.clone(),
+            args: Vec::with_capacity(2 * k),
+            res: Vec::with_capacity(k),
+            inputs,
+            inits,
+        };
+        Ok((red, n))
+    }
+
+    /// Folds the input elements at `base + offsets` (in that order) into
+    /// one value per result, starting from the init values, and appends
+    /// them to `outs`.
+    fn reduce_into(
+        &mut self,
+        red: &mut Reduction<'_>,
+        base: usize,
+        offsets: &[usize],
+        outs: &mut [Vec<u64>],
+    ) -> Result<(), EvalError> {
+        if let Some((op, cls)) = red.inline {
+            self.charge(offsets.len() as u64)?;
+            let input = &red.inputs[0];
+            let values = offsets.iter().map(|&off| input[base + off]);
+            outs[0].push(fold(op, cls, red.inits[0], values)?);
+            return Ok(());
+        }
+        red.acc.copy_from_slice(&red.inits);
+        for &off in offsets {
+            red.args.clear();
+            red.args.extend_from_slice(&red.acc);
+            red.args.extend(red.inputs.iter().map(|v| v[base + off]));
+            red.res.clear();
+            self.apply(&red.callee, &red.args, &mut red.res)?;
+            if red.res.len() != red.inits.len() {
+                return Err(EvalError::msg(
+                    "the reducer returned the wrong number of values",
+                ));
+            }
+            red.acc.copy_from_slice(&red.res);
+        }
+        for (o, &a) in outs.iter_mut().zip(&red.acc) {
+            o.push(a);
+        }
+        Ok(())
+    }
+
+    /// Lays out one result per shape and packs them: one array, or a tuple.
+    pub(crate) fn finish_all(
+        &self,
+        shapes: &[&ArrayShape],
+        outs: Vec<Vec<u64>>,
+    ) -> Result<Value, EvalError> {
+        let mut vals = Vec::with_capacity(shapes.len());
+        for (s, o) in shapes.iter().zip(outs) {
+            vals.push(self.finish(s, o)?);
+        }
+        Ok(pack(vals))
+    }
+
     pub(crate) fn map(&mut self, inst: &Instruction, ops: &[&Value]) -> Result<Value, EvalError> {
         let (shape, n) = self.out_array(inst)?;
         let mut inputs: Vec<Cow<'_, [u64]>> = Vec::with_capacity(ops.len());
@@ -227,13 +334,7 @@ impl Interp<'_> {
         let kept: Vec<usize> = (0..rank).filter(|&d| !is_reduced[d]).collect();
         let out_dims: Vec<i64> = kept.iter().map(|&d| in_dims[d]).collect();
         let shapes = result_shapes(inst, k)?;
-        let mut inputs = Vec::with_capacity(k);
-        let mut inits = Vec::with_capacity(k);
-        let mut in_types = Vec::with_capacity(k);
-        let mut out_types = Vec::with_capacity(k);
-        for (i, &s) in shapes.iter().enumerate() {
-            let a = array(ops, i)?;
-            let init = array(ops, k + i)?;
+        let (mut red, n) = self.reduction(inst, ops, &shapes, |a, init, s| {
             if a.shape().dims != in_dims {
                 return Err(EvalError::msg(
                     "reduce inputs must have the same dimensions",
@@ -242,26 +343,10 @@ impl Interp<'_> {
             if init.shape().rank() != 0 {
                 return Err(EvalError::msg("reduce init values must be scalars"));
             }
-            if s.dims[..] != out_dims[..] {
-                return Err(EvalError::msg(format!(
-                    "reducing {} over {reduced:?} does not give {s}",
-                    a.shape()
-                )));
-            }
-            same_type(init, s.element_type, "the init value")?;
-            in_types.push(a.element_type());
-            out_types.push(s.element_type);
-            inputs.push(a.logical_bits()?);
-            inits.push(init.logical_bits()?[0]);
-        }
-        let mut n = 0;
-        for s in &shapes {
-            n = self.reserve(s)?;
-        }
-        let comp = comp_attr(inst, KnownAttr::ToApply)?;
-        let params: Vec<PrimitiveType> = out_types.iter().chain(&in_types).copied().collect();
-        check_signature(self, comp, &params, &out_types)?;
-        let callee = self.callee(comp)?;
+            EvalError::ensure(s.dims[..] == out_dims[..], || {
+                format!("reducing {} over {reduced:?} does not give {s}", a.shape())
+            })
+        })?;
         let strides = row_major_strides(&in_dims);
         let red_sizes: Vec<i64> = reduced.iter().map(|&d| in_dims[d]).collect();
         let mut red_offsets = Vec::new();
@@ -275,49 +360,12 @@ impl Interp<'_> {
             Ok(())
         });
         let mut outs: Vec<Vec<u64>> = (0..k).map(|_| Vec::with_capacity(n)).collect();
-        let mut acc = inits.clone();
-        let mut args = Vec::with_capacity(2 * k);
-        let mut res = Vec::with_capacity(k);
-        let inline = inline_reducer(&callee, k);
+        // A reduction to a rank-0 result still visits one "output index".
         try_for_each_index(&out_dims, |o| {
             let base: i64 = o.iter().zip(&kept).map(|(&i, &d)| i * strides[d]).sum();
-            if let Some((op, cls)) = inline {
-                self.charge(red_offsets.len() as u64)?;
-                let input = &inputs[0];
-                let base = base as usize;
-                outs[0].push(fold(
-                    op,
-                    cls,
-                    inits[0],
-                    red_offsets.iter().map(|&off| input[base + off]),
-                )?);
-                return Ok(());
-            }
-            acc.copy_from_slice(&inits);
-            for &off in &red_offsets {
-                args.clear();
-                args.extend_from_slice(&acc);
-                args.extend(inputs.iter().map(|v| v[base as usize + off]));
-                res.clear();
-                self.apply(&callee, &args, &mut res)?;
-                if res.len() != k {
-                    return Err(EvalError::msg(
-                        "the reducer returned the wrong number of values",
-                    ));
-                }
-                acc.copy_from_slice(&res);
-            }
-            for (o, &a) in outs.iter_mut().zip(&acc) {
-                o.push(a);
-            }
-            Ok(())
+            self.reduce_into(&mut red, base as usize, &red_offsets, &mut outs)
         })?;
-        // A reduction to a rank-0 result still visits one "output index".
-        let mut vals = Vec::with_capacity(k);
-        for (s, o) in shapes.iter().zip(outs) {
-            vals.push(self.finish(s, o)?);
-        }
-        Ok(pack(vals))
+        self.finish_all(&shapes, outs)
     }
 
     pub(crate) fn reduce_window(
@@ -340,83 +388,25 @@ impl Interp<'_> {
             .map(|(w, &d)| w.output_size(d))
             .collect();
         let shapes = result_shapes(inst, k)?;
-        let mut inputs = Vec::with_capacity(k);
-        let mut inits = Vec::with_capacity(k);
-        let mut in_types = Vec::with_capacity(k);
-        let mut out_types = Vec::with_capacity(k);
-        for (i, &s) in shapes.iter().enumerate() {
-            let a = array(ops, i)?;
-            let init = array(ops, k + i)?;
+        let (mut red, n) = self.reduction(inst, ops, &shapes, |a, init, s| {
             if a.shape().dims != in_dims || init.shape().rank() != 0 {
                 return Err(EvalError::msg(
                     "reduce-window inputs must agree and init values be scalars",
                 ));
             }
-            if s.dims[..] != out_dims[..] {
-                return Err(EvalError::msg(format!(
-                    "the window over {} gives {out_dims:?}, not {s}",
-                    a.shape()
-                )));
-            }
-            same_type(init, s.element_type, "the init value")?;
-            in_types.push(a.element_type());
-            out_types.push(s.element_type);
-            inputs.push(a.logical_bits()?);
-            inits.push(init.logical_bits()?[0]);
-        }
-        let mut n = 0;
-        for s in &shapes {
-            n = self.reserve(s)?;
-        }
-        let comp = comp_attr(inst, KnownAttr::ToApply)?;
-        let params: Vec<PrimitiveType> = out_types.iter().chain(&in_types).copied().collect();
-        check_signature(self, comp, &params, &out_types)?;
-        let callee = self.callee(comp)?;
+            EvalError::ensure(s.dims[..] == out_dims[..], || {
+                format!("the window over {} gives {out_dims:?}, not {s}", a.shape())
+            })
+        })?;
         self.charge((n as u64).saturating_mul(window_count(&window)))?;
         let strides = row_major_strides(&in_dims);
         let mut outs: Vec<Vec<u64>> = (0..k).map(|_| Vec::with_capacity(n)).collect();
-        let mut acc = inits.clone();
         let mut offsets = Vec::new();
-        let mut args = Vec::with_capacity(2 * k);
-        let mut res = Vec::with_capacity(k);
-        let inline = inline_reducer(&callee, k);
         try_for_each_index(&out_dims, |o| {
             window_offsets(&window, o, &in_dims, &strides, &mut offsets);
-            if let Some((op, cls)) = inline {
-                self.charge(offsets.len() as u64)?;
-                let input = &inputs[0];
-                outs[0].push(fold(
-                    op,
-                    cls,
-                    inits[0],
-                    offsets.iter().map(|&off| input[off]),
-                )?);
-                return Ok(());
-            }
-            acc.copy_from_slice(&inits);
-            for &off in &offsets {
-                args.clear();
-                args.extend_from_slice(&acc);
-                args.extend(inputs.iter().map(|v| v[off]));
-                res.clear();
-                self.apply(&callee, &args, &mut res)?;
-                if res.len() != k {
-                    return Err(EvalError::msg(
-                        "the reducer returned the wrong number of values",
-                    ));
-                }
-                acc.copy_from_slice(&res);
-            }
-            for (o, &a) in outs.iter_mut().zip(&acc) {
-                o.push(a);
-            }
-            Ok(())
+            self.reduce_into(&mut red, 0, &offsets, &mut outs)
         })?;
-        let mut vals = Vec::with_capacity(k);
-        for (s, o) in shapes.iter().zip(outs) {
-            vals.push(self.finish(s, o)?);
-        }
-        Ok(pack(vals))
+        self.finish_all(&shapes, outs)
     }
 
     pub(crate) fn select_and_scatter(
@@ -424,9 +414,7 @@ impl Interp<'_> {
         inst: &Instruction,
         ops: &[&Value],
     ) -> Result<Value, EvalError> {
-        arity(ops, 3)?;
-        let (operand, source, init) = (array(ops, 0)?, array(ops, 1)?, array(ops, 2)?);
-        let (shape, _) = self.out_array(inst)?;
+        let ([operand, source, init], shape, _) = self.array_operands(inst, ops)?;
         same_dims(operand, shape, "the operand")?;
         same_type(source, shape.element_type, "the source")?;
         same_type(init, shape.element_type, "the init value")?;
@@ -547,11 +535,7 @@ impl Interp<'_> {
             }
             Ok(())
         })?;
-        let mut vals = Vec::with_capacity(k);
-        for (s, o) in shapes.iter().zip(outs) {
-            vals.push(self.finish(s, o)?);
-        }
-        Ok(pack(vals))
+        self.finish_all(&shapes, outs)
     }
 }
 

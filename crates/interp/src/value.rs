@@ -392,6 +392,20 @@ impl Buffer {
         Ok(out)
     }
 
+    /// Slot `s` of logical element `i` (row-major), checked against the
+    /// buffer's length.
+    fn slot_of(&self, i: usize, s: u64) -> Result<usize, EvalError> {
+        let s = s as usize;
+        EvalError::ensure(s < self.slots.len(), || {
+            format!(
+                "element {} maps to slot {s} past the end of a {}-slot buffer",
+                fmt_index(&unflatten(i as u64, &self.shape.dims)),
+                self.slots.len()
+            )
+        })?;
+        Ok(s)
+    }
+
     /// The canonical element bits in logical row-major order, and which of
     /// them are poison (`None` when none is): for data movements, which
     /// carry a physical view's padding along instead of reading it.
@@ -403,14 +417,7 @@ impl Buffer {
         let mut bits = Vec::with_capacity(table.len());
         let mut poison = Vec::with_capacity(table.len());
         for (i, &s) in table.iter().enumerate() {
-            let s = s as usize;
-            if s >= self.slots.len() {
-                return Err(EvalError::msg(format!(
-                    "element {} maps to slot {s} past the end of a {}-slot buffer",
-                    fmt_index(&unflatten(i as u64, &self.shape.dims)),
-                    self.slots.len()
-                )));
-            }
+            let s = self.slot_of(i, s)?;
             bits.push(self.slots[s]);
             poison.push(mask[s]);
         }
@@ -430,14 +437,7 @@ impl Buffer {
         let table = map.table(&self.shape.dims);
         let mut out = Vec::with_capacity(table.len());
         for (i, &s) in table.iter().enumerate() {
-            let s = s as usize;
-            if s >= self.slots.len() {
-                return Err(EvalError::msg(format!(
-                    "element {} maps to slot {s} past the end of a {}-slot buffer",
-                    fmt_index(&unflatten(i as u64, &self.shape.dims)),
-                    self.slots.len()
-                )));
-            }
+            let s = self.slot_of(i, s)?;
             if self.poison.as_ref().is_some_and(|p| p[s]) {
                 return Err(EvalError::Poison {
                     inst: String::new(),

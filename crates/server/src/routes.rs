@@ -235,6 +235,15 @@ fn check_id(id: &str) -> Result<(), ApiError> {
     }
 }
 
+/// The session named `id`, marked as just used; 404 when there is none.
+fn session_handle(state: &AppState, id: &str) -> Result<SessionHandle, ApiError> {
+    state
+        .shared
+        .sessions
+        .get(id)
+        .ok_or_else(|| session_not_found(id))
+}
+
 fn session_not_found(id: &str) -> ApiError {
     ApiError::new(
         StatusCode::NOT_FOUND,
@@ -405,11 +414,7 @@ async fn patch_module(
             "'computations' names no computation",
         ));
     }
-    let handle = state
-        .shared
-        .sessions
-        .get(&id)
-        .ok_or_else(|| session_not_found(&id))?;
+    let handle = session_handle(&state, &id)?;
     let mut guard = handle.clone().lock_owned().await;
     let max = state.shared.sessions.max_bytes();
     let job_id = id.clone();
@@ -512,11 +517,7 @@ async fn session_run(
         options.response == ResponseForm::Changes,
         options.since.clone(),
     );
-    let handle = state
-        .shared
-        .sessions
-        .get(&id)
-        .ok_or_else(|| session_not_found(&id))?;
+    let handle = session_handle(&state, &id)?;
     let mut guard = handle.clone().lock_owned().await;
     let Some(current) = guard.as_ref().map(|s| s.target.clone()) else {
         return Err(session_not_found(&id));
@@ -596,11 +597,7 @@ async fn get_module(
     Path(id): Path<String>,
 ) -> Result<Response, ApiError> {
     check_id(&id)?;
-    let handle = state
-        .shared
-        .sessions
-        .get(&id)
-        .ok_or_else(|| session_not_found(&id))?;
+    let handle = session_handle(&state, &id)?;
     let guard = handle.lock().await;
     let s = guard.as_ref().ok_or_else(|| session_not_found(&id))?;
     Ok(axum::Json(session_json(&id, s)).into_response())

@@ -38,6 +38,7 @@ use std::fmt;
 use smallvec::SmallVec;
 
 use crate::physical::{AlgebraError, Expansion, checked_layout, write_index};
+use crate::text::write_list;
 use crate::{ArrayShape, DimVec, Dims, Layout, PrimitiveType, Tile};
 
 /// The most point evaluations the fallback for exotic layouts may spend.
@@ -193,12 +194,7 @@ fn write_offset(f: &mut fmt::Formatter<'_>, bit: u128, element_bits: u64) -> fmt
 
 fn write_dims(f: &mut fmt::Formatter<'_>, dims: &[i64]) -> fmt::Result {
     f.write_str("[")?;
-    for (i, d) in dims.iter().enumerate() {
-        if i > 0 {
-            f.write_str(",")?;
-        }
-        write!(f, "{d}")?;
-    }
+    write_list(f, dims)?;
     f.write_str("]")
 }
 

@@ -100,12 +100,7 @@ impl fmt::Display for Slot {
 /// Writes an index as `(a,b,c)`.
 pub(crate) fn write_index(f: &mut impl fmt::Write, idx: &[i64]) -> fmt::Result {
     f.write_char('(')?;
-    for (i, v) in idx.iter().enumerate() {
-        if i > 0 {
-            f.write_char(',')?;
-        }
-        write!(f, "{v}")?;
-    }
+    crate::text::write_list(f, idx)?;
     f.write_char(')')
 }
 

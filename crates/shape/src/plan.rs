@@ -18,6 +18,7 @@ use smallvec::SmallVec;
 
 use crate::facts::inverse_permutation;
 use crate::physical::{AlgebraError, Expansion, checked_layout};
+use crate::text::write_list;
 use crate::{
     ArrayShape, DimVec, Dims, Layout, is_bitcast, layout_change_is_bitcast,
     physical_view_is_bitcast,
@@ -97,19 +98,6 @@ impl Plan {
             .filter(|s| s.op != StepOp::Bitcast)
             .count()
     }
-}
-
-fn write_list(
-    f: &mut fmt::Formatter<'_>,
-    v: impl IntoIterator<Item = impl fmt::Display>,
-) -> fmt::Result {
-    for (i, x) in v.into_iter().enumerate() {
-        if i > 0 {
-            f.write_str(",")?;
-        }
-        write!(f, "{x}")?;
-    }
-    Ok(())
 }
 
 impl fmt::Display for Plan {

@@ -663,8 +663,12 @@ impl fmt::Display for Layout {
     }
 }
 
-fn write_list(f: &mut fmt::Formatter<'_>, items: &[i64]) -> fmt::Result {
-    for (i, v) in items.iter().enumerate() {
+/// Writes `items` separated by commas, as HLO text lists numbers.
+pub fn write_list(
+    f: &mut impl fmt::Write,
+    items: impl IntoIterator<Item = impl fmt::Display>,
+) -> fmt::Result {
+    for (i, v) in items.into_iter().enumerate() {
         if i > 0 {
             f.write_char(',')?;
         }

@@ -36,11 +36,7 @@ pub fn layout_for(target: &TargetSpec, a: &ArrayShape, m2m: &[usize]) -> Layout 
 /// [`layout_for`] for a buffer with the given residence.
 pub fn layout_for_use(target: &TargetSpec, a: &ArrayShape, m2m: &[usize], use_: TileUse) -> Layout {
     let mut layout = Layout::new(m2m);
-    let Some(rule) = target
-        .tiling
-        .as_ref()
-        .and_then(|policy| rule_for(policy, a))
-    else {
+    let Some(rule) = target_rule(target, a) else {
         return layout;
     };
     if let Some(bits) = rule.element_size_in_bits {
@@ -129,6 +125,14 @@ pub fn rule_for<'p>(policy: &'p TilingPolicy, a: &ArrayShape) -> Option<&'p Tili
         .find(|r| r.covers(a.element_type, a.rank()))
 }
 
+/// The first tiling rule of `target` covering `a`, if it tiles at all.
+fn target_rule<'t>(target: &'t TargetSpec, a: &ArrayShape) -> Option<&'t TilingRule> {
+    target
+        .tiling
+        .as_ref()
+        .and_then(|policy| rule_for(policy, a))
+}
+
 /// True when the target may give `a`, with residence `use_`, the tiling
 /// of `layout`: its tiles are one of the target's candidates for `a` (a
 /// compute one, or for an HBM-resident buffer a storage one too) legal for
@@ -136,11 +140,7 @@ pub fn rule_for<'p>(policy: &'p TilingPolicy, a: &ArrayShape) -> Option<&'p Tili
 /// form of a compute one that repeats. A layout whose tiles the target
 /// does not list at all (one given in the input) is taken as it is.
 pub fn allows(target: &TargetSpec, a: &ArrayShape, layout: &Layout, use_: TileUse) -> bool {
-    let Some(rule) = target
-        .tiling
-        .as_ref()
-        .and_then(|policy| rule_for(policy, a))
-    else {
+    let Some(rule) = target_rule(target, a) else {
         return true;
     };
     let Some(first) = layout.tiles.first() else {
@@ -280,11 +280,7 @@ pub fn member_layout(
 /// True when the target has storage tilings for arrays like `a`: an entry
 /// parameter of this shape lives in HBM in one of them where legal.
 pub fn has_storage_tiles(target: &TargetSpec, a: &ArrayShape) -> bool {
-    target
-        .tiling
-        .as_ref()
-        .and_then(|policy| rule_for(policy, a))
-        .is_some_and(|r| r.candidates.iter().any(|c| c.storage_only))
+    target_rule(target, a).is_some_and(|r| r.candidates.iter().any(|c| c.storage_only))
 }
 
 /// Whether a layout made for `a` serves `b` as it is: both have the same

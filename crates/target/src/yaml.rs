@@ -556,12 +556,7 @@ impl fmt::Display for Requirement {
             Requirement::DimMajor(a) => write!(f, "dim_major({a})"),
             Requirement::Fixed(d) => {
                 f.write_str("m2m(")?;
-                for (i, x) in d.iter().enumerate() {
-                    if i > 0 {
-                        f.write_str(",")?;
-                    }
-                    write!(f, "{x}")?;
-                }
+                shape::text::write_list(f, d)?;
                 f.write_str(")")
             }
         }

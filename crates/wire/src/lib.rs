@@ -136,6 +136,15 @@ pub fn optimality_json(o: &layout_assignment::Optimality) -> Value {
     })
 }
 
+/// One data movement (or copy of the input) of a report.
+fn movement_json(m: &layout_assignment::MovementRecord) -> Value {
+    json!({
+        "computation": m.computation,
+        "name": m.name,
+        "bytes": m.bytes,
+    })
+}
+
 /// The layout-assignment report.
 pub fn assignment_json(r: &layout_assignment::Report) -> Value {
     json!({
@@ -152,17 +161,9 @@ pub fn assignment_json(r: &layout_assignment::Report) -> Value {
             "why": c.why,
         })).collect::<Vec<_>>(),
         "copy_bytes": r.copy_bytes(),
-        "data_movements": r.movements.iter().map(|m| json!({
-            "computation": m.computation,
-            "name": m.name,
-            "bytes": m.bytes,
-        })).collect::<Vec<_>>(),
+        "data_movements": r.movements.iter().map(movement_json).collect::<Vec<_>>(),
         "movement_bytes": r.movement_bytes(),
-        "input_copies": r.input_copies.iter().map(|m| json!({
-            "computation": m.computation,
-            "name": m.name,
-            "bytes": m.bytes,
-        })).collect::<Vec<_>>(),
+        "input_copies": r.input_copies.iter().map(movement_json).collect::<Vec<_>>(),
         "input_copy_bytes": r.input_copy_bytes(),
         "padding_saved_by_combining": r.padding_saved(),
         "retilings": r.retilings.iter().map(|t| json!({

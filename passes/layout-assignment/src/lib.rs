@@ -29,6 +29,7 @@ use std::sync::Arc;
 
 use hlo::{
     CallGraph, CallRole, CallSchedule, CompId, Computation, InstId, Module, ModuleFacts, Opcode,
+    Parallelism, Split,
 };
 use rustc_hash::FxHashMap;
 use shape::Shape;
@@ -325,16 +326,14 @@ pub fn assign_computation(
     );
     // A large problem is freed on the pool, not on the way: thousands of
     // values, relations and layouts, which nothing waits for.
-    if p.values.len() >= problem::LARGE_PROBLEM_VALUES {
-        let parts = (
-            std::mem::take(&mut p.values),
-            std::mem::take(&mut p.relations),
-            std::mem::take(&mut p.table),
-            std::mem::take(&mut p.leaf_values),
-            solution,
-        );
-        rayon::spawn(move || drop(parts));
-    }
+    let parts = (
+        std::mem::take(&mut p.values),
+        std::mem::take(&mut p.relations),
+        std::mem::take(&mut p.table),
+        std::mem::take(&mut p.leaf_values),
+        solution,
+    );
+    Parallelism::drop_later(Split::LargeProblem, parts.0.len(), parts);
     Ok(plan)
 }
 

@@ -8,7 +8,7 @@
 //! (`Broadcast`), in a fixed layout (`Need`), or in any layout at a price
 //! (`Movement`: a transpose or reshape that is free only as a bitcast).
 
-use hlo::{AttrValue, CompId, Computation, InstId, KnownAttr, Opcode};
+use hlo::{AttrValue, CompId, Computation, InstId, KnownAttr, Opcode, Parallelism, Split, Work};
 use rustc_hash::FxHashMap;
 use shape::{ArrayShape, DimVec, Layout, Shape};
 use smallvec::SmallVec;
@@ -414,9 +414,7 @@ impl<'c> Problem<'c> {
         // Thousands of needs, each holding layouts: they are freed on the
         // pool while the problem is finished here, not one by one on the
         // way.
-        if needs_cache.len() >= PARALLEL_NEEDS {
-            rayon::spawn(move || drop(needs_cache));
-        }
+        Parallelism::drop_later(Split::LayoutNeeds, needs_cache.len(), needs_cache);
         if target.tiling.is_some() {
             p.retilings = crate::retile::collect(comp, &order, &p.leaf_values);
         }
@@ -428,7 +426,7 @@ impl<'c> Problem<'c> {
         // (Both are moved out of the problem meanwhile, to be shared.)
         let relations = std::mem::take(&mut p.relations);
         let retilings = std::mem::take(&mut p.retilings);
-        if p.values.len() >= LARGE_PROBLEM_VALUES {
+        if Parallelism::splits(Split::LargeProblem, p.values.len()).is_some() {
             let (locks, fixed) = crate::solve::value_facts(&p.values);
             let ((), structure) = rayon::join(
                 || {
@@ -445,6 +443,7 @@ impl<'c> Problem<'c> {
         p.storage_candidates(target);
         p.relations = relations;
         p.retilings = retilings;
+        hlo::count(Work::ProblemItems, p.values.len() + p.relations.len());
         Ok(p)
     }
 
@@ -1689,7 +1688,11 @@ impl<'c> Problem<'c> {
             let slot = &mut offered[r][direction];
             let grown = *slot != len;
             *slot = len;
-            grown || offers == Offers::All
+            let offer = grown || offers == Offers::All;
+            if offer {
+                hlo::count(Work::Offers, len as usize);
+            }
+            offer
         };
         for _round in 0..3 {
             let mut changed = false;
@@ -1811,16 +1814,6 @@ pub(crate) enum Offers {
     SkipStale,
 }
 
-/// Computations with at least this many instructions compute their needs
-/// on every core: below it, handing work to the pool costs more than it
-/// saves.
-const PARALLEL_NEEDS: usize = 1024;
-
-/// The fewest values that make a problem large: `Problem::build_with`
-/// builds its solver's structure on another core, beside candidate
-/// propagation, and `assign_computation` frees it on the pool.
-pub(crate) const LARGE_PROBLEM_VALUES: usize = 1024;
-
 /// The needs of every instruction of `order` that `define` or `relate`
 /// reads, by node index (`bound` slots).
 ///
@@ -1837,18 +1830,18 @@ fn needs_of(
     let wanted = |id: InstId| !reads_no_needs(comp.inst(id).opcode);
     let mut needs: Vec<Option<policy::InstNeeds>> = Vec::with_capacity(bound);
     needs.resize_with(bound, || None);
-    if order.len() < PARALLEL_NEEDS {
+    let Some(grain) = Parallelism::splits(Split::LayoutNeeds, order.len()) else {
         for &id in order {
             if wanted(id) {
                 needs[id.index()] = Some(policy::inst_needs(target, comp, id));
             }
         }
         return needs;
-    }
+    };
     needs
         .par_iter_mut()
         .enumerate()
-        .with_min_len(64)
+        .with_min_len(grain)
         .for_each(|(i, slot)| {
             let id = InstId::new(i);
             if comp.get(id).is_some() && wanted(id) {

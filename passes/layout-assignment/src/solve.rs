@@ -788,6 +788,8 @@ impl<'a, 'c> Solver<'a, 'c> {
                 scratch.add_retile(i);
             }
         }
+        let touched = scratch.values.len() + scratch.moves.len() + scratch.retiles.len();
+        hlo::count(hlo::Work::SolverSteps, touched);
         let (mut copies, mut movements, mut padding) = (0.0, 0.0, 0.0);
         for i in 0..scratch.values.len() {
             let v = scratch.values[i];
@@ -1553,6 +1555,7 @@ impl<'a, 'c> Solver<'a, 'c> {
                 inputs.push(t.out);
             }
         }
+        hlo::count(hlo::Work::SolverSteps, inputs.len());
         inputs.sort_unstable();
         inputs.dedup();
         inputs

@@ -11,7 +11,7 @@
 //! The instruction keeps its name, metadata and every other attribute;
 //! only a transpose's `dimensions` go, as a bitcast has none.
 
-use hlo::{Computation, InstId, KnownAttr, Opcode};
+use hlo::{Computation, InstId, KnownAttr, Opcode, Parallelism, Split};
 use rustc_hash::FxHashMap;
 use shape::{ArrayShape, DimVec};
 
@@ -107,10 +107,6 @@ fn verdict(comp: &Computation, id: InstId, seen: &mut Verdicts) -> Option<Found>
     })
 }
 
-/// Computations with at least this many instructions look for no-op
-/// movements on every core.
-const PARALLEL_VERDICTS: usize = 1024;
-
 /// The bitcasts to make, in schedule order, each with its report.
 ///
 /// A verdict reads only the instruction and its operand's shape, and
@@ -127,10 +123,10 @@ fn all_found(comp: &Computation) -> Vec<(InstId, Rewrite)> {
             .collect()
     };
     let schedule = comp.schedule();
-    if schedule.len() < PARALLEL_VERDICTS {
+    let Some(grain) = Parallelism::splits(Split::RelayoutVerdicts, schedule.len()) else {
         return find(schedule);
-    }
-    let runs: Vec<Vec<(InstId, Rewrite)>> = schedule.par_chunks(512).map(find).collect();
+    };
+    let runs: Vec<Vec<(InstId, Rewrite)>> = schedule.par_chunks(grain).map(find).collect();
     runs.into_iter().flatten().collect()
 }
 

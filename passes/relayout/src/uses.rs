@@ -17,7 +17,10 @@
 
 use std::borrow::Cow;
 
-use hlo::{Attrs, Computation, FreshNames, InstId, Instruction, KnownAttr, Opcode, Placement};
+use hlo::{
+    Attrs, Computation, FreshNames, InstId, Instruction, KnownAttr, Opcode, Parallelism, Placement,
+    Split,
+};
 use rustc_hash::FxHashMap;
 use shape::{DimVec, Layout, Shape};
 use target::TargetSpec;
@@ -138,6 +141,7 @@ fn operand_wants(comp: &Computation, target: &TargetSpec, id: InstId, out: &mut 
     let needs = target::policy::inst_needs(target, comp, id);
     let results = inst.shape.array_leaves();
     let keeps = target.keeps_layout(op);
+    hlo::count(hlo::Work::RelayoutUses, inst.operands().len());
     for (i, &o) in inst.operands().iter().enumerate() {
         let Some(a) = comp.inst(o).shape.as_array() else {
             continue;
@@ -243,11 +247,6 @@ fn operand_wants(comp: &Computation, target: &TargetSpec, id: InstId, out: &mut 
     }
 }
 
-/// Computations with at least this many instructions look for unmet needs
-/// on every core; below it, handing work to the pool costs more than it
-/// saves.
-const PARALLEL_WANTS: usize = 1024;
-
 /// The unmet needs of every instruction of `topo`, in that order.
 ///
 /// Each instruction's wants depend only on it and its operands (the
@@ -256,15 +255,15 @@ const PARALLEL_WANTS: usize = 1024;
 /// wants joined in order: the result is the sequential one.
 fn all_wants(comp: &Computation, target: &TargetSpec, topo: &[InstId]) -> Vec<Want> {
     use rayon::prelude::*;
-    if topo.len() < PARALLEL_WANTS {
+    let Some(grain) = Parallelism::splits(Split::RelayoutWants, topo.len()) else {
         let mut wants = Vec::new();
         for &id in topo {
             operand_wants(comp, target, id, &mut wants);
         }
         return wants;
-    }
+    };
     let runs: Vec<Vec<Want>> = topo
-        .par_chunks(256)
+        .par_chunks(grain)
         .map(|run| {
             let mut wants = Vec::new();
             for &id in run {

@@ -35,6 +35,7 @@ use shape::{PrimitiveType, Shape};
 use crate::diag::{Origin, ParseError, RawError, make_error, source_line};
 use crate::lex::{Cursor, describe};
 use crate::outline::{Span, boolean, outline, shape_index};
+use crate::parallelism::{Parallelism, Split};
 use crate::print::attr_is_default;
 use crate::{
     Attr, AttrKey, AttrValue, Attrs, CompId, Computation, ComputationLayout, ConvDimLabels, InstId,
@@ -46,17 +47,15 @@ use parallel::parse_in_parallel;
 /// computations of a module can be parsed on several threads.
 pub type ResolveComputation<'r> = dyn Fn(&str) -> Option<CompId> + Sync + 'r;
 
-/// The text length from which [`parse_module`] parses on the rayon pool.
-/// Below it, handing out the work costs more than it saves.
-pub const PARALLEL_PARSE_THRESHOLD: usize = 256 * 1024;
-
 /// How [`parse_module_with`] divides its work. Every choice gives the same
 /// module and the same errors; only the speed differs.
 #[derive(Clone, Debug, PartialEq, Eq)]
+///
+/// Whether a text is parsed on the rayon pool at all is the thread's
+/// [`Parallelism`](crate::Parallelism) policy's choice
+/// ([`Split::ParseText`](crate::Split::ParseText)).
+#[derive(Default)]
 pub struct ParseOptions {
-    /// Texts at least this long are parsed on the rayon pool (when it has
-    /// more than one thread), shorter ones on the calling thread.
-    pub parallel_threshold: usize,
     /// Testing only: take the parallel path whatever the text length and
     /// the pool, cut computations at exactly these byte offsets of the
     /// module text instead of at offsets the parser picks, and read every
@@ -66,15 +65,6 @@ pub struct ParseOptions {
     /// sequentially.
     #[doc(hidden)]
     pub forced_splits: Option<Vec<usize>>,
-}
-
-impl Default for ParseOptions {
-    fn default() -> Self {
-        ParseOptions {
-            parallel_threshold: PARALLEL_PARSE_THRESHOLD,
-            forced_splits: None,
-        }
-    }
 }
 
 /// Parses a whole module. `file_name` only labels errors.
@@ -90,7 +80,7 @@ pub fn parse_module_with(
     options: &ParseOptions,
 ) -> Result<Module, ParseError> {
     let parallel = options.forced_splits.is_some()
-        || (text.len() >= options.parallel_threshold && rayon::current_num_threads() > 1);
+        || Parallelism::splits(Split::ParseText, text.len()).is_some();
     let (outline, parsed) = if parallel {
         parse_in_parallel(text, file_name, options)?
     } else {
@@ -215,9 +205,9 @@ fn derived_entry_layout(entry: Option<&Computation>) -> ComputationLayout {
 /// its file so that errors carry absolute lines and columns. `resolve`
 /// maps called-computation names to ids.
 ///
-/// A computation of at least [`PARALLEL_PARSE_THRESHOLD`] bytes is parsed
-/// on the rayon pool, as [`parse_module`] parses one (when the pool has
-/// more than one thread); the result is the same.
+/// A large computation is parsed on the rayon pool, as [`parse_module`]
+/// parses one, when the thread's [`Parallelism`] policy splits its
+/// [`Split::ParseText`]; the result is the same.
 pub fn parse_computation(
     text: &str,
     span: &Span,
@@ -238,7 +228,7 @@ pub fn parse_computation_with(
     options: &ParseOptions,
 ) -> Result<Computation, ParseError> {
     let parallel = options.forced_splits.is_some()
-        || (text.len() >= options.parallel_threshold && rayon::current_num_threads() > 1);
+        || Parallelism::splits(Split::ParseText, text.len()).is_some();
     let parsed = if parallel {
         parallel::parse_one_in_parallel(text, resolve, options)
     } else {
@@ -727,40 +717,20 @@ impl<'a, 'r> CompParser<'a, 'r> {
         if !c.eat(b'(') {
             return Ok(None);
         }
-        c.skip_trivia()?;
-        if !c.eat(b')') {
-            loop {
-                c.skip_trivia()?;
-                if c.name().is_none() {
-                    return Err(c.error(format!(
-                        "expected a parameter name, found {}",
-                        describe(c.peek())
-                    )));
-                }
-                c.expect(b':', "':' after the parameter name")?;
-                c.skip_trivia()?;
-                parse_shape(c)?;
-                c.skip_trivia()?;
-                if c.eat(b')') {
-                    break;
-                }
-                if !c.eat(b',') {
-                    return Err(c.error(format!(
-                        "expected ',' or ')' in the parameter list, found {}",
-                        describe(c.peek())
-                    )));
-                }
+        c.list_until(b')', "the parameter list", |c| {
+            c.skip_trivia()?;
+            if c.name().is_none() {
+                return Err(c.error(format!(
+                    "expected a parameter name, found {}",
+                    describe(c.peek())
+                )));
             }
-        }
-        c.skip_trivia()?;
-        if !c.bytes.get(c.pos..).is_some_and(|r| r.starts_with(b"->")) {
-            return Err(c.error(format!(
-                "expected '->' after the parameter list, found {}",
-                describe(c.peek())
-            )));
-        }
-        c.pos += 2;
-        c.skip_trivia()?;
+            c.expect(b':', "':' after the parameter name")?;
+            c.skip_trivia()?;
+            parse_shape(c)?;
+            Ok(())
+        })?;
+        c.arrow("after the parameter list")?;
         let at = c.pos;
         let shape = parse_shape(c)?;
         Ok(Some((shape, at)))
@@ -775,15 +745,7 @@ impl<'a, 'r> CompParser<'a, 'r> {
             return Ok(());
         }
         c.skip_trivia()?;
-        if !c.eat_word(b"execution_thread") {
-            return Err(c.error(format!(
-                "expected 'execution_thread' after ',', found {}",
-                describe(c.peek())
-            )));
-        }
-        c.expect(b'=', "'=' after 'execution_thread'")?;
-        c.skip_trivia()?;
-        let thread = c.string()?;
+        let thread = c.execution_thread("")?;
         // XLA prints the thread only off the main thread.
         if thread != "main" {
             self.comp.execution_thread = Some(thread.to_string());
@@ -915,17 +877,7 @@ impl<'a, 'r> InstructionReader<'a, 'r> {
             )));
         };
         let end = c.pos;
-        c.skip_trivia()?;
-        if !c.eat(b'=') {
-            return Err(c.error_after(
-                end,
-                format!(
-                    "expected '=' after instruction name %{name}, found {}",
-                    describe(c.peek())
-                ),
-            ));
-        }
-        c.skip_trivia()?;
+        c.equals_after(end, format_args!("instruction name %{name}"))?;
         let shape = parse_shape(c)?;
         let end = c.pos;
         c.skip_trivia()?;
@@ -1010,7 +962,7 @@ impl<'a, 'r> InstructionReader<'a, 'r> {
         attrs: &mut Vec<Attr>,
         control: &mut SmallVec<[(&'a str, usize); 4]>,
     ) -> Result<(), RawError> {
-        let c = &mut self.c;
+        let (c, resolve) = (&mut self.c, self.resolve);
         c.skip_trivia()?;
         let at = c.pos;
         let Some(name) = c.ident() else {
@@ -1020,17 +972,7 @@ impl<'a, 'r> InstructionReader<'a, 'r> {
             )));
         };
         let end = c.pos;
-        c.skip_trivia()?;
-        if !c.eat(b'=') {
-            return Err(c.error_after(
-                end,
-                format!(
-                    "expected '=' after attribute name '{name}', found {}",
-                    describe(c.peek())
-                ),
-            ));
-        }
-        c.skip_trivia()?;
+        c.equals_after(end, format_args!("attribute name '{name}'"))?;
         let known = attr_table().get(name).copied();
         let duplicate = match known {
             Some(KnownAttr::ControlPredecessors) => !control.is_empty(),
@@ -1047,28 +989,15 @@ impl<'a, 'r> InstructionReader<'a, 'r> {
             ValueKind::Ints => AttrValue::Ints(ints(c, name)?),
             ValueKind::Int => AttrValue::Int(c.int(format_args!("an integer value for '{name}'"))?),
             ValueKind::Bool => AttrValue::Bool(boolean(c, name)?),
-            ValueKind::Computation => AttrValue::Computation(self.computation_ref(name)?),
+            ValueKind::Computation => AttrValue::Computation(computation_ref(c, resolve, name)?),
             ValueKind::Computations => {
                 let mut ids = Vec::new();
-                self.c
-                    .expect(b'{', &format!("'{{' to start the computations of '{name}'"))?;
-                self.c.skip_trivia()?;
-                if !self.c.eat(b'}') {
-                    loop {
-                        self.c.skip_trivia()?;
-                        ids.push(self.computation_ref(name)?);
-                        self.c.skip_trivia()?;
-                        if self.c.eat(b'}') {
-                            break;
-                        }
-                        if !self.c.eat(b',') {
-                            return Err(self.c.error(format!(
-                                "expected ',' or '}}' in '{name}', found {}",
-                                describe(self.c.peek())
-                            )));
-                        }
-                    }
-                }
+                c.expect(b'{', &format!("'{{' to start the computations of '{name}'"))?;
+                c.list_until(b'}', format_args!("'{name}'"), |c| {
+                    c.skip_trivia()?;
+                    ids.push(computation_ref(c, resolve, name)?);
+                    Ok(())
+                })?;
                 AttrValue::Computations(ids)
             }
             ValueKind::Slice => AttrValue::Slice(slice(c)?),
@@ -1092,19 +1021,22 @@ impl<'a, 'r> InstructionReader<'a, 'r> {
         }
         Ok(())
     }
+}
 
-    fn computation_ref(&mut self, attr: &str) -> Result<CompId, RawError> {
-        let c = &mut self.c;
-        let at = c.pos;
-        let Some(name) = c.name() else {
-            return Err(c.error(format!(
-                "expected a computation name for '{attr}', found {}",
-                describe(c.peek())
-            )));
-        };
-        (self.resolve)(name)
-            .ok_or_else(|| RawError::new(at, format!("computation %{name} is not defined")))
-    }
+/// The id of the computation named at the cursor, for attribute `attr`.
+fn computation_ref(
+    c: &mut Cursor<'_>,
+    resolve: &ResolveComputation<'_>,
+    attr: &str,
+) -> Result<CompId, RawError> {
+    let at = c.pos;
+    let Some(name) = c.name() else {
+        return Err(c.error(format!(
+            "expected a computation name for '{attr}', found {}",
+            describe(c.peek())
+        )));
+    };
+    resolve(name).ok_or_else(|| RawError::new(at, format!("computation %{name} is not defined")))
 }
 
 /// The operands between the parentheses: names, each optionally preceded
@@ -1172,11 +1104,7 @@ fn name_list<'a>(
             describe(c.peek())
         )));
     }
-    c.skip_trivia()?;
-    if c.eat(b'}') {
-        return Ok(());
-    }
-    loop {
+    c.list_until(b'}', "control-predecessors", |c| {
         c.skip_trivia()?;
         let at = c.pos;
         let Some(name) = c.name() else {
@@ -1186,17 +1114,8 @@ fn name_list<'a>(
             )));
         };
         out.push((name, at));
-        c.skip_trivia()?;
-        if c.eat(b'}') {
-            return Ok(());
-        }
-        if !c.eat(b',') {
-            return Err(c.error(format!(
-                "expected ',' or '}}' in control-predecessors, found {}",
-                describe(c.peek())
-            )));
-        }
-    }
+        Ok(())
+    })
 }
 
 /// A constant's literal: everything up to the matching `)`, kept verbatim
@@ -1257,24 +1176,12 @@ fn ints(c: &mut Cursor<'_>, attr: &str) -> Result<SmallVec<[i64; 4]>, RawError> 
         )));
     }
     let mut v = SmallVec::new();
-    c.skip_trivia()?;
-    if c.eat(b'}') {
-        return Ok(v);
-    }
-    loop {
+    c.list_until(b'}', format_args!("'{attr}'"), |c| {
         c.skip_trivia()?;
         v.push(c.int(format_args!("an integer in '{attr}'"))?);
-        c.skip_trivia()?;
-        if c.eat(b'}') {
-            return Ok(v);
-        }
-        if !c.eat(b',') {
-            return Err(c.error(format!(
-                "expected ',' or '}}' in '{attr}', found {}",
-                describe(c.peek())
-            )));
-        }
-    }
+        Ok(())
+    })?;
+    Ok(v)
 }
 
 /// `{[0:3], [0:4:2]}`.
@@ -1286,11 +1193,7 @@ fn slice(c: &mut Cursor<'_>) -> Result<Vec<SliceDim>, RawError> {
         )));
     }
     let mut dims = Vec::new();
-    c.skip_trivia()?;
-    if c.eat(b'}') {
-        return Ok(dims);
-    }
-    loop {
+    c.list_until(b'}', "'slice'", |c| {
         c.expect(b'[', "'[' to start a slice dimension such as [0:4]")?;
         c.skip_trivia()?;
         let start = c.int("a slice start")?;
@@ -1310,17 +1213,9 @@ fn slice(c: &mut Cursor<'_>) -> Result<Vec<SliceDim>, RawError> {
             limit,
             stride,
         });
-        c.skip_trivia()?;
-        if c.eat(b'}') {
-            return Ok(dims);
-        }
-        if !c.eat(b',') {
-            return Err(c.error(format!(
-                "expected ',' or '}}' in 'slice', found {}",
-                describe(c.peek())
-            )));
-        }
-    }
+        Ok(())
+    })?;
+    Ok(dims)
 }
 
 /// `0_1x2_3_1`: low_high[_interior] per dimension, joined by `x`.
@@ -1375,24 +1270,12 @@ fn shapes(c: &mut Cursor<'_>, attr: &str) -> Result<Vec<Shape>, RawError> {
         )));
     }
     let mut v = Vec::new();
-    c.skip_trivia()?;
-    if c.eat(b'}') {
-        return Ok(v);
-    }
-    loop {
+    c.list_until(b'}', format_args!("'{attr}'"), |c| {
         c.skip_trivia()?;
         v.push(parse_shape(c)?);
-        c.skip_trivia()?;
-        if c.eat(b'}') {
-            return Ok(v);
-        }
-        if !c.eat(b',') {
-            return Err(c.error(format!(
-                "expected ',' or '}}' in '{attr}', found {}",
-                describe(c.peek())
-            )));
-        }
-    }
+        Ok(())
+    })?;
+    Ok(v)
 }
 
 /// `{{0}: (1, {}), ...}`.
@@ -1404,11 +1287,7 @@ fn aliasing(c: &mut Cursor<'_>) -> Result<Vec<OperandAlias>, RawError> {
         )));
     }
     let mut v = Vec::new();
-    c.skip_trivia()?;
-    if c.eat(b'}') {
-        return Ok(v);
-    }
-    loop {
+    c.list_until(b'}', "'output_to_operand_aliasing'", |c| {
         let output_index = shape_index(c, "an output tuple index")?;
         c.expect(b':', "':' after the output tuple index")?;
         c.expect(b'(', "'(' to start an operand alias")?;
@@ -1422,17 +1301,9 @@ fn aliasing(c: &mut Cursor<'_>) -> Result<Vec<OperandAlias>, RawError> {
             operand,
             operand_index,
         });
-        c.skip_trivia()?;
-        if c.eat(b'}') {
-            return Ok(v);
-        }
-        if !c.eat(b',') {
-            return Err(c.error(format!(
-                "expected ',' or '}}' in 'output_to_operand_aliasing', found {}",
-                describe(c.peek())
-            )));
-        }
-    }
+        Ok(())
+    })?;
+    Ok(v)
 }
 
 /// `b01f_01io->b01f`.

@@ -21,6 +21,7 @@ use crate::Computation;
 use crate::diag::{ParseError, RawError};
 use crate::lex::{Cursor, is_ident_continue};
 use crate::outline::{ModuleOutline, outline};
+use crate::parallelism::{Parallelism, Split};
 
 /// The parallel path. The outline scan is itself a good share of the
 /// work, so it runs beside the parsing of the computations, which starts
@@ -180,8 +181,10 @@ impl<'a> Plan<'a> {
     fn new(text: &str, spans: &[Range<usize>], options: &ParseOptions) -> Plan<'a> {
         let forced = options.forced_splits.as_deref();
         // Enough pieces for the pool to balance, few enough that handing
-        // them out stays cheap.
-        let grain = (text.len() / (rayon::current_num_threads() * 16)).max(8 * 1024);
+        // them out stays cheap; no smaller than the policy's grain.
+        let least =
+            Parallelism::splits(Split::ParseText, text.len()).unwrap_or(Split::ParseText.grain());
+        let grain = (text.len() / (rayon::current_num_threads() * 16)).max(least);
         let mut plan = Plan {
             heads: Vec::new(),
             batches: Vec::new(),
@@ -561,7 +564,6 @@ mod tests {
         for cuts in [vec![], vec![inside_b], vec![spans[3].start + 8]] {
             let options = ParseOptions {
                 forced_splits: Some(cuts.clone()),
-                ..ParseOptions::default()
             };
             let plan = Plan::new(text, &spans, &options);
             let mut seen = vec![0; spans.len()];

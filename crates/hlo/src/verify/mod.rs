@@ -22,6 +22,7 @@ use rustc_hash::FxHashMap;
 
 use shape::{ArrayShape, Shape};
 
+use crate::parallelism::{Parallelism, Split};
 use crate::view::ModuleView;
 use crate::{AttrValue, CompId, Computation, InstId, Instruction, KnownAttr, Module};
 
@@ -88,22 +89,20 @@ impl fmt::Display for VerifyError {
 /// Checks a module's structure and returns every problem found, in
 /// computation and program order.
 pub fn verify_module(module: &Module) -> Vec<VerifyError> {
-    verify_module_from(module, PARALLEL_VERIFY_INSTRUCTIONS, VERIFY_GRAIN)
+    let split = Parallelism::splits(Split::Verify, module.instruction_count());
+    verify_module_split(module, split)
 }
 
-/// [`verify_module`], in parallel from `parallel_from` instructions on, a
-/// large computation in runs of `grain` instructions.
-fn verify_module_from(module: &Module, parallel_from: usize, grain: usize) -> Vec<VerifyError> {
-    let grain = grain.max(1);
-    let total = module.instruction_count();
-    if total < parallel_from {
+/// [`verify_module`], sequentially for `None`, else in parallel, a large
+/// computation in runs of `grain` instructions.
+fn verify_module_split(module: &Module, split: Option<usize>) -> Vec<VerifyError> {
+    let split = split.map(|grain| grain.max(1));
+    if split.is_none() {
         let mut errors = verify_module_checks(module);
         let mut v = Verifier {
             view: module,
             errors: Vec::new(),
-            total,
-            parallel_from,
-            grain,
+            split,
         };
         for (i, comp) in module.computations.iter().enumerate() {
             v.computation(CompId(i as u32), comp);
@@ -128,9 +127,7 @@ fn verify_module_from(module: &Module, parallel_from: usize, grain: usize) -> Ve
                     let mut part = Verifier {
                         view: module,
                         errors: Vec::new(),
-                        total,
-                        parallel_from,
-                        grain,
+                        split,
                     };
                     part.computation(CompId(i as u32), comp);
                     part.errors
@@ -154,20 +151,12 @@ pub fn verify_computation(
     let mut v = Verifier {
         view,
         errors: Vec::new(),
-        total: comp.len(),
-        parallel_from: PARALLEL_VERIFY_INSTRUCTIONS,
-        grain: VERIFY_GRAIN,
+        split: Parallelism::splits(Split::Verify, comp.len()),
     };
     v.computation(id, comp);
     v.errors
 }
 
-/// Modules with at least this many instructions are checked in parallel.
-const PARALLEL_VERIFY_INSTRUCTIONS: usize = 4096;
-
-/// Instructions per run when a large computation's instructions are
-/// checked in parallel.
-const VERIFY_GRAIN: usize = 512;
 /// True when every instruction of the graph is scheduled once and after
 /// all its operands and control predecessors: then there is no cycle, and
 /// the general search (which names an instruction on a cycle) is not
@@ -196,13 +185,10 @@ fn schedule_is_topological(comp: &Computation) -> bool {
 struct Verifier<'m> {
     /// The module around the computations checked.
     view: &'m dyn ModuleView,
-    /// Instructions in what is checked: large enough, in parallel.
-    total: usize,
     errors: Vec<VerifyError>,
-    /// From how many instructions in the module checks run in parallel.
-    parallel_from: usize,
-    /// Instructions per parallel run.
-    grain: usize,
+    /// `Some(grain)` when what is checked is large enough to check in
+    /// parallel, in runs of `grain` instructions.
+    split: Option<usize>,
 }
 
 /// A shape for messages: layouts included, since they can be the problem.
@@ -295,22 +281,22 @@ impl<'m> Verifier<'m> {
         }
         let _ = id;
         let schedule = comp.schedule();
-        if schedule.len() < 2 * self.grain || self.total < self.parallel_from {
-            self.instructions(comp, schedule);
-            return;
-        }
+        let grain = match self.split {
+            Some(grain) if schedule.len() >= 2 * grain => grain,
+            _ => {
+                self.instructions(comp, schedule);
+                return;
+            }
+        };
         use rayon::prelude::*;
-        let (view, total, parallel_from, grain) =
-            (self.view, self.total, self.parallel_from, self.grain);
+        let (view, split) = (self.view, self.split);
         let parts: Vec<Vec<VerifyError>> = schedule
             .par_chunks(grain)
             .map(|run| {
                 let mut part = Verifier {
                     view,
                     errors: Vec::new(),
-                    total,
-                    parallel_from,
-                    grain,
+                    split,
                 };
                 part.instructions(comp, run);
                 part.errors
@@ -406,9 +392,9 @@ mod tests {
                 }
             }
             for m in [&module, &damaged] {
-                let sequential = verify_module_from(m, usize::MAX, VERIFY_GRAIN);
-                for grain in [1, 3, VERIFY_GRAIN] {
-                    let parallel = verify_module_from(m, 0, grain);
+                let sequential = verify_module_split(m, None);
+                for grain in [1, 3, Split::Verify.grain()] {
+                    let parallel = verify_module_split(m, Some(grain));
                     assert!(
                         sequential == parallel,
                         "{} in runs of {grain}",
@@ -434,16 +420,16 @@ mod tests {
                     ENTRY %main (p: f32[2]) -> f32[2] {\n  %p = f32[2]{0} parameter(0)\n  \
                     %x = f32[3]{0} negate(%p)\n  ROOT %n = f32[2]{0} add(%p, %x)\n}\n";
         let module = crate::parse_module(text, "t").unwrap();
-        let sequential = verify_module_from(&module, usize::MAX, VERIFY_GRAIN);
+        let sequential = verify_module_split(&module, None);
         let messages: Vec<&str> = sequential.iter().map(|e| e.message.as_str()).collect();
         assert_eq!(messages.len(), 5, "{messages:?}");
         assert!(
             messages[0].contains("already used")
                 && messages[2].contains("entry_computation_layout")
         );
-        for grain in [1, 2, VERIFY_GRAIN] {
+        for grain in [1, 2, Split::Verify.grain()] {
             assert_eq!(
-                verify_module_from(&module, 0, grain),
+                verify_module_split(&module, Some(grain)),
                 sequential,
                 "runs of {grain}"
             );

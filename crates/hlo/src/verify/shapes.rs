@@ -44,6 +44,26 @@ impl<'a> Rule<'a> {
             ));
         }
     }
+
+    /// The first operand and the result, when both are arrays; a result
+    /// that is not one is a problem.
+    fn operand_and_result(
+        &self,
+        problems: &mut Vec<String>,
+    ) -> Option<(&'a ArrayShape, &'a ArrayShape)> {
+        self.need_array_result(problems);
+        self.a0.zip(self.res)
+    }
+}
+
+/// An op that keeps its operand's element type.
+fn keeps_element_type(o: &ArrayShape, r: &ArrayShape, problems: &mut Vec<String>) {
+    if o.element_type != r.element_type {
+        problems.push(format!(
+            "the element type changes from {} to {}",
+            o.element_type, r.element_type
+        ));
+    }
 }
 
 /// One family's check of one instruction.
@@ -285,15 +305,9 @@ fn copy(rule: &Rule<'_>, problems: &mut Vec<String>) {
 fn elementwise_unary(rule: &Rule<'_>, problems: &mut Vec<String>) {
     use Opcode::*;
     let Rule {
-        op,
-        ops,
-        result,
-        res,
-        a0,
-        ..
+        op, ops, result, ..
     } = *rule;
-    rule.need_array_result(problems);
-    if let (Some(o), Some(r)) = (a0, res) {
+    if let Some((o, r)) = rule.operand_and_result(problems) {
         if !same_dims(o, r) && op != BitcastConvert {
             problems.push(format!(
                 "the operand is {} but the result is {}: the dimensions differ",
@@ -439,9 +453,7 @@ fn clamp(rule: &Rule<'_>, problems: &mut Vec<String>) {
 /// `dimensions` maps each operand dimension to a result dimension of the
 /// same size.
 fn broadcast(rule: &Rule<'_>, problems: &mut Vec<String>) {
-    let Rule { res, a0, .. } = *rule;
-    rule.need_array_result(problems);
-    if let (Some(o), Some(r)) = (a0, res) {
+    if let Some((o, r)) = rule.operand_and_result(problems) {
         let dims = rule.ints(KnownAttr::Dimensions);
         if dims.len() != o.rank() {
             problems.push(format!(
@@ -464,26 +476,14 @@ fn broadcast(rule: &Rule<'_>, problems: &mut Vec<String>) {
                 }
             }
         }
-        if o.element_type != r.element_type {
-            problems.push(format!(
-                "the element type changes from {} to {}",
-                o.element_type, r.element_type
-            ));
-        }
+        keeps_element_type(o, r, problems);
     }
 }
 
 /// `dimensions` is a permutation, and permutes the operand into the result.
 fn transpose(rule: &Rule<'_>, problems: &mut Vec<String>) {
-    let Rule {
-        ops,
-        result,
-        res,
-        a0,
-        ..
-    } = *rule;
-    rule.need_array_result(problems);
-    if let (Some(o), Some(r)) = (a0, res) {
+    let Rule { ops, result, .. } = *rule;
+    if let Some((o, r)) = rule.operand_and_result(problems) {
         let dims = rule.ints(KnownAttr::Dimensions);
         if !is_permutation(dims, o.rank()) {
             problems.push(format!(
@@ -502,27 +502,15 @@ fn transpose(rule: &Rule<'_>, problems: &mut Vec<String>) {
                 result.display_without_layout()
             ));
         }
-        if o.element_type != r.element_type {
-            problems.push(format!(
-                "the element type changes from {} to {}",
-                o.element_type, r.element_type
-            ));
-        }
+        keeps_element_type(o, r, problems);
     }
 }
 
 /// A reshape keeps the element count (of static shapes) and the element
 /// type.
 fn reshape(rule: &Rule<'_>, problems: &mut Vec<String>) {
-    let Rule {
-        ops,
-        result,
-        res,
-        a0,
-        ..
-    } = *rule;
-    rule.need_array_result(problems);
-    if let (Some(o), Some(r)) = (a0, res) {
+    let Rule { ops, result, .. } = *rule;
+    if let Some((o, r)) = rule.operand_and_result(problems) {
         if o.dynamic == 0 && r.dynamic == 0 && o.element_count() != r.element_count() {
             problems.push(format!(
                 "reshape from {} to {} changes the element count",
@@ -530,12 +518,7 @@ fn reshape(rule: &Rule<'_>, problems: &mut Vec<String>) {
                 result.display_without_layout()
             ));
         }
-        if o.element_type != r.element_type {
-            problems.push(format!(
-                "the element type changes from {} to {}",
-                o.element_type, r.element_type
-            ));
-        }
+        keeps_element_type(o, r, problems);
     }
 }
 
@@ -560,15 +543,8 @@ fn reverse(rule: &Rule<'_>, problems: &mut Vec<String>) {
 /// Each dimension's `[start:limit:stride]` fits the operand and gives the
 /// result's size.
 fn slice(rule: &Rule<'_>, problems: &mut Vec<String>) {
-    let Rule {
-        inst,
-        result,
-        res,
-        a0,
-        ..
-    } = *rule;
-    rule.need_array_result(problems);
-    if let (Some(o), Some(r)) = (a0, res) {
+    let Rule { inst, result, .. } = *rule;
+    if let Some((o, r)) = rule.operand_and_result(problems) {
         match inst.attrs.get(KnownAttr::Slice) {
             Some(AttrValue::Slice(sl)) if sl.len() == o.rank() => {
                 let mut expected = Vec::with_capacity(sl.len());
@@ -606,15 +582,9 @@ fn slice(rule: &Rule<'_>, problems: &mut Vec<String>) {
 /// result's dimensions.
 fn pad(rule: &Rule<'_>, problems: &mut Vec<String>) {
     let Rule {
-        inst,
-        ops,
-        result,
-        res,
-        a0,
-        ..
+        inst, ops, result, ..
     } = *rule;
-    rule.need_array_result(problems);
-    if let (Some(o), Some(r)) = (a0, res) {
+    if let Some((o, r)) = rule.operand_and_result(problems) {
         if !ops.get(1).is_some_and(|s| is_scalar(s)) {
             problems.push("the padding value must be a scalar".into());
         }
@@ -881,15 +851,8 @@ fn dot(rule: &Rule<'_>, problems: &mut Vec<String>) {
 /// One scalar start index per dimension (or one vector of them), and sizes
 /// that fit the operand and give the result.
 fn dynamic_slice(rule: &Rule<'_>, problems: &mut Vec<String>) {
-    let Rule {
-        ops,
-        result,
-        res,
-        a0,
-        ..
-    } = *rule;
-    rule.need_array_result(problems);
-    if let (Some(o), Some(r)) = (a0, res) {
+    let Rule { ops, result, .. } = *rule;
+    if let Some((o, r)) = rule.operand_and_result(problems) {
         let sizes = rule.ints(KnownAttr::DynamicSliceSizes);
         if ops.len() != 1 + o.rank()
             && !(ops.len() == 2 && array(ops[1]).is_some_and(|a| a.rank() == 1))

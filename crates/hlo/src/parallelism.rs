@@ -1,0 +1,249 @@
+//! When the pipeline splits work over threads: one policy for every step.
+//!
+//! Each step that can split its work names it with a [`Split`], which
+//! carries the size from which splitting pays and the grain of one task,
+//! and asks [`Parallelism::current`] whether to split. Every choice gives
+//! the same result; only the speed differs, and the tests check that by
+//! forcing the policy either way with [`Parallelism::install`].
+//!
+//! The policy belongs to the thread pool the work runs on, not to a
+//! global: [`Parallelism::install`] runs a closure on a pool whose threads
+//! all answer the same policy, so every nested split (and everything
+//! rayon runs for it) follows it, while other work in the same process
+//! (another test, another request) keeps its own. Threads that are not
+//! rayon's, such as the driver's scoped threads, carry the policy over
+//! with [`Parallelism::enter`].
+
+use std::cell::Cell;
+use std::sync::OnceLock;
+
+/// How work is split over threads.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum Parallelism {
+    /// Split work from the size at which it pays (each [`Split`]'s
+    /// threshold), when the pool has more than one thread.
+    #[default]
+    Auto,
+    /// Never split: every step runs on the calling thread's pool of one.
+    Sequential,
+    /// Split everything that can be split, in the smallest pieces, on a
+    /// pool of several threads: the parallel code paths on small inputs.
+    Always,
+}
+
+/// A kind of work that a step may split, with what splitting it costs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Split {
+    /// Parsing a text (a module or one computation), in bytes.
+    ParseText,
+    /// Printing a module, in instructions.
+    Print,
+    /// Verifying a module's structure, in instructions.
+    Verify,
+    /// Computing the layout needs of a computation's instructions, in
+    /// instructions.
+    LayoutNeeds,
+    /// Building a large layout problem's solver structure beside candidate
+    /// propagation, and freeing a large problem off the critical path, in
+    /// values.
+    LargeProblem,
+    /// Deciding which of a computation's layout changes are no-ops, in
+    /// instructions.
+    RelayoutVerdicts,
+    /// Finding the layouts each use of a value wants, in instructions.
+    RelayoutWants,
+    /// Running per-computation steps of a module side by side, in
+    /// (computation, step) items.
+    Computations,
+}
+
+impl Split {
+    /// The size from which [`Parallelism::Auto`] splits this work: below
+    /// it, handing out the work costs more than it saves.
+    pub const fn threshold(self) -> usize {
+        match self {
+            Split::ParseText => 256 * 1024,
+            Split::Print | Split::Verify => 4096,
+            Split::LayoutNeeds | Split::LargeProblem => 1024,
+            Split::RelayoutVerdicts | Split::RelayoutWants => 1024,
+            // A re-run after a small edit reads every unchanged
+            // computation's parts at a glance; threads would cost more to
+            // start than they save.
+            Split::Computations => 16,
+        }
+    }
+
+    /// The fewest items one task takes under [`Parallelism::Auto`].
+    pub const fn grain(self) -> usize {
+        match self {
+            // The parser picks its own cuts from the text and the pool.
+            Split::ParseText => 8 * 1024,
+            Split::Print | Split::Verify | Split::RelayoutVerdicts => 512,
+            Split::RelayoutWants => 256,
+            Split::LayoutNeeds => 64,
+            Split::LargeProblem => 1,
+            Split::Computations => 16,
+        }
+    }
+}
+
+/// The threads count of the pool that [`Parallelism::Always`] installs:
+/// more than one, so that pieces really run side by side even on a
+/// machine of one core.
+const ALWAYS_THREADS: usize = 4;
+
+thread_local! {
+    /// The policy of the pool this thread belongs to, set when the thread
+    /// starts (or entered for a scoped thread); `None` on threads of the
+    /// global pool and the caller's, which follow [`Parallelism::Auto`].
+    static POLICY: Cell<Option<Parallelism>> = const { Cell::new(None) };
+}
+
+impl Parallelism {
+    /// The policy the current thread follows.
+    pub fn current() -> Parallelism {
+        POLICY.with(Cell::get).unwrap_or_default()
+    }
+
+    /// Whether to split `size` items of `work`, and if so the fewest items
+    /// a task takes. `None`: do the work on this thread.
+    pub fn split(self, work: Split, size: usize) -> Option<usize> {
+        match self {
+            Parallelism::Sequential => None,
+            Parallelism::Always => (size > 1).then_some(1),
+            Parallelism::Auto => (size >= work.threshold() && rayon::current_num_threads() > 1)
+                .then_some(work.grain()),
+        }
+    }
+
+    /// [`Parallelism::split`] under the current thread's policy.
+    pub fn splits(work: Split, size: usize) -> Option<usize> {
+        Parallelism::current().split(work, size)
+    }
+
+    /// Drops `value` off the critical path when `size` items of `work`
+    /// make it worth a task of its own, here otherwise. Large problems
+    /// hold thousands of small allocations that nothing waits for.
+    pub fn drop_later<T: Send + 'static>(work: Split, size: usize, value: T) {
+        if Parallelism::splits(work, size).is_some() {
+            rayon::spawn(move || drop(value));
+        } else {
+            drop(value);
+        }
+    }
+
+    /// Runs `f` under this policy: on a pool whose every thread follows
+    /// it, so that the splits `f` makes, and theirs, all do. `Auto` runs
+    /// `f` on rayon's global pool.
+    pub fn install<T: Send>(self, f: impl FnOnce() -> T + Send) -> T {
+        match self {
+            Parallelism::Auto => rayon::scope(|_| {
+                let _entered = self.enter();
+                f()
+            }),
+            Parallelism::Sequential => pool(self, &SEQUENTIAL).install(f),
+            Parallelism::Always => pool(self, &ALWAYS).install(f),
+        }
+    }
+
+    /// Makes the current thread follow this policy until the guard drops:
+    /// for a thread that is not a pool's, such as a scoped thread that
+    /// works for a step that the caller runs under a policy.
+    pub fn enter(self) -> Entered {
+        let before = POLICY.with(|p| p.replace(Some(self)));
+        Entered { before }
+    }
+}
+
+/// The guard of [`Parallelism::enter`]: restores the thread's policy.
+#[must_use = "the policy holds only while the guard lives"]
+pub struct Entered {
+    before: Option<Parallelism>,
+}
+
+impl Drop for Entered {
+    fn drop(&mut self) {
+        POLICY.with(|p| p.set(self.before));
+    }
+}
+
+static SEQUENTIAL: OnceLock<rayon::ThreadPool> = OnceLock::new();
+static ALWAYS: OnceLock<rayon::ThreadPool> = OnceLock::new();
+
+/// The pool of `policy`, built the first time it is asked for. The pools
+/// are built once per process and live as long as it does.
+fn pool(
+    policy: Parallelism,
+    cell: &'static OnceLock<rayon::ThreadPool>,
+) -> &'static rayon::ThreadPool {
+    cell.get_or_init(|| {
+        let threads = match policy {
+            Parallelism::Sequential => 1,
+            _ => ALWAYS_THREADS,
+        };
+        let name = format!("{policy:?}").to_lowercase();
+        rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .thread_name(move |i| format!("tessera-{name}-{i}"))
+            .start_handler(move |_| POLICY.with(|p| p.set(Some(policy))))
+            .build()
+            // Building a pool fails only when the OS refuses threads; a
+            // process that cannot start four threads cannot test anything.
+            .unwrap_or_else(|e| panic!("cannot start the {policy:?} thread pool: {e}"))
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn installed_policies_reach_nested_splits() {
+        for policy in [
+            Parallelism::Sequential,
+            Parallelism::Always,
+            Parallelism::Auto,
+        ] {
+            let seen = policy.install(|| {
+                let (a, b) = rayon::join(Parallelism::current, Parallelism::current);
+                (Parallelism::current(), a, b, rayon::current_num_threads())
+            });
+            assert_eq!((seen.0, seen.1, seen.2), (policy, policy, policy));
+            match policy {
+                Parallelism::Sequential => assert_eq!(seen.3, 1),
+                Parallelism::Always => assert_eq!(seen.3, ALWAYS_THREADS),
+                Parallelism::Auto => assert_eq!(seen.3, rayon::current_num_threads()),
+            }
+        }
+        assert_eq!(Parallelism::current(), Parallelism::Auto);
+    }
+
+    #[test]
+    fn each_policy_decides_as_documented() {
+        let big = Split::Print.threshold();
+        assert_eq!(
+            Parallelism::Sequential.split(Split::Print, usize::MAX),
+            None
+        );
+        assert_eq!(Parallelism::Always.split(Split::Print, 2), Some(1));
+        assert_eq!(Parallelism::Always.split(Split::Print, 1), None);
+        assert_eq!(Parallelism::Auto.split(Split::Print, big - 1), None);
+        let on_many = Parallelism::Always.install(|| Parallelism::Auto.split(Split::Print, big));
+        assert_eq!(on_many, Some(Split::Print.grain()));
+        let on_one = Parallelism::Sequential.install(|| Parallelism::Auto.split(Split::Print, big));
+        assert_eq!(on_one, None, "a pool of one thread never splits");
+    }
+
+    #[test]
+    fn entering_restores_the_thread_policy() {
+        {
+            let _outer = Parallelism::Always.enter();
+            {
+                let _inner = Parallelism::Sequential.enter();
+                assert_eq!(Parallelism::current(), Parallelism::Sequential);
+            }
+            assert_eq!(Parallelism::current(), Parallelism::Always);
+        }
+        assert_eq!(Parallelism::current(), Parallelism::Auto);
+    }
+}
