@@ -809,10 +809,14 @@ mod tests {
         let names = |_: hlo::CompId| String::new();
         let mut p = Problem::build(comp, &ctx, &target).unwrap();
         let h = solve::solve(&mut p, &target);
-        let heuristic = materialize::plan(&p, &h, &target, &names).stats.cost;
+        let heuristic = materialize::plan(&p.problem, &h, &target, &names)
+            .stats
+            .cost;
         let mut p = Problem::build(comp, &ctx, &target).unwrap();
         let (e, bound) = solve::solve_exact(&mut p, &target, &Limits::default());
-        let exact = materialize::plan(&p, &e, &target, &names).stats.cost;
+        let exact = materialize::plan(&p.problem, &e, &target, &names)
+            .stats
+            .cost;
         let domains = bound.domains.clone();
         let combos = domains
             .iter()
@@ -824,8 +828,12 @@ mod tests {
             loop {
                 let labels: TiVec<ValueId, LayoutId> =
                     at.iter().zip(&domains).map(|(&k, d)| d[k]).collect();
-                let solution = solve::solution_for(&mut p, &target, &labels);
-                best = best.min(materialize::plan(&p, &solution, &target, &names).stats.cost);
+                let solution = solve::solution_for(&mut p.problem, &target, &labels);
+                best = best.min(
+                    materialize::plan(&p.problem, &solution, &target, &names)
+                        .stats
+                        .cost,
+                );
                 // The next labelling, as an odometer.
                 let Some(i) = at.keys().find(|&i| at[i] + 1 < domains[i].len()) else {
                     break;

@@ -290,13 +290,13 @@ pub fn assign_computation(
 ) -> Result<ComputationAssignment, PassError> {
     let _span = tracing::debug_span!("assign", computation = %comp.name).entered();
     let t = std::time::Instant::now();
-    let mut p = problem::Problem::build(comp, ctx, target)?;
+    let mut built_problem = problem::Problem::build(comp, ctx, target)?;
     let built = t.elapsed();
     let (solution, bound) = match solver.kind {
-        SolverKind::Heuristic => (solve::solve(&mut p, target), None),
+        SolverKind::Heuristic => (solve::solve(&mut built_problem, target), None),
         SolverKind::Exact => {
             let (solution, bound) = solve::solve_exact(
-                &mut p,
+                &mut built_problem,
                 target,
                 &exact::Limits {
                     time: solver.time_limit,
@@ -306,6 +306,7 @@ pub fn assign_computation(
         }
     };
     let solved = t.elapsed();
+    let mut p = built_problem.problem;
     let mut plan = materialize::plan(&p, &solution, target, comp_names);
     let weights = &target.cost;
     let whole = [

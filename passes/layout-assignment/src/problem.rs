@@ -325,8 +325,13 @@ pub struct Problem<'c> {
     /// Calls whose callee's signature is only a preference, with the
     /// callee (the body, for a loop).
     pub preferred_calls: Vec<(InstId, CompId)>,
-    /// The solver's structure, when a large problem built it beside its
-    /// candidate propagation; the solver takes it (or builds it).
+}
+
+/// A built problem, and the solver's structure when a large problem built
+/// it beside candidate propagation (see [`Problem::build`]): the solver
+/// takes it, or builds it itself.
+pub struct Built<'c> {
+    pub problem: Problem<'c>,
     pub(crate) structure: Option<crate::solve::Structure>,
 }
 
@@ -366,12 +371,15 @@ impl From<hlo::CycleError> for ProblemError {
 }
 
 impl<'c> Problem<'c> {
-    /// Builds the problem of `comp` under `target` and `ctx`.
+    /// Builds the problem of `comp` under `target` and `ctx`. A large
+    /// problem also builds the solver's structure, which depends only on
+    /// the relations, beside its candidate propagation, and returns it
+    /// apart from the problem.
     pub fn build(
         comp: &'c Computation,
         ctx: &Context,
         target: &TargetSpec,
-    ) -> Result<Problem<'c>, ProblemError> {
+    ) -> Result<Built<'c>, ProblemError> {
         Self::build_with(comp, ctx, target, Offers::SkipStale)
     }
 
@@ -381,7 +389,7 @@ impl<'c> Problem<'c> {
         ctx: &Context,
         target: &TargetSpec,
         offers: Offers,
-    ) -> Result<Problem<'c>, ProblemError> {
+    ) -> Result<Built<'c>, ProblemError> {
         let order = comp.topological_order()?;
         let bound = comp.node_bound();
         let mut p = Problem {
@@ -400,7 +408,6 @@ impl<'c> Problem<'c> {
             auto_result: Vec::new(),
             retilings: TiVec::new(),
             preferred_calls: Vec::new(),
-            structure: None,
         };
         let order = std::mem::take(&mut p.order);
         // Each instruction's needs are computed once and used twice.
@@ -426,7 +433,7 @@ impl<'c> Problem<'c> {
         // (Both are moved out of the problem meanwhile, to be shared.)
         let relations = std::mem::take(&mut p.relations);
         let retilings = std::mem::take(&mut p.retilings);
-        if Parallelism::splits(Split::LargeProblem, p.values.len()).is_some() {
+        let structure = if Parallelism::splits(Split::LargeProblem, p.values.len()).is_some() {
             let (locks, fixed) = crate::solve::value_facts(&p.values);
             let ((), structure) = rayon::join(
                 || {
@@ -435,16 +442,20 @@ impl<'c> Problem<'c> {
                 },
                 || crate::solve::Structure::build(&relations, &locks, &fixed, &retilings),
             );
-            p.structure = Some(structure);
+            Some(structure)
         } else {
             p.seed_candidates(&relations, &retilings, target);
             p.propagate_candidates(&relations, target, offers);
-        }
+            None
+        };
         p.storage_candidates(target);
         p.relations = relations;
         p.retilings = retilings;
         hlo::count(Work::ProblemItems, p.values.len() + p.relations.len());
-        Ok(p)
+        Ok(Built {
+            problem: p,
+            structure,
+        })
     }
 
     fn new_value(

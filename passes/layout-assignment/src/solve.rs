@@ -15,7 +15,7 @@ use target::CostWeights;
 
 use crate::algebra;
 use crate::ids::{GroupId, LayoutId, LayoutKey, RelationId, RetileId, TiSlice, TiVec, ValueId};
-use crate::problem::{Problem, Relation, RelationKind, Value, restrict_layout, with_layout};
+use crate::problem::{Built, Problem, Relation, RelationKind, Value, restrict_layout, with_layout};
 use crate::retile::Retiling;
 
 /// The most improvement sweeps; convergence usually takes two or three.
@@ -128,8 +128,8 @@ pub(crate) struct Solver<'a, 'c> {
 }
 
 /// Solves the problem under `target`'s cost weights.
-pub fn solve(p: &mut Problem<'_>, target: &target::TargetSpec) -> Solution {
-    solve_with(p, target, Looks::SkipStill, None).0
+pub fn solve(built: &mut Built<'_>, target: &target::TargetSpec) -> Solution {
+    solve_with(built, target, Looks::SkipStill, None).0
 }
 
 /// Solves the problem with the default search, then with the exact solver
@@ -137,11 +137,11 @@ pub fn solve(p: &mut Problem<'_>, target: &target::TargetSpec) -> Solution {
 /// labelling is the search's unless the exact solver found a cheaper one.
 /// Also returns what the exact solver proved.
 pub(crate) fn solve_exact(
-    p: &mut Problem<'_>,
+    built: &mut Built<'_>,
     target: &target::TargetSpec,
     limits: &crate::exact::Limits,
 ) -> (Solution, crate::exact::Bound) {
-    let (solution, bound) = solve_with(p, target, Looks::SkipStill, Some(limits));
+    let (solution, bound) = solve_with(built, target, Looks::SkipStill, Some(limits));
     (solution, bound.unwrap_or_default())
 }
 
@@ -178,12 +178,13 @@ enum Looks {
 }
 
 fn solve_with(
-    p: &mut Problem<'_>,
+    built: &mut Built<'_>,
     target: &target::TargetSpec,
     looks: Looks,
     exact: Option<&crate::exact::Limits>,
 ) -> (Solution, Option<crate::exact::Bound>) {
-    let structure = match p.structure.take() {
+    let p = &mut built.problem;
+    let structure = match built.structure.take() {
         Some(structure) => structure,
         None => Structure::of(p),
     };
@@ -1755,7 +1756,7 @@ mod tests {
                     // candidate propagation.
                     a.structure = None;
                     prebuilt += usize::from(b.structure.is_some());
-                    for (x, y) in a.values.iter().zip(&b.values) {
+                    for (x, y) in a.problem.values.iter().zip(&b.problem.values) {
                         let keys = |v: &crate::problem::Value| -> Vec<LayoutKey> {
                             v.candidates.iter().map(|&c| v.key(c)).collect()
                         };
