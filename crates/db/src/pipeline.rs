@@ -221,22 +221,33 @@ pub fn bitcast_problems(comp: &Computation) -> Vec<VerifyError> {
     problems
 }
 
+/// The problems of the instruction names of all computations `comps`,
+/// each computation's names read by `names_of` (the input's or the
+/// output's).
+fn name_problems<'db>(
+    db: &'db dyn Db,
+    comps: &[SourceComputation],
+    names_of: impl Fn(&'db dyn Db, SourceComputation) -> &'db Vec<String>,
+) -> Vec<VerifyError> {
+    let names: Vec<(&str, &Vec<String>)> = comps
+        .iter()
+        .map(|&c| (c.name(db).as_str(), names_of(db, c)))
+        .collect();
+    let count = names.iter().map(|(_, n)| n.len()).sum();
+    hlo::verify_names(
+        names
+            .iter()
+            .map(|(c, n)| (*c, n.iter().map(String::as_str))),
+        count,
+    )
+}
+
 /// The module-wide problems of the input: names, and the entry layout
 /// against the entry computation.
 #[salsa::tracked(returns(ref))]
 pub fn input_module_problems(db: &dyn Db, m: SourceModule) -> Vec<VerifyError> {
     let comps = m.computations(db);
-    let names: Vec<(&str, &Vec<String>)> = comps
-        .iter()
-        .map(|&c| (c.name(db).as_str(), input_names(db, c)))
-        .collect();
-    let count = names.iter().map(|(_, n)| n.len()).sum();
-    let mut problems = hlo::verify_names(
-        names
-            .iter()
-            .map(|(c, n)| (*c, n.iter().map(String::as_str))),
-        count,
-    );
+    let mut problems = name_problems(db, comps, input_names);
     let entry = comps.get(m.entry(db) as usize).copied();
     match entry.map(|c| &input_stub(db, c).0) {
         Some(Some(e)) => problems.extend(hlo::verify_entry_layout(e, entry_layout(db, m))),
@@ -426,17 +437,7 @@ pub fn output_problems(db: &dyn Db, c: SourceComputation) -> (Vec<VerifyError>, 
 #[salsa::tracked(returns(ref))]
 pub fn output_module_problems(db: &dyn Db, m: SourceModule) -> Vec<VerifyError> {
     let comps = m.computations(db);
-    let names: Vec<(&str, &Vec<String>)> = comps
-        .iter()
-        .map(|&c| (c.name(db).as_str(), output_names(db, c)))
-        .collect();
-    let count = names.iter().map(|(_, n)| n.len()).sum();
-    let mut problems = hlo::verify_names(
-        names
-            .iter()
-            .map(|(c, n)| (*c, n.iter().map(String::as_str))),
-        count,
-    );
+    let mut problems = name_problems(db, comps, output_names);
     if let Some(&c) = comps.get(m.entry(db) as usize)
         && let Some(entry) = &output_stub(db, c).0
     {

@@ -216,6 +216,24 @@ impl<'a> Cursor<'a> {
         self.skip_trivia()
     }
 
+    /// Reads `execution_thread="..."` after a computation's `,` and returns
+    /// the thread's name; `following` completes the message when the word
+    /// is missing (where the `,` stands).
+    pub(crate) fn execution_thread(
+        &mut self,
+        following: impl std::fmt::Display,
+    ) -> Result<&'a str, RawError> {
+        if !self.eat_word(b"execution_thread") {
+            let found = describe(self.peek());
+            return Err(self.error(format!(
+                "expected 'execution_thread' after ','{following}, found {found}"
+            )));
+        }
+        self.expect(b'=', "'=' after 'execution_thread'")?;
+        self.skip_trivia()?;
+        self.string()
+    }
+
     /// True when the identifier at the cursor is exactly `word`.
     #[inline]
     pub(crate) fn at_word(&self, word: &[u8]) -> bool {

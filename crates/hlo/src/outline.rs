@@ -261,15 +261,7 @@ fn skip_computation(c: &mut Cursor<'_>, name: &str) -> Result<(), RawError> {
     c.skip_trivia()?;
     if c.eat(b',') {
         c.skip_trivia()?;
-        if !c.eat_word(b"execution_thread") {
-            return Err(c.error(format!(
-                "expected 'execution_thread' after ',' following computation %{name}, found {}",
-                describe(c.peek())
-            )));
-        }
-        c.expect(b'=', "'=' after 'execution_thread'")?;
-        c.skip_trivia()?;
-        c.string()?;
+        c.execution_thread(format_args!(" following computation %{name}"))?;
     } else {
         c.pos = save;
     }

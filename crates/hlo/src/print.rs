@@ -229,14 +229,7 @@ fn write_header(out: &mut String, m: &Module) {
     if !m.input_output_alias.is_empty() {
         out.push_str(", input_output_alias={ ");
         for (i, a) in m.input_output_alias.iter().enumerate() {
-            if i > 0 {
-                out.push_str(", ");
-            }
-            write_index(out, &a.output_index);
-            out.push_str(": (");
-            push_int(out, a.parameter);
-            out.push_str(", ");
-            write_index(out, &a.parameter_index);
+            write_alias(out, i, &a.output_index, a.parameter, &a.parameter_index);
             if a.kind == Some(crate::AliasKind::Must) {
                 out.push_str(", must-alias");
             }
@@ -439,6 +432,19 @@ pub fn write_instruction(out: &mut String, view: &dyn ModuleView, comp: &Computa
     write_attrs(out, view, comp, inst);
 }
 
+/// Alias `i` of a list, up to its closing parenthesis: `{0}: (1, {}`, an
+/// output tuple index, then the aliased parameter or operand and its index.
+fn write_alias(out: &mut String, i: usize, output: &[i64], number: i64, index: &[i64]) {
+    if i > 0 {
+        out.push_str(", ");
+    }
+    write_index(out, output);
+    out.push_str(": (");
+    push_int(out, number);
+    out.push_str(", ");
+    write_index(out, index);
+}
+
 /// What XLA prints before item `i` of an operand list or a tuple shape:
 /// nothing before the first, a comma before the others, and every fifth
 /// one's index as a comment.
@@ -611,14 +617,7 @@ pub fn write_attr_value(out: &mut String, view: &dyn ModuleView, value: &AttrVal
         AttrValue::Aliasing(aliases) => {
             out.push('{');
             for (i, a) in aliases.iter().enumerate() {
-                if i > 0 {
-                    out.push_str(", ");
-                }
-                write_index(out, &a.output_index);
-                out.push_str(": (");
-                push_int(out, a.operand);
-                out.push_str(", ");
-                write_index(out, &a.operand_index);
+                write_alias(out, i, &a.output_index, a.operand, &a.operand_index);
                 out.push(')');
             }
             out.push('}');

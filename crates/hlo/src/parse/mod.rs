@@ -745,15 +745,7 @@ impl<'a, 'r> CompParser<'a, 'r> {
             return Ok(());
         }
         c.skip_trivia()?;
-        if !c.eat_word(b"execution_thread") {
-            return Err(c.error(format!(
-                "expected 'execution_thread' after ',', found {}",
-                describe(c.peek())
-            )));
-        }
-        c.expect(b'=', "'=' after 'execution_thread'")?;
-        c.skip_trivia()?;
-        let thread = c.string()?;
+        let thread = c.execution_thread("")?;
         // XLA prints the thread only off the main thread.
         if thread != "main" {
             self.comp.execution_thread = Some(thread.to_string());
