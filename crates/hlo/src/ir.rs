@@ -14,7 +14,7 @@ use smallvec::SmallVec;
 
 use shape::Shape;
 
-use crate::{Attrs, Opcode};
+use crate::{AttrValue, Attrs, KnownAttr, Opcode, OperandAlias};
 
 /// An instruction's id inside its computation: a stable graph node index.
 pub type InstId = NodeIndex<u32>;
@@ -113,6 +113,74 @@ impl Instruction {
             _ => None,
         }
     }
+
+    /// The computation that runs with this instruction's operands as its
+    /// parameters: a `while`'s body, or what a `call`, `fusion` or
+    /// `async-start` calls (`to_apply`, or `calls`), when written.
+    pub fn called_body(&self) -> Option<CompId> {
+        let attr = match self.opcode {
+            Opcode::While => self.attrs.get(KnownAttr::Body),
+            Opcode::Call | Opcode::Fusion | Opcode::AsyncStart => self
+                .attrs
+                .get(KnownAttr::ToApply)
+                .or(self.attrs.get(KnownAttr::Calls)),
+            _ => None,
+        };
+        match attr {
+            Some(AttrValue::Computation(c)) => Some(*c),
+            _ => None,
+        }
+    }
+
+    /// The tuple element a `get-tuple-element` reads, when its index is
+    /// written and not negative.
+    pub fn tuple_index(&self) -> Option<usize> {
+        if self.opcode != Opcode::GetTupleElement {
+            return None;
+        }
+        usize::try_from(self.attrs.int(KnownAttr::Index)?).ok()
+    }
+
+    /// The array leaves (numbered as in `shape.array_leaves()`) that tuple
+    /// element `k` of this instruction's result covers.
+    pub fn element_leaves(&self, k: usize) -> Option<std::ops::Range<usize>> {
+        element_leaf_range(&self.shape, k)
+    }
+
+    /// The array leaves (numbered as in `shape.array_leaves()`) of the
+    /// sub-shape of this instruction's result at tuple index `path`.
+    pub fn leaves_at(&self, path: &[i64]) -> Option<std::ops::Range<usize>> {
+        let mut start = 0;
+        let mut cur = &self.shape;
+        for &k in path {
+            let k = usize::try_from(k).ok()?;
+            start += element_leaf_range(cur, k)?.start;
+            cur = cur.tuple_elements()?.get(k)?;
+        }
+        Some(start..start + cur.array_leaf_count())
+    }
+}
+
+/// The range of array-leaf indices that tuple element `k` of `s` covers.
+fn element_leaf_range(s: &Shape, k: usize) -> Option<std::ops::Range<usize>> {
+    let elements = s.tuple_elements()?;
+    let start: usize = elements.get(..k)?.iter().map(Shape::array_leaf_count).sum();
+    Some(start..start + elements.get(k)?.array_leaf_count())
+}
+
+/// One pair of an instruction's `output_to_operand_aliasing`, resolved
+/// against the shapes (see [`Computation::operand_aliases`]).
+#[derive(Clone, Debug)]
+pub struct ResolvedAlias<'a> {
+    /// The pair as written.
+    pub alias: &'a OperandAlias,
+    /// The aliased operand.
+    pub operand: InstId,
+    /// The result's array leaves the pair names.
+    pub output_leaves: std::ops::Range<usize>,
+    /// The operand's array leaves it names; as many as `output_leaves`
+    /// when the two sub-shapes have the same structure.
+    pub operand_leaves: std::ops::Range<usize>,
 }
 
 /// A computation: instructions in a graph, a schedule and a root.
@@ -195,6 +263,25 @@ impl Computation {
         self.check(id)?;
         self.root = Some(id);
         Ok(())
+    }
+
+    /// The pairs of instruction `id`'s `output_to_operand_aliasing` whose
+    /// operand and tuple indices exist, in the order written.
+    pub fn operand_aliases(&self, id: InstId) -> impl Iterator<Item = ResolvedAlias<'_>> + '_ {
+        let inst = self.inst(id);
+        let aliases = match inst.attrs.get(KnownAttr::OutputToOperandAliasing) {
+            Some(AttrValue::Aliasing(aliases)) => aliases.as_slice(),
+            _ => &[],
+        };
+        aliases.iter().filter_map(move |alias| {
+            let &operand = inst.operands().get(usize::try_from(alias.operand).ok()?)?;
+            Some(ResolvedAlias {
+                alias,
+                operand,
+                output_leaves: inst.leaves_at(&alias.output_index)?,
+                operand_leaves: self.inst(operand).leaves_at(&alias.operand_index)?,
+            })
+        })
     }
 
     /// The instruction with this id. Panics on a foreign id, which is a

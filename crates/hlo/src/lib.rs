@@ -35,7 +35,7 @@ pub use compare::diff_modules;
 pub use diag::{Diagnostic, ParseError, find_definition};
 pub use ir::{
     AliasKind, CompId, Computation, ComputationLayout, DebugTables, Edge, EditError, FileLocation,
-    HeaderAttr, InstId, Instruction, IoAlias, Module, Payload, StackFrame,
+    HeaderAttr, InstId, Instruction, IoAlias, Module, Payload, ResolvedAlias, StackFrame,
 };
 pub use lex::MAX_NESTING;
 pub use opcode::Opcode;

@@ -36,6 +36,15 @@ impl Computation {
         self.graph().node_bound()
     }
 
+    /// Each scheduled instruction's position in the schedule.
+    pub fn schedule_positions(&self) -> FxHashMap<InstId, usize> {
+        self.schedule()
+            .iter()
+            .enumerate()
+            .map(|(i, &id)| (id, i))
+            .collect()
+    }
+
     /// The instructions in topological order over data and control edges,
     /// taking ready instructions in schedule order, so that the order is
     /// deterministic and a schedule that is already topological comes back

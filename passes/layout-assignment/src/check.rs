@@ -358,25 +358,11 @@ impl<'a> Checker<'a> {
     fn check_aliasing(&mut self, id: InstId) {
         let comp = self.comp;
         let inst = comp.inst(id);
-        let Some(AttrValue::Aliasing(aliases)) = inst.attrs.get(KnownAttr::OutputToOperandAliasing)
-        else {
-            return;
-        };
         let out_leaves = inst.shape.array_leaves();
-        for alias in aliases {
-            let Some(&o) = usize::try_from(alias.operand)
-                .ok()
-                .and_then(|i| inst.operands().get(i))
-            else {
-                continue;
-            };
+        for resolved in comp.operand_aliases(id) {
+            let (alias, o) = (resolved.alias, resolved.operand);
+            let (out_range, in_range) = (resolved.output_leaves, resolved.operand_leaves);
             let in_leaves = comp.inst(o).shape.array_leaves();
-            let (Some(out_range), Some(in_range)) = (
-                crate::problem::leaf_range_at(&inst.shape, &alias.output_index),
-                crate::problem::leaf_range_at(&comp.inst(o).shape, &alias.operand_index),
-            ) else {
-                continue;
-            };
             for (x, y) in out_range.zip(in_range) {
                 let (Some(out), Some(a)) = (out_leaves.get(x), in_leaves.get(y)) else {
                     continue;

@@ -43,7 +43,8 @@ use std::time::{Duration, Instant};
 use microlp::{ComparisonOp, LinearExpr, OptimizationDirection, SolveOptions, Variable};
 use smallvec::SmallVec;
 
-use crate::problem::{LayoutId, RelationKind, ValueId};
+use crate::ids::{LayoutId, RelationId, RetileId, TiVec, ValueId};
+use crate::problem::RelationKind;
 use crate::solve::{Solver, UnionFind};
 
 /// The most layouts one value's domain holds.
@@ -82,7 +83,7 @@ pub struct Bound {
     pub clock_stops: usize,
     /// Every value's domain, for tests that enumerate them.
     #[cfg(test)]
-    pub(crate) domains: Vec<SmallVec<[LayoutId; 8]>>,
+    pub(crate) domains: TiVec<ValueId, SmallVec<[LayoutId; 8]>>,
 }
 
 /// Runs the exact solver from the solver's current labels (the search's
@@ -106,7 +107,7 @@ pub(crate) fn improve(
         #[cfg(test)]
         domains: model.domains.clone(),
     };
-    let mut choice: Vec<usize> = vec![0; model.domains.len()];
+    let mut choice: TiVec<ValueId, usize> = vec![0; model.domains.len()].into();
     let mut improved = false;
     for (part, nodes) in parts.iter().zip(budget) {
         let left = limits.time.saturating_sub(started.elapsed());
@@ -117,15 +118,15 @@ pub(crate) fn improve(
         bound.clock_stops += usize::from(outcome.clock_stop);
         if let Some(picks) = outcome.better {
             for (&v, k) in part.values.iter().zip(picks) {
-                choice[v as usize] = k;
+                choice[v] = k;
             }
             improved = true;
         }
     }
     if improved {
-        for (v, &k) in choice.iter().enumerate() {
+        for (v, &k) in choice.iter_enumerated() {
             let id = model.domains[v][k];
-            s.relabel(v as ValueId, id);
+            s.relabel(v, id);
         }
     }
     (bound, improved)
@@ -133,10 +134,13 @@ pub(crate) fn improve(
 
 /// Every value's domain, the solver's current label first. A fixed value's
 /// domain is its one layout.
-fn domains(s: &mut Solver<'_, '_>, components: &[Vec<ValueId>]) -> Vec<SmallVec<[LayoutId; 8]>> {
+fn domains(
+    s: &mut Solver<'_, '_>,
+    components: &[Vec<ValueId>],
+) -> TiVec<ValueId, SmallVec<[LayoutId; 8]>> {
     let n = s.p.values.len();
-    let mut domains: Vec<SmallVec<[LayoutId; 8]>> = (0..n)
-        .map(|v| SmallVec::from_slice(&[s.labels[v]]))
+    let mut domains: TiVec<ValueId, SmallVec<[LayoutId; 8]>> = (0..n)
+        .map(|v| SmallVec::from_slice(&[s.labels[ValueId::new(v)]]))
         .collect();
     let push = |d: &mut SmallVec<[LayoutId; 8]>, id: LayoutId| {
         if d.len() < MAX_DOMAIN && !d.contains(&id) {
@@ -154,10 +158,10 @@ fn domains(s: &mut Solver<'_, '_>, components: &[Vec<ValueId>]) -> Vec<SmallVec<
         for (key, origin) in s.group_candidates(members) {
             let rank = s.p.table.get(key).minor_to_major.len();
             for &m in members {
-                let value = &s.p.values[m as usize];
+                let value = &s.p.values[m];
                 if value.fixed.is_none() && value.shape.rank() == rank {
                     let id = s.member_label(m, key, origin);
-                    push(&mut domains[m as usize], id);
+                    push(&mut domains[m], id);
                 }
             }
         }
@@ -167,7 +171,7 @@ fn domains(s: &mut Solver<'_, '_>, components: &[Vec<ValueId>]) -> Vec<SmallVec<
         .as_ref()
         .is_some_and(|t| t.combine_dimensions)
     {
-        for (v, domain) in domains.iter_mut().enumerate() {
+        for (v, domain) in domains.iter_mut_enumerated() {
             if s.p.values[v].fixed.is_some() {
                 continue;
             }
@@ -187,16 +191,16 @@ fn domains(s: &mut Solver<'_, '_>, components: &[Vec<ValueId>]) -> Vec<SmallVec<
     // A pinned broadcast's result must agree with the pin: labels that do
     // not are left out, unless the search's own answer is one of them (then
     // no labelling of the domain agrees, and the term prices nothing).
-    for r in 0..s.p.relations.len() {
+    for r in (0..s.p.relations.len()).map(RelationId::new) {
         let RelationKind::Broadcast {
             out, pin: Some(_), ..
         } = s.p.relations[r].kind
         else {
             continue;
         };
-        let out = out as usize;
-        let agrees =
-            |s: &mut Solver<'_, '_>, id: LayoutId| s.move_cost_under(r as u32, 0, id).is_some();
+        let agrees = |s: &mut Solver<'_, '_>, id: LayoutId| {
+            s.move_cost_under(r, LayoutId::default(), id).is_some()
+        };
         if domains[out].len() > 1 && agrees(s, domains[out][0]) {
             let kept: SmallVec<[LayoutId; 8]> = domains[out]
                 .clone()
@@ -241,9 +245,9 @@ struct Pair {
 
 /// The integer program of one computation.
 struct Model {
-    domains: Vec<SmallVec<[LayoutId; 8]>>,
+    domains: TiVec<ValueId, SmallVec<[LayoutId; 8]>>,
     /// Per value, the objective coefficient of each domain entry.
-    linear: Vec<SmallVec<[f64; 8]>>,
+    linear: TiVec<ValueId, SmallVec<[f64; 8]>>,
     /// The cost no choice changes.
     constant: f64,
     copies: Vec<Copy>,
@@ -272,7 +276,7 @@ struct PartOutcome {
 
 impl Model {
     /// Prices every term with the search's cost functions.
-    fn build(s: &mut Solver<'_, '_>, domains: Vec<SmallVec<[LayoutId; 8]>>) -> Model {
+    fn build(s: &mut Solver<'_, '_>, domains: TiVec<ValueId, SmallVec<[LayoutId; 8]>>) -> Model {
         let n = domains.len();
         let mut m = Model {
             linear: domains
@@ -286,18 +290,18 @@ impl Model {
         };
         // Padding.
         if s.weights.padding_byte > 0.0 {
-            for v in 0..n {
+            for v in (0..n).map(ValueId::new) {
                 for k in 0..m.domains[v].len() {
-                    let c = s.padding_cost_of(v as ValueId, m.domains[v][k]);
-                    m.add_linear(v as ValueId, k, c);
+                    let c = s.padding_cost_of(v, m.domains[v][k]);
+                    m.add_linear(v, k, c);
                 }
             }
         }
         // Copies: per value, the layouts its readers may need, in the order
         // first met, each with its readers.
-        let mut needed: Vec<Vec<(LayoutId, Vec<Reader>)>> = vec![Vec::new(); n];
-        let add = |needed: &mut Vec<Vec<(LayoutId, Vec<Reader>)>>,
-                   v: usize,
+        let mut needed: TiVec<ValueId, Vec<(LayoutId, Vec<Reader>)>> = vec![Vec::new(); n].into();
+        let add = |needed: &mut TiVec<ValueId, Vec<(LayoutId, Vec<Reader>)>>,
+                   v: ValueId,
                    id: LayoutId,
                    reader: Reader| {
             match needed[v].iter_mut().find(|(l, _)| *l == id) {
@@ -305,17 +309,17 @@ impl Model {
                 None => needed[v].push((id, vec![reader])),
             }
         };
-        for r in 0..s.p.relations.len() {
+        for r in (0..s.p.relations.len()).map(RelationId::new) {
             let rel = &s.p.relations[r];
-            let v = rel.v as usize;
+            let v = rel.v;
             match rel.kind {
                 RelationKind::Broadcast { pin: Some(_), .. } | RelationKind::Movement { .. } => {}
                 RelationKind::Same { out } | RelationKind::Broadcast { out, .. } => {
-                    let out = out as usize;
                     let mut by_need: SmallVec<[(LayoutId, SmallVec<[usize; 4]>); 4]> =
                         SmallVec::new();
                     for j in 0..m.domains[out].len() {
-                        let Some(id) = s.need_under(r as u32, 0, m.domains[out][j]) else {
+                        let Some(id) = s.need_under(r, LayoutId::default(), m.domains[out][j])
+                        else {
                             continue;
                         };
                         match by_need.iter_mut().find(|(l, _)| *l == id) {
@@ -332,7 +336,7 @@ impl Model {
                             if fixed {
                                 Reader::Always
                             } else {
-                                Reader::When(out as ValueId, js)
+                                Reader::When(out, js)
                             },
                         );
                     }
@@ -344,7 +348,9 @@ impl Model {
                             // The entries the matrix need accepts as they are.
                             let mut accepted: SmallVec<[usize; 4]> = SmallVec::new();
                             for i in 0..m.domains[v].len() {
-                                if s.need_under(r as u32, m.domains[v][i], 0).is_none() {
+                                if s.need_under(r, m.domains[v][i], LayoutId::default())
+                                    .is_none()
+                                {
                                     accepted.push(i);
                                 }
                             }
@@ -361,12 +367,12 @@ impl Model {
                 }
             }
         }
-        for (v, list) in needed.into_iter().enumerate() {
+        for (v, list) in needed.into_iter_enumerated() {
             for (id, readers) in list {
                 let cost = s.p.values[v].copy_cost(id, &s.weights);
                 let own = m.domains[v].iter().position(|&d| d == id);
                 m.add_copy(Copy {
-                    v: v as ValueId,
+                    v,
                     own,
                     cost,
                     readers,
@@ -374,7 +380,7 @@ impl Model {
             }
         }
         // Transposes, reshapes and re-tiling ops.
-        for r in 0..s.p.relations.len() {
+        for r in (0..s.p.relations.len()).map(RelationId::new) {
             let RelationKind::Movement { out, .. } = s.p.relations[r].kind else {
                 continue;
             };
@@ -382,24 +388,24 @@ impl Model {
             m.add_pair(
                 v,
                 out,
-                |s, i, j| s.move_cost_under(r as u32, i, j).unwrap_or(0.0),
+                |s, i, j| s.move_cost_under(r, i, j).unwrap_or(0.0),
                 s,
             );
         }
-        for i in 0..s.p.retilings.len() {
+        for i in (0..s.p.retilings.len()).map(RetileId::new) {
             let (a, b) = (s.p.retilings[i].operand, s.p.retilings[i].out);
-            m.add_pair(a, b, |s, x, y| s.retile_cost_under(i as u32, x, y), s);
+            m.add_pair(a, b, |s, x, y| s.retile_cost_under(i, x, y), s);
         }
         m
     }
 
     fn is_variable(&self, v: ValueId) -> bool {
-        self.domains[v as usize].len() > 1
+        self.domains[v].len() > 1
     }
 
     fn add_linear(&mut self, v: ValueId, k: usize, c: f64) {
         if self.is_variable(v) {
-            self.linear[v as usize][k] += c;
+            self.linear[v][k] += c;
         } else {
             self.constant += c;
         }
@@ -424,7 +430,7 @@ impl Model {
             // Needed for sure: a copy unless the value takes the layout.
             self.constant += copy.cost;
             if let Some(k) = copy.own {
-                self.linear[v as usize][k] -= copy.cost;
+                self.linear[v][k] -= copy.cost;
             }
             return;
         }
@@ -440,10 +446,7 @@ impl Model {
         cost: impl Fn(&mut Solver<'_, '_>, LayoutId, LayoutId) -> f64,
         s: &mut Solver<'_, '_>,
     ) {
-        let (da, db) = (
-            self.domains[a as usize].clone(),
-            self.domains[b as usize].clone(),
-        );
+        let (da, db) = (self.domains[a].clone(), self.domains[b].clone());
         if a == b {
             for (k, &id) in da.iter().enumerate() {
                 let c = cost(s, id, id);
@@ -483,16 +486,16 @@ impl Model {
             for r in &c.readers {
                 if let Reader::When(o, _) = r {
                     match first {
-                        Some(f) => uf.union(f as usize, *o as usize),
+                        Some(f) => uf.union(f, *o),
                         None => first = Some(*o),
                     }
                 }
             }
         }
         for p in &self.pairs {
-            uf.union(p.a as usize, p.b as usize);
+            uf.union(p.a, p.b);
         }
-        let mut index = vec![usize::MAX; n];
+        let mut index: TiVec<ValueId, usize> = vec![usize::MAX; n].into();
         let mut parts: Vec<Part> = Vec::new();
         for group in uf.groups() {
             let values: Vec<ValueId> = group.into_iter().filter(|&v| self.is_variable(v)).collect();
@@ -500,7 +503,7 @@ impl Model {
                 continue;
             }
             for &v in &values {
-                index[v as usize] = parts.len();
+                index[v] = parts.len();
             }
             parts.push(Part {
                 values,
@@ -523,10 +526,10 @@ impl Model {
                     None => continue,
                 }
             };
-            parts[index[v as usize]].copies.push(i);
+            parts[index[v]].copies.push(i);
         }
         for (i, p) in self.pairs.iter().enumerate() {
-            parts[index[p.a as usize]].pairs.push(i);
+            parts[index[p.a]].pairs.push(i);
         }
         parts
     }
@@ -541,7 +544,7 @@ impl Model {
         let at = |v: ValueId| pick.get(&v).copied().unwrap_or(0);
         let mut cost = 0.0;
         for (&v, &k) in part.values.iter().zip(picks) {
-            cost += self.linear[v as usize][k];
+            cost += self.linear[v][k];
         }
         for &i in &part.copies {
             let c = &self.copies[i];
@@ -557,7 +560,7 @@ impl Model {
         }
         for &i in &part.pairs {
             let p = &self.pairs[i];
-            let w = self.domains[p.b as usize].len();
+            let w = self.domains[p.b].len();
             cost += p.cost[at(p.a) * w + at(p.b)];
         }
         cost
@@ -572,39 +575,29 @@ impl Model {
         p: &Pair,
         xs: &impl Fn(ValueId) -> &'x Vec<Variable>,
     ) {
-        let (na, nb) = (
-            self.domains[p.a as usize].len(),
-            self.domains[p.b as usize].len(),
-        );
+        let nb = self.domains[p.b].len();
         let t = lp.add_var(1.0, (0.0, f64::INFINITY));
-        // For each label j of b: t >= sum_i C[i][j] x[a][i] - M_j (1 - x[b][j]).
-        for j in 0..nb {
-            let big = (0..na).map(|i| p.cost[i * nb + j]).fold(0.0, f64::max);
-            if big <= 0.0 {
-                continue;
+        // For each label j of b: t >= sum_i C[i][j] x[a][i] - M_j (1 - x[b][j]);
+        // then the same for each label of a, the roles swapped. `cost(o, k)`
+        // is the cost with label `o` of `other` and `k` of `key`.
+        let mut rows = |key: ValueId, other: ValueId, cost: &dyn Fn(usize, usize) -> f64| {
+            let other_labels = self.domains[other].len();
+            for k in 0..self.domains[key].len() {
+                let big = (0..other_labels).map(|o| cost(o, k)).fold(0.0, f64::max);
+                if big <= 0.0 {
+                    continue;
+                }
+                let mut row = Terms::default();
+                row.add(t, 1.0);
+                for o in 0..other_labels {
+                    row.add(xs(other)[o], -cost(o, k));
+                }
+                row.add(xs(key)[k], -big);
+                lp.add_constraint(row.expr(), ComparisonOp::Ge, -big);
             }
-            let mut row = Terms::default();
-            row.add(t, 1.0);
-            for i in 0..na {
-                row.add(xs(p.a)[i], -p.cost[i * nb + j]);
-            }
-            row.add(xs(p.b)[j], -big);
-            lp.add_constraint(row.expr(), ComparisonOp::Ge, -big);
-        }
-        // And for each label i of a.
-        for i in 0..na {
-            let big = (0..nb).map(|j| p.cost[i * nb + j]).fold(0.0, f64::max);
-            if big <= 0.0 {
-                continue;
-            }
-            let mut row = Terms::default();
-            row.add(t, 1.0);
-            for j in 0..nb {
-                row.add(xs(p.b)[j], -p.cost[i * nb + j]);
-            }
-            row.add(xs(p.a)[i], -big);
-            lp.add_constraint(row.expr(), ComparisonOp::Ge, -big);
-        }
+        };
+        rows(p.b, p.a, &|i, j| p.cost[i * nb + j]);
+        rows(p.a, p.b, &|j, i| p.cost[i * nb + j]);
     }
 
     /// Solves one part as an integer program, from the search's labels.
@@ -621,7 +614,7 @@ impl Model {
         let mut x: rustc_hash::FxHashMap<ValueId, Vec<Variable>> = rustc_hash::FxHashMap::default();
         let mut hint = Vec::new();
         for &v in &part.values {
-            let vars: Vec<Variable> = self.linear[v as usize]
+            let vars: Vec<Variable> = self.linear[v]
                 .iter()
                 .map(|&c| lp.add_binary_var(c))
                 .collect();
@@ -765,7 +758,7 @@ fn node_budget(model: &Model, parts: &[Part], limits: &Limits) -> Vec<u64> {
     let size = |p: &Part| -> u64 {
         p.values
             .iter()
-            .map(|&v| model.domains[v as usize].len() as u64)
+            .map(|&v| model.domains[v].len() as u64)
             .sum::<u64>()
             + (p.copies.len() + p.pairs.len()) as u64
     };
@@ -826,18 +819,19 @@ mod tests {
             .try_fold(1usize, |n, d| n.checked_mul(d.len()))
             .unwrap_or(usize::MAX);
         let enumerated = (combos <= MAX_ENUMERATED).then(|| {
-            let mut at = vec![0usize; domains.len()];
+            let mut at: TiVec<ValueId, usize> = vec![0usize; domains.len()].into();
             let mut best = u64::MAX;
             loop {
-                let labels: Vec<LayoutId> = at.iter().zip(&domains).map(|(&k, d)| d[k]).collect();
+                let labels: TiVec<ValueId, LayoutId> =
+                    at.iter().zip(&domains).map(|(&k, d)| d[k]).collect();
                 let solution = solve::solution_for(&mut p, &target, &labels);
                 best = best.min(materialize::plan(&p, &solution, &target, &names).stats.cost);
                 // The next labelling, as an odometer.
-                let Some(i) = (0..at.len()).find(|&i| at[i] + 1 < domains[i].len()) else {
+                let Some(i) = at.keys().find(|&i| at[i] + 1 < domains[i].len()) else {
                     break;
                 };
                 at[i] += 1;
-                at[..i].iter_mut().for_each(|k| *k = 0);
+                at.raw[..i.index()].iter_mut().for_each(|k| *k = 0);
             }
             best
         });

@@ -17,6 +17,7 @@ mod calls;
 mod check;
 mod context;
 mod exact;
+mod ids;
 mod materialize;
 mod problem;
 mod report;

@@ -10,8 +10,9 @@ use shape::{Layout, Shape};
 use smallvec::SmallVec;
 
 use crate::context::{BoundaryReason, Signature};
+use crate::ids::{LayoutId, LayoutKey, RelationId, TiSlice, ValueId};
 use crate::policy::NeedSource;
-use crate::problem::{LayoutId, Problem, RelationKind, RelationSource, Site, ValueId, with_layout};
+use crate::problem::{Problem, RelationKind, RelationSource, Site, with_layout};
 use crate::report::{ComputationStats, CopyCause, FilledLayout};
 use crate::solve::Solution;
 
@@ -165,10 +166,8 @@ pub fn plan(
 }
 
 /// The layout value `v` is labelled with.
-fn layout_of(p: &Problem<'_>, labels: &[LayoutId], v: ValueId) -> Layout {
-    p.table
-        .get(p.values[v as usize].key(labels[v as usize]))
-        .clone()
+fn layout_of(p: &Problem<'_>, labels: &TiSlice<ValueId, LayoutId>, v: ValueId) -> Layout {
+    p.table.get(p.values[v].key(labels[v])).clone()
 }
 
 /// Each defining instruction's leaves, as indices into a list of layouts.
@@ -176,13 +175,16 @@ type LeafLayouts = Vec<(InstId, SmallVec<[u32; 1]>)>;
 
 /// The distinct layouts the labels use, and each defining instruction's
 /// leaves as indices into them, by instruction.
-fn distinct_layouts(p: &Problem<'_>, labels: &[LayoutId]) -> (Vec<Layout>, LeafLayouts) {
+fn distinct_layouts(
+    p: &Problem<'_>,
+    labels: &TiSlice<ValueId, LayoutId>,
+) -> (Vec<Layout>, LeafLayouts) {
     // Values are created per instruction, leaves in order, so consecutive
     // values of one definition form its leaf list.
     let mut layouts: Vec<Layout> = Vec::new();
-    let mut local: FxHashMap<u32, u32> = FxHashMap::default();
+    let mut local: FxHashMap<LayoutKey, u32> = FxHashMap::default();
     let mut leaf_layouts: LeafLayouts = Vec::new();
-    for (i, v) in p.values.iter().enumerate() {
+    for (i, v) in p.values.iter_enumerated() {
         let key = v.key(labels[i]);
         let index = *local.entry(key).or_insert_with(|| {
             layouts.push(p.table.get(key).clone());
@@ -209,23 +211,22 @@ fn planned_copies(
     let mut copies: Vec<PlannedCopy> = Vec::new();
     let mut copy_cost = 0.0;
     let mut index: FxHashMap<(ValueId, LayoutId), usize> = FxHashMap::default();
-    for r in 0..p.relations.len() {
+    for (r, rel) in p.relations.iter_enumerated() {
         let Some(needed) = solution.needs[r] else {
             continue;
         };
-        let rel = &p.relations[r];
         let v = rel.v;
         let key = (v, needed);
-        let value = &p.values[v as usize];
+        let value = &p.values[v];
         let slot = *index.entry(key).or_insert_with(|| {
             let (cause, why) = explain(p, r, labels, target, comp_names);
             copy_cost += value.copy_cost(needed, &target.cost);
             copies.push(PlannedCopy {
                 def: value.def,
                 leaf: value.leaf,
-                from: p.table.get(value.key(labels[v as usize])).clone(),
+                from: p.table.get(value.key(labels[v])).clone(),
                 to: p.table.get(value.key(needed)).clone(),
-                bytes: value.bytes[needed as usize],
+                bytes: value.bytes[needed],
                 sites: Vec::new(),
                 cause,
                 why,
@@ -248,7 +249,7 @@ fn planned_copies(
 /// stay in one currency.
 fn movements(
     p: &Problem<'_>,
-    labels: &[LayoutId],
+    labels: &TiSlice<ValueId, LayoutId>,
     copies: &[PlannedCopy],
 ) -> (Vec<(InstId, u64)>, u64) {
     let read_through: FxHashMap<Site, usize> = copies
@@ -262,9 +263,9 @@ fn movements(
         let RelationKind::Movement { out, transpose } = &rel.kind else {
             continue;
         };
-        let b = with_layout(&p.values[*out as usize].shape, layout_of(p, labels, *out));
+        let b = with_layout(&p.values[*out].shape, layout_of(p, labels, *out));
         let moves = |operand_layout: Layout| {
-            let a = with_layout(&p.values[rel.v as usize].shape, operand_layout);
+            let a = with_layout(&p.values[rel.v].shape, operand_layout);
             !match transpose {
                 Some(dims) => crate::algebra::transpose_is_bitcast(&a, &b, dims),
                 None => crate::algebra::reshape_is_bitcast(&a, &b),
@@ -279,10 +280,7 @@ fn movements(
             None => own,
         };
         if actual {
-            movements.push((
-                p.values[*out as usize].def,
-                crate::algebra::storage_bytes(&b),
-            ));
+            movements.push((p.values[*out].def, crate::algebra::storage_bytes(&b)));
         }
     }
     (movements, model_movement_bytes)
@@ -293,12 +291,12 @@ fn movements(
 /// moves, and why.
 fn retilings(
     p: &Problem<'_>,
-    labels: &[LayoutId],
+    labels: &TiSlice<ValueId, LayoutId>,
     target: &target::TargetSpec,
 ) -> Vec<(InstId, u64, String)> {
     let mut retilings = Vec::new();
     for t in &p.retilings {
-        let (operand, out) = (&p.values[t.operand as usize], &p.values[t.out as usize]);
+        let (operand, out) = (&p.values[t.operand], &p.values[t.out]);
         let out_layout = layout_of(p, labels, t.out);
         let operand_layout = match &t.op {
             crate::retile::RetileOp::Reduce { .. } => layout_of(p, labels, t.operand),
@@ -318,7 +316,12 @@ fn retilings(
 
 /// `s` with each array leaf laid out as the value at the same position of
 /// `values` is labelled (leaves past `values` keep their layout).
-fn with_values(p: &Problem<'_>, labels: &[LayoutId], s: &Shape, values: &[ValueId]) -> Shape {
+fn with_values(
+    p: &Problem<'_>,
+    labels: &TiSlice<ValueId, LayoutId>,
+    s: &Shape,
+    values: &[ValueId],
+) -> Shape {
     let mut s = s.clone();
     let mut i = 0;
     s.for_each_array_mut(&mut |a| {
@@ -332,7 +335,11 @@ fn with_values(p: &Problem<'_>, labels: &[LayoutId], s: &Shape, values: &[ValueI
 
 /// The computation's signature: parameters as assigned, the result after
 /// root copies.
-fn signature(p: &Problem<'_>, labels: &[LayoutId], copies: &[PlannedCopy]) -> Signature {
+fn signature(
+    p: &Problem<'_>,
+    labels: &TiSlice<ValueId, LayoutId>,
+    copies: &[PlannedCopy],
+) -> Signature {
     let comp = p.comp;
     let shape_with = |id: InstId| -> Shape {
         let values = p.leaf_values.get(id.index()).cloned().unwrap_or_default();
@@ -360,7 +367,10 @@ fn signature(p: &Problem<'_>, labels: &[LayoutId], copies: &[PlannedCopy]) -> Si
 }
 
 /// The boundaries chosen for callees whose signature was a preference.
-fn callee_boundaries(p: &Problem<'_>, labels: &[LayoutId]) -> Vec<(hlo::CompId, Signature)> {
+fn callee_boundaries(
+    p: &Problem<'_>,
+    labels: &TiSlice<ValueId, LayoutId>,
+) -> Vec<(hlo::CompId, Signature)> {
     let comp = p.comp;
     let with_values = |s: &Shape, values: &[ValueId]| with_values(p, labels, s, values);
     let mut callee_boundaries = Vec::new();
@@ -378,8 +388,8 @@ fn callee_boundaries(p: &Problem<'_>, labels: &[LayoutId]) -> Vec<(hlo::CompId, 
             Opcode::AsyncStart => {
                 let (Some(elements), Some(r0), Some(r1)) = (
                     inst.shape.tuple_elements(),
-                    crate::problem::element_leaf_range(&inst.shape, 0),
-                    crate::problem::element_leaf_range(&inst.shape, 1),
+                    inst.element_leaves(0),
+                    inst.element_leaves(1),
                 ) else {
                     continue;
                 };
@@ -459,12 +469,12 @@ fn filled_layouts(p: &Problem<'_>, signature: &Signature) -> Vec<FilledLayout> {
 fn orientation(
     p: &Problem<'_>,
     o: &crate::solve::Orientation,
-    labels: &[LayoutId],
+    labels: &TiSlice<ValueId, LayoutId>,
     target: &target::TargetSpec,
     comp_names: &dyn Fn(hlo::CompId) -> String,
 ) -> PlannedOrientation {
-    let value = &p.values[o.value as usize];
-    let own = labels[o.value as usize];
+    let value = &p.values[o.value];
+    let own = labels[o.value];
     let layout = p.table.get(value.key(own)).clone();
     let least_padding = p.table.get(value.key(o.least)).clone();
     let name = &p.comp.inst(value.def).name;
@@ -485,10 +495,10 @@ fn orientation(
         )
     };
     if let Some(&r) = o.copies.first() {
-        let (_, because) = constraint(p, r as usize, target, comp_names);
+        let (_, because) = constraint(p, r, target, comp_names);
         why.push_str(&format!(
             "; {} needs this layout: {because}",
-            reader_of(p, r as usize)
+            reader_of(p, r)
         ));
         if o.copies.len() > 1 {
             why.push_str(&format!(
@@ -497,7 +507,7 @@ fn orientation(
             ));
         }
     } else if let Some(&r) = o.movements.first() {
-        let rel = &p.relations[r as usize];
+        let rel = &p.relations[r];
         if let Site::Operand { user, .. } = rel.site {
             why.push_str(&format!(
                 "; %{} would stop being a bitcast",
@@ -510,7 +520,7 @@ fn orientation(
         leaf: value.leaf,
         layout,
         least_padding,
-        extra_padding: value.bytes[own as usize].saturating_sub(value.bytes[o.least as usize]),
+        extra_padding: value.bytes[own].saturating_sub(value.bytes[o.least]),
         group: o.members,
         why,
     }
@@ -519,16 +529,16 @@ fn orientation(
 /// The cause and a sentence for the copy relation `r` forces.
 fn explain(
     p: &Problem<'_>,
-    r: usize,
-    labels: &[LayoutId],
+    r: RelationId,
+    labels: &TiSlice<ValueId, LayoutId>,
     target: &target::TargetSpec,
     comp_names: &dyn Fn(hlo::CompId) -> String,
 ) -> (CopyCause, String) {
     let comp = p.comp;
     let rel = &p.relations[r];
-    let value = &p.values[rel.v as usize];
+    let value = &p.values[rel.v];
     let name = &comp.inst(value.def).name;
-    let own = labels[rel.v as usize];
+    let own = labels[rel.v];
     let have = p.table.get(value.key(own));
     let origin = match &value.fixed {
         Some(f) => format!(
@@ -565,7 +575,7 @@ fn explain(
     if value.fixed.is_none()
         && let Some(needed) = solution_need(p, r, labels, target)
     {
-        let (mine, theirs) = (value.bytes[own as usize], value.bytes[needed as usize]);
+        let (mine, theirs) = (value.bytes[own], value.bytes[needed]);
         if mine < theirs {
             note = format!(
                 " (%{name} itself stays in {have}, which stores {} fewer bytes of padding)",
@@ -580,7 +590,7 @@ fn explain(
 }
 
 /// Who reads a relation's value, in words.
-fn reader_of(p: &Problem<'_>, r: usize) -> String {
+fn reader_of(p: &Problem<'_>, r: RelationId) -> String {
     match p.relations[r].site {
         Site::Operand { user, operand, .. } => {
             format!("operand {operand} of %{}", p.comp.inst(user).name)
@@ -593,29 +603,23 @@ fn reader_of(p: &Problem<'_>, r: usize) -> String {
 /// explanations: the value's own entry when it serves the relation).
 fn solution_need(
     p: &Problem<'_>,
-    r: usize,
-    labels: &[LayoutId],
+    r: RelationId,
+    labels: &TiSlice<ValueId, LayoutId>,
     target: &target::TargetSpec,
 ) -> Option<LayoutId> {
     let rel = &p.relations[r];
-    let value = &p.values[rel.v as usize];
+    let value = &p.values[rel.v];
     match &rel.kind {
         RelationKind::Need { need_id, .. } => Some(*need_id),
         RelationKind::Same { out } => {
-            let out_layout = p
-                .table
-                .get(p.values[*out as usize].key(labels[*out as usize]));
+            let out_layout = p.table.get(p.values[*out].key(labels[*out]));
             let layout = crate::tiling::same_layout_for(
                 target,
                 out_layout,
-                &p.values[*out as usize].shape,
+                &p.values[*out].shape,
                 &value.shape,
             );
-            value
-                .layouts
-                .iter()
-                .position(|&k| *p.table.get(k) == layout)
-                .map(|i| i as LayoutId)
+            value.layouts.position(|&k| *p.table.get(k) == layout)
         }
         _ => None,
     }
@@ -647,13 +651,13 @@ fn storage_only(
 /// naming it.
 fn constraint(
     p: &Problem<'_>,
-    r: usize,
+    r: RelationId,
     target: &target::TargetSpec,
     comp_names: &dyn Fn(hlo::CompId) -> String,
 ) -> (CopyCause, String) {
     let comp = p.comp;
     let rel = &p.relations[r];
-    let value = &p.values[rel.v as usize];
+    let value = &p.values[rel.v];
     let user_target = || match rel.site {
         Site::Operand { user, .. } => comp
             .inst(user)
@@ -923,12 +927,7 @@ fn insert_copies(
     let mut placement = Placement::default();
     let mut names = FreshNames::of(comp);
     let mut copy_names = Vec::new();
-    let position: FxHashMap<InstId, usize> = comp
-        .schedule()
-        .iter()
-        .enumerate()
-        .map(|(i, &id)| (id, i))
-        .collect();
+    let position = comp.schedule_positions();
     // Replacements per (user, operand) or root: leaf -> new array instruction.
     let mut operand_leaf_map: FxHashMap<(InstId, u32), Vec<(u32, InstId)>> = FxHashMap::default();
     let mut root_leaf_map: Vec<(u32, InstId)> = Vec::new();
@@ -1117,15 +1116,7 @@ fn extract_leaf(
 fn existing_element_read(comp: &Computation, tuple: InstId, k: usize) -> Option<InstId> {
     comp.users(tuple)
         .into_iter()
-        .filter(|&u| {
-            let inst = comp.inst(u);
-            inst.opcode == Opcode::GetTupleElement
-                && inst
-                    .attrs
-                    .int(KnownAttr::Index)
-                    .and_then(|i| usize::try_from(i).ok())
-                    == Some(k)
-        })
+        .filter(|&u| comp.inst(u).tuple_index() == Some(k))
         .min()
 }
 
@@ -1136,7 +1127,7 @@ fn async_result_leaf(comp: &Computation, def: InstId, leaf: u32) -> Option<(Inst
     if comp.inst(def).opcode != Opcode::AsyncStart {
         return None;
     }
-    let result = crate::problem::element_leaf_range(&comp.inst(def).shape, 1)?;
+    let result = comp.inst(def).element_leaves(1)?;
     let leaf = leaf as usize;
     if !result.contains(&leaf) {
         return None;
@@ -1277,21 +1268,15 @@ pub fn refresh_forwarded_shapes(comp: &mut Computation, order: &[InstId]) {
                     .map(|&o| comp.inst(o).shape.clone())
                     .collect(),
             )),
-            Opcode::GetTupleElement => {
-                let k = inst
-                    .attrs
-                    .int(KnownAttr::Index)
-                    .and_then(|k| usize::try_from(k).ok());
-                match (k, operands.first()) {
-                    (Some(k), Some(&o)) => comp
-                        .inst(o)
-                        .shape
-                        .tuple_elements()
-                        .and_then(|e| e.get(k))
-                        .cloned(),
-                    _ => None,
-                }
-            }
+            Opcode::GetTupleElement => match (inst.tuple_index(), operands.first()) {
+                (Some(k), Some(&o)) => comp
+                    .inst(o)
+                    .shape
+                    .tuple_elements()
+                    .and_then(|e| e.get(k))
+                    .cloned(),
+                _ => None,
+            },
             Opcode::AsyncDone => operands
                 .first()
                 .and_then(|&o| comp.inst(o).shape.tuple_elements()?.get(1).cloned()),

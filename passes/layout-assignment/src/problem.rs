@@ -16,13 +16,11 @@ use target::TargetSpec;
 
 use crate::algebra;
 use crate::context::{BoundaryReason, Context};
+use crate::ids::{
+    LayoutId, LayoutKey, MatrixId, RelationId, RetileId, TiSlice, TiSmallVec, TiVec, ValueId,
+};
 use crate::policy::{self, Need, NeedSource};
 use crate::tiling::TileUse;
-
-/// Index of a value.
-pub type ValueId = u32;
-/// Index into one value's table of layouts.
-pub type LayoutId = u16;
 
 /// The most candidate layouts a value keeps; more buy little and cost time.
 const MAX_CANDIDATES: usize = 6;
@@ -54,15 +52,12 @@ pub enum FixReason {
     Scalar,
 }
 
-/// A key into the computation's [`LayoutTable`].
-pub type LayoutKey = u32;
-
 /// Every distinct layout a computation's problem mentions, stored once, so
 /// that values, candidates and needs refer to layouts by a small key
 /// instead of cloning them.
 #[derive(Default)]
 pub struct LayoutTable {
-    list: Vec<Layout>,
+    list: TiVec<LayoutKey, Layout>,
     index: FxHashMap<Layout, LayoutKey>,
     /// The key the last lookup found or added. Lookups come in runs of one
     /// layout (every operand of a row of elementwise ops needs the same
@@ -74,15 +69,14 @@ impl LayoutTable {
     /// The key of `layout`, adding it if new.
     pub fn key(&mut self, layout: &Layout) -> LayoutKey {
         if let Some(k) = self.last
-            && self.list.get(k as usize) == Some(layout)
+            && self.list.get(k) == Some(layout)
         {
             return k;
         }
         let k = match self.index.get(layout) {
             Some(&k) => k,
             None => {
-                let k = self.list.len() as LayoutKey;
-                self.list.push(layout.clone());
+                let k = self.list.push_and_get_key(layout.clone());
                 self.index.insert(layout.clone(), k);
                 k
             }
@@ -93,7 +87,7 @@ impl LayoutTable {
 
     /// The layout of a key.
     pub fn get(&self, key: LayoutKey) -> &Layout {
-        &self.list[key as usize]
+        &self.list[key]
     }
 }
 
@@ -114,11 +108,11 @@ pub struct Value {
     /// Every layout this value has been considered in, as table keys;
     /// labels index it. Entries are pairwise non-equivalent (never a
     /// bitcast of each other).
-    pub layouts: SmallVec<[LayoutKey; 4]>,
+    pub layouts: TiSmallVec<LayoutId, [LayoutKey; 4]>,
     /// Keys already resolved to an entry of `layouts` (equal or equivalent).
     aliases: SmallVec<[(LayoutKey, LayoutId); 4]>,
     /// Storage bytes per entry of `layouts`.
-    pub bytes: SmallVec<[u64; 4]>,
+    pub bytes: TiSmallVec<LayoutId, [u64; 4]>,
     /// The layouts the solver may choose, best guess first.
     pub candidates: SmallVec<[LayoutId; 4]>,
     /// Where the value's buffer lives: an AUTO entry parameter of a type
@@ -140,16 +134,15 @@ impl Value {
             return id;
         }
         let layout = table.get(key);
-        for (i, &k) in self.layouts.iter().enumerate() {
+        for (i, &k) in self.layouts.iter_enumerated() {
             if algebra::same_bytes_in(&self.shape, layout, table.get(k)) {
-                self.aliases.push((key, i as LayoutId));
-                return i as LayoutId;
+                self.aliases.push((key, i));
+                return i;
             }
         }
         self.bytes
-            .push(algebra::storage_bytes_in(&self.shape, layout));
-        self.layouts.push(key);
-        let id = (self.layouts.len() - 1) as LayoutId;
+            .push_and_get_key(algebra::storage_bytes_in(&self.shape, layout));
+        let id = self.layouts.push_and_get_key(key);
         self.aliases.push((key, id));
         id
     }
@@ -167,7 +160,7 @@ impl Value {
             return;
         }
         let id = self.intern(table, key);
-        self.layouts[id as usize] = key;
+        self.layouts[id] = key;
     }
 
     fn add_candidate(&mut self, table: &LayoutTable, key: LayoutKey) -> bool {
@@ -184,13 +177,13 @@ impl Value {
 
     /// The key of this value's layout entry `id`.
     pub fn key(&self, id: LayoutId) -> LayoutKey {
-        self.layouts[id as usize]
+        self.layouts[id]
     }
 
     /// The bytes of tile padding this value stores in layout entry `id`:
     /// its buffer's bytes beyond its elements'.
     pub fn padding_bytes(&self, id: LayoutId) -> u64 {
-        let stored = self.bytes[id as usize];
+        let stored = self.bytes[id];
         let logical = self
             .shape
             .element_count()
@@ -214,7 +207,7 @@ impl Value {
     /// The weighed cost of one copy of this value into layout entry `id`:
     /// the bytes it writes, and the padding its buffer stores.
     pub fn copy_cost(&self, id: LayoutId, weights: &target::CostWeights) -> f64 {
-        self.bytes[id as usize] as f64 * weights.copy_byte + self.padding_cost(id, weights)
+        self.bytes[id] as f64 * weights.copy_byte + self.padding_cost(id, weights)
     }
 }
 
@@ -280,7 +273,7 @@ pub enum RelationKind {
     /// `need_id` is the preferred layout's id).
     Need {
         need_id: LayoutId,
-        matrix: Option<u32>,
+        matrix: Option<MatrixId>,
     },
     /// A transpose (with `dims`) or reshape (`dims` empty and `reshape`)
     /// from `v` to `out`; it costs `out`'s bytes unless it is a bitcast.
@@ -310,11 +303,11 @@ pub struct Problem<'c> {
     /// Every layout the problem mentions.
     pub table: LayoutTable,
     /// Its values.
-    pub values: Vec<Value>,
+    pub values: TiVec<ValueId, Value>,
     /// Its relations.
-    pub relations: Vec<Relation>,
+    pub relations: TiVec<RelationId, Relation>,
     /// The matrix needs relations refer to.
-    pub matrix_needs: Vec<Need>,
+    pub matrix_needs: TiVec<MatrixId, Need>,
     /// For each instruction (by node index), the value of each array leaf
     /// of its shape.
     pub leaf_values: Vec<SmallVec<[ValueId; 1]>>,
@@ -328,7 +321,7 @@ pub struct Problem<'c> {
     pub auto_result: Vec<u32>,
     /// Ops that may re-tile (tiled targets only): slices, pads,
     /// concatenates, broadcasts and reduces (see `retile.rs`).
-    pub retilings: Vec<crate::retile::Retiling>,
+    pub retilings: TiVec<RetileId, crate::retile::Retiling>,
     /// Calls whose callee's signature is only a preference, with the
     /// callee (the body, for a loop).
     pub preferred_calls: Vec<(InstId, CompId)>,
@@ -363,27 +356,6 @@ pub enum ProblemError {
     },
 }
 
-/// The range of array-leaf indices that tuple element `k` of `s` covers.
-pub fn element_leaf_range(s: &Shape, k: usize) -> Option<std::ops::Range<usize>> {
-    let elements = s.tuple_elements()?;
-    let start: usize = elements.get(..k)?.iter().map(Shape::array_leaf_count).sum();
-    Some(start..start + elements.get(k)?.array_leaf_count())
-}
-
-/// The array leaves of the sub-shape at tuple index `path`, as a range of
-/// leaf numbers of `s`.
-pub fn leaf_range_at(s: &Shape, path: &[i64]) -> Option<std::ops::Range<usize>> {
-    let mut start = 0;
-    let mut cur = s;
-    for &k in path {
-        let k = usize::try_from(k).ok()?;
-        let range = element_leaf_range(cur, k)?;
-        start += range.start;
-        cur = cur.tuple_elements()?.get(k)?;
-    }
-    Some(start..start + cur.array_leaf_count())
-}
-
 impl From<hlo::CycleError> for ProblemError {
     fn from(e: hlo::CycleError) -> ProblemError {
         ProblemError::Cycle {
@@ -415,9 +387,9 @@ impl<'c> Problem<'c> {
         let mut p = Problem {
             comp,
             table: LayoutTable::default(),
-            values: Vec::with_capacity(order.len()),
-            relations: Vec::with_capacity(order.len() * 3),
-            matrix_needs: Vec::new(),
+            values: TiVec::with_capacity(order.len()),
+            relations: TiVec::with_capacity(order.len() * 3),
+            matrix_needs: TiVec::new(),
             leaf_values: vec![SmallVec::new(); bound],
             boundary: (
                 ctx.params.as_ref().map(|(_, r)| r.clone()),
@@ -426,7 +398,7 @@ impl<'c> Problem<'c> {
             order,
             auto_params: Vec::new(),
             auto_result: Vec::new(),
-            retilings: Vec::new(),
+            retilings: TiVec::new(),
             preferred_calls: Vec::new(),
             structure: None,
         };
@@ -455,8 +427,7 @@ impl<'c> Problem<'c> {
         let relations = std::mem::take(&mut p.relations);
         let retilings = std::mem::take(&mut p.retilings);
         if Parallelism::splits(Split::LargeProblem, p.values.len()).is_some() {
-            let locks: Vec<ValueId> = p.values.iter().map(|v| v.lock).collect();
-            let fixed: Vec<bool> = p.values.iter().map(|v| v.fixed.is_some()).collect();
+            let (locks, fixed) = crate::solve::value_facts(&p.values);
             let ((), structure) = rayon::join(
                 || {
                     p.seed_candidates(&relations, &retilings, target);
@@ -484,7 +455,7 @@ impl<'c> Problem<'c> {
         fixed: Option<(Layout, FixReason)>,
         target: &TargetSpec,
     ) -> ValueId {
-        let id = self.values.len() as ValueId;
+        let id = self.values.next_key();
         let mut v = Value {
             def,
             leaf,
@@ -496,22 +467,22 @@ impl<'c> Problem<'c> {
             },
             fixed: None,
             lock: id,
-            layouts: SmallVec::new(),
+            layouts: TiSmallVec::new(),
             aliases: SmallVec::new(),
-            bytes: SmallVec::new(),
+            bytes: TiSmallVec::new(),
             candidates: SmallVec::new(),
             tile_use: TileUse::Compute,
             least_padding: None,
         };
         if a.rank() == 0 {
             let key = self.table.key(&crate::tiling::scalar_layout(target, a));
-            v.intern(&self.table, key);
-            v.candidates.push(0);
+            let id = v.intern(&self.table, key);
+            v.candidates.push(id);
             v.fixed = Some(FixReason::Scalar);
         } else if let Some((layout, reason)) = fixed {
             let key = self.table.key(&layout);
-            v.intern(&self.table, key);
-            v.candidates.push(0);
+            let id = v.intern(&self.table, key);
+            v.candidates.push(id);
             v.fixed = Some(reason);
         }
         self.values.push(v);
@@ -584,11 +555,11 @@ impl<'c> Problem<'c> {
                 needed_fixes(comp, id, target, needs, &mut fixed);
             }
         }
-        let mut values = SmallVec::new();
+        let mut values: SmallVec<[ValueId; 1]> = SmallVec::new();
         for (i, a) in leaves.iter().enumerate() {
             let v = self.new_value(id, i as u32, a, fixed[i].take(), target);
-            if storage_leaves.contains(&i) && self.values[v as usize].fixed.is_none() {
-                self.values[v as usize].tile_use = TileUse::Storage;
+            if storage_leaves.contains(&i) && self.values[v].fixed.is_none() {
+                self.values[v].tile_use = TileUse::Storage;
             }
             values.push(v);
         }
@@ -599,10 +570,10 @@ impl<'c> Problem<'c> {
             && !inst.opcode.is_per_leaf_collective()
         {
             let first = values[0];
-            let rank = self.values[first as usize].shape.rank();
+            let rank = self.values[first].shape.rank();
             for &v in &values[1..] {
-                if self.values[v as usize].shape.rank() == rank {
-                    self.values[v as usize].lock = first;
+                if self.values[v].shape.rank() == rank {
+                    self.values[v].lock = first;
                 }
             }
         }
@@ -630,14 +601,10 @@ impl<'c> Problem<'c> {
                     .collect(),
             ),
             Opcode::GetTupleElement => {
-                let k = inst
-                    .attrs
-                    .int(KnownAttr::Index)
-                    .and_then(|k| usize::try_from(k).ok());
-                let operand = inst.operands().first().map(|&o| &comp.inst(o).shape);
-                match (k, operand) {
-                    (Some(k), Some(s)) => {
-                        let range = element_leaf_range(s, k).ok_or_else(|| {
+                let operand = inst.operands().first().map(|&o| comp.inst(o));
+                match (inst.tuple_index(), operand) {
+                    (Some(k), Some(tuple)) => {
+                        let range = tuple.element_leaves(k).ok_or_else(|| {
                             self.mismatch(id, format!("tuple index {k} is out of range"))
                         })?;
                         let all = operand_leaves(0);
@@ -652,8 +619,8 @@ impl<'c> Problem<'c> {
             // async-done returns element 1 of the async-start tuple: the
             // wrapped computation's result.
             Opcode::AsyncDone => {
-                let operand = inst.operands().first().map(|&o| &comp.inst(o).shape);
-                let range = operand.and_then(|s| element_leaf_range(s, 1));
+                let operand = inst.operands().first().map(|&o| comp.inst(o));
+                let range = operand.and_then(|start| start.element_leaves(1));
                 let Some(range) = range else {
                     return Err(self.mismatch(id, "async-done needs an async-start tuple operand"));
                 };
@@ -748,16 +715,9 @@ impl<'c> Problem<'c> {
     ) -> Result<(), ProblemError> {
         let comp = self.comp;
         let inst = comp.inst(id);
-        let callee = match inst.opcode {
-            Opcode::While => inst.attrs.get(KnownAttr::Body),
-            Opcode::Call | Opcode::Fusion => inst
-                .attrs
-                .get(KnownAttr::ToApply)
-                .or(inst.attrs.get(KnownAttr::Calls)),
-            _ => None,
-        };
-        let callees: Vec<CompId> = match (inst.opcode, callee) {
-            (_, Some(AttrValue::Computation(c))) => vec![*c],
+        // Called only for while, call, fusion and conditional.
+        let callees: Vec<CompId> = match (inst.opcode, inst.called_body()) {
+            (_, Some(c)) => vec![c],
             (Opcode::Conditional, _) => inst.attrs.called_computations().collect(),
             _ => Vec::new(),
         };
@@ -820,10 +780,7 @@ impl<'c> Problem<'c> {
         let sig = self.callee_signature(ctx, id, *callee)?;
         let params: Vec<&ArrayShape> = sig.params.iter().flat_map(Shape::array_leaves).collect();
         let result = sig.result.array_leaves();
-        let (Some(r0), Some(r1)) = (
-            element_leaf_range(&inst.shape, 0),
-            element_leaf_range(&inst.shape, 1),
-        ) else {
+        let (Some(r0), Some(r1)) = (inst.element_leaves(0), inst.element_leaves(1)) else {
             return Err(self.mismatch(
                 id,
                 "async-start's shape is not an (operands, result, ...) tuple",
@@ -857,12 +814,11 @@ impl<'c> Problem<'c> {
     /// Adds an exact need of `layout` on value `v` at `site`.
     fn need(&mut self, v: ValueId, need: &Need, site: Site, source: RelationSource) {
         let key = self.table.key(need.preferred());
-        let need_id = self.values[v as usize].intern(&self.table, key);
+        let need_id = self.values[v].intern(&self.table, key);
         let matrix = match need {
             Need::Exact(_) => None,
             Need::Matrix(_) | Need::Minor(_) => {
-                self.matrix_needs.push(need.clone());
-                Some((self.matrix_needs.len() - 1) as u32)
+                Some(self.matrix_needs.push_and_get_key(need.clone()))
             }
         };
         self.push(v, RelationKind::Need { need_id, matrix }, site, source);
@@ -946,7 +902,7 @@ impl<'c> Problem<'c> {
                 continue;
             }
             let v = operand_leaves[0];
-            let v_rank = self.values[v as usize].shape.rank();
+            let v_rank = self.values[v].shape.rank();
             // The output leaf this operand keeps its layout with: per leaf
             // for collectives on tuples, otherwise the first output.
             let partner =
@@ -956,7 +912,7 @@ impl<'c> Problem<'c> {
                     out
                 };
             let Some(partner) = partner else { continue };
-            let out_rank = self.values[partner as usize].shape.rank();
+            let out_rank = self.values[partner].shape.rank();
             match op {
                 Opcode::Broadcast => {
                     let pinned = matches!(needs.operand(i), Some((Need::Exact(_), _)));
@@ -1023,7 +979,7 @@ impl<'c> Problem<'c> {
         for (leaf, (&v, a)) in leaves.iter().zip(shapes).enumerate() {
             let layout = bitcast_side(target, a, result);
             let key = self.table.key(&layout);
-            self.values[v as usize].represent(&self.table, key);
+            self.values[v].represent(&self.table, key);
             let site = Site::Operand {
                 user: id,
                 operand: 0,
@@ -1092,23 +1048,9 @@ impl<'c> Problem<'c> {
     fn relate_aliasing(&mut self, id: InstId) -> Result<(), ProblemError> {
         let comp = self.comp;
         let inst = comp.inst(id);
-        let Some(AttrValue::Aliasing(aliases)) = inst.attrs.get(KnownAttr::OutputToOperandAliasing)
-        else {
-            return Ok(());
-        };
-        for alias in aliases {
-            let Some(&o) = usize::try_from(alias.operand)
-                .ok()
-                .and_then(|i| inst.operands().get(i))
-            else {
-                continue;
-            };
-            let (Some(out_range), Some(in_range)) = (
-                leaf_range_at(&inst.shape, &alias.output_index),
-                leaf_range_at(&comp.inst(o).shape, &alias.operand_index),
-            ) else {
-                continue;
-            };
+        for resolved in comp.operand_aliases(id) {
+            let (alias, o) = (resolved.alias, resolved.operand);
+            let (out_range, in_range) = (resolved.output_leaves, resolved.operand_leaves);
             if out_range.len() != in_range.len() {
                 return Err(self.mismatch(
                     id,
@@ -1121,9 +1063,7 @@ impl<'c> Problem<'c> {
                 let (Some(&out), Some(&v)) = (outs.get(out_leaf), ins.get(in_leaf)) else {
                     continue;
                 };
-                if self.values[out as usize].shape.rank() == self.values[v as usize].shape.rank()
-                    && v != out
-                {
+                if self.values[out].shape.rank() == self.values[v].shape.rank() && v != out {
                     let site = Site::Operand {
                         user: id,
                         operand: alias.operand as u32,
@@ -1157,8 +1097,8 @@ impl<'c> Problem<'c> {
         target: &TargetSpec,
     ) -> Result<(), ProblemError> {
         let inst = self.comp.inst(id);
-        let v_rank = self.values[v as usize].shape.rank();
-        let out_rank = self.values[partner as usize].shape.rank();
+        let v_rank = self.values[v].shape.rank();
+        let out_rank = self.values[partner].shape.rank();
         let dims: Option<DimVec> = inst
             .attrs
             .ints(KnownAttr::Dimensions)
@@ -1184,15 +1124,14 @@ impl<'c> Problem<'c> {
             // more major.
             let pinned = self
                 .table
-                .get(self.values[v as usize].key(pin_id))
+                .get(self.values[v].key(pin_id))
                 .minor_to_major
                 .clone();
             let mut m2m: DimVec = pinned.iter().map(|&d| dims[d]).collect();
             m2m.extend((0..out_rank).rev().filter(|d| !dims.contains(d)));
-            let layout =
-                crate::tiling::layout_for(target, &self.values[partner as usize].shape, &m2m);
+            let layout = crate::tiling::layout_for(target, &self.values[partner].shape, &m2m);
             let key = self.table.key(&layout);
-            self.values[partner as usize].add_candidate(&self.table, key);
+            self.values[partner].add_candidate(&self.table, key);
         }
         self.push(
             v,
@@ -1240,7 +1179,7 @@ impl<'c> Problem<'c> {
                         operand: 0,
                         leaf: leaf as u32,
                     };
-                    if v != w && self.values[w as usize].shape.rank() > 0 {
+                    if v != w && self.values[w].shape.rank() > 0 {
                         self.push(
                             v,
                             RelationKind::Same { out: w },
@@ -1254,10 +1193,7 @@ impl<'c> Problem<'c> {
                 }
             }
             Opcode::AsyncStart => {
-                let (Some(r0), Some(r1)) = (
-                    element_leaf_range(&inst.shape, 0),
-                    element_leaf_range(&inst.shape, 1),
-                ) else {
+                let (Some(r0), Some(r1)) = (inst.element_leaves(0), inst.element_leaves(1)) else {
                     return;
                 };
                 let held: SmallVec<[ValueId; 1]> = own
@@ -1273,7 +1209,7 @@ impl<'c> Problem<'c> {
                                 operand: i as u32,
                                 leaf: leaf as u32,
                             };
-                            if v != w && self.values[w as usize].shape.rank() > 0 {
+                            if v != w && self.values[w].shape.rank() > 0 {
                                 self.push(
                                     v,
                                     RelationKind::Same { out: w },
@@ -1310,9 +1246,9 @@ impl<'c> Problem<'c> {
             }
         }
         for (v, layout) in prefs {
-            if self.values[v as usize].shape.rank() > 0 {
+            if self.values[v].shape.rank() > 0 {
                 let key = self.table.key(&layout);
-                self.values[v as usize].add_candidate(&self.table, key);
+                self.values[v].add_candidate(&self.table, key);
             }
         }
     }
@@ -1454,13 +1390,13 @@ impl<'c> Problem<'c> {
     /// target default.
     fn seed_candidates(
         &mut self,
-        relations: &[Relation],
-        retilings: &[crate::retile::Retiling],
+        relations: &TiSlice<RelationId, Relation>,
+        retilings: &TiSlice<RetileId, crate::retile::Retiling>,
         target: &TargetSpec,
     ) {
         for rel in relations {
             if let RelationKind::Need { need_id, .. } = rel.kind {
-                let value = &mut self.values[rel.v as usize];
+                let value = &mut self.values[rel.v];
                 let key = value.key(need_id);
                 value.add_candidate(&self.table, key);
             }
@@ -1592,30 +1528,34 @@ impl<'c> Problem<'c> {
     /// the result of a slice, pad or concatenate with the dimensions it
     /// cuts or joins at an offset moved most major, out of the tiles. They
     /// come after the default: the cost model decides whether they win.
-    fn seed_tile_aligned(&mut self, retilings: &[crate::retile::Retiling], target: &TargetSpec) {
+    fn seed_tile_aligned(
+        &mut self,
+        retilings: &TiSlice<RetileId, crate::retile::Retiling>,
+        target: &TargetSpec,
+    ) {
         use crate::retile::RetileOp;
         for t in retilings {
             let (operand, out) = (t.operand, t.out);
             let (value, m2m) = match &t.op {
                 RetileOp::Reduce { reduced } => {
-                    let result = &self.values[out as usize];
+                    let result = &self.values[out];
                     let result_order = match result.candidates.first() {
                         Some(&c) => self.table.get(result.key(c)).minor_to_major.clone(),
                         None => policy::default_layout(target, &result.shape).minor_to_major,
                     };
-                    let rank = self.values[operand as usize].shape.rank();
+                    let rank = self.values[operand].shape.rank();
                     (
                         operand,
                         crate::retile::aligned_reduce_input_order(&result_order, reduced, rank),
                     )
                 }
                 RetileOp::Broadcast { dims } => {
-                    let source = &self.values[operand as usize];
+                    let source = &self.values[operand];
                     let operand_order = match source.candidates.first() {
                         Some(&c) => self.table.get(source.key(c)).minor_to_major.clone(),
                         None => policy::default_layout(target, &source.shape).minor_to_major,
                     };
-                    let rank = self.values[out as usize].shape.rank();
+                    let rank = self.values[out].shape.rank();
                     let mut m2m: DimVec = operand_order
                         .iter()
                         .filter_map(|&d| dims.get(d).copied())
@@ -1624,7 +1564,7 @@ impl<'c> Problem<'c> {
                     (out, (m2m.len() == rank).then_some(m2m))
                 }
                 op => {
-                    let rank = self.values[out as usize].shape.rank();
+                    let rank = self.values[out].shape.rank();
                     let cut: DimVec = (0..rank)
                         .filter(|&d| match op {
                             RetileOp::Slice { starts, strides } => {
@@ -1643,8 +1583,8 @@ impl<'c> Problem<'c> {
                     if cut.is_empty() || rank < 3 {
                         continue;
                     }
-                    let default = policy::default_layout(target, &self.values[out as usize].shape)
-                        .minor_to_major;
+                    let default =
+                        policy::default_layout(target, &self.values[out].shape).minor_to_major;
                     let mut m2m: DimVec = default
                         .iter()
                         .copied()
@@ -1655,13 +1595,12 @@ impl<'c> Problem<'c> {
                 }
             };
             let Some(m2m) = m2m else { continue };
-            if !accepts_more(&self.values[value as usize]) {
+            if !accepts_more(&self.values[value]) {
                 continue;
             }
-            let layout =
-                crate::tiling::layout_for(target, &self.values[value as usize].shape, &m2m);
+            let layout = crate::tiling::layout_for(target, &self.values[value].shape, &m2m);
             let key = self.table.key(&layout);
-            self.values[value as usize].add_candidate(&self.table, key);
+            self.values[value].add_candidate(&self.table, key);
         }
     }
 
@@ -1697,7 +1636,7 @@ impl<'c> Problem<'c> {
                 let Some(&out) = outputs.get(i).or(outputs.first()) else {
                     continue;
                 };
-                let (operand, result) = (&self.values[v as usize], &self.values[out as usize]);
+                let (operand, result) = (&self.values[v], &self.values[out]);
                 let rank = operand.shape.rank();
                 if !accepts_more(operand)
                     || reduced.iter().any(|&d| d >= rank)
@@ -1717,7 +1656,7 @@ impl<'c> Problem<'c> {
                 }
                 let layout = crate::tiling::layout_for(target, &operand.shape, &m2m);
                 let key = self.table.key(&layout);
-                self.values[v as usize].add_candidate(&self.table, key);
+                self.values[v].add_candidate(&self.table, key);
             }
         }
     }
@@ -1727,25 +1666,11 @@ impl<'c> Problem<'c> {
     /// solver also moves whole groups at once).
     fn propagate_candidates(
         &mut self,
-        relations: &[Relation],
+        relations: &TiSlice<RelationId, Relation>,
         target: &TargetSpec,
         offers: Offers,
     ) {
-        let values = &mut self.values;
-        let table = &mut self.table;
-        let mut scratch: Vec<LayoutKey> = Vec::new();
-        // The layouts a movement induces from one candidate, by (relation,
-        // direction, candidate): later rounds ask again for every candidate
-        // they already saw, and the algebra costs more than the lookup.
-        let mut induced_keys: FxHashMap<(u32, bool, LayoutKey), SmallVec<[LayoutKey; 2]>> =
-            FxHashMap::default();
-        // What a reshape induces depends only on its two shapes and the
-        // layout, not on which reshape it is, and a large model repeats a
-        // few reshapes hundreds of times (the transformer: 884 reshapes of
-        // 11 shape pairs): a relation's first ask is answered from here
-        // when another reshape of the same shapes asked before. The table
-        // already holds the keys, so nothing is interned in another order.
-        let mut reshape_keys: ReshapeKeys = FxHashMap::default();
+        let mut induced = Induced::default();
         // Candidate lists only grow, so a list's length is its version.
         // Offering a source's candidates again when its list has not grown
         // since the last offer across the same relation adds nothing (what
@@ -1753,44 +1678,43 @@ impl<'c> Problem<'c> {
         // full list stays full), so later rounds skip those offers; their
         // result is the same, sooner. Per relation: the source's length at
         // the last offer from `out` to `v`, and from `v` to `out`.
-        let mut offered: Vec<[u32; 2]> = vec![[u32::MAX; 2]; relations.len()];
-        let fresh =
-            |offered: &mut Vec<[u32; 2]>, r: usize, direction: usize, source: &Value| -> bool {
-                let len = source.candidates.len() as u32;
-                let slot = &mut offered[r][direction];
-                let grown = *slot != len;
-                *slot = len;
-                let offer = grown || offers == Offers::All;
-                if offer {
-                    hlo::count(Work::Offers, len as usize);
-                }
-                offer
-            };
+        let mut offered: TiVec<RelationId, [u32; 2]> = vec![[u32::MAX; 2]; relations.len()].into();
+        let fresh = |offered: &mut TiVec<RelationId, [u32; 2]>,
+                     r: RelationId,
+                     direction: usize,
+                     source: &Value|
+         -> bool {
+            let len = source.candidates.len() as u32;
+            let slot = &mut offered[r][direction];
+            let grown = *slot != len;
+            *slot = len;
+            let offer = grown || offers == Offers::All;
+            if offer {
+                hlo::count(Work::Offers, len as usize);
+            }
+            offer
+        };
         for _round in 0..3 {
             let mut changed = false;
-            for (rel_index, rel) in relations.iter().enumerate() {
-                let r = rel_index;
-                let rel_index = rel_index as u32;
-                let v = rel.v as usize;
+            for (r, rel) in relations.iter_enumerated() {
+                let v = rel.v;
+                let (values, table) = (&mut self.values, &mut self.table);
+                let scratch = &mut induced.scratch;
                 match &rel.kind {
                     RelationKind::Same { out } => {
-                        let out = *out as usize;
+                        let out = *out;
                         if fresh(&mut offered, r, 0, &values[out]) {
-                            changed |=
-                                share_candidates(values, table, target, out, v, &mut scratch);
+                            changed |= share_candidates(values, table, target, out, v, scratch);
                         }
                         if fresh(&mut offered, r, 1, &values[v]) {
-                            changed |=
-                                share_candidates(values, table, target, v, out, &mut scratch);
+                            changed |= share_candidates(values, table, target, v, out, scratch);
                         }
                     }
                     RelationKind::Broadcast { out, dims, .. } => {
-                        if !accepts_more(&values[v])
-                            || !fresh(&mut offered, r, 0, &values[*out as usize])
-                        {
+                        if !accepts_more(&values[v]) || !fresh(&mut offered, r, 0, &values[*out]) {
                             continue;
                         }
-                        candidate_keys_into(&values[*out as usize], &mut scratch);
+                        candidate_keys_into(&values[*out], scratch);
                         for k in scratch.drain(..) {
                             let restricted =
                                 restrict_layout(target, &values[v].shape, table.get(k), dims);
@@ -1799,56 +1723,14 @@ impl<'c> Problem<'c> {
                         }
                     }
                     RelationKind::Movement { out, transpose } => {
-                        let out = *out as usize;
+                        let (out, transpose) = (*out, transpose.as_ref());
                         if accepts_more(&values[out]) && fresh(&mut offered, r, 1, &values[v]) {
-                            candidate_keys_into(&values[v], &mut scratch);
-                            for k in scratch.drain(..) {
-                                let keys = induced(
-                                    &mut induced_keys,
-                                    &mut reshape_keys,
-                                    (rel_index, true, k),
-                                    (&values[v].shape, &values[out].shape),
-                                    transpose.is_none(),
-                                    || {
-                                        induced_forward(
-                                            table,
-                                            target,
-                                            &values[v].shape,
-                                            k,
-                                            &values[out].shape,
-                                            transpose.as_ref(),
-                                        )
-                                    },
-                                );
-                                for &key in keys.iter() {
-                                    changed |= values[out].add_candidate(table, key);
-                                }
-                            }
+                            changed |= induced.offer(self, target, (r, true), (v, out), transpose);
                         }
-                        if accepts_more(&values[v]) && fresh(&mut offered, r, 0, &values[out]) {
-                            candidate_keys_into(&values[out], &mut scratch);
-                            for k in scratch.drain(..) {
-                                let keys = induced(
-                                    &mut induced_keys,
-                                    &mut reshape_keys,
-                                    (rel_index, false, k),
-                                    (&values[out].shape, &values[v].shape),
-                                    transpose.is_none(),
-                                    || {
-                                        induced_backward(
-                                            table,
-                                            target,
-                                            &values[out].shape,
-                                            k,
-                                            &values[v].shape,
-                                            transpose.as_ref(),
-                                        )
-                                    },
-                                );
-                                for &key in keys.iter() {
-                                    changed |= values[v].add_candidate(table, key);
-                                }
-                            }
+                        if accepts_more(&self.values[v])
+                            && fresh(&mut offered, r, 0, &self.values[out])
+                        {
+                            changed |= induced.offer(self, target, (r, false), (out, v), transpose);
                         }
                     }
                     RelationKind::Need { .. } => {}
@@ -1858,6 +1740,66 @@ impl<'c> Problem<'c> {
                 break;
             }
         }
+    }
+}
+
+/// What candidate propagation keeps between offers: the layouts a
+/// movement induces, and a buffer of keys.
+#[derive(Default)]
+struct Induced {
+    /// The layouts a movement induces from one candidate, by (relation,
+    /// direction, candidate): later rounds ask again for every candidate
+    /// they already saw, and the algebra costs more than the lookup.
+    by_relation: FxHashMap<(RelationId, bool, LayoutKey), SmallVec<[LayoutKey; 2]>>,
+    /// What a reshape induces depends only on its two shapes and the
+    /// layout, not on which reshape it is, and a large model repeats a
+    /// few reshapes hundreds of times (the transformer: 884 reshapes of
+    /// 11 shape pairs): a relation's first ask is answered from here
+    /// when another reshape of the same shapes asked before. The table
+    /// already holds the keys, so nothing is interned in another order.
+    by_shapes: ReshapeKeys,
+    scratch: Vec<LayoutKey>,
+}
+
+impl Induced {
+    /// Offers `to` the layouts movement relation `at.0` induces from each
+    /// of `from`'s candidates: from its operand to its result when `at.1`
+    /// (forward), from its result to its operand otherwise. Returns
+    /// whether `to` took one.
+    fn offer(
+        &mut self,
+        p: &mut Problem<'_>,
+        target: &TargetSpec,
+        at: (RelationId, bool),
+        (from, to): (ValueId, ValueId),
+        transpose: Option<&DimVec>,
+    ) -> bool {
+        let (r, forward) = at;
+        let mut changed = false;
+        candidate_keys_into(&p.values[from], &mut self.scratch);
+        for k in self.scratch.drain(..) {
+            let (from_shape, to_shape) = (&p.values[from].shape, &p.values[to].shape);
+            let mut compute = || {
+                if forward {
+                    induced_forward(&mut p.table, target, from_shape, k, to_shape, transpose)
+                } else {
+                    induced_backward(&mut p.table, target, from_shape, k, to_shape, transpose)
+                }
+            };
+            let keys = self.by_relation.entry((r, forward, k)).or_insert_with(|| {
+                if transpose.is_some() {
+                    return compute();
+                }
+                self.by_shapes
+                    .entry((from_shape.clone(), to_shape.clone(), forward, k))
+                    .or_insert_with(compute)
+                    .clone()
+            });
+            for &key in keys.iter() {
+                changed |= p.values[to].add_candidate(&p.table, key);
+            }
+        }
+        changed
     }
 }
 
@@ -1915,19 +1857,10 @@ fn needs_of(
 /// loop's init), or none for other ops.
 fn call_targets(inst: &hlo::Instruction) -> Vec<(usize, CompId)> {
     match inst.opcode {
-        Opcode::While => match inst.attrs.get(KnownAttr::Body) {
-            Some(AttrValue::Computation(c)) => vec![(0, *c)],
-            _ => vec![],
-        },
-        Opcode::Call | Opcode::Fusion | Opcode::AsyncStart => match inst
-            .attrs
-            .get(KnownAttr::ToApply)
-            .or(inst.attrs.get(KnownAttr::Calls))
-        {
-            Some(AttrValue::Computation(c)) => {
-                (0..inst.operands().len()).map(|i| (i, *c)).collect()
-            }
-            _ => vec![],
+        Opcode::While => inst.called_body().map(|c| (0, c)).into_iter().collect(),
+        Opcode::Call | Opcode::Fusion | Opcode::AsyncStart => match inst.called_body() {
+            Some(c) => (0..inst.operands().len()).map(|i| (i, c)).collect(),
+            None => vec![],
         },
         Opcode::Conditional => inst
             .attrs
@@ -2039,27 +1972,6 @@ type ReshapeKeys = FxHashMap<(ArrayShape, ArrayShape, bool, LayoutKey), SmallVec
 
 /// The keys relation `at` (relation, direction, source key) induces: from
 /// its own memo, else (for a reshape) from another reshape of the same
-/// `shapes` (source, other), else from `compute`.
-fn induced<'m>(
-    by_relation: &'m mut FxHashMap<(u32, bool, LayoutKey), SmallVec<[LayoutKey; 2]>>,
-    by_shapes: &mut ReshapeKeys,
-    at: (u32, bool, LayoutKey),
-    shapes: (&ArrayShape, &ArrayShape),
-    is_reshape: bool,
-    compute: impl FnOnce() -> SmallVec<[LayoutKey; 2]>,
-) -> &'m SmallVec<[LayoutKey; 2]> {
-    by_relation.entry(at).or_insert_with(|| {
-        if !is_reshape {
-            return compute();
-        }
-        let (_, forward, key) = at;
-        by_shapes
-            .entry((shapes.0.clone(), shapes.1.clone(), forward, key))
-            .or_insert_with(compute)
-            .clone()
-    })
-}
-
 /// The layouts of a movement's result (of shape `out_shape`) that its
 /// operand (of shape `operand_shape`) in layout `k` induces: the one the
 /// algebra derives, in the policy's tiling, and on a tiled target, for a
@@ -2154,11 +2066,11 @@ fn candidate_keys_into(value: &Value, out: &mut Vec<LayoutKey>) {
 /// Offers `from`'s candidates to `to` (same rank). Skips the work when `to`
 /// cannot take more, the common case for fixed values.
 fn share_candidates(
-    values: &mut [Value],
+    values: &mut TiSlice<ValueId, Value>,
     table: &mut LayoutTable,
     target: &TargetSpec,
-    from: usize,
-    to: usize,
+    from: ValueId,
+    to: ValueId,
     scratch: &mut Vec<LayoutKey>,
 ) -> bool {
     if !accepts_more(&values[to]) {

@@ -34,7 +34,7 @@ use hlo::{AttrValue, Computation, InstId, KnownAttr, Opcode};
 use shape::{ArrayShape, DimVec, Expansion};
 use smallvec::SmallVec;
 
-use crate::problem::ValueId;
+use crate::ids::{RetileId, TiVec, ValueId};
 
 /// What an op does to the dimensions it reads, as far as tiles care.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -364,8 +364,8 @@ pub fn collect(
     comp: &Computation,
     order: &[InstId],
     leaf_values: &[SmallVec<[ValueId; 1]>],
-) -> Vec<Retiling> {
-    let mut out = Vec::new();
+) -> TiVec<RetileId, Retiling> {
+    let mut out = TiVec::new();
     let ints = |inst: &hlo::Instruction| -> Option<DimVec> {
         inst.attrs
             .ints(KnownAttr::Dimensions)?

@@ -14,9 +14,8 @@ use smallvec::SmallVec;
 use target::CostWeights;
 
 use crate::algebra;
-use crate::problem::{
-    LayoutId, LayoutKey, Problem, Relation, RelationKind, ValueId, restrict_layout, with_layout,
-};
+use crate::ids::{GroupId, LayoutId, LayoutKey, RelationId, RetileId, TiSlice, TiVec, ValueId};
+use crate::problem::{Problem, Relation, RelationKind, Value, restrict_layout, with_layout};
 use crate::retile::Retiling;
 
 /// The most improvement sweeps; convergence usually takes two or three.
@@ -47,17 +46,24 @@ const JOINT_MOVE_BUDGET: usize = 1 << 15;
 /// Joint-move budget per value of the problem (see `JOINT_MOVE_BUDGET`).
 const JOINT_MOVES_PER_VALUE: usize = 16;
 
+/// A movement relation's cache: whether each (value, result) label pair
+/// makes it a bitcast.
+type MoveCache = SmallVec<[(LayoutId, LayoutId, bool); 2]>;
+
+/// A re-tiling op's cache: its cost for each (operand, result) label pair.
+type RetileCache = SmallVec<[(LayoutId, LayoutId, f64); 2]>;
+
 /// A chosen layout per value.
 pub struct Solution {
     /// Per value: the id of its chosen layout in its table.
-    pub labels: Vec<LayoutId>,
+    pub labels: TiVec<ValueId, LayoutId>,
     /// Sweeps run and moves applied, for the report.
     pub sweeps: usize,
     /// Moves that lowered the cost.
     pub moves: usize,
     /// Per relation: the layout id it needs its value copied into, under
     /// the final labels (`None`: the value serves it as it is).
-    pub needs: Vec<Option<LayoutId>>,
+    pub needs: TiVec<RelationId, Option<LayoutId>>,
     /// Bytes of tile padding that dimension combining saved.
     pub padding_saved: u64,
     /// Groups of values kept in an order that stores more padding than
@@ -84,41 +90,41 @@ pub struct Orientation {
     /// Everything else it would cost.
     pub cost_added: f64,
     /// Relations that would then need a copy, in relation order.
-    pub copies: Vec<u32>,
+    pub copies: Vec<RelationId>,
     /// Relations (transposes and reshapes) that would stop being bitcasts.
-    pub movements: Vec<u32>,
+    pub movements: Vec<RelationId>,
 }
 
 pub(crate) struct Solver<'a, 'c> {
     pub(crate) p: &'a mut Problem<'c>,
     pub(crate) target: &'a target::TargetSpec,
     pub(crate) weights: CostWeights,
-    pub(crate) labels: Vec<LayoutId>,
+    pub(crate) labels: TiVec<ValueId, LayoutId>,
     /// Relations whose `out` is each value (their readers' needs depend on it).
-    outs: Adjacency,
+    outs: Adjacency<RelationId>,
     /// Matrix needs on each value (they depend on the value's own layout).
-    matrix_reads: Adjacency,
+    matrix_reads: Adjacency<RelationId>,
     /// Per relation: the layout it currently needs its value in (whether or
     /// not the value already has it), kept up to date as labels change.
-    raw: Vec<Option<LayoutId>>,
+    raw: TiVec<RelationId, Option<LayoutId>>,
     /// Per value: how many relations currently need each layout. A value's
     /// copy cost is the bytes of the needed layouts other than its own, so
     /// it is computed from these counts in time independent of how many
     /// relations read the value.
-    counts: Vec<SmallVec<[(LayoutId, u32); 2]>>,
+    counts: TiVec<ValueId, SmallVec<[(LayoutId, u32); 2]>>,
     /// Movement relations touching each value.
-    moves: Adjacency,
+    moves: Adjacency<RelationId>,
     /// Per relation: the need id for each `out` label seen so far. A
     /// relation sees few labels, so a small inline list beats a global map
     /// (which on large modules turns every lookup into a cache miss).
-    need_cache: Vec<SmallVec<[(LayoutId, LayoutId); 2]>>,
+    need_cache: TiVec<RelationId, SmallVec<[(LayoutId, LayoutId); 2]>>,
     /// Per movement relation: whether a label pair makes it a bitcast.
-    move_cache: Vec<SmallVec<[(LayoutId, LayoutId, bool); 2]>>,
+    move_cache: TiVec<RelationId, MoveCache>,
     /// Ops that may re-tile touching each value (indices into
     /// `Problem::retilings`).
-    retiles: Adjacency,
+    retiles: Adjacency<RetileId>,
     /// Per re-tiling op: its cost for each (operand, result) label pair seen.
-    retile_cache: Vec<SmallVec<[(LayoutId, LayoutId, f64); 2]>>,
+    retile_cache: TiVec<RetileId, RetileCache>,
 }
 
 /// Solves the problem under `target`'s cost weights.
@@ -145,31 +151,11 @@ pub(crate) fn solve_exact(
 pub(crate) fn solution_for(
     p: &mut Problem<'_>,
     target: &target::TargetSpec,
-    labels: &[LayoutId],
+    labels: &TiSlice<ValueId, LayoutId>,
 ) -> Solution {
-    let locks: Vec<ValueId> = p.values.iter().map(|v| v.lock).collect();
-    let fixed: Vec<bool> = p.values.iter().map(|v| v.fixed.is_some()).collect();
-    let structure = Structure::build(&p.relations, &locks, &fixed, &p.retilings);
-    let relation_count = p.relations.len();
-    let mut s = Solver {
-        p,
-        target,
-        weights: target.cost.clone(),
-        labels: labels.to_vec(),
-        outs: structure.outs,
-        matrix_reads: structure.matrix_reads,
-        raw: structure.raw,
-        counts: structure.counts,
-        moves: structure.moves,
-        need_cache: structure.need_cache,
-        move_cache: structure.move_cache,
-        retiles: structure.retiles,
-        retile_cache: structure.retile_cache,
-    };
-    for r in 0..relation_count as u32 {
-        s.refresh(r);
-    }
-    let needs = (0..relation_count as u32).map(|r| s.needed(r)).collect();
+    let structure = Structure::of(p);
+    let (s, _) = Solver::new(p, target, labels.to_owned(), structure);
+    let needs = s.needs();
     Solution {
         labels: s.labels,
         sweeps: 0,
@@ -199,50 +185,19 @@ fn solve_with(
 ) -> (Solution, Option<crate::exact::Bound>) {
     let structure = match p.structure.take() {
         Some(structure) => structure,
-        None => {
-            let locks: Vec<ValueId> = p.values.iter().map(|v| v.lock).collect();
-            let fixed: Vec<bool> = p.values.iter().map(|v| v.fixed.is_some()).collect();
-            Structure::build(&p.relations, &locks, &fixed, &p.retilings)
-        }
+        None => Structure::of(p),
     };
-    let Structure {
-        outs,
-        matrix_reads,
-        moves,
-        retiles,
-        atoms,
-        components,
-        split,
-        raw,
-        counts,
-        need_cache,
-        move_cache,
-        retile_cache,
-    } = structure;
     let labels = p
         .values
         .iter()
-        .map(|v| v.candidates.first().copied().unwrap_or(0))
+        .map(|v| v.candidates.first().copied().unwrap_or_default())
         .collect();
-    let relation_count = p.relations.len();
-    let mut s = Solver {
-        p,
-        target,
-        weights: target.cost.clone(),
-        labels,
-        outs,
-        matrix_reads,
-        raw,
-        counts,
-        moves,
-        need_cache,
-        move_cache,
-        retiles,
-        retile_cache,
-    };
-    for r in 0..relation_count as u32 {
-        s.refresh(r);
-    }
+    let (mut s, groups) = Solver::new(p, target, labels, structure);
+    let Groups {
+        atoms,
+        components,
+        split,
+    } = groups;
     let (sweeps, mut moves) = s.search(&atoms, &components, looks);
     moves += s.joint_moves(&components);
     if !split.is_empty() {
@@ -264,7 +219,7 @@ fn solve_with(
     } else {
         Vec::new()
     };
-    let needs = (0..relation_count as u32).map(|r| s.needed(r)).collect();
+    let needs = s.needs();
     (
         Solution {
             labels: s.labels,
@@ -285,64 +240,67 @@ fn solve_with(
 /// its candidates propagate (see `Problem::build_with`); the solver builds
 /// it itself otherwise. Either way it is the same value.
 pub(crate) struct Structure {
-    outs: Adjacency,
-    matrix_reads: Adjacency,
-    moves: Adjacency,
-    retiles: Adjacency,
-    /// Values locked together, and values that share a layout through
-    /// `Same` relations (both from a union-find; see `groups`).
-    atoms: Vec<Vec<ValueId>>,
-    components: Vec<Vec<ValueId>>,
-    /// Parts of components split at their fixed values (see `groups`).
-    split: Vec<Vec<ValueId>>,
-    raw: Vec<Option<LayoutId>>,
-    counts: Vec<SmallVec<[(LayoutId, u32); 2]>>,
-    need_cache: Vec<SmallVec<[(LayoutId, LayoutId); 2]>>,
-    move_cache: Vec<SmallVec<[(LayoutId, LayoutId, bool); 2]>>,
-    retile_cache: Vec<SmallVec<[(LayoutId, LayoutId, f64); 2]>>,
+    outs: Adjacency<RelationId>,
+    matrix_reads: Adjacency<RelationId>,
+    moves: Adjacency<RelationId>,
+    retiles: Adjacency<RetileId>,
+    /// Values locked together, values that share a layout through `Same`
+    /// relations, and parts of those split at their fixed values.
+    groups: Groups,
+    raw: TiVec<RelationId, Option<LayoutId>>,
+    counts: TiVec<ValueId, SmallVec<[(LayoutId, u32); 2]>>,
+    need_cache: TiVec<RelationId, SmallVec<[(LayoutId, LayoutId); 2]>>,
+    move_cache: TiVec<RelationId, MoveCache>,
+    retile_cache: TiVec<RetileId, RetileCache>,
 }
 
 impl Structure {
+    /// The structure of `p`.
+    fn of(p: &Problem<'_>) -> Structure {
+        let (locks, fixed) = value_facts(&p.values);
+        Structure::build(&p.relations, &locks, &fixed, &p.retilings)
+    }
+
     /// The structure of a problem with these relations, per-value locks
     /// (`Value::lock`, one per value) and re-tilings.
     pub(crate) fn build(
-        relations: &[Relation],
-        locks: &[ValueId],
-        fixed: &[bool],
-        retilings: &[Retiling],
+        relations: &TiSlice<RelationId, Relation>,
+        locks: &TiSlice<ValueId, ValueId>,
+        fixed: &TiSlice<ValueId, bool>,
+        retilings: &TiSlice<RetileId, Retiling>,
     ) -> Structure {
         let n = locks.len();
         let outs = Adjacency::build(n, |emit| {
-            for (r, rel) in relations.iter().enumerate() {
+            for (r, rel) in relations.iter_enumerated() {
                 match rel.kind {
                     RelationKind::Broadcast { pin: Some(_), .. } => {}
                     RelationKind::Same { out } | RelationKind::Broadcast { out, .. } => {
-                        emit(out as usize, r as u32)
+                        emit(out, r)
                     }
                     _ => {}
                 }
             }
         });
         let matrix_reads = Adjacency::build(n, |emit| {
-            for (r, rel) in relations.iter().enumerate() {
+            for (r, rel) in relations.iter_enumerated() {
                 if let RelationKind::Need {
                     matrix: Some(_), ..
                 } = rel.kind
                 {
-                    emit(rel.v as usize, r as u32);
+                    emit(rel.v, r);
                 }
             }
         });
         let moves = Adjacency::build(n, |emit| {
-            for (r, rel) in relations.iter().enumerate() {
+            for (r, rel) in relations.iter_enumerated() {
                 match rel.kind {
                     RelationKind::Broadcast {
                         out, pin: Some(_), ..
-                    } => emit(out as usize, r as u32),
+                    } => emit(out, r),
                     RelationKind::Movement { out, .. } => {
-                        emit(rel.v as usize, r as u32);
+                        emit(rel.v, r);
                         if out != rel.v {
-                            emit(out as usize, r as u32);
+                            emit(out, r);
                         }
                     }
                     _ => {}
@@ -350,34 +308,37 @@ impl Structure {
             }
         });
         let retiles = Adjacency::build(n, |emit| {
-            for (i, t) in retilings.iter().enumerate() {
-                emit(t.operand as usize, i as u32);
+            for (i, t) in retilings.iter_enumerated() {
+                emit(t.operand, i);
                 if t.out != t.operand {
-                    emit(t.out as usize, i as u32);
+                    emit(t.out, i);
                 }
             }
         });
-        let Groups {
-            atoms,
-            components,
-            split,
-        } = groups(relations, locks, fixed);
         let relation_count = relations.len();
         Structure {
             outs,
             matrix_reads,
             moves,
             retiles,
-            atoms,
-            components,
-            split,
-            raw: vec![None; relation_count],
-            counts: vec![SmallVec::new(); n],
-            need_cache: vec![SmallVec::new(); relation_count],
-            move_cache: vec![SmallVec::new(); relation_count],
-            retile_cache: vec![SmallVec::new(); retilings.len()],
+            groups: groups(relations, locks, fixed),
+            raw: vec![None; relation_count].into(),
+            counts: vec![SmallVec::new(); n].into(),
+            need_cache: vec![SmallVec::new(); relation_count].into(),
+            move_cache: vec![SmallVec::new(); relation_count].into(),
+            retile_cache: vec![SmallVec::new(); retilings.len()].into(),
         }
     }
+}
+
+/// Each value's lock and whether it is fixed: all that
+/// [`Structure::build`] reads of the values.
+pub(crate) fn value_facts(
+    values: &TiSlice<ValueId, Value>,
+) -> (TiVec<ValueId, ValueId>, TiVec<ValueId, bool>) {
+    let locks = values.iter().map(|v| v.lock).collect();
+    let fixed = values.iter().map(|v| v.fixed.is_some()).collect();
+    (locks, fixed)
 }
 
 /// Groups of values: those locked together (atoms), those that share a
@@ -393,38 +354,42 @@ impl Structure {
 /// of 123469824). The search keeps the joined components, which its
 /// answers on every other module were tuned with, and then tries the parts
 /// (see `polish`).
-fn groups(relations: &[Relation], locks: &[ValueId], fixed: &[bool]) -> Groups {
+fn groups(
+    relations: &TiSlice<RelationId, Relation>,
+    locks: &TiSlice<ValueId, ValueId>,
+    fixed: &TiSlice<ValueId, bool>,
+) -> Groups {
     let mut uf = UnionFind::new(locks.len());
-    for (i, &lock) in locks.iter().enumerate() {
-        uf.union(i, lock as usize);
+    for (i, &lock) in locks.iter_enumerated() {
+        uf.union(i, lock);
     }
     let atoms = uf.groups();
     let mut apart = UnionFind::new(locks.len());
-    for (i, &lock) in locks.iter().enumerate() {
-        apart.union(i, lock as usize);
+    for (i, &lock) in locks.iter_enumerated() {
+        apart.union(i, lock);
     }
     for rel in relations {
         if let RelationKind::Same { out } = rel.kind {
-            uf.union(rel.v as usize, out as usize);
-            if !fixed[rel.v as usize] && !fixed[out as usize] {
-                apart.union(rel.v as usize, out as usize);
+            uf.union(rel.v, out);
+            if !fixed[rel.v] && !fixed[out] {
+                apart.union(rel.v, out);
             }
         }
     }
     let components = uf.groups();
     // A part is worth a look when its component holds a fixed value and
     // more than one part of it can move.
-    let mut parts_of: Vec<u32> = vec![0; locks.len()];
+    let mut parts_of: TiVec<ValueId, u32> = vec![0; locks.len()].into();
     let mut parts = apart.groups();
-    parts.retain(|g| g.len() > 1 || !fixed[g[0] as usize]);
+    parts.retain(|g| g.len() > 1 || !fixed[g[0]]);
     for g in &parts {
-        parts_of[uf.find(g[0] as usize)] += 1;
+        parts_of[uf.find(g[0])] += 1;
     }
     let split = parts
         .into_iter()
         .filter(|g| {
-            let root = uf.find(g[0] as usize);
-            parts_of[root] > 1 && g.iter().all(|&v| !fixed[v as usize])
+            let root = uf.find(g[0]);
+            parts_of[root] > 1 && g.iter().all(|&v| !fixed[v])
         })
         .collect();
     Groups {
@@ -439,8 +404,8 @@ fn groups(relations: &[Relation], locks: &[ValueId], fixed: &[bool]) -> Groups {
 /// order `map` induces (`from`'s dimension `d` is `to`'s `map[d]`, or
 /// none: a dimension a reduce removes).
 struct Joint {
-    from: u32,
-    to: u32,
+    from: GroupId,
+    to: GroupId,
     /// The value of `to` on the joint, whose shape the induced layout is for.
     to_value: ValueId,
     map: SmallVec<[Option<usize>; 6]>,
@@ -452,27 +417,78 @@ struct Joint {
 
 /// The groups of `groups`.
 struct Groups {
+    /// Values locked together.
     atoms: Vec<Vec<ValueId>>,
+    /// Values that share a layout through `Same` relations (both from a
+    /// union-find).
     components: Vec<Vec<ValueId>>,
+    /// Parts of components split at their fixed values.
     split: Vec<Vec<ValueId>>,
 }
 
-impl Solver<'_, '_> {
+impl<'a, 'c> Solver<'a, 'c> {
+    /// A solver of `p` with `labels`, on `structure`, its needs and counts
+    /// those of the labels; and the structure's groups.
+    fn new(
+        p: &'a mut Problem<'c>,
+        target: &'a target::TargetSpec,
+        labels: TiVec<ValueId, LayoutId>,
+        structure: Structure,
+    ) -> (Self, Groups) {
+        let Structure {
+            outs,
+            matrix_reads,
+            moves,
+            retiles,
+            groups,
+            raw,
+            counts,
+            need_cache,
+            move_cache,
+            retile_cache,
+        } = structure;
+        let relation_count = p.relations.len();
+        let mut s = Solver {
+            p,
+            target,
+            weights: target.cost.clone(),
+            labels,
+            outs,
+            matrix_reads,
+            raw,
+            counts,
+            moves,
+            need_cache,
+            move_cache,
+            retiles,
+            retile_cache,
+        };
+        for r in (0..relation_count).map(RelationId::new) {
+            s.refresh(r);
+        }
+        (s, groups)
+    }
+
+    /// Per relation, the layout id it needs beyond its value's own.
+    fn needs(&self) -> TiVec<RelationId, Option<LayoutId>> {
+        self.p.relations.keys().map(|r| self.needed(r)).collect()
+    }
+
     /// The layout id relation `r` needs beyond its value's own, if any.
-    fn needed(&self, r: u32) -> Option<LayoutId> {
-        let v = self.p.relations[r as usize].v as usize;
-        self.raw[r as usize].filter(|&id| id != self.labels[v])
+    fn needed(&self, r: RelationId) -> Option<LayoutId> {
+        let v = self.p.relations[r].v;
+        self.raw[r].filter(|&id| id != self.labels[v])
     }
 
     /// Recomputes the layout relation `r` needs and updates its value's
     /// counts.
-    fn refresh(&mut self, r: u32) {
+    fn refresh(&mut self, r: RelationId) {
         let new = self.raw_need(r);
-        let old = self.raw[r as usize];
+        let old = self.raw[r];
         if new == old {
             return;
         }
-        let v = self.p.relations[r as usize].v as usize;
+        let v = self.p.relations[r].v;
         let counts = &mut self.counts[v];
         if let Some(old) = old
             && let Some(slot) = counts.iter_mut().find(|(id, _)| *id == old)
@@ -485,38 +501,35 @@ impl Solver<'_, '_> {
                 None => counts.push((new, 1)),
             }
         }
-        self.raw[r as usize] = new;
+        self.raw[r] = new;
     }
 
     /// Gives value `m` layout `id`, and refreshes the needs that depend on it.
     pub(crate) fn relabel(&mut self, m: ValueId, id: LayoutId) {
-        if self.labels[m as usize] == id {
+        if self.labels[m] == id {
             return;
         }
-        self.labels[m as usize] = id;
-        for i in 0..self.outs[m as usize].len() {
-            let r = self.outs[m as usize][i];
+        self.labels[m] = id;
+        for i in 0..self.outs[m].len() {
+            let r = self.outs[m][i];
             self.refresh(r);
         }
-        for i in 0..self.matrix_reads[m as usize].len() {
-            let r = self.matrix_reads[m as usize][i];
+        for i in 0..self.matrix_reads[m].len() {
+            let r = self.matrix_reads[m][i];
             self.refresh(r);
         }
     }
 
     /// The layout id a broadcast relation reads its operand in when its
     /// result has label `out_label`.
-    fn broadcast_read_under(&mut self, r: u32, out_label: LayoutId) -> LayoutId {
+    fn broadcast_read_under(&mut self, r: RelationId, out_label: LayoutId) -> LayoutId {
         let p = &mut *self.p;
-        let rel = &p.relations[r as usize];
+        let rel = &p.relations[r];
         let RelationKind::Broadcast { out, dims, .. } = &rel.kind else {
-            return 0;
+            return LayoutId::default();
         };
-        let (v, out) = (rel.v as usize, *out as usize);
-        if let Some(&(_, id)) = self.need_cache[r as usize]
-            .iter()
-            .find(|(l, _)| *l == out_label)
-        {
+        let (v, out) = (rel.v, *out);
+        if let Some(&(_, id)) = self.need_cache[r].iter().find(|(l, _)| *l == out_label) {
             return id;
         }
         let out_key = p.values[out].key(out_label);
@@ -524,20 +537,18 @@ impl Solver<'_, '_> {
             restrict_layout(self.target, &p.values[v].shape, p.table.get(out_key), dims);
         let key = p.table.key(&restricted);
         let id = p.values[v].intern(&p.table, key);
-        self.need_cache[r as usize].push((out_label, id));
+        self.need_cache[r].push((out_label, id));
         id
     }
 
     /// The layout id relation `r` needs its value in (whatever the value's
     /// own), or `None`: no need, or a matrix need the value already meets.
-    fn raw_need(&mut self, r: u32) -> Option<LayoutId> {
-        let rel = &self.p.relations[r as usize];
-        let lv = self.labels[rel.v as usize];
+    fn raw_need(&mut self, r: RelationId) -> Option<LayoutId> {
+        let rel = &self.p.relations[r];
+        let lv = self.labels[rel.v];
         let lo = match rel.kind {
-            RelationKind::Same { out } | RelationKind::Broadcast { out, .. } => {
-                self.labels[out as usize]
-            }
-            _ => 0,
+            RelationKind::Same { out } | RelationKind::Broadcast { out, .. } => self.labels[out],
+            _ => LayoutId::default(),
         };
         self.need_under(r, lv, lo)
     }
@@ -545,19 +556,21 @@ impl Solver<'_, '_> {
     /// The layout id relation `r` needs its value in when the value has
     /// label `lv` and the relation's `out` (a `Same` or `Broadcast`
     /// relation's result) has label `lo`; `None` as in `raw_need`.
-    pub(crate) fn need_under(&mut self, r: u32, lv: LayoutId, lo: LayoutId) -> Option<LayoutId> {
+    pub(crate) fn need_under(
+        &mut self,
+        r: RelationId,
+        lv: LayoutId,
+        lo: LayoutId,
+    ) -> Option<LayoutId> {
         let p = &mut *self.p;
-        let rel = &p.relations[r as usize];
-        let v = rel.v as usize;
+        let rel = &p.relations[r];
+        let v = rel.v;
         let id = match &rel.kind {
             RelationKind::Broadcast { pin: Some(_), .. } => return None,
             RelationKind::Same { out } | RelationKind::Broadcast { out, .. } => {
-                let out = *out as usize;
+                let out = *out;
                 let out_label = lo;
-                if let Some(&(_, id)) = self.need_cache[r as usize]
-                    .iter()
-                    .find(|(l, _)| *l == out_label)
-                {
+                if let Some(&(_, id)) = self.need_cache[r].iter().find(|(l, _)| *l == out_label) {
                     id
                 } else {
                     let out_key = p.values[out].key(out_label);
@@ -592,14 +605,14 @@ impl Solver<'_, '_> {
                         _ => out_key,
                     };
                     let id = p.values[v].intern(&p.table, key);
-                    self.need_cache[r as usize].push((out_label, id));
+                    self.need_cache[r].push((out_label, id));
                     id
                 }
             }
             RelationKind::Need { need_id, matrix } => {
                 if let Some(m) = matrix {
                     let current = p.table.get(p.values[v].key(lv));
-                    if p.matrix_needs[*m as usize].accepts_order(current) {
+                    if p.matrix_needs[*m].accepts_order(current) {
                         return None;
                     }
                 }
@@ -614,9 +627,9 @@ impl Solver<'_, '_> {
     /// readers need other than its own, each the bytes it writes and the
     /// padding its buffer stores (`Value::padding_cost`).
     fn copy_cost(&self, v: ValueId) -> f64 {
-        let value = &self.p.values[v as usize];
-        let own = self.labels[v as usize];
-        self.counts[v as usize]
+        let value = &self.p.values[v];
+        let own = self.labels[v];
+        self.counts[v]
             .iter()
             .filter(|&&(id, c)| c > 0 && id != own)
             .map(|&(id, _)| value.copy_cost(id, &self.weights))
@@ -626,25 +639,25 @@ impl Solver<'_, '_> {
     /// The cost of the tile padding stored with value `v` in its layout,
     /// when the target weighs padding.
     fn padding_cost(&self, v: ValueId) -> f64 {
-        self.padding_cost_of(v, self.labels[v as usize])
+        self.padding_cost_of(v, self.labels[v])
     }
 
     /// The cost of the tile padding stored with value `v` in layout `l`
     /// (`Value::padding_cost`).
     pub(crate) fn padding_cost_of(&self, v: ValueId, l: LayoutId) -> f64 {
-        self.p.values[v as usize].padding_cost(l, &self.weights)
+        self.p.values[v].padding_cost(l, &self.weights)
     }
 
     /// The cost of movement relation `r`: zero when it is a bitcast.
-    fn move_cost(&mut self, r: u32) -> f64 {
-        let rel = &self.p.relations[r as usize];
+    fn move_cost(&mut self, r: RelationId) -> f64 {
+        let rel = &self.p.relations[r];
         let (v, out) = match rel.kind {
             RelationKind::Broadcast { out, .. } | RelationKind::Movement { out, .. } => {
                 (rel.v, out)
             }
             _ => return 0.0,
         };
-        let (lv, lo) = (self.labels[v as usize], self.labels[out as usize]);
+        let (lv, lo) = (self.labels[v], self.labels[out]);
         match self.move_cost_under(r, lv, lo) {
             Some(cost) => cost,
             None => INFEASIBLE,
@@ -655,16 +668,21 @@ impl Solver<'_, '_> {
     /// its result label `lo`: zero when it is a bitcast; `None` for a
     /// pinned broadcast whose result order disagrees with the pin (no copy
     /// can serve it).
-    pub(crate) fn move_cost_under(&mut self, r: u32, lv: LayoutId, lo: LayoutId) -> Option<f64> {
-        let rel = &self.p.relations[r as usize];
+    pub(crate) fn move_cost_under(
+        &mut self,
+        r: RelationId,
+        lv: LayoutId,
+        lo: LayoutId,
+    ) -> Option<f64> {
+        let rel = &self.p.relations[r];
         if let RelationKind::Broadcast { pin: Some(pin), .. } = rel.kind {
             return (self.broadcast_read_under(r, lo) == pin).then_some(0.0);
         }
         let RelationKind::Movement { out, transpose } = &rel.kind else {
             return Some(0.0);
         };
-        let (v, out) = (rel.v as usize, *out as usize);
-        let cached = self.move_cache[r as usize]
+        let (v, out) = (rel.v, *out);
+        let cached = self.move_cache[r]
             .iter()
             .find(|&&(a, b, _)| a == lv && b == lo)
             .map(|&(_, _, x)| x);
@@ -681,14 +699,14 @@ impl Solver<'_, '_> {
                     Some(dims) => algebra::transpose_is_bitcast(&a, &b, dims),
                     None => algebra::reshape_is_bitcast(&a, &b),
                 };
-                self.move_cache[r as usize].push((lv, lo, bitcast));
+                self.move_cache[r].push((lv, lo, bitcast));
                 bitcast
             }
         };
         Some(if bitcast {
             0.0
         } else {
-            self.p.values[out].bytes[lo as usize] as f64 * self.weights.transpose_byte
+            self.p.values[out].bytes[lo] as f64 * self.weights.transpose_byte
         })
     }
 
@@ -699,19 +717,19 @@ impl Solver<'_, '_> {
     /// its own layout and a broadcast in the result's order restricted to
     /// the operand (any other layout is a copy, counted on its own), so
     /// only a reduce depends on its input's label.
-    fn retile_cost(&mut self, i: u32) -> f64 {
-        let t = &self.p.retilings[i as usize];
-        let (lv, lo) = (self.labels[t.operand as usize], self.labels[t.out as usize]);
+    fn retile_cost(&mut self, i: RetileId) -> f64 {
+        let t = &self.p.retilings[i];
+        let (lv, lo) = (self.labels[t.operand], self.labels[t.out]);
         self.retile_cost_under(i, lv, lo)
     }
 
     /// The cost of re-tiling op `i` when its operand has label `lv` and its
     /// result label `lo` (see `retile_cost`).
-    pub(crate) fn retile_cost_under(&mut self, i: u32, lv: LayoutId, lo: LayoutId) -> f64 {
+    pub(crate) fn retile_cost_under(&mut self, i: RetileId, lv: LayoutId, lo: LayoutId) -> f64 {
         use crate::retile::RetileOp;
-        let t = &self.p.retilings[i as usize];
-        let (v, out) = (t.operand as usize, t.out as usize);
-        if let Some(&(_, _, c)) = self.retile_cache[i as usize]
+        let t = &self.p.retilings[i];
+        let (v, out) = (t.operand, t.out);
+        if let Some(&(_, _, c)) = self.retile_cache[i]
             .iter()
             .find(|&&(a, b, _)| a == lv && b == lo)
         {
@@ -739,7 +757,7 @@ impl Solver<'_, '_> {
             }
             None => 0.0,
         };
-        self.retile_cache[i as usize].push((lv, lo, cost));
+        self.retile_cache[i].push((lv, lo, cost));
         cost
     }
 
@@ -760,13 +778,13 @@ impl Solver<'_, '_> {
         );
         for &m in members {
             scratch.add_value(m);
-            for &r in &self.outs[m as usize] {
-                scratch.add_value(self.p.relations[r as usize].v);
+            for &r in &self.outs[m] {
+                scratch.add_value(self.p.relations[r].v);
             }
-            for &r in &self.moves[m as usize] {
+            for &r in &self.moves[m] {
                 scratch.add_move(r);
             }
-            for &i in &self.retiles[m as usize] {
+            for &i in &self.retiles[m] {
                 scratch.add_retile(i);
             }
         }
@@ -795,7 +813,7 @@ impl Solver<'_, '_> {
     /// same order with `m`'s own tiling (`tiling::member_layout`).
     pub(crate) fn member_label(&mut self, m: ValueId, key: LayoutKey, origin: ValueId) -> LayoutId {
         let p = &mut *self.p;
-        let (value, origin) = (&p.values[m as usize], &p.values[origin as usize]);
+        let (value, origin) = (&p.values[m], &p.values[origin]);
         let member_key = if self.target.tiling.is_none()
             && crate::tiling::tiled_alike(Some(self.target), &value.shape, &origin.shape)
         {
@@ -810,7 +828,7 @@ impl Solver<'_, '_> {
             );
             p.table.key(&layout)
         };
-        p.values[m as usize].intern(&p.table, member_key)
+        p.values[m].intern(&p.table, member_key)
     }
 
     /// Tries relabelling the free values among `members` to `key` (with
@@ -829,7 +847,7 @@ impl Solver<'_, '_> {
         let rank = self.p.table.get(key).minor_to_major.len();
         scratch.free.clear();
         scratch.free.extend(members.iter().copied().filter(|&m| {
-            let v = &self.p.values[m as usize];
+            let v = &self.p.values[m];
             v.fixed.is_none() && v.shape.rank() == rank
         }));
         if scratch.free.is_empty() {
@@ -844,7 +862,7 @@ impl Solver<'_, '_> {
         let unchanged = free
             .iter()
             .zip(&new_ids)
-            .all(|(&m, &id)| self.labels[m as usize] == id);
+            .all(|(&m, &id)| self.labels[m] == id);
         let result = if unchanged {
             (before, false)
         } else {
@@ -852,7 +870,7 @@ impl Solver<'_, '_> {
                 Some(b) => b,
                 None => self.local_cost(&free, scratch),
             };
-            let old: Vec<LayoutId> = free.iter().map(|&m| self.labels[m as usize]).collect();
+            let old: Vec<LayoutId> = free.iter().map(|&m| self.labels[m]).collect();
             for (&m, &id) in free.iter().zip(&new_ids) {
                 self.relabel(m, id);
             }
@@ -898,13 +916,13 @@ impl Solver<'_, '_> {
         };
         // Fixed members' layouts are strong hints for their group: first.
         for &m in members {
-            let v = &self.p.values[m as usize];
+            let v = &self.p.values[m];
             if v.fixed.is_some() && members.len() > 1 {
-                offer(&mut out, v.key(0), m);
+                offer(&mut out, v.key(LayoutId::default()), m);
             }
         }
         for &m in members {
-            let v = &self.p.values[m as usize];
+            let v = &self.p.values[m];
             if v.fixed.is_none() {
                 for &c in &v.candidates {
                     offer(&mut out, v.key(c), m);
@@ -925,18 +943,11 @@ impl Solver<'_, '_> {
         let mut scratch = Scratch::default();
         let mut saved = 0u64;
         for members in components {
-            let Some(&first) = members
-                .iter()
-                .find(|&&m| self.p.values[m as usize].fixed.is_none())
-            else {
+            let Some(&first) = members.iter().find(|&&m| self.p.values[m].fixed.is_none()) else {
                 continue;
             };
-            let value = &self.p.values[first as usize];
-            let base = self
-                .p
-                .table
-                .get(value.key(self.labels[first as usize]))
-                .clone();
+            let value = &self.p.values[first];
+            let base = self.p.table.get(value.key(self.labels[first])).clone();
             let shape = crate::problem::with_layout(&value.shape, base.clone());
             let variants = crate::tiling::combined_variants(self.target, &shape, &base);
             if variants.is_empty() {
@@ -946,16 +957,16 @@ impl Solver<'_, '_> {
                 .iter()
                 .copied()
                 .filter(|&m| {
-                    let v = &self.p.values[m as usize];
+                    let v = &self.p.values[m];
                     v.fixed.is_none() && v.shape.rank() == base.minor_to_major.len()
                 })
                 .collect();
             // One combined tile serves only values tiled alike, and only
             // values computed on (an HBM-resident parameter keeps its
             // storage tiling).
-            let first_shape = &self.p.values[first as usize].shape;
+            let first_shape = &self.p.values[first].shape;
             if free.iter().any(|&m| {
-                let v = &self.p.values[m as usize];
+                let v = &self.p.values[m];
                 !crate::tiling::tiled_alike(Some(self.target), &v.shape, first_shape)
                     || v.tile_use != crate::tiling::TileUse::Compute
             }) {
@@ -967,8 +978,8 @@ impl Solver<'_, '_> {
                 free.iter()
                     .map(|&m| {
                         let p = &mut *s.p;
-                        let id = p.values[m as usize].intern(&p.table, key);
-                        p.values[m as usize].bytes[id as usize]
+                        let id = p.values[m].intern(&p.table, key);
+                        p.values[m].bytes[id]
                     })
                     .fold(0u64, u64::saturating_add)
             };
@@ -989,11 +1000,11 @@ impl Solver<'_, '_> {
                 continue;
             }
             let (copies_before, moves_before, _) = self.local_cost_parts(&free, &mut scratch);
-            let old: Vec<LayoutId> = free.iter().map(|&m| self.labels[m as usize]).collect();
+            let old: Vec<LayoutId> = free.iter().map(|&m| self.labels[m]).collect();
             for (bytes, key) in smaller {
                 for &m in &free {
                     let p = &mut *self.p;
-                    let id = p.values[m as usize].intern(&p.table, key);
+                    let id = p.values[m].intern(&p.table, key);
                     self.relabel(m, id);
                 }
                 // No new copy and no new data movement: each part on its
@@ -1018,8 +1029,7 @@ impl Solver<'_, '_> {
     /// would store beyond it.
     fn combining_savings(&mut self) -> u64 {
         let mut saved = 0u64;
-        for v in 0..self.p.values.len() {
-            let value = &self.p.values[v];
+        for (v, value) in self.p.values.iter_enumerated() {
             let layout = self.p.table.get(value.key(self.labels[v]));
             if value.fixed.is_some()
                 || !layout
@@ -1036,7 +1046,7 @@ impl Solver<'_, '_> {
                 value.tile_use,
             );
             let (combined, uncombined) = (
-                value.bytes[self.labels[v] as usize],
+                value.bytes[self.labels[v]],
                 crate::algebra::storage_bytes_in(&value.shape, &plain),
             );
             saved = saved.saturating_add(uncombined.saturating_sub(combined));
@@ -1055,38 +1065,36 @@ impl Solver<'_, '_> {
         let mut scratch = Scratch::default();
         // Relations by the value they read, for the copies a move causes.
         let reads = Adjacency::build(self.p.values.len(), |emit| {
-            for (r, rel) in self.p.relations.iter().enumerate() {
-                emit(rel.v as usize, r as u32);
+            for (r, rel) in self.p.relations.iter_enumerated() {
+                emit(rel.v, r);
             }
         });
         for members in components {
             let worse = members.iter().copied().find(|&m| {
-                let v = &self.p.values[m as usize];
+                let v = &self.p.values[m];
                 v.fixed.is_none()
-                    && v.least_padding.is_some_and(|l| {
-                        v.bytes[l as usize] < v.bytes[self.labels[m as usize] as usize]
-                    })
+                    && v.least_padding
+                        .is_some_and(|l| v.bytes[l] < v.bytes[self.labels[m]])
             });
             let Some(origin) = worse else { continue };
-            let Some(least) = self.p.values[origin as usize].least_padding else {
+            let Some(least) = self.p.values[origin].least_padding else {
                 continue;
             };
-            let key = self.p.values[origin as usize].key(least);
+            let key = self.p.values[origin].key(least);
             let rank = self.p.table.get(key).minor_to_major.len();
             let free: Vec<ValueId> = members
                 .iter()
                 .copied()
                 .filter(|&m| {
-                    self.p.values[m as usize].fixed.is_none()
-                        && self.p.values[m as usize].shape.rank() == rank
+                    self.p.values[m].fixed.is_none() && self.p.values[m].shape.rank() == rank
                 })
                 .collect();
             // The relations whose needs or bitcasts the move can change.
-            let mut touched: Vec<u32> = Vec::new();
+            let mut touched: Vec<RelationId> = Vec::new();
             for &m in &free {
-                touched.extend_from_slice(&reads[m as usize]);
-                touched.extend_from_slice(&self.outs[m as usize]);
-                touched.extend_from_slice(&self.moves[m as usize]);
+                touched.extend_from_slice(&reads[m]);
+                touched.extend_from_slice(&self.outs[m]);
+                touched.extend_from_slice(&self.moves[m]);
             }
             touched.sort_unstable();
             touched.dedup();
@@ -1094,7 +1102,7 @@ impl Solver<'_, '_> {
                 touched.iter().map(|&r| self.needed(r)).collect();
             let before_moves: Vec<f64> = touched.iter().map(|&r| self.move_cost(r)).collect();
             let (c0, m0, p0) = self.local_cost_parts(&free, &mut scratch);
-            let old: Vec<LayoutId> = free.iter().map(|&m| self.labels[m as usize]).collect();
+            let old: Vec<LayoutId> = free.iter().map(|&m| self.labels[m]).collect();
             for &m in &free {
                 let id = self.member_label(m, key, origin);
                 self.relabel(m, id);
@@ -1153,12 +1161,12 @@ impl Solver<'_, '_> {
     /// number of moves applied.
     fn joint_moves(&mut self, components: &[Vec<ValueId>]) -> usize {
         // Only free members move, and only their costs can change.
-        let components: Vec<Vec<ValueId>> = components
+        let components: TiVec<GroupId, Vec<ValueId>> = components
             .iter()
             .map(|g| {
                 g.iter()
                     .copied()
-                    .filter(|&m| self.p.values[m as usize].fixed.is_none())
+                    .filter(|&m| self.p.values[m].fixed.is_none())
                     .collect()
             })
             .collect();
@@ -1167,7 +1175,7 @@ impl Solver<'_, '_> {
         // by many equal ops is tried once), the smallest first: the budget
         // then buys the most joints, and a few joints of huge groups (a
         // residual stream read by every layer) cannot starve the rest.
-        let size = |j: &Joint| components[j.from as usize].len() + components[j.to as usize].len();
+        let size = |j: &Joint| components[j.from].len() + components[j.to].len();
         let mut seen = rustc_hash::FxHashSet::default();
         joints.retain(|j| seen.insert((j.from, j.to, j.map.clone(), j.adds_major)));
         joints.sort_by_key(size);
@@ -1177,10 +1185,7 @@ impl Solver<'_, '_> {
         'sweeps: for _ in 0..MAX_SWEEPS {
             let mut improved = false;
             for joint in &joints {
-                let (g1, g2) = (
-                    &components[joint.from as usize],
-                    &components[joint.to as usize],
-                );
+                let (g1, g2) = (&components[joint.from], &components[joint.to]);
                 if self.local_cost(g1, &mut scratch) < 0.5 {
                     continue;
                 }
@@ -1190,7 +1195,7 @@ impl Solver<'_, '_> {
                     };
                     budget = left;
                     let from_order = self.p.table.get(key).minor_to_major.clone();
-                    let to_shape = &self.p.values[joint.to_value as usize].shape;
+                    let to_shape = &self.p.values[joint.to_value].shape;
                     let mut m2m: shape::DimVec = from_order
                         .iter()
                         .filter_map(|&d| joint.map.get(d).copied().flatten())
@@ -1228,16 +1233,15 @@ impl Solver<'_, '_> {
     /// [`Solver::joint_moves`] tries: across broadcasts and transposes,
     /// and reduces that may re-tile, between groups of at most
     /// `MAX_JOINT_MOVE` values.
-    fn joints(&self, components: &[Vec<ValueId>]) -> Vec<Joint> {
-        let mut group_of = vec![u32::MAX; self.p.values.len()];
-        for (g, members) in components.iter().enumerate() {
+    fn joints(&self, components: &TiSlice<GroupId, Vec<ValueId>>) -> Vec<Joint> {
+        let mut group_of: TiVec<ValueId, Option<GroupId>> = vec![None; self.p.values.len()].into();
+        for (g, members) in components.iter_enumerated() {
             for &m in members {
-                group_of[m as usize] = g as u32;
+                group_of[m] = Some(g);
             }
         }
-        let small = |g: u32| {
-            components
-                .get(g as usize)
+        let small = |g: Option<GroupId>| {
+            g.and_then(|g| components.get(g))
                 .is_some_and(|m| !m.is_empty() && m.len() <= MAX_JOINT_MOVE)
         };
         let mut joints: Vec<Joint> = Vec::new();
@@ -1248,8 +1252,10 @@ impl Solver<'_, '_> {
                     dims,
                     pin: None,
                 } => {
-                    let (from, to) = (group_of[r.v as usize], group_of[*out as usize]);
-                    if small(from) && small(to) {
+                    if let (Some(from), Some(to)) = (group_of[r.v], group_of[*out])
+                        && small(Some(from))
+                        && small(Some(to))
+                    {
                         joints.push(Joint {
                             from,
                             to,
@@ -1263,8 +1269,10 @@ impl Solver<'_, '_> {
                     out,
                     transpose: Some(dims),
                 } => {
-                    let (a, b) = (group_of[r.v as usize], group_of[*out as usize]);
-                    if a == b || !small(a) || !small(b) {
+                    let (Some(a), Some(b)) = (group_of[r.v], group_of[*out]) else {
+                        continue;
+                    };
+                    if a == b || !small(Some(a)) || !small(Some(b)) {
                         continue;
                     }
                     // Output dimension j is operand dimension dims[j].
@@ -1301,14 +1309,16 @@ impl Solver<'_, '_> {
             let crate::retile::RetileOp::Reduce { reduced } = &t.op else {
                 continue;
             };
-            let (a, b) = (group_of[t.operand as usize], group_of[t.out as usize]);
-            if a == b || !small(a) || !small(b) {
+            let (Some(a), Some(b)) = (group_of[t.operand], group_of[t.out]) else {
+                continue;
+            };
+            if a == b || !small(Some(a)) || !small(Some(b)) {
                 continue;
             }
-            let rank = self.p.values[t.operand as usize].shape.rank();
+            let rank = self.p.values[t.operand].shape.rank();
             // Result dimension j is input dimension kept[j].
             let kept: shape::DimVec = (0..rank).filter(|d| !reduced.contains(d)).collect();
-            if kept.len() != self.p.values[t.out as usize].shape.rank() {
+            if kept.len() != self.p.values[t.out].shape.rank() {
                 continue;
             }
             joints.push(Joint {
@@ -1343,7 +1353,7 @@ impl Solver<'_, '_> {
         for &(members, key, origin) in parts {
             let rank = self.p.table.get(key).minor_to_major.len();
             for &m in members {
-                let value = &self.p.values[m as usize];
+                let value = &self.p.values[m];
                 if value.fixed.is_some() || value.shape.rank() != rank {
                     continue;
                 }
@@ -1351,12 +1361,12 @@ impl Solver<'_, '_> {
                 moves.push((m, id));
             }
         }
-        if moves.iter().all(|&(m, id)| self.labels[m as usize] == id) {
+        if moves.iter().all(|&(m, id)| self.labels[m] == id) {
             return false;
         }
         let members: Vec<ValueId> = moves.iter().map(|&(m, _)| m).collect();
         let before = self.local_cost(&members, scratch);
-        let old: Vec<LayoutId> = members.iter().map(|&m| self.labels[m as usize]).collect();
+        let old: Vec<LayoutId> = members.iter().map(|&m| self.labels[m]).collect();
         for &(m, id) in &moves {
             self.relabel(m, id);
         }
@@ -1378,8 +1388,7 @@ impl Solver<'_, '_> {
         /// A group of values moved together, and the (layout, origin value)
         /// candidates it may move to.
         type Group = (Vec<ValueId>, Vec<(LayoutKey, ValueId)>);
-        let movable =
-            |s: &Self, g: &Vec<ValueId>| g.iter().any(|&m| s.p.values[m as usize].fixed.is_none());
+        let movable = |s: &Self, g: &Vec<ValueId>| g.iter().any(|&m| s.p.values[m].fixed.is_none());
         let components: Vec<Group> = components
             .iter()
             .filter(|g| g.len() > 1 && movable(self, g))
@@ -1419,7 +1428,7 @@ impl Solver<'_, '_> {
         ];
         let mut still_since: [Vec<Option<usize>>; 2] =
             [vec![None; components.len()], vec![None; atoms.len()]];
-        let mut relabelled_at: Vec<usize> = vec![0; self.p.values.len()];
+        let mut relabelled_at: TiVec<ValueId, usize> = vec![0; self.p.values.len()].into();
         let mut step = 0;
         for _ in 0..MAX_SWEEPS {
             sweeps += 1;
@@ -1434,9 +1443,7 @@ impl Solver<'_, '_> {
             for (k, (list, is_group)) in lists.into_iter().zip([true, false]).enumerate() {
                 for (g, (members, candidates)) in list.iter().enumerate() {
                     let still = still_since[k][g].is_some_and(|since| {
-                        inputs[k][g]
-                            .iter()
-                            .all(|&v| relabelled_at[v as usize] <= since)
+                        inputs[k][g].iter().all(|&v| relabelled_at[v] <= since)
                     });
                     if still && looks == Looks::SkipStill {
                         continue;
@@ -1456,9 +1463,9 @@ impl Solver<'_, '_> {
                             moved_any = true;
                             step += 1;
                             for &m in &scratch.free {
-                                relabelled_at[m as usize] = step;
-                                for &r in &self.outs[m as usize] {
-                                    relabelled_at[self.p.relations[r as usize].v as usize] = step;
+                                relabelled_at[m] = step;
+                                for &r in &self.outs[m] {
+                                    relabelled_at[self.p.relations[r].v] = step;
                                 }
                             }
                         }
@@ -1484,30 +1491,29 @@ impl Solver<'_, '_> {
     /// and each atom tries at most `MAX_GROUP_CANDIDATES`, so this stays
     /// linear. Returns the moves applied.
     fn neighbour_moves(&mut self, atoms: &[Vec<ValueId>], components: &[Vec<ValueId>]) -> usize {
-        const NONE: u32 = u32::MAX;
-        let mut component_of = vec![NONE; self.p.values.len()];
-        for (i, members) in components.iter().enumerate().filter(|(_, g)| g.len() > 1) {
+        let components: &TiSlice<GroupId, Vec<ValueId>> = TiSlice::from_ref(components);
+        let mut component_of: TiVec<ValueId, Option<GroupId>> =
+            vec![None; self.p.values.len()].into();
+        for (i, members) in components.iter_enumerated().filter(|(_, g)| g.len() > 1) {
             for &m in members {
-                component_of[m as usize] = i as u32;
+                component_of[m] = Some(i);
             }
         }
-        let mut listed: rustc_hash::FxHashMap<u32, Vec<(LayoutKey, ValueId)>> =
+        let mut listed: rustc_hash::FxHashMap<GroupId, Vec<(LayoutKey, ValueId)>> =
             rustc_hash::FxHashMap::default();
         let mut scratch = Scratch::default();
         let mut applied = 0;
         for atom in atoms {
             let Some(&first) = atom.first() else { continue };
-            let c = component_of[first as usize];
-            if c == NONE
-                || atom
-                    .iter()
-                    .all(|&m| self.p.values[m as usize].fixed.is_some())
-            {
+            let Some(c) = component_of[first] else {
+                continue;
+            };
+            if atom.iter().all(|&m| self.p.values[m].fixed.is_some()) {
                 continue;
             }
             let candidates = listed
                 .entry(c)
-                .or_insert_with(|| self.group_candidates(&components[c as usize]))
+                .or_insert_with(|| self.group_candidates(&components[c]))
                 .clone();
             let mut current = None;
             for (key, origin) in candidates {
@@ -1530,11 +1536,11 @@ impl Solver<'_, '_> {
         let mut inputs: Vec<ValueId> = Vec::new();
         for &m in members {
             inputs.push(m);
-            for &r in &self.outs[m as usize] {
-                inputs.push(self.p.relations[r as usize].v);
+            for &r in &self.outs[m] {
+                inputs.push(self.p.relations[r].v);
             }
-            for &r in &self.moves[m as usize] {
-                let rel = &self.p.relations[r as usize];
+            for &r in &self.moves[m] {
+                let rel = &self.p.relations[r];
                 inputs.push(rel.v);
                 match rel.kind {
                     RelationKind::Movement { out, .. } | RelationKind::Broadcast { out, .. } => {
@@ -1543,8 +1549,8 @@ impl Solver<'_, '_> {
                     _ => {}
                 }
             }
-            for &i in &self.retiles[m as usize] {
-                let t = &self.p.retilings[i as usize];
+            for &i in &self.retiles[m] {
+                let t = &self.p.retilings[i];
                 inputs.push(t.operand);
                 inputs.push(t.out);
             }
@@ -1556,37 +1562,38 @@ impl Solver<'_, '_> {
     }
 }
 
-/// Per value, a list of relation or op indices, stored flat: one
-/// allocation for all values instead of one per value that has a list.
-struct Adjacency {
+/// Per value, a list of relation or op ids, stored flat: one allocation
+/// for all values instead of one per value that has a list.
+struct Adjacency<T> {
     /// `start[v]..start[v + 1]` indexes value `v`'s list in `items`.
     start: Vec<u32>,
-    items: Vec<u32>,
+    items: Vec<T>,
 }
 
-impl Adjacency {
+impl<T: Copy + Default> Adjacency<T> {
     /// The lists `each` emits as (value, item) pairs, each list in emission
     /// order. `each` is called twice: to count, then to fill.
-    fn build(n: usize, each: impl Fn(&mut dyn FnMut(usize, u32))) -> Adjacency {
+    fn build(n: usize, each: impl Fn(&mut dyn FnMut(ValueId, T))) -> Adjacency<T> {
         let mut start = vec![0u32; n + 1];
-        each(&mut |v, _| start[v + 1] += 1);
+        each(&mut |v, _| start[v.index() + 1] += 1);
         for i in 0..n {
             start[i + 1] += start[i];
         }
         let mut next = start[..n].to_vec();
-        let mut items = vec![0u32; start[n] as usize];
+        let mut items = vec![T::default(); start[n] as usize];
         each(&mut |v, x| {
-            items[next[v] as usize] = x;
-            next[v] += 1;
+            items[next[v.index()] as usize] = x;
+            next[v.index()] += 1;
         });
         Adjacency { start, items }
     }
 }
 
-impl std::ops::Index<usize> for Adjacency {
-    type Output = [u32];
+impl<T> std::ops::Index<ValueId> for Adjacency<T> {
+    type Output = [T];
 
-    fn index(&self, v: usize) -> &[u32] {
+    fn index(&self, v: ValueId) -> &[T] {
+        let v = v.index();
         &self.items[self.start[v] as usize..self.start[v + 1] as usize]
     }
 }
@@ -1598,12 +1605,12 @@ impl std::ops::Index<usize> for Adjacency {
 #[derive(Default)]
 struct Scratch {
     generation: u32,
-    value_mark: Vec<u32>,
-    move_mark: Vec<u32>,
-    retile_mark: Vec<u32>,
+    value_mark: TiVec<ValueId, u32>,
+    move_mark: TiVec<RelationId, u32>,
+    retile_mark: TiVec<RetileId, u32>,
     values: Vec<ValueId>,
-    moves: Vec<u32>,
-    retiles: Vec<u32>,
+    moves: Vec<RelationId>,
+    retiles: Vec<RetileId>,
     free: Vec<ValueId>,
     ids: Vec<LayoutId>,
 }
@@ -1633,23 +1640,23 @@ impl Scratch {
     }
 
     fn add_value(&mut self, v: ValueId) {
-        let mark = &mut self.value_mark[v as usize];
+        let mark = &mut self.value_mark[v];
         if *mark != self.generation {
             *mark = self.generation;
             self.values.push(v);
         }
     }
 
-    fn add_move(&mut self, r: u32) {
-        let mark = &mut self.move_mark[r as usize];
+    fn add_move(&mut self, r: RelationId) {
+        let mark = &mut self.move_mark[r];
         if *mark != self.generation {
             *mark = self.generation;
             self.moves.push(r);
         }
     }
 
-    fn add_retile(&mut self, i: u32) {
-        let mark = &mut self.retile_mark[i as usize];
+    fn add_retile(&mut self, i: RetileId) {
+        let mark = &mut self.retile_mark[i];
         if *mark != self.generation {
             *mark = self.generation;
             self.retiles.push(i);
@@ -1657,19 +1664,19 @@ impl Scratch {
     }
 }
 
-/// A plain union-find over value indices.
+/// A plain union-find over values.
 pub(crate) struct UnionFind {
-    parent: Vec<usize>,
+    parent: TiVec<ValueId, ValueId>,
 }
 
 impl UnionFind {
     pub(crate) fn new(n: usize) -> Self {
         UnionFind {
-            parent: (0..n).collect(),
+            parent: (0..n).map(ValueId::new).collect(),
         }
     }
 
-    pub(crate) fn find(&mut self, mut x: usize) -> usize {
+    pub(crate) fn find(&mut self, mut x: ValueId) -> ValueId {
         while self.parent[x] != x {
             self.parent[x] = self.parent[self.parent[x]];
             x = self.parent[x];
@@ -1677,7 +1684,7 @@ impl UnionFind {
         x
     }
 
-    pub(crate) fn union(&mut self, a: usize, b: usize) {
+    pub(crate) fn union(&mut self, a: ValueId, b: ValueId) {
         let (ra, rb) = (self.find(a), self.find(b));
         if ra != rb {
             // The smaller index is the root, so groups are ordered by their
@@ -1693,15 +1700,15 @@ impl UnionFind {
         // A group's root is its smallest member (see `union`), so a walk in
         // index order meets the root first: it opens the group, and later
         // members join it in order. No map and no sort.
-        let mut group_of_root = vec![u32::MAX; n];
+        let mut group_of_root: TiVec<ValueId, usize> = vec![usize::MAX; n].into();
         let mut groups: Vec<Vec<ValueId>> = Vec::new();
-        for i in 0..n {
+        for i in (0..n).map(ValueId::new) {
             let r = self.find(i);
             if r == i {
-                group_of_root[i] = groups.len() as u32;
-                groups.push(vec![i as ValueId]);
+                group_of_root[i] = groups.len();
+                groups.push(vec![i]);
             } else {
-                groups[group_of_root[r] as usize].push(i as ValueId);
+                groups[group_of_root[r]].push(i);
             }
         }
         groups
