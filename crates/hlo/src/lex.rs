@@ -234,6 +234,21 @@ impl<'a> Cursor<'a> {
         self.string()
     }
 
+    /// Reads a name (see [`Cursor::name`]), or fails with `expected
+    /// {what}`.
+    pub(crate) fn expect_name(
+        &mut self,
+        what: impl std::fmt::Display,
+    ) -> Result<&'a str, RawError> {
+        match self.name() {
+            Some(name) => Ok(name),
+            None => {
+                let found = describe(self.peek());
+                Err(self.error(format!("expected {what}, found {found}")))
+            }
+        }
+    }
+
     /// True when the identifier at the cursor is exactly `word`.
     #[inline]
     pub(crate) fn at_word(&self, word: &[u8]) -> bool {

@@ -129,12 +129,7 @@ fn outline_raw(text: &str) -> Result<ModuleOutline, RawError> {
         )));
     }
     c.skip_trivia()?;
-    let Some(name) = c.name() else {
-        return Err(c.error(format!(
-            "expected a module name after 'HloModule', found {}",
-            describe(c.peek())
-        )));
-    };
+    let name = c.expect_name("a module name after 'HloModule'")?;
     let mut out = ModuleOutline {
         name: name.to_string(),
         is_scheduled: false,
@@ -189,12 +184,7 @@ fn outline_raw(text: &str) -> Result<ModuleOutline, RawError> {
             c.skip_trivia()?;
         }
         let name_pos = c.pos;
-        let Some(name) = c.name() else {
-            return Err(c.error(format!(
-                "expected a computation name or 'ENTRY', found {}",
-                describe(c.peek())
-            )));
-        };
+        let name = c.expect_name("a computation name or 'ENTRY'")?;
         if names.insert(name, ()).is_some() {
             return Err(RawError::new(
                 name_pos,

@@ -287,20 +287,18 @@ fn write_tables(out: &mut String, m: &Module) {
     if t.is_empty() {
         return;
     }
-    out.push_str("FileNames\n");
-    for (id, name) in &t.file_names {
-        push_int(out, *id);
-        out.push_str(" \"");
-        out.push_str(name);
-        out.push_str("\"\n");
-    }
-    out.push_str("\nFunctionNames\n");
-    for (id, name) in &t.function_names {
-        push_int(out, *id);
-        out.push_str(" \"");
-        out.push_str(name);
-        out.push_str("\"\n");
-    }
+    // A table of names: one `ID "NAME"` line each.
+    let names = |out: &mut String, title: &str, names: &[(i64, Box<str>)]| {
+        out.push_str(title);
+        for (id, name) in names {
+            push_int(out, *id);
+            out.push_str(" \"");
+            out.push_str(name);
+            out.push_str("\"\n");
+        }
+    };
+    names(out, "FileNames\n", &t.file_names);
+    names(out, "\nFunctionNames\n", &t.function_names);
     out.push_str("\nFileLocations\n");
     for l in &t.file_locations {
         push_int(out, l.id);

@@ -622,12 +622,7 @@ impl<'a, 'r> CompParser<'a, 'r> {
         c.skip_trivia()?;
         c.eat_word(b"ENTRY");
         c.skip_trivia()?;
-        let Some(name) = c.name() else {
-            return Err(c.error(format!(
-                "expected a computation name or 'ENTRY', found {}",
-                describe(c.peek())
-            )));
-        };
+        let name = c.expect_name("a computation name or 'ENTRY'")?;
         self.comp.name = name.to_string();
         let signature = self.signature()?;
         let c = &mut self.r.c;
@@ -719,12 +714,7 @@ impl<'a, 'r> CompParser<'a, 'r> {
         }
         c.list_until(b')', "the parameter list", |c| {
             c.skip_trivia()?;
-            if c.name().is_none() {
-                return Err(c.error(format!(
-                    "expected a parameter name, found {}",
-                    describe(c.peek())
-                )));
-            }
+            c.expect_name("a parameter name")?;
             c.expect(b':', "':' after the parameter name")?;
             c.skip_trivia()?;
             parse_shape(c)?;
@@ -870,12 +860,7 @@ impl<'a, 'r> InstructionReader<'a, 'r> {
             c.skip_trivia()?;
         }
         let name_pos = c.pos;
-        let Some(name) = c.name() else {
-            return Err(c.error(format!(
-                "expected an instruction name, found {}",
-                describe(c.peek())
-            )));
-        };
+        let name = c.expect_name("an instruction name")?;
         let end = c.pos;
         c.equals_after(end, format_args!("instruction name %{name}"))?;
         let shape = parse_shape(c)?;
@@ -1030,12 +1015,7 @@ fn computation_ref(
     attr: &str,
 ) -> Result<CompId, RawError> {
     let at = c.pos;
-    let Some(name) = c.name() else {
-        return Err(c.error(format!(
-            "expected a computation name for '{attr}', found {}",
-            describe(c.peek())
-        )));
-    };
+    let name = c.expect_name(format_args!("a computation name for '{attr}'"))?;
     resolve(name).ok_or_else(|| RawError::new(at, format!("computation %{name} is not defined")))
 }
 
@@ -1056,12 +1036,7 @@ fn operand_list<'a>(
             c.skip_trivia()?;
         }
         let at = c.pos;
-        let Some(name) = c.name() else {
-            return Err(c.error(format!(
-                "expected an operand name, found {}",
-                describe(c.peek())
-            )));
-        };
+        let name = c.expect_name("an operand name")?;
         operands.push((name, at));
         c.skip_trivia()?;
         if c.eat(b')') {
@@ -1107,12 +1082,7 @@ fn name_list<'a>(
     c.list_until(b'}', "control-predecessors", |c| {
         c.skip_trivia()?;
         let at = c.pos;
-        let Some(name) = c.name() else {
-            return Err(c.error(format!(
-                "expected an instruction name, found {}",
-                describe(c.peek())
-            )));
-        };
+        let name = c.expect_name("an instruction name")?;
         out.push((name, at));
         Ok(())
     })
