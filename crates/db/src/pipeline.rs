@@ -142,13 +142,52 @@ pub fn input_stub(db: &dyn Db, c: SourceComputation) -> Stub {
     )
 }
 
+/// A computation's instruction names, in order, in one string with the
+/// end of each: a session keeps two lists for every computation (input and
+/// output), and a `String` per name took about three times the bytes.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Names {
+    text: String,
+    ends: Vec<usize>,
+}
+
+impl Names {
+    /// The names of `comp`'s instructions, in order.
+    pub fn of(comp: &Computation) -> Names {
+        let mut names = Names::default();
+        for (_, inst) in comp.instructions() {
+            names.text.push_str(&inst.name);
+            names.ends.push(names.text.len());
+        }
+        names
+    }
+
+    /// How many names.
+    pub fn len(&self) -> usize {
+        self.ends.len()
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.ends.is_empty()
+    }
+
+    /// The names, in order.
+    pub fn iter(&self) -> impl Iterator<Item = &str> {
+        let starts = std::iter::once(0).chain(self.ends.iter().copied());
+        starts
+            .zip(&self.ends)
+            .map(|(start, &end)| self.text.get(start..end).unwrap_or(""))
+    }
+}
+
 /// The input computation's instruction names, in order.
 #[salsa::tracked(returns(ref))]
-pub fn input_names(db: &dyn Db, c: SourceComputation) -> Vec<String> {
-    parsed(db, c).result.as_ref().map_or_else(
-        |_| Vec::new(),
-        |comp| comp.instructions().map(|(_, i)| i.name.clone()).collect(),
-    )
+pub fn input_names(db: &dyn Db, c: SourceComputation) -> Names {
+    parsed(db, c)
+        .result
+        .as_ref()
+        .map_or_else(|_| Names::default(), |comp| Names::of(comp))
 }
 
 /// The problems of one input computation.
@@ -227,19 +266,14 @@ pub fn bitcast_problems(comp: &Computation) -> Vec<VerifyError> {
 fn name_problems<'db>(
     db: &'db dyn Db,
     comps: &[SourceComputation],
-    names_of: impl Fn(&'db dyn Db, SourceComputation) -> &'db Vec<String>,
+    names_of: impl Fn(&'db dyn Db, SourceComputation) -> &'db Names,
 ) -> Vec<VerifyError> {
-    let names: Vec<(&str, &Vec<String>)> = comps
+    let names: Vec<(&str, &Names)> = comps
         .iter()
         .map(|&c| (c.name(db).as_str(), names_of(db, c)))
         .collect();
     let count = names.iter().map(|(_, n)| n.len()).sum();
-    hlo::verify_names(
-        names
-            .iter()
-            .map(|(c, n)| (*c, n.iter().map(String::as_str))),
-        count,
-    )
+    hlo::verify_names(names.iter().map(|(c, n)| (*c, n.iter())), count)
 }
 
 /// The module-wide problems of the input: names, and the entry layout
@@ -292,7 +326,7 @@ pub struct Transformed {
     pub assignment: Result<Option<Arc<AssignmentReport>>, ApplyError>,
     /// The relayout pass's rewrites, or why it failed (boxed: the error is
     /// large, and rare).
-    pub rewrites: Result<Vec<Rewrite>, Box<RelayoutError>>,
+    pub rewrites: Result<Vec<Arc<Rewrite>>, Box<RelayoutError>>,
 }
 
 /// One computation after the steps that change it: its assignment applied
@@ -388,7 +422,10 @@ pub fn assignment_part(
 
 /// One computation's relayout rewrites, or why relayout failed on it.
 #[salsa::tracked(returns(ref))]
-pub fn rewrites(db: &dyn Db, c: SourceComputation) -> Result<Vec<Rewrite>, Box<RelayoutError>> {
+pub fn rewrites(
+    db: &dyn Db,
+    c: SourceComputation,
+) -> Result<Vec<Arc<Rewrite>>, Box<RelayoutError>> {
     transformed(db, c).report.rewrites.clone()
 }
 
@@ -405,13 +442,11 @@ pub fn output_stub(db: &dyn Db, c: SourceComputation) -> Stub {
 
 /// The output computation's instruction names, in order.
 #[salsa::tracked(returns(ref))]
-pub fn output_names(db: &dyn Db, c: SourceComputation) -> Vec<String> {
+pub fn output_names(db: &dyn Db, c: SourceComputation) -> Names {
     transformed(db, c)
         .comp
         .as_ref()
-        .map_or_else(Vec::new, |comp| {
-            comp.instructions().map(|(_, i)| i.name.clone()).collect()
-        })
+        .map_or_else(Names::default, |comp| Names::of(comp))
 }
 
 /// The problems of one output computation: structural, and (with

@@ -33,6 +33,7 @@ pub mod noop;
 pub mod uses;
 
 use std::fmt;
+use std::sync::Arc;
 
 use hlo::{CompId, Computation, EditError, InstId, Module};
 use shape::{ArrayShape, DimVec, Shape};
@@ -153,7 +154,9 @@ pub struct Rewrite {
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Report {
     /// Every rewrite, per computation in module order, phases in order.
-    pub rewrites: Vec<Rewrite>,
+    /// Each is shared: an incremental database holds a computation's
+    /// rewrites once, for its own part and for the module's report.
+    pub rewrites: Vec<Arc<Rewrite>>,
 }
 
 impl Report {
@@ -279,7 +282,7 @@ pub fn run(
         .computation_ids()
         .map(|id| facts_for(module, id))
         .collect();
-    let per_computation: Vec<Result<Vec<Rewrite>, RelayoutError>> = module
+    let per_computation: Vec<Result<Vec<Arc<Rewrite>>, RelayoutError>> = module
         .computations
         .par_iter_mut()
         .zip(&facts)
@@ -301,7 +304,7 @@ pub fn run_computation(
     comp: &mut Computation,
     target: &TargetSpec,
     opts: &Options,
-) -> Result<Vec<Rewrite>, RelayoutError> {
+) -> Result<Vec<Arc<Rewrite>>, RelayoutError> {
     let _span = tracing::debug_span!("relayout", computation = %comp.name).entered();
     let mut rewrites = uses::fix_uses(facts, comp, target)?;
     rewrites.extend(noop::movements_to_bitcasts(comp));
@@ -309,7 +312,7 @@ pub fn run_computation(
         rewrites.extend(expand::expand_copies(comp, target)?);
     }
     tracing::debug!(rewrites = rewrites.len(), "relayout done");
-    Ok(rewrites)
+    Ok(rewrites.into_iter().map(Arc::new).collect())
 }
 
 /// The array shape of `inst` with its layout, the default descending one

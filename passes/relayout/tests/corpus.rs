@@ -144,6 +144,7 @@ fn xla_cpu_layouts_have_no_mismatched_use_under_our_cpu_model() {
                     RewriteKind::InsertedCopy | RewriteKind::InsertedBitcast
                 )
             })
+            .map(|r| &**r)
             .collect();
         assert!(mismatched.is_empty(), "{name}: {mismatched:?}");
         assert!(hlo::verify_module(&m).is_empty(), "{name}");

@@ -520,6 +520,7 @@ pub fn prove_bitcasts(
             .rewrites
             .iter()
             .filter(|r| r.computation == comp.name && r.kind == RewriteKind::ExpandedRelayout)
+            .map(|r| &**r)
             .collect();
         let mut in_chains = std::collections::HashSet::new();
         for r in &expanded {
