@@ -247,13 +247,8 @@ fn skip_computation(c: &mut Cursor<'_>, name: &str) -> Result<(), RawError> {
             "expected '}}' to close computation %{name}, whose body opens at line {line}, column {col}"
         )));
     }
-    let save = c.pos;
-    c.skip_trivia()?;
-    if c.eat(b',') {
-        c.skip_trivia()?;
+    if c.eat_comma()? {
         c.execution_thread(format_args!(" following computation %{name}"))?;
-    } else {
-        c.pos = save;
     }
     Ok(())
 }
@@ -261,13 +256,9 @@ fn skip_computation(c: &mut Cursor<'_>, name: &str) -> Result<(), RawError> {
 fn header_attributes(c: &mut Cursor<'_>, out: &mut ModuleOutline) -> Result<(), RawError> {
     let mut seen: SmallVec<[&str; 8]> = SmallVec::new();
     loop {
-        let save = c.pos;
-        c.skip_trivia()?;
-        if !c.eat(b',') {
-            c.pos = save;
+        if !c.eat_comma()? {
             return Ok(());
         }
-        c.skip_trivia()?;
         let at = c.pos;
         let Some(attr) = c.ident() else {
             return Err(c.error(format!(

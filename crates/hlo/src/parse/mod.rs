@@ -728,13 +728,9 @@ impl<'a, 'r> CompParser<'a, 'r> {
 
     fn execution_thread(&mut self) -> Result<(), RawError> {
         let c = &mut self.r.c;
-        let save = c.pos;
-        c.skip_trivia()?;
-        if !c.eat(b',') {
-            c.pos = save;
+        if !c.eat_comma()? {
             return Ok(());
         }
-        c.skip_trivia()?;
         let thread = c.execution_thread("")?;
         // XLA prints the thread only off the main thread.
         if thread != "main" {
