@@ -80,10 +80,6 @@ fn with(a: &ArrayShape, layout: &Layout) -> ArrayShape {
     a.in_layout(layout.clone())
 }
 
-fn show(a: &ArrayShape) -> String {
-    a.to_string()
-}
-
 /// Compares two shapes leaf by leaf; returns the first differing pair.
 fn first_difference<'s>(a: &'s Shape, b: &'s Shape) -> Option<(&'s ArrayShape, &'s ArrayShape)> {
     a.array_leaves()
@@ -176,8 +172,7 @@ impl<'a> Checker<'a> {
                         self.report(
                             Some(id),
                             format!(
-                                "operand {i} is {} but target {} needs {}",
-                                show(a),
+                                "operand {i} is {a} but target {} needs {}",
                                 target.name,
                                 need.preferred()
                             ),
@@ -195,11 +190,7 @@ impl<'a> Checker<'a> {
                 if want.layout.is_some() && !same_layout(a, want) {
                     self.report(
                         Some(id),
-                        format!(
-                            "operand {i} is {} but the custom call requires {}",
-                            show(a),
-                            show(want)
-                        ),
+                        format!("operand {i} is {a} but the custom call requires {want}"),
                     );
                 }
             }
@@ -235,11 +226,7 @@ impl<'a> Checker<'a> {
         if !same_order(operand, operand.layout.as_ref(), &Layout::new(&m2m)) {
             self.report(
                 Some(id),
-                format!(
-                    "broadcast operand {} is not in the order of its result {}",
-                    show(operand),
-                    show(out)
-                ),
+                format!("broadcast operand {operand} is not in the order of its result {out}"),
             );
         }
     }
@@ -290,9 +277,7 @@ impl<'a> Checker<'a> {
                     self.report(
                         Some(id),
                         format!(
-                            "{op} keeps its layout, but operand {i} is {} and the result is {}",
-                            show(a),
-                            show(out)
+                            "{op} keeps its layout, but operand {i} is {a} and the result is {out}"
                         ),
                     );
                 }
@@ -345,10 +330,7 @@ impl<'a> Checker<'a> {
             if !same_layout(a, &with(a, &want)) {
                 self.report(
                     Some(id),
-                    format!(
-                        "operand {operand} leaf {leaf} is {} but {want} is required",
-                        show(a)
-                    ),
+                    format!("operand {operand} leaf {leaf} is {a} but {want} is required"),
                 );
             }
         }
@@ -374,10 +356,8 @@ impl<'a> Checker<'a> {
                     self.report(
                         Some(id),
                         format!(
-                            "output leaf {x} aliases operand {} but is {} while the operand is {}",
-                            alias.operand,
-                            show(out),
-                            show(a)
+                            "output leaf {x} aliases operand {} but is {out} while the operand is {a}",
+                            alias.operand
                         ),
                     );
                 }
@@ -405,10 +385,7 @@ impl<'a> Checker<'a> {
 
     fn agree(&mut self, id: InstId, what: &str, a: &Shape, b: &Shape) {
         if let Some((x, y)) = first_difference(a, b) {
-            self.report(
-                Some(id),
-                format!("{what}: {} differs from {}", show(x), show(y)),
-            );
+            self.report(Some(id), format!("{what}: {x} differs from {y}"));
         }
     }
 
@@ -513,9 +490,7 @@ impl<'a> Checker<'a> {
                     self.report(
                         Some(p),
                         format!(
-                            "entry parameter {n} is {} but the entry computation layout says {}",
-                            show(x),
-                            show(y)
+                            "entry parameter {n} is {x} but the entry computation layout says {y}"
                         ),
                     );
                 }
@@ -531,11 +506,7 @@ impl<'a> Checker<'a> {
                 if y.layout.is_some() && !same_layout(x, y) {
                     self.report(
                         Some(root),
-                        format!(
-                            "the root is {} but the entry computation layout says {}",
-                            show(x),
-                            show(y)
-                        ),
+                        format!("the root is {x} but the entry computation layout says {y}"),
                     );
                 }
             }
