@@ -66,24 +66,19 @@ pub fn deep_module(depth: usize, nesting: Nesting) -> String {
         "%c0 (x0: {S}) -> {S} {{\n  %x0 = {S} parameter(0)\n  ROOT %r0 = {S} negate(%x0)\n}}\n"
     );
     let reach = |out: &mut String, i: usize, operand: &str, callee: usize| {
-        let _ = match nesting {
-            Nesting::Call => writeln!(
-                out,
-                "  ROOT %r{i} = {S} call({operand}), to_apply=%c{callee}"
-            ),
-            Nesting::While => writeln!(
-                out,
-                "  ROOT %r{i} = {S} while({operand}), condition=%cond, body=%c{callee}"
-            ),
-            Nesting::Fusion => writeln!(
-                out,
-                "  ROOT %r{i} = {S} fusion({operand}), kind=kLoop, calls=%c{callee}"
-            ),
-            Nesting::Conditional => writeln!(
-                out,
-                "  %k{i} = pred[] constant(true)\n  ROOT %r{i} = {S} conditional(%k{i}, {operand}, {operand}), true_computation=%c{callee}, false_computation=%c0"
-            ),
+        // The root of `%c{i}`, which reaches `%c{callee}`.
+        let root = match nesting {
+            Nesting::Call => format!("call({operand}), to_apply=%c{callee}"),
+            Nesting::While => format!("while({operand}), condition=%cond, body=%c{callee}"),
+            Nesting::Fusion => format!("fusion({operand}), kind=kLoop, calls=%c{callee}"),
+            Nesting::Conditional => {
+                let _ = writeln!(out, "  %k{i} = pred[] constant(true)");
+                format!(
+                    "conditional(%k{i}, {operand}, {operand}), true_computation=%c{callee}, false_computation=%c0"
+                )
+            }
         };
+        let _ = writeln!(out, "  ROOT %r{i} = {S} {root}");
     };
     for i in 1..=depth {
         let _ = writeln!(
