@@ -372,15 +372,12 @@ impl<'a> Checker<'a> {
         }
     }
 
-    fn param_shape(callee: &Computation, n: usize) -> Option<Shape> {
-        callee
-            .parameters()
-            .get(n)
-            .map(|&p| callee.inst(p).shape.clone())
+    fn param_shape(callee: &Computation, n: usize) -> Option<&Shape> {
+        callee.parameters().get(n).map(|&p| &callee.inst(p).shape)
     }
 
-    fn root_shape(callee: &Computation) -> Option<Shape> {
-        callee.root().map(|r| callee.inst(r).shape.clone())
+    fn root_shape(callee: &Computation) -> Option<&Shape> {
+        callee.root().map(|r| &callee.inst(r).shape)
     }
 
     fn agree(&mut self, id: InstId, what: &str, a: &Shape, b: &Shape) {
@@ -389,89 +386,82 @@ impl<'a> Checker<'a> {
         }
     }
 
+    // The shapes compared below borrow from the module, not from the
+    // checker, so they need no copies while problems are reported.
     fn check_while(&mut self, id: InstId) {
-        let inst = self.comp.inst(id);
+        let comp = self.comp;
+        let inst = comp.inst(id);
         let Some(&init) = inst.operands().first() else {
             return;
         };
-        let init = self.comp.inst(init).shape.clone();
-        let result = inst.shape.clone();
+        let init = &comp.inst(init).shape;
         if let Some(body) = self.callee(id, KnownAttr::Body) {
             let (param, root) = (Self::param_shape(body, 0), Self::root_shape(body));
-            if let Some(p) = &param {
-                self.agree(id, "loop init vs body parameter", &init, p);
+            if let Some(p) = param {
+                self.agree(id, "loop init vs body parameter", init, p);
             }
-            if let Some(r) = &root {
-                self.agree(
-                    id,
-                    "body root vs body parameter",
-                    r,
-                    param.as_ref().unwrap_or(r),
-                );
-                self.agree(id, "while result vs body root", &result, r);
+            if let Some(r) = root {
+                self.agree(id, "body root vs body parameter", r, param.unwrap_or(r));
+                self.agree(id, "while result vs body root", &inst.shape, r);
             }
         }
         if let Some(cond) = self.callee(id, KnownAttr::Condition)
             && let Some(p) = Self::param_shape(cond, 0)
         {
-            self.agree(id, "loop init vs condition parameter", &init, &p);
+            self.agree(id, "loop init vs condition parameter", init, p);
         }
     }
 
     fn check_call(&mut self, id: InstId) {
-        let inst = self.comp.inst(id);
+        let comp = self.comp;
+        let inst = comp.inst(id);
         let callee = self
             .callee(id, KnownAttr::ToApply)
             .or_else(|| self.callee(id, KnownAttr::Calls));
         let Some(callee) = callee else { return };
-        let operands: Vec<Shape> = inst
-            .operands()
-            .iter()
-            .map(|&o| self.comp.inst(o).shape.clone())
-            .collect();
-        let result = inst.shape.clone();
-        for (i, s) in operands.iter().enumerate() {
+        for (i, &o) in inst.operands().iter().enumerate() {
             if let Some(p) = Self::param_shape(callee, i) {
                 self.agree(
                     id,
                     &format!("operand {i} vs {} parameter {i}", callee.name),
-                    s,
-                    &p,
+                    &comp.inst(o).shape,
+                    p,
                 );
             }
         }
         if let Some(r) = Self::root_shape(callee) {
-            self.agree(id, &format!("result vs {} root", callee.name), &result, &r);
+            self.agree(
+                id,
+                &format!("result vs {} root", callee.name),
+                &inst.shape,
+                r,
+            );
         }
     }
 
     fn check_conditional(&mut self, id: InstId) {
-        let inst = self.comp.inst(id);
-        let branches: Vec<CompId> = inst.attrs.called_computations().collect();
-        let operands: Vec<Shape> = inst
-            .operands()
-            .iter()
-            .map(|&o| self.comp.inst(o).shape.clone())
-            .collect();
-        let result = inst.shape.clone();
-        for (j, b) in branches.iter().enumerate() {
-            let Some(branch) = self.module.callee(*b) else {
+        let (comp, module) = (self.comp, self.module);
+        let inst = comp.inst(id);
+        for (j, b) in inst.attrs.called_computations().enumerate() {
+            let Some(branch) = module.callee(b) else {
                 continue;
             };
-            if let (Some(arg), Some(p)) = (operands.get(j + 1), Self::param_shape(branch, 0)) {
+            if let (Some(&arg), Some(p)) =
+                (inst.operands().get(j + 1), Self::param_shape(branch, 0))
+            {
                 self.agree(
                     id,
                     &format!("operand {} vs branch {} parameter", j + 1, branch.name),
-                    arg,
-                    &p,
+                    &comp.inst(arg).shape,
+                    p,
                 );
             }
             if let Some(r) = Self::root_shape(branch) {
                 self.agree(
                     id,
                     &format!("result vs branch {} root", branch.name),
-                    &result,
-                    &r,
+                    &inst.shape,
+                    r,
                 );
             }
         }
