@@ -88,6 +88,21 @@ pub struct ModuleOutline {
     pub entry: usize,
 }
 
+impl ModuleOutline {
+    /// Each computation's byte range in the module text, in text order.
+    pub(crate) fn spans(&self) -> Vec<std::ops::Range<usize>> {
+        self.computations
+            .iter()
+            .map(|c| c.span.start..c.span.end)
+            .collect()
+    }
+
+    /// The computation names, in text order.
+    pub(crate) fn names(&self) -> impl ExactSizeIterator<Item = &str> {
+        self.computations.iter().map(|c| c.name.as_str())
+    }
+}
+
 /// Scans `text` for the module header, the debug tables and the extent of
 /// each computation. Instructions are not parsed.
 pub fn outline(text: &str, file_name: &str) -> Result<ModuleOutline, ParseError> {

@@ -58,13 +58,7 @@ pub(super) fn parse_in_parallel(
     if confirmed {
         return Ok((outline, parsed));
     }
-    let spans: Vec<Range<usize>> = outline
-        .computations
-        .iter()
-        .map(|c| c.span.start..c.span.end)
-        .collect();
-    let names = outline.computations.iter().map(|c| c.name.as_str());
-    let parsed = parse_spans(text, &spans, names, options);
+    let parsed = parse_spans(text, &outline.spans(), outline.names(), options);
     Ok((outline, parsed))
 }
 
