@@ -15,6 +15,7 @@ use std::time::{Duration, Instant};
 
 use db::Database;
 use hlo::{Module, Parallelism, ParseError, Split};
+use strum::{EnumString, IntoStaticStr, VariantArray};
 use target::TargetSpec;
 
 pub use db::output::Part;
@@ -24,17 +25,7 @@ pub use relayout::{Report as RelayoutReport, RewriteKind as RelayoutKind};
 
 /// Which passes run. A pass's name on command lines and in reports is the
 /// variant's name in kebab case.
-#[derive(
-    Clone,
-    Copy,
-    Debug,
-    PartialEq,
-    Eq,
-    Hash,
-    strum::VariantArray,
-    strum::IntoStaticStr,
-    strum::EnumString,
-)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, VariantArray, IntoStaticStr, EnumString)]
 #[strum(serialize_all = "kebab-case")]
 pub enum PassName {
     /// Layout assignment (with copy insertion).
@@ -56,7 +47,7 @@ impl PassName {
 
     /// Every pass, in pipeline order.
     pub fn all() -> &'static [PassName] {
-        <PassName as strum::VariantArray>::VARIANTS
+        Self::VARIANTS
     }
 }
 

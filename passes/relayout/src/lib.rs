@@ -34,6 +34,7 @@ pub mod uses;
 
 use hlo::{CompId, Computation, EditError, InstId, Module};
 use shape::{ArrayShape, DimVec, Shape};
+use strum::{Display, IntoStaticStr, VariantArray};
 use target::TargetSpec;
 
 /// What the pass does beyond its fixed work.
@@ -47,17 +48,7 @@ pub struct Options {
 /// The kind of one rewrite. Its name in reports is the variant's name in
 /// kebab case: `copy-to-bitcast`, `inserted-copy`, ...
 #[derive(
-    Clone,
-    Copy,
-    Debug,
-    PartialEq,
-    Eq,
-    Hash,
-    PartialOrd,
-    Ord,
-    strum::VariantArray,
-    strum::IntoStaticStr,
-    strum::Display,
+    Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, VariantArray, IntoStaticStr, Display,
 )]
 #[strum(serialize_all = "kebab-case")]
 pub enum RewriteKind {
@@ -78,7 +69,7 @@ pub enum RewriteKind {
 impl RewriteKind {
     /// Every kind, in report order.
     pub fn all() -> &'static [RewriteKind] {
-        <RewriteKind as strum::VariantArray>::VARIANTS
+        Self::VARIANTS
     }
 
     /// The kind's name in reports.
