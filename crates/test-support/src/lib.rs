@@ -1,8 +1,9 @@
-//! Helpers shared by tests in several crates. Only tests depend on this
-//! crate (as a dev-dependency), so it may panic: a test without its
-//! testdata cannot run.
+//! Helpers shared by tests in several crates (and by xtask's sweeps over
+//! testdata). Tests depend on this crate as a dev-dependency, so it may
+//! panic: a test without its testdata cannot run.
 
-use std::path::PathBuf;
+use std::io;
+use std::path::{Path, PathBuf};
 
 pub mod scaling;
 
@@ -14,11 +15,18 @@ pub fn testdata_dir() -> PathBuf {
 /// Every `.hlo` file under `testdata/`, at any depth, in path order (so
 /// that tests visit them, and report the first failure, deterministically).
 pub fn hlo_files() -> Vec<PathBuf> {
+    hlo_files_under(&testdata_dir()).unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// Every `.hlo` file under `dir`, at any depth, in path order. A directory
+/// that cannot be read is an error naming it, not a silent gap.
+pub fn hlo_files_under(dir: &Path) -> io::Result<Vec<PathBuf>> {
     let mut files = Vec::new();
-    let mut dirs = vec![testdata_dir()];
+    let mut dirs = vec![dir.to_path_buf()];
     while let Some(dir) = dirs.pop() {
-        let entries = std::fs::read_dir(&dir)
-            .unwrap_or_else(|e| panic!("{} is not readable: {e}", dir.display()));
+        let entries = std::fs::read_dir(&dir).map_err(|e| {
+            io::Error::new(e.kind(), format!("{} is not readable: {e}", dir.display()))
+        })?;
         for entry in entries.flatten() {
             let path = entry.path();
             if path.is_dir() {
@@ -29,7 +37,7 @@ pub fn hlo_files() -> Vec<PathBuf> {
         }
     }
     files.sort();
-    files
+    Ok(files)
 }
 
 /// How a generated deep module nests its computations.
