@@ -15,6 +15,8 @@
 //! Layouts are compared by what they do to bytes: two layouts that differ
 //! only in where size-1 dimensions go are the same.
 
+use std::fmt;
+
 use hlo::{AttrValue, CompId, Computation, InstId, KnownAttr, Module, ModuleView, Opcode};
 use shape::{ArrayShape, Layout, Shape};
 use target::TargetSpec;
@@ -380,7 +382,9 @@ impl<'a> Checker<'a> {
         callee.root().map(|r| &callee.inst(r).shape)
     }
 
-    fn agree(&mut self, id: InstId, what: &str, a: &Shape, b: &Shape) {
+    /// Reports the first leaf where `a` and `b` are laid out differently;
+    /// `what` names the pair (formatted only when they differ).
+    fn agree(&mut self, id: InstId, what: fmt::Arguments<'_>, a: &Shape, b: &Shape) {
         if let Some((x, y)) = first_difference(a, b) {
             self.report(Some(id), format!("{what}: {x} differs from {y}"));
         }
@@ -398,17 +402,32 @@ impl<'a> Checker<'a> {
         if let Some(body) = self.callee(id, KnownAttr::Body) {
             let (param, root) = (Self::param_shape(body, 0), Self::root_shape(body));
             if let Some(p) = param {
-                self.agree(id, "loop init vs body parameter", init, p);
+                self.agree(id, format_args!("loop init vs body parameter"), init, p);
             }
             if let Some(r) = root {
-                self.agree(id, "body root vs body parameter", r, param.unwrap_or(r));
-                self.agree(id, "while result vs body root", &inst.shape, r);
+                self.agree(
+                    id,
+                    format_args!("body root vs body parameter"),
+                    r,
+                    param.unwrap_or(r),
+                );
+                self.agree(
+                    id,
+                    format_args!("while result vs body root"),
+                    &inst.shape,
+                    r,
+                );
             }
         }
         if let Some(cond) = self.callee(id, KnownAttr::Condition)
             && let Some(p) = Self::param_shape(cond, 0)
         {
-            self.agree(id, "loop init vs condition parameter", init, p);
+            self.agree(
+                id,
+                format_args!("loop init vs condition parameter"),
+                init,
+                p,
+            );
         }
     }
 
@@ -423,7 +442,7 @@ impl<'a> Checker<'a> {
             if let Some(p) = Self::param_shape(callee, i) {
                 self.agree(
                     id,
-                    &format!("operand {i} vs {} parameter {i}", callee.name),
+                    format_args!("operand {i} vs {} parameter {i}", callee.name),
                     &comp.inst(o).shape,
                     p,
                 );
@@ -432,7 +451,7 @@ impl<'a> Checker<'a> {
         if let Some(r) = Self::root_shape(callee) {
             self.agree(
                 id,
-                &format!("result vs {} root", callee.name),
+                format_args!("result vs {} root", callee.name),
                 &inst.shape,
                 r,
             );
@@ -451,7 +470,7 @@ impl<'a> Checker<'a> {
             {
                 self.agree(
                     id,
-                    &format!("operand {} vs branch {} parameter", j + 1, branch.name),
+                    format_args!("operand {} vs branch {} parameter", j + 1, branch.name),
                     &comp.inst(arg).shape,
                     p,
                 );
@@ -459,7 +478,7 @@ impl<'a> Checker<'a> {
             if let Some(r) = Self::root_shape(branch) {
                 self.agree(
                     id,
-                    &format!("result vs branch {} root", branch.name),
+                    format_args!("result vs branch {} root", branch.name),
                     &inst.shape,
                     r,
                 );
