@@ -23,6 +23,7 @@ mod loadtest;
 mod openapi;
 mod run_pass;
 mod session_bench;
+mod session_memory;
 mod tidy;
 
 #[derive(Parser)]
@@ -58,6 +59,8 @@ enum Command {
     Tidy(tidy::Args),
     /// A session against stateless runs through HTTP: first run, no change, one body edit.
     SessionBench(session_bench::Args),
+    /// What a session holds between runs, in live heap bytes against its text.
+    SessionMemory(session_memory::Args),
 }
 
 fn main() -> ExitCode {
@@ -76,6 +79,7 @@ fn main() -> ExitCode {
         Command::Fuzz(args) => fuzz::run(args),
         Command::Tidy(args) => tidy::run(args),
         Command::SessionBench(args) => session_bench::run(args),
+        Command::SessionMemory(args) => session_memory::run(args),
     };
     match result {
         Ok(code) => code,

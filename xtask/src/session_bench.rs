@@ -36,15 +36,15 @@ pub struct Args {
 
 /// A module to measure, and one body edit of it: the computation's name
 /// and its two texts, which the edits alternate between.
-struct Subject {
-    name: String,
-    text: String,
-    edited: String,
+pub(crate) struct Subject {
+    pub(crate) name: String,
+    pub(crate) text: String,
+    pub(crate) edited: String,
     before: String,
     after: String,
 }
 
-fn transformer() -> anyhow::Result<Subject> {
+pub(crate) fn transformer() -> anyhow::Result<Subject> {
     let name = "large_transformer_24_f32";
     let path = crate::root()
         .join("testdata/xla-cpu")
@@ -65,7 +65,7 @@ fn transformer() -> anyhow::Result<Subject> {
     subject(name, text, &region.name, before, after)
 }
 
-fn generated() -> anyhow::Result<Subject> {
+pub(crate) fn generated() -> anyhow::Result<Subject> {
     let text = test_support::scaling::Shape::ManyComputations.module(100_000);
     let outline = hlo::outline(&text, "generated").map_err(|e| anyhow::anyhow!("{e}"))?;
     let middle = &outline.computations[outline.computations.len() / 2];

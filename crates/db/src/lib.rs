@@ -152,7 +152,17 @@ pub fn name_index(db: &dyn Db, m: SourceModule) -> FxHashMap<String, CompId> {
 }
 
 /// Parses one computation.
-#[salsa::tracked(returns(ref))]
+///
+/// A parse is the largest thing a session holds of a computation, about
+/// fourteen times its text, so it is not kept between runs: the steps after
+/// it keep what later runs read of the input (signature stubs, names,
+/// calls, problems, parse errors) in small queries of their own, and a run
+/// that needs a computation's parse again, after an edit of it or of a
+/// signature it reads, parses it again. Salsa drops values beyond the LRU's
+/// capacity only between revisions, so a run never parses a computation
+/// twice. `tests/incremental.rs` checks that a re-run after an edit parses
+/// only the edited computation.
+#[salsa::tracked(returns(ref), lru = 1)]
 pub fn parsed(db: &dyn Db, c: SourceComputation) -> Parsed {
     let m = c.module(db);
     let index = name_index(db, m);
@@ -181,6 +191,14 @@ pub fn parsed(db: &dyn Db, c: SourceComputation) -> Parsed {
         result,
         fingerprint: h.finish(),
     }
+}
+
+/// A computation's parse error, if any: what the module's input check
+/// reads of each computation's parse, in a query of its own so that the
+/// check does not need the parses themselves (see [`parsed`]).
+#[salsa::tracked(returns(ref))]
+pub fn parse_error(db: &dyn Db, c: SourceComputation) -> Option<ParseError> {
+    parsed(db, c).result.as_ref().err().cloned()
 }
 
 /// The calls a computation makes, and the computations it names.
@@ -883,11 +901,31 @@ impl Database {
         self.written = 0;
     }
 
-    /// Drops the values of the intermediate steps (each computation with
-    /// its copies, and after relayout): a session then holds its module's
-    /// parse, assignments and output text, not three copies of every
-    /// computation. A later run that needs one again recomputes it.
-    pub fn release_intermediates(&mut self) {
+    /// Drops the values of the steps a session does not keep between runs:
+    /// each computation's parse ([`parsed`]) and each computation with its
+    /// copies and after relayout ([`pipeline::transformed`]). A session then
+    /// holds its module's text, assignments, small per-computation values
+    /// and output text, not copies of every computation. A later run that
+    /// needs one again recomputes it.
+    ///
+    /// salsa's LRU keeps the value read last of each query (its capacity is
+    /// at least one), and the computation read last is often the entry,
+    /// the largest. So the smallest computation's values are read last:
+    /// that is what stays. Its transformed value only after a run that
+    /// `succeeded`, when it is already computed: after a failed run it
+    /// could be an assignment of a module the input check refused.
+    pub fn release_intermediates(&mut self, succeeded: bool) {
+        if let Some(m) = self.module
+            && let Some(&small) = m
+                .computations(self)
+                .iter()
+                .min_by_key(|&&c| (c.text(self).len(), c.index(self)))
+        {
+            let _ = parsed(self, small);
+            if succeeded {
+                let _ = pipeline::transformed(self, small);
+            }
+        }
         salsa::Database::trigger_lru_eviction(self);
     }
 

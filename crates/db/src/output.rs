@@ -16,7 +16,7 @@ use layout_assignment::{ApplyError, Report as AssignmentReport};
 use relayout::{RelayoutError, Report as RelayoutReport};
 
 use crate::pipeline::{self, ModuleStats};
-use crate::{AssignError, Db, SourceModule, absolute, final_assignment, parsed};
+use crate::{AssignError, Db, SourceModule, absolute, final_assignment, parse_error};
 
 /// Why the input module is refused.
 #[derive(Clone, Debug)]
@@ -37,7 +37,7 @@ pub enum InputRefusal {
 pub fn input_verdict(db: &dyn Db, m: SourceModule) -> Result<(), InputRefusal> {
     let comps = m.computations(db);
     for &c in comps {
-        if let Err(e) = &parsed(db, c).result {
+        if let Some(e) = parse_error(db, c) {
             return Err(InputRefusal::Parse(Box::new(absolute(e, c, db, m))));
         }
     }

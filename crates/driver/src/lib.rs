@@ -446,7 +446,7 @@ fn finish(
     db.set_steps(steps)
         .map_err(|e| PipelineError::Assign(AssignFailure::Load(e)))?;
     let out = assemble(db, m, opts, db.written_since_run(), start, timings);
-    db.release_intermediates();
+    db.release_intermediates(out.is_ok());
     // A run that failed is redone in full next time (its joins may not
     // have been reached in the call graph's order).
     if out.is_ok() {
@@ -488,7 +488,7 @@ fn checked_input(
     });
     let t = Instant::now();
     // The checks run only on a module whose computations all parse.
-    if parallel && comps.iter().all(|&c| db::parsed(db, c).result.is_ok()) {
+    if parallel && comps.iter().all(|&c| db::parse_error(db, c).is_none()) {
         each_computation(db, &comps, |db, c| {
             let _ = pipeline::input_problems(db, c);
         });

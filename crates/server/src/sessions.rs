@@ -3,8 +3,8 @@
 //!
 //! A session is charged what its database holds, estimated from its module
 //! text: the text alone understates it by an order of magnitude once the
-//! pipeline has run (salsa keeps every computation's parse, assignments
-//! and signatures). The factors below were measured as the resident set of
+//! pipeline has run (salsa keeps every computation's assignments,
+//! signatures, rewrites and printed text). The factors below were measured as the resident set of
 //! `tessera serve` per session (`crates/cli/tests/serve_memory.rs` checks
 //! that the estimate stays within a factor of two of it).
 
@@ -39,15 +39,18 @@ const BASE_BYTES: usize = 64 << 10;
 /// computation's own copy, names and the inputs' tables.
 const LOADED_PER_TEXT_BYTE: usize = 4;
 /// Memory per byte of module text once the pipeline ran: what loading
-/// holds, plus every computation's parse, assignments and signatures, and
-/// the per-computation output steps' small values (signature stubs, names,
-/// problems, counts and printed text; the output computations themselves
-/// are dropped after each run). A session of the 1.2 MB transformer added
-/// 22.3 to 25.2 MiB to the resident set of `tessera serve` and is charged
-/// 23.3 MiB. The record of the last answer (`response=changes`: a name and
-/// a hash per computation, about 0.1 MB for its 1,343 computations, under
-/// half a percent of that) is not charged on its own.
-const RUN_PER_TEXT_BYTE: usize = 20;
+/// holds, plus every computation's assignments and signatures and the
+/// per-computation steps' small values (signature stubs, names, problems,
+/// counts, rewrites and printed text), the assembled output text, and
+/// salsa's record of what each of those read. Neither the parses nor the
+/// output computations are kept between runs (see
+/// `db::Database::release_intermediates`). A session of the 1.2 MB
+/// transformer added 12.6 MiB to the resident set of `tessera serve` (11.8
+/// MiB by deletion) and is charged 12.8 MiB; it added 22.3 to 27.6 MiB
+/// while the parses were kept. The record of the last answer
+/// (`response=changes`: a name and a hash per computation, about 0.1 MB for
+/// its 1,343 computations) is not charged on its own.
+const RUN_PER_TEXT_BYTE: usize = 11;
 
 /// The memory a session holds, estimated from its module text and whether
 /// the pipeline ran on it.

@@ -1,0 +1,120 @@
+//! What a session holds between runs, in live heap bytes (counted by
+//! `dhat`, not the resident set, which the allocator's retained pages
+//! blur), as a multiple of the module's text: after the first run, after a
+//! re-run on an edited text, and the largest parts of it.
+//! `cargo xtask session-memory` runs it on the transformer and a generated
+//! module; by hand:
+//! `cargo run --release -p driver --example session_memory -- NAME FILE EDITED_FILE`.
+
+use std::any::Any;
+use std::sync::Arc;
+
+use db::{Database, SourceComputation, pipeline};
+
+#[global_allocator]
+static ALLOC: dhat::Alloc = dhat::Alloc;
+
+fn live() -> f64 {
+    dhat::HeapStats::get().curr_bytes as f64
+}
+
+fn main() -> std::process::ExitCode {
+    let _profiler = dhat::Profiler::builder().testing().build();
+    match measure() {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+
+fn measure() -> Result<(), String> {
+    let args: Vec<String> = std::env::args().collect();
+    let [_, name, file, edited_file] = &args[..] else {
+        return Err("usage: session_memory NAME FILE EDITED_FILE".into());
+    };
+    let read = |p: &str| std::fs::read_to_string(p).map_err(|e| format!("{p}: {e}"));
+    let (text, edited) = (read(file)?, read(edited_file)?);
+    let target = target::load_builtin("cpu").map_err(|e| e.to_string())?;
+    let opts = driver::Options::new(Arc::new(target));
+    let size = text.len() as f64;
+    let times = |bytes: f64| format!("{:.2}x", bytes / size);
+
+    let before = live();
+    let module = hlo::parse_module(&text, file).map_err(|e| e.to_string())?;
+    let parse = live() - before;
+    drop(module);
+
+    let before = live();
+    let mut db = Database::default();
+    drop(driver::run_in(&mut db, &text, file, &opts).map_err(|e| e.to_string())?);
+    let first = live() - before;
+    drop(driver::run_in(&mut db, &edited, file, &opts).map_err(|e| e.to_string())?);
+    let after_edit = live() - before;
+    println!(
+        "| {name} | {:.2} MB | {} | {} | {} |",
+        size / 1e6,
+        times(parse),
+        times(first),
+        times(after_edit)
+    );
+    for (part, bytes) in parts(&db) {
+        eprintln!("  {part:>18}: {}", times(bytes));
+    }
+    Ok(())
+}
+
+/// The live bytes of copies of the largest values the session holds, per
+/// query over every computation (each measured alone, then dropped).
+fn parts(db: &Database) -> Vec<(&'static str, f64)> {
+    let Some(m) = db.module() else {
+        return Vec::new();
+    };
+    let comps = m.computations(db).clone();
+    type Part<'a> = (&'static str, &'a dyn Fn(SourceComputation) -> Box<dyn Any>);
+    let copies: [Part<'_>; 7] = [
+        ("input text", &|c| Box::new(c.text(db).clone())),
+        ("input names", &|c| {
+            Box::new(pipeline::input_names(db, c).clone())
+        }),
+        ("output names", &|c| {
+            Box::new(pipeline::output_names(db, c).clone())
+        }),
+        ("printed", &|c| Box::new(pipeline::printed(db, c).clone())),
+        ("rewrites", &|c| Box::new(pipeline::rewrites(db, c).clone())),
+        ("final assignment", &|c| {
+            Box::new(
+                db::final_assignment(db, c)
+                    .as_ref()
+                    .ok()
+                    .map(|a| layout_assignment::ComputationAssignment::clone(a)),
+            )
+        }),
+        ("input problems", &|c| {
+            Box::new(pipeline::input_problems(db, c).clone())
+        }),
+    ];
+    let mut out = Vec::new();
+    for (part, copy) in copies {
+        let before = live();
+        let held: Vec<Box<dyn Any>> = comps.iter().map(|&c| copy(c)).collect();
+        out.push((part, live() - before));
+        drop(held);
+    }
+    let before = live();
+    let merged = (
+        db::output::merged_rewrites(db, m).as_deref().cloned(),
+        db::output::merged_assignment(db, m).as_deref().cloned(),
+    );
+    out.push(("merged reports", live() - before));
+    drop(merged);
+    let before = live();
+    let assembled = db::output::assembled(db, m)
+        .as_ref()
+        .ok()
+        .map(|a| (a.text.as_str().to_owned(), a.computations.to_vec()));
+    out.push(("assembled output", live() - before));
+    drop(assembled);
+    out
+}
