@@ -9,6 +9,10 @@ pub struct Args {
     /// Print the results without writing docs/performance.md.
     #[arg(long)]
     no_write: bool,
+    /// Run only the benchmark recorded in this section (`bench-shapes`,
+    /// ...); the other sections are left as they are.
+    #[arg(long, value_name = "SECTION")]
+    only: Option<String>,
 }
 
 /// (section in docs/performance.md, package, bench target, what it shows)
@@ -56,7 +60,19 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let root = crate::root();
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let mut failed = false;
+    if let Some(only) = &args.only
+        && !BENCHES.iter().any(|&(section, ..)| section == only)
+    {
+        let known: Vec<&str> = BENCHES.iter().map(|&(section, ..)| section).collect();
+        anyhow::bail!(
+            "no benchmark section {only}; the sections are {}",
+            known.join(", ")
+        );
+    }
     for &(section, package, bench, what) in BENCHES {
+        if args.only.as_ref().is_some_and(|only| only != section) {
+            continue;
+        }
         eprintln!("== cargo bench -p {package} --bench {bench}");
         let out = Command::new(&cargo)
             .current_dir(&root)
