@@ -145,7 +145,7 @@ fn check_one(
 fn modules(root: &Path, corpus: Option<PathBuf>) -> anyhow::Result<Vec<(String, String)>> {
     let mut out = Vec::new();
     let mut seen = std::collections::HashSet::new();
-    for f in crate::hlo_files(&root.join("testdata")) {
+    for f in test_support::hlo_files_under(&root.join("testdata"))? {
         if crate::run_pass::expects_failure(&f) {
             continue;
         }
@@ -165,7 +165,7 @@ fn modules(root: &Path, corpus: Option<PathBuf>) -> anyhow::Result<Vec<(String, 
     }
     let corpus = corpus.unwrap_or_else(|| root.join("../shared/corpus/xla-cpu"));
     if corpus.is_dir() {
-        for f in crate::hlo_files(&corpus) {
+        for f in test_support::hlo_files_under(&corpus)? {
             let text = std::fs::read_to_string(&f)
                 .with_context(|| format!("cannot read {}", f.display()))?;
             if seen.contains(hlo::strip_leading_comment_lines(&text)) {

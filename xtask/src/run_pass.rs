@@ -58,7 +58,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         if p.is_dir() {
             // Files whose RUN lines expect failure are malformed on purpose.
             files.extend(
-                crate::hlo_files(p)
+                test_support::hlo_files_under(p)?
                     .into_iter()
                     .filter(|f| !expects_failure(f)),
             );

@@ -137,6 +137,18 @@ fn patch(client: &mut Client, name: &str, body: &str) -> anyhow::Result<Duration
     Ok(took)
 }
 
+/// Runs the pass on `module` without a session: the time and the answer.
+fn stateless_run(client: &mut Client, module: &str) -> anyhow::Result<(Duration, String)> {
+    let (took, r) = timed(
+        client,
+        "POST",
+        "/v1/layout-assignment",
+        "text/plain",
+        module.as_bytes(),
+    )?;
+    Ok((took, r.text()))
+}
+
 fn median(mut v: Vec<Duration>) -> Duration {
     v.sort();
     v[v.len() / 2]
@@ -152,24 +164,11 @@ fn measure(client: &mut Client, s: &Subject, runs: usize) -> anyhow::Result<bool
     let mut stateless = Vec::new();
     let mut want = String::new();
     for _ in 0..runs {
-        let (t, r) = timed(
-            client,
-            "POST",
-            "/v1/layout-assignment",
-            "text/plain",
-            s.text.as_bytes(),
-        )?;
+        let (t, text) = stateless_run(client, &s.text)?;
         stateless.push(t);
-        want = r.text();
+        want = text;
     }
-    let (_, r) = timed(
-        client,
-        "POST",
-        "/v1/layout-assignment",
-        "text/plain",
-        s.edited.as_bytes(),
-    )?;
-    let want_edited = r.text();
+    let (_, want_edited) = stateless_run(client, &s.edited)?;
     let mut identical = true;
     let mut first = Vec::new();
     for _ in 0..runs {

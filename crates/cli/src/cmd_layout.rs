@@ -187,26 +187,16 @@ fn explain(text: &str, json: bool) -> Result<String, String> {
     );
     for (i, l) in e.levels.iter().enumerate() {
         let _ = writeln!(o, "tile level {i}    T{}", l.tile);
+        // Each step's output is the next one's input.
+        let combined = dims(&l.combined_dims);
+        let padded = dims(&l.padded_dims);
         if l.combined_dims != l.input_dims {
-            let _ = writeln!(
-                o,
-                "  combine '*'   {} -> {}",
-                dims(&l.input_dims),
-                dims(&l.combined_dims)
-            );
+            let input = dims(&l.input_dims);
+            let _ = writeln!(o, "  combine '*'   {input} -> {combined}");
         }
-        let _ = writeln!(
-            o,
-            "  pad           {} -> {}",
-            dims(&l.combined_dims),
-            dims(&l.padded_dims)
-        );
-        let _ = writeln!(
-            o,
-            "  reshape       {} -> {} (a bitcast)",
-            dims(&l.padded_dims),
-            dims(&l.split_dims)
-        );
+        let _ = writeln!(o, "  pad           {combined} -> {padded}");
+        let split = dims(&l.split_dims);
+        let _ = writeln!(o, "  reshape       {padded} -> {split} (a bitcast)");
         let _ = writeln!(
             o,
             "  transpose     dimensions={{{}}} -> {}",

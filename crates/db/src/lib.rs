@@ -539,41 +539,36 @@ pub fn free_assignment(db: &dyn Db, c: SourceComputation) -> AssignmentResult {
     }
 }
 
+/// The signature part of an assignment's outcome.
+fn signature_of(a: &AssignmentResult) -> Result<Signature, AssignError> {
+    a.as_ref()
+        .map(|a| a.signature.clone())
+        .map_err(Clone::clone)
+}
+
 /// The final signature: what callers depend on.
 #[salsa::tracked(returns(ref))]
 pub fn final_signature(db: &dyn Db, c: SourceComputation) -> Result<Signature, AssignError> {
-    final_assignment(db, c)
-        .as_ref()
-        .map(|a| a.signature.clone())
-        .map_err(Clone::clone)
+    signature_of(final_assignment(db, c))
 }
 
 /// The free signature of a branch.
 #[salsa::tracked(returns(ref))]
 pub fn free_signature(db: &dyn Db, c: SourceComputation) -> Result<Signature, AssignError> {
-    free_assignment(db, c)
-        .as_ref()
-        .map(|a| a.signature.clone())
-        .map_err(Clone::clone)
+    signature_of(free_assignment(db, c))
 }
 
 /// The signature a computation chooses without its only caller: what that
 /// caller reads first.
 #[salsa::tracked(returns(ref))]
 pub fn alone_signature(db: &dyn Db, c: SourceComputation) -> Result<Signature, AssignError> {
-    alone_assignment(db, c)
-        .as_ref()
-        .map(|a| a.signature.clone())
-        .map_err(Clone::clone)
+    signature_of(alone_assignment(db, c))
 }
 
 /// The signature of a bounded assignment.
 #[salsa::tracked(returns(ref))]
 pub fn bounded_signature(db: &dyn Db, key: BoundaryKey) -> Result<Signature, AssignError> {
-    bounded_assignment(db, key)
-        .as_ref()
-        .map(|a| a.signature.clone())
-        .map_err(Clone::clone)
+    signature_of(bounded_assignment(db, key))
 }
 
 /// What a computation's alone assignment moves, with the callees whose

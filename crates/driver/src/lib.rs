@@ -15,6 +15,7 @@ use std::time::{Duration, Instant};
 
 use db::Database;
 use hlo::{Module, Parallelism, ParseError, Split};
+use strum::{EnumString, IntoStaticStr, VariantArray};
 use target::TargetSpec;
 
 pub use db::output::Part;
@@ -22,8 +23,10 @@ pub use layout_assignment::Report as AssignmentReport;
 pub use layout_assignment::{SolverKind, SolverOptions};
 pub use relayout::{Report as RelayoutReport, RewriteKind as RelayoutKind};
 
-/// Which passes run.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+/// Which passes run. A pass's name on command lines and in reports is the
+/// variant's name in kebab case.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, VariantArray, IntoStaticStr, EnumString)]
+#[strum(serialize_all = "kebab-case")]
 pub enum PassName {
     /// Layout assignment (with copy insertion).
     LayoutAssignment,
@@ -34,24 +37,17 @@ pub enum PassName {
 impl PassName {
     /// The pass's name on command lines and in reports.
     pub fn name(self) -> &'static str {
-        match self {
-            PassName::LayoutAssignment => "layout-assignment",
-            PassName::Relayout => "relayout",
-        }
+        self.into()
     }
 
     /// Parses a pass name.
     pub fn from_name(name: &str) -> Option<PassName> {
-        match name {
-            "layout-assignment" => Some(PassName::LayoutAssignment),
-            "relayout" => Some(PassName::Relayout),
-            _ => None,
-        }
+        name.parse().ok()
     }
 
     /// Every pass, in pipeline order.
     pub fn all() -> &'static [PassName] {
-        &[PassName::LayoutAssignment, PassName::Relayout]
+        Self::VARIANTS
     }
 }
 
@@ -831,6 +827,17 @@ pub fn picture(
 #[cfg(test)]
 mod relayout_tests {
     use super::*;
+
+    #[test]
+    fn pass_names_round_trip_in_pipeline_order() {
+        let names: Vec<&str> = PassName::all().iter().map(|p| p.name()).collect();
+        assert_eq!(names, ["layout-assignment", "relayout"]);
+        for &p in PassName::all() {
+            assert_eq!(PassName::from_name(p.name()), Some(p));
+        }
+        assert_eq!(PassName::from_name("Relayout"), None);
+        assert_eq!(PassName::from_name("layout_assignment"), None);
+    }
 
     const TEXT: &str = r#"HloModule pipe, entry_computation_layout={(f32[2,3,4]{2,1,0}, f32[4,6]{0,1})->(f32[6,4]{1,0}, f32[4,6]{1,0})}
 

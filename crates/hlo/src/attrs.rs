@@ -4,6 +4,7 @@
 use smallvec::SmallVec;
 
 use shape::Shape;
+pub use shape::{PadDim, SliceDim};
 
 use crate::CompId;
 
@@ -165,29 +166,6 @@ impl AttrKey {
     pub fn from_name(name: &str) -> AttrKey {
         KnownAttr::from_name(name).map_or_else(|| AttrKey::Other(name.into()), AttrKey::Known)
     }
-}
-
-/// One slice dimension `[start:limit:stride]`; a stride of 1 prints
-/// without it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct SliceDim {
-    /// First index taken.
-    pub start: i64,
-    /// One past the last index taken.
-    pub limit: i64,
-    /// Step between taken indices.
-    pub stride: i64,
-}
-
-/// One pad dimension `low_high[_interior]`; interior 0 prints without it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct PadDim {
-    /// Padding before the first element (may be negative).
-    pub low: i64,
-    /// Padding after the last element (may be negative).
-    pub high: i64,
-    /// Padding between elements.
-    pub interior: i64,
 }
 
 /// One entry of `output_to_operand_aliasing={{0}: (1, {})}`.

@@ -144,6 +144,19 @@ impl<'a> Cursor<'a> {
         }
     }
 
+    /// Moves past a `,` and the trivia around it. Without a comma after the
+    /// trivia, leaves the cursor where it was and returns false.
+    pub(crate) fn eat_comma(&mut self) -> Result<bool, RawError> {
+        let save = self.pos;
+        self.skip_trivia()?;
+        if !self.eat(b',') {
+            self.pos = save;
+            return Ok(false);
+        }
+        self.skip_trivia()?;
+        Ok(true)
+    }
+
     /// Skips trivia, then consumes `byte` or fails with `expected {what}`.
     pub(crate) fn expect(&mut self, byte: u8, what: &str) -> Result<(), RawError> {
         self.skip_trivia()?;
@@ -453,41 +466,29 @@ impl<'a> Cursor<'a> {
     /// From a `{` at the cursor, moves just past its matching `}`, skipping
     /// strings and comments. Returns false at the end of the input.
     pub(crate) fn skip_braced(&mut self) -> Result<bool, RawError> {
-        let mut depth = 0usize;
-        while let Some(b) = self.peek() {
-            match b {
-                b'{' => {
-                    depth += 1;
-                    self.pos += 1;
-                }
-                b'}' => {
-                    self.pos += 1;
-                    depth = depth.saturating_sub(1);
-                    if depth == 0 {
-                        return Ok(true);
-                    }
-                }
-                b'"' | b'\'' => {
-                    self.string()?;
-                }
-                b'/' if matches!(self.peek_at(1), Some(b'*' | b'/')) => self.skip_trivia()?,
-                _ => self.pos = next_interesting(self.bytes, self.pos + 1),
-            }
-        }
-        Ok(false)
+        self.skip_balanced(b'{', b'}')
     }
 
     /// From a `(` at the cursor, moves just past its matching `)`, skipping
-    /// strings and comments. Returns false at the end of the input.
+    /// strings and comments. Returns false at the end of the input, or at a
+    /// body's `{` before the parenthesis closed.
     pub(crate) fn skip_parens(&mut self) -> Result<bool, RawError> {
+        self.skip_balanced(b'(', b')')
+    }
+
+    /// The walk behind `skip_braced` and `skip_parens`: from `open` at the
+    /// cursor to just past its matching `close`.
+    #[inline]
+    fn skip_balanced(&mut self, open: u8, close: u8) -> Result<bool, RawError> {
+        let braces = open == b'{';
         let mut depth = 0usize;
         while let Some(b) = self.peek() {
             match b {
-                b'(' => {
+                _ if b == open => {
                     depth += 1;
                     self.pos += 1;
                 }
-                b')' => {
+                _ if b == close => {
                     self.pos += 1;
                     depth = depth.saturating_sub(1);
                     if depth == 0 {
@@ -499,7 +500,10 @@ impl<'a> Cursor<'a> {
                 }
                 b'/' if matches!(self.peek_at(1), Some(b'*' | b'/')) => self.skip_trivia()?,
                 // A body opening means the parenthesis was never closed.
-                b'{' if depth == 1 && !self.brace_is_layout() => return Ok(false),
+                b'{' if !braces && depth == 1 && !self.brace_is_layout() => return Ok(false),
+                // Inside braces only the bytes `next_interesting` looks for
+                // matter, so it may jump over the rest.
+                _ if braces => self.pos = next_interesting(self.bytes, self.pos + 1),
                 _ => self.pos += 1,
             }
         }

@@ -88,6 +88,21 @@ pub struct ModuleOutline {
     pub entry: usize,
 }
 
+impl ModuleOutline {
+    /// Each computation's byte range in the module text, in text order.
+    pub(crate) fn spans(&self) -> Vec<std::ops::Range<usize>> {
+        self.computations
+            .iter()
+            .map(|c| c.span.start..c.span.end)
+            .collect()
+    }
+
+    /// The computation names, in text order.
+    pub(crate) fn names(&self) -> impl ExactSizeIterator<Item = &str> {
+        self.computations.iter().map(|c| c.name.as_str())
+    }
+}
+
 /// Scans `text` for the module header, the debug tables and the extent of
 /// each computation. Instructions are not parsed.
 pub fn outline(text: &str, file_name: &str) -> Result<ModuleOutline, ParseError> {
@@ -247,13 +262,8 @@ fn skip_computation(c: &mut Cursor<'_>, name: &str) -> Result<(), RawError> {
             "expected '}}' to close computation %{name}, whose body opens at line {line}, column {col}"
         )));
     }
-    let save = c.pos;
-    c.skip_trivia()?;
-    if c.eat(b',') {
-        c.skip_trivia()?;
+    if c.eat_comma()? {
         c.execution_thread(format_args!(" following computation %{name}"))?;
-    } else {
-        c.pos = save;
     }
     Ok(())
 }
@@ -261,13 +271,9 @@ fn skip_computation(c: &mut Cursor<'_>, name: &str) -> Result<(), RawError> {
 fn header_attributes(c: &mut Cursor<'_>, out: &mut ModuleOutline) -> Result<(), RawError> {
     let mut seen: SmallVec<[&str; 8]> = SmallVec::new();
     loop {
-        let save = c.pos;
-        c.skip_trivia()?;
-        if !c.eat(b',') {
-            c.pos = save;
+        if !c.eat_comma()? {
             return Ok(());
         }
-        c.skip_trivia()?;
         let at = c.pos;
         let Some(attr) = c.ident() else {
             return Err(c.error(format!(

@@ -574,13 +574,7 @@ pub fn write_attr_value(out: &mut String, view: &dyn ModuleView, value: &AttrVal
                     out.push_str(", ");
                 }
                 out.push('[');
-                push_int(out, d.start);
-                out.push(':');
-                push_int(out, d.limit);
-                if strides {
-                    out.push(':');
-                    push_int(out, d.stride);
-                }
+                push_int_fields(out, ':', [d.start, d.limit], strides.then_some(d.stride));
                 out.push(']');
             }
             out.push('}');
@@ -593,13 +587,7 @@ pub fn write_attr_value(out: &mut String, view: &dyn ModuleView, value: &AttrVal
                 if i > 0 {
                     out.push('x');
                 }
-                push_int(out, d.low);
-                out.push('_');
-                push_int(out, d.high);
-                if interior {
-                    out.push('_');
-                    push_int(out, d.interior);
-                }
+                push_int_fields(out, '_', [d.low, d.high], interior.then_some(d.interior));
             }
         }
         AttrValue::Shapes(shapes) => {
@@ -733,6 +721,18 @@ fn only_minor_to_major(l: &Layout) -> bool {
                 && r.dynamic_shape_metadata_prefix_bytes <= 0
         }
         && l.padded_dimensions.is_none()
+}
+
+/// Writes `a{sep}b`, then `{sep}c` when there is a third field: a slice
+/// dimension's `start:limit:stride`, a padding's `low_high_interior`.
+fn push_int_fields(out: &mut String, sep: char, [a, b]: [i64; 2], c: Option<i64>) {
+    push_int(out, a);
+    out.push(sep);
+    push_int(out, b);
+    if let Some(c) = c {
+        out.push(sep);
+        push_int(out, c);
+    }
 }
 
 /// Appends a decimal integer without going through `fmt`.

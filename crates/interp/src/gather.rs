@@ -75,6 +75,31 @@ impl<'a> Indices<'a> {
         Ok(())
     }
 
+    /// The start, in operand dimensions, of the slice or window at batch
+    /// position `g`: index vector entry `k` goes to operand dimension
+    /// `to_operand[k]`, the batch index at `batch_pos[j]` to operand
+    /// batching dimension `operand_batch[j]`, and every other dimension
+    /// starts at 0. `vector` is scratch space for the index vector.
+    fn start(
+        &self,
+        g: &[i64],
+        to_operand: &[usize],
+        operand_batch: &[usize],
+        batch_pos: &[usize],
+        vector: &mut Vec<i64>,
+        start: &mut [i64],
+    ) -> Result<(), EvalError> {
+        self.vector(g, vector)?;
+        start.fill(0);
+        for (&d, &v) in to_operand.iter().zip(vector.iter()) {
+            start[d] = v;
+        }
+        for (&d, &p) in operand_batch.iter().zip(batch_pos) {
+            start[d] = g[p];
+        }
+        Ok(())
+    }
+
     /// The batch position (in `batch` order) of start-index dimension `d`.
     fn batch_position(&self, d: usize) -> Option<usize> {
         self.batch.iter().position(|&b| b == d)
@@ -146,14 +171,14 @@ impl Interp<'_> {
         try_for_each_index(&shape.dims, |o| {
             g.clear();
             g.extend(out_batch.iter().map(|&d| o[d]));
-            ind.vector(&g, &mut s)?;
-            start.iter_mut().for_each(|x| *x = 0);
-            for (k, &d) in start_map.iter().enumerate() {
-                start[d] = s[k];
-            }
-            for (&d, &p) in op_batch.iter().zip(&idx_batch_pos) {
-                start[d] = g[p];
-            }
+            ind.start(
+                &g,
+                &start_map,
+                &op_batch,
+                &idx_batch_pos,
+                &mut s,
+                &mut start,
+            )?;
             let mut off = 0i64;
             for d in 0..in_rank {
                 off += start[d].clamp(0, od[d] - sizes[d]) * strides[d];
@@ -255,14 +280,14 @@ impl Interp<'_> {
         try_for_each_index(&ud, |u| {
             g.clear();
             g.extend(scatter_dims.iter().map(|&d| u[d]));
-            ind.vector(&g, &mut s)?;
-            start.iter_mut().for_each(|x| *x = 0);
-            for (j, &d) in to_operand.iter().enumerate() {
-                start[d] = s[j];
-            }
-            for (&d, &p) in in_batch.iter().zip(&idx_batch_pos) {
-                start[d] = g[p];
-            }
+            ind.start(
+                &g,
+                &to_operand,
+                &in_batch,
+                &idx_batch_pos,
+                &mut s,
+                &mut start,
+            )?;
             if (0..in_rank).any(|d| start[d] < 0 || start[d] > od[d] - extent[d]) {
                 return Ok(());
             }

@@ -6,7 +6,7 @@
 use std::borrow::Cow;
 
 use hlo::{CompId, Instruction, KnownAttr};
-use shape::{ArrayShape, PrimitiveType, Shape};
+use shape::{ArrayShape, Dims, PrimitiveType, Shape};
 
 use crate::element::{self, Binary, Class, FloatFormat};
 use crate::error::EvalError;
@@ -31,6 +31,17 @@ pub(crate) fn result_shapes(inst: &Instruction, n: usize) -> Result<Vec<&ArraySh
             "expected {n} array results, the shape is {other}"
         ))),
     }
+}
+
+/// The operands of a variadic reduction are its inputs, then as many init
+/// values: returns the number of inputs and the first input's dimensions.
+fn inputs_and_dims(ops: &[&Value], op: &str) -> Result<(usize, Dims), EvalError> {
+    if ops.is_empty() || !ops.len().is_multiple_of(2) {
+        return Err(EvalError::msg(format!(
+            "{op} needs inputs and as many init values"
+        )));
+    }
+    Ok((ops.len() / 2, array(ops, 0)?.shape().dims.clone()))
 }
 
 /// Packs results: one array, or a tuple.
@@ -317,14 +328,7 @@ impl Interp<'_> {
         inst: &Instruction,
         ops: &[&Value],
     ) -> Result<Value, EvalError> {
-        if ops.is_empty() || !ops.len().is_multiple_of(2) {
-            return Err(EvalError::msg(
-                "reduce needs inputs and as many init values",
-            ));
-        }
-        let k = ops.len() / 2;
-        let first = array(ops, 0)?;
-        let in_dims = first.shape().dims.clone();
+        let (k, in_dims) = inputs_and_dims(ops, "reduce")?;
         let rank = in_dims.len();
         let reduced = dim_list(inst, KnownAttr::Dimensions, rank)?;
         let mut is_reduced = vec![false; rank];
@@ -373,13 +377,7 @@ impl Interp<'_> {
         inst: &Instruction,
         ops: &[&Value],
     ) -> Result<Value, EvalError> {
-        if ops.is_empty() || !ops.len().is_multiple_of(2) {
-            return Err(EvalError::msg(
-                "reduce-window needs inputs and as many init values",
-            ));
-        }
-        let k = ops.len() / 2;
-        let in_dims = array(ops, 0)?.shape().dims.clone();
+        let (k, in_dims) = inputs_and_dims(ops, "reduce-window")?;
         let rank = in_dims.len();
         let window = parse_window(inst.attrs.string(KnownAttr::Window), rank)?;
         let out_dims: Vec<i64> = window

@@ -68,37 +68,6 @@ impl Client {
         headers: &[(&str, &str)],
         body: &[u8],
     ) -> io::Result<ClientResponse> {
-        let reused = self.conn.is_some();
-        match self.try_request(method, path, headers, body) {
-            Ok(r) => Ok(r),
-            Err(e)
-                if reused
-                    && matches!(
-                        e.kind(),
-                        io::ErrorKind::UnexpectedEof
-                            | io::ErrorKind::ConnectionReset
-                            | io::ErrorKind::ConnectionAborted
-                            | io::ErrorKind::BrokenPipe
-                    ) =>
-            {
-                self.conn = None;
-                self.try_request(method, path, headers, body)
-            }
-            Err(e) => Err(e),
-        }
-    }
-
-    fn try_request(
-        &mut self,
-        method: &str,
-        path: &str,
-        headers: &[(&str, &str)],
-        body: &[u8],
-    ) -> io::Result<ClientResponse> {
-        let mut conn = match self.conn.take() {
-            Some(c) => c,
-            None => self.connect()?,
-        };
         let mut head = format!(
             "{method} {path} HTTP/1.1\r\nHost: {}\r\nContent-Length: {}\r\n",
             self.addr,
@@ -111,6 +80,33 @@ impl Client {
             head.push_str("\r\n");
         }
         head.push_str("\r\n");
+        let reused = self.conn.is_some();
+        match self.send(&head, body) {
+            Ok(r) => Ok(r),
+            Err(e)
+                if reused
+                    && matches!(
+                        e.kind(),
+                        io::ErrorKind::UnexpectedEof
+                            | io::ErrorKind::ConnectionReset
+                            | io::ErrorKind::ConnectionAborted
+                            | io::ErrorKind::BrokenPipe
+                    ) =>
+            {
+                self.conn = None;
+                self.send(&head, body)
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Writes one request (its head, then its body) and reads the answer,
+    /// keeping the connection unless the server says it closes it.
+    fn send(&mut self, head: &str, body: &[u8]) -> io::Result<ClientResponse> {
+        let mut conn = match self.conn.take() {
+            Some(c) => c,
+            None => self.connect()?,
+        };
         {
             let s = conn.get_mut();
             s.write_all(head.as_bytes())?;

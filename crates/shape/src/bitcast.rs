@@ -169,6 +169,23 @@ pub struct BitcastVerdict {
     pub decided_by: Method,
 }
 
+impl BitcastKind {
+    /// The verdict on this relation: every decision returns through it.
+    fn verdict(
+        self,
+        bitcast: bool,
+        reason: Reason,
+        decided_by: Method,
+    ) -> Result<BitcastVerdict, AlgebraError> {
+        Ok(BitcastVerdict {
+            bitcast,
+            kind: self,
+            reason,
+            decided_by,
+        })
+    }
+}
+
 /// How a verdict was reached.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Method {
@@ -1188,19 +1205,11 @@ pub fn physical_view_is_bitcast(
     to: &ArrayShape,
 ) -> Result<BitcastVerdict, AlgebraError> {
     let kind = BitcastKind::PhysicalView;
-    let verdict = |bitcast, reason, decided_by| {
-        Ok(BitcastVerdict {
-            bitcast,
-            kind,
-            reason,
-            decided_by,
-        })
-    };
     checked_layout(from)?;
     checked_layout(to)?;
     let (bf, bt) = (from.element_storage_bits(), to.element_storage_bits());
     if bf != bt {
-        return verdict(
+        return kind.verdict(
             false,
             Reason::ElementBits { from: bf, to: bt },
             Method::Sizes,
@@ -1223,14 +1232,14 @@ pub fn physical_view_is_bitcast(
                         bytes,
                     },
                 };
-                return verdict(true, reason, how);
+                return kind.verdict(true, reason, how);
             }
             Err(reason) => (reason, Method::Sizes),
         };
         first.get_or_insert((reason, method));
     }
     let (reason, method) = first.unwrap_or((Reason::NoPlainSide, Method::Canonical));
-    verdict(false, reason, method)
+    kind.verdict(false, reason, method)
 }
 
 /// How `s` was shown to be plain (its buffer is its elements in row-major
@@ -1432,15 +1441,15 @@ fn transposed_shape(
 
 /// [`decide`] for shapes with a first tile longer than the rank (a tiled
 /// scalar), which tiles the array seen with unit major dimensions: decided
-/// on those views, which hold every element at the same place.
+/// on those views, which hold every element at the same place. `nf` and
+/// `nt` are the unit dimensions each view adds (one at least is not 0).
 fn decide_unit_major(
-    from: &ArrayShape,
-    to: &ArrayShape,
+    (from, nf): (&ArrayShape, usize),
+    (to, nt): (&ArrayShape, usize),
     kind: BitcastKind,
     perm: &[usize],
     periods_only: bool,
 ) -> Result<BitcastVerdict, AlgebraError> {
-    let (nf, nt) = (from.unit_major_dims(), to.unit_major_dims());
     let (from, to) = match kind {
         BitcastKind::Transpose => {
             let n = nf.max(nt);
@@ -1503,7 +1512,7 @@ fn decide(
     // every element at the same place.
     let (nf, nt) = (from.unit_major_dims(), to.unit_major_dims());
     if nf > 0 || nt > 0 {
-        return decide_unit_major(from, to, kind, perm, periods_only);
+        return decide_unit_major((from, nf), (to, nt), kind, perm, periods_only);
     }
     let lf = checked_layout(from)?;
     let lt = checked_layout(to)?;
@@ -1518,14 +1527,6 @@ fn decide(
         }
         _ => {}
     }
-    let verdict = |bitcast, reason, decided_by| {
-        Ok(BitcastVerdict {
-            bitcast,
-            kind,
-            reason,
-            decided_by,
-        })
-    };
     let sf = Side::new(from, &lf);
     let mut st = Side::new(to, &lt);
     if kind == BitcastKind::Transpose {
@@ -1538,14 +1539,14 @@ fn decide(
     };
     let (nf, nt) = (count(from)?, count(to)?);
     if nf != nt {
-        return verdict(
+        return kind.verdict(
             false,
             Reason::ElementCounts { from: nf, to: nt },
             Method::Sizes,
         );
     }
     if sf.bits != st.bits {
-        return verdict(
+        return kind.verdict(
             false,
             Reason::ElementBits {
                 from: sf.bits,
@@ -1559,14 +1560,14 @@ fn decide(
         st.bytes(st.storage_slots()?)?,
     );
     if bf != bt {
-        return verdict(
+        return kind.verdict(
             false,
             Reason::BufferSizes { from: bf, to: bt },
             Method::Sizes,
         );
     }
     if nf == 0 {
-        return verdict(true, Reason::NoElements { bytes: bf }, Method::Sizes);
+        return kind.verdict(true, Reason::NoElements { bytes: bf }, Method::Sizes);
     }
     let types =
         (from.element_type != to.element_type).then_some((from.element_type, to.element_type));
@@ -1596,7 +1597,7 @@ fn decide(
         && sf.tiles == st.tiles
         && sf.tail == st.tail
     {
-        return verdict(true, same, Method::Canonical);
+        return kind.verdict(true, same, Method::Canonical);
     }
     let mut atoms = Atoms::common(sf.dims, st.dims);
     let (mut ca, mut cb) = (Canon::default(), Canon::default());
@@ -1610,10 +1611,10 @@ fn decide(
         ) {
             (Ok(()), Ok(())) => {
                 if let Some((l, fa, fb)) = canonical_witness(&atoms, &ca, &cb) {
-                    return verdict(false, moved(l, fa, fb), Method::Canonical);
+                    return kind.verdict(false, moved(l, fa, fb), Method::Canonical);
                 }
                 if (0..atoms.count()).all(|a| ca.atom(a) == cb.atom(a)) {
-                    return verdict(true, same, Method::Canonical);
+                    return kind.verdict(true, same, Method::Canonical);
                 }
                 break;
             }
@@ -1636,8 +1637,8 @@ fn decide(
     let se = Side::new(&from_eff, &from_layout);
     let te = Side::new(&to_eff, &to_layout);
     match fallback(&from_eff, &to_eff, &se, &te, &atoms)? {
-        None => verdict(true, same, Method::Periods),
-        Some((l, a, b)) => verdict(false, moved(l, a, b), Method::Periods),
+        None => kind.verdict(true, same, Method::Periods),
+        Some((l, a, b)) => kind.verdict(false, moved(l, a, b), Method::Periods),
     }
 }
 /// A bitcast reinterprets bytes and does not record which logical op it

@@ -27,7 +27,7 @@ pub use physical::{
     AlgebraError, Expansion, Slot, StorageSize, TileLevel, linear_index, multi_index,
     storage_bytes, storage_bytes_in, storage_size,
 };
-pub use plan::{Plan, Step, StepOp, relayout_plan, relayout_plan_at};
+pub use plan::{PadDim, Plan, SliceDim, Step, StepOp, relayout_plan, relayout_plan_at};
 pub use shape::{ArrayShape, Dims, MAX_RANK, Shape};
 pub use text::{TextError, parse_layout, parse_shape, parse_shape_at};
 

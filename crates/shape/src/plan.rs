@@ -18,7 +18,7 @@ use smallvec::SmallVec;
 
 use crate::facts::inverse_permutation;
 use crate::physical::{AlgebraError, Expansion, checked_layout};
-use crate::text::write_list;
+use crate::text::{write_list, write_separated};
 use crate::{
     ArrayShape, DimVec, Dims, Layout, is_bitcast, layout_change_is_bitcast,
     physical_view_is_bitcast,
@@ -27,15 +27,8 @@ use crate::{
 /// The operation of one step.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum StepOp {
-    /// Pad with zeros: `low`, `high` and `interior` padding per dimension.
-    Pad {
-        /// Padding before each dimension.
-        low: Dims,
-        /// Padding after each dimension.
-        high: Dims,
-        /// Padding between elements of each dimension.
-        interior: Dims,
-    },
+    /// Pad with zeros, per dimension.
+    Pad(Vec<PadDim>),
     /// Reinterpret the buffer (no data moves).
     Bitcast,
     /// HLO transpose: output dimension `k` is operand dimension `dims[k]`.
@@ -48,14 +41,53 @@ pub enum StepOp {
     /// [`relayout_plan_at`]).
     Copy,
     /// Keep `[start, limit)` with `stride` of every dimension.
-    Slice {
-        /// First index kept.
-        start: Dims,
-        /// One past the last index kept.
-        limit: Dims,
-        /// Step between kept indices.
-        stride: Dims,
-    },
+    Slice(Vec<SliceDim>),
+}
+
+/// One slice dimension `[start:limit:stride]`, as a step and as HLO's
+/// `slice` attribute keep it. Displayed alone, a stride of 1 prints
+/// without it (HLO's printer prints every stride once one is not 1).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct SliceDim {
+    /// First index taken.
+    pub start: i64,
+    /// One past the last index taken.
+    pub limit: i64,
+    /// Step between taken indices.
+    pub stride: i64,
+}
+
+/// One pad dimension `low_high[_interior]`, as a step and as HLO's
+/// `padding` attribute keep it. Displayed alone, interior 0 prints
+/// without it (HLO's printer prints every interior once one is not 0).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct PadDim {
+    /// Padding before the first element (may be negative).
+    pub low: i64,
+    /// Padding after the last element (may be negative).
+    pub high: i64,
+    /// Padding between elements.
+    pub interior: i64,
+}
+
+impl fmt::Display for SliceDim {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "[{}:{}", self.start, self.limit)?;
+        if self.stride != 1 {
+            write!(f, ":{}", self.stride)?;
+        }
+        f.write_str("]")
+    }
+}
+
+impl fmt::Display for PadDim {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}_{}", self.low, self.high)?;
+        if self.interior != 0 {
+            write!(f, "_{}", self.interior)?;
+        }
+        Ok(())
+    }
 }
 
 /// One step: an operation and its result shape (with a full layout).
@@ -104,39 +136,23 @@ impl fmt::Display for Plan {
     /// Prints the plan as HLO instructions, operand `%x`.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         writeln!(f, "%x = {} parameter(0)", self.from)?;
-        if self
-            .steps
-            .iter()
-            .any(|s| matches!(s.op, StepOp::Pad { .. }))
-        {
+        if self.steps.iter().any(|s| matches!(s.op, StepOp::Pad(_))) {
             writeln!(f, "%zero = {}[] constant(0)", self.from.element_type)?;
         }
         let mut prev = "%x".to_string();
         for (i, s) in self.steps.iter().enumerate() {
             let name = match &s.op {
-                StepOp::Pad { .. } => format!("%pad.{i}"),
+                StepOp::Pad(_) => format!("%pad.{i}"),
                 StepOp::Bitcast => format!("%bitcast.{i}"),
                 StepOp::Transpose { .. } => format!("%transpose.{i}"),
-                StepOp::Slice { .. } => format!("%slice.{i}"),
+                StepOp::Slice(_) => format!("%slice.{i}"),
                 StepOp::Copy => format!("%copy.{i}"),
             };
             write!(f, "{name} = {} ", s.shape)?;
             match &s.op {
-                StepOp::Pad {
-                    low,
-                    high,
-                    interior,
-                } => {
+                StepOp::Pad(dims) => {
                     write!(f, "pad({prev}, %zero), padding=")?;
-                    for k in 0..low.len() {
-                        if k > 0 {
-                            f.write_str("x")?;
-                        }
-                        write!(f, "{}_{}", low[k], high[k])?;
-                        if interior[k] != 0 {
-                            write!(f, "_{}", interior[k])?;
-                        }
-                    }
+                    write_separated(f, dims, "x")?;
                 }
                 StepOp::Bitcast => write!(f, "bitcast({prev})")?,
                 StepOp::Copy => write!(f, "copy({prev})")?,
@@ -145,22 +161,9 @@ impl fmt::Display for Plan {
                     write_list(f, dims)?;
                     f.write_str("}")?;
                 }
-                StepOp::Slice {
-                    start,
-                    limit,
-                    stride,
-                } => {
+                StepOp::Slice(dims) => {
                     write!(f, "slice({prev}), slice={{")?;
-                    for k in 0..start.len() {
-                        if k > 0 {
-                            f.write_str(", ")?;
-                        }
-                        write!(f, "[{}:{}", start[k], limit[k])?;
-                        if stride[k] != 1 {
-                            write!(f, ":{}", stride[k])?;
-                        }
-                        f.write_str("]")?;
-                    }
+                    write_separated(f, dims, ", ")?;
                     f.write_str("}")?;
                 }
             }
@@ -486,16 +489,25 @@ fn shaped_steps(
         let op = match op {
             Op::View(_) => StepOp::Bitcast,
             Op::Transpose(p) => StepOp::Transpose { dims: p.clone() },
-            Op::Slice(lim) => StepOp::Slice {
-                start: SmallVec::from_elem(0, lim.len()),
-                limit: lim.clone(),
-                stride: SmallVec::from_elem(1, lim.len()),
-            },
-            Op::Pad(_) => StepOp::Pad {
-                low: SmallVec::from_elem(0, dims.len()),
-                high: dims.iter().zip(&prev).map(|(&a, &b)| a - b).collect(),
-                interior: SmallVec::from_elem(0, dims.len()),
-            },
+            Op::Slice(lim) => StepOp::Slice(
+                lim.iter()
+                    .map(|&limit| SliceDim {
+                        start: 0,
+                        limit,
+                        stride: 1,
+                    })
+                    .collect(),
+            ),
+            Op::Pad(_) => StepOp::Pad(
+                dims.iter()
+                    .zip(&prev)
+                    .map(|(&a, &b)| PadDim {
+                        low: 0,
+                        high: a - b,
+                        interior: 0,
+                    })
+                    .collect(),
+            ),
         };
         steps.push(Step { op, shape });
     }

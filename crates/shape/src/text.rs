@@ -668,9 +668,18 @@ pub fn write_list(
     f: &mut impl fmt::Write,
     items: impl IntoIterator<Item = impl fmt::Display>,
 ) -> fmt::Result {
+    write_separated(f, items, ",")
+}
+
+/// Writes `items` with `sep` between them.
+pub fn write_separated(
+    f: &mut impl fmt::Write,
+    items: impl IntoIterator<Item = impl fmt::Display>,
+    sep: &str,
+) -> fmt::Result {
     for (i, v) in items.into_iter().enumerate() {
         if i > 0 {
-            f.write_char(',')?;
+            f.write_str(sep)?;
         }
         write!(f, "{v}")?;
     }

@@ -81,32 +81,25 @@ fn execute(plan: &Plan) -> Result<Vec<Option<u64>>, String> {
                 }
                 materialize(out, &read(&cur, &buf))
             }
-            StepOp::Slice {
-                start,
-                limit,
-                stride,
-            } => {
-                if start.iter().any(|&s| s != 0) || stride.iter().any(|&s| s != 1) {
+            StepOp::Slice(dims) => {
+                if dims.iter().any(|d| d.start != 0 || d.stride != 1) {
                     return Err("unexpected slice start or stride".into());
                 }
+                let limit: Vec<i64> = dims.iter().map(|d| d.limit).collect();
                 if limit[..] != out.dims[..] {
                     return Err("slice limit does not match its shape".into());
                 }
-                materialize(out, &read(&cur, &buf).slice_to(limit))
+                materialize(out, &read(&cur, &buf).slice_to(&limit))
             }
-            StepOp::Pad {
-                low,
-                high,
-                interior,
-            } => {
-                if low.iter().chain(interior).any(|&v| v != 0) {
+            StepOp::Pad(dims) => {
+                if dims.iter().any(|d| d.low != 0 || d.interior != 0) {
                     return Err("unexpected low or interior padding".into());
                 }
                 if cur
                     .dims
                     .iter()
-                    .zip(high)
-                    .map(|(d, h)| d + h)
+                    .zip(dims)
+                    .map(|(d, p)| d + p.high)
                     .ne(out.dims.iter().copied())
                 {
                     return Err("padding does not match its shape".into());
@@ -136,9 +129,9 @@ fn check_plan_unpacked(from: &ArrayShape, to: &ArrayShape) -> Result<Plan, Strin
     for s in &plan.steps {
         let reads = matches!(
             s.op,
-            StepOp::Pad { .. } | StepOp::Transpose { .. } | StepOp::Slice { .. }
+            StepOp::Pad(_) | StepOp::Transpose { .. } | StepOp::Slice(_)
         );
-        let keeps = matches!(s.op, StepOp::Pad { .. } | StepOp::Slice { .. });
+        let keeps = matches!(s.op, StepOp::Pad(_) | StepOp::Slice(_));
         if (reads && cur.element_storage_bits() != width)
             || (keeps && s.shape.element_storage_bits() != width)
         {
@@ -184,10 +177,10 @@ fn ops(plan: &Plan) -> String {
     plan.steps
         .iter()
         .map(|s| match s.op {
-            StepOp::Pad { .. } => "pad",
+            StepOp::Pad(_) => "pad",
             StepOp::Bitcast => "bitcast",
             StepOp::Transpose { .. } => "transpose",
-            StepOp::Slice { .. } => "slice",
+            StepOp::Slice(_) => "slice",
             StepOp::Copy => "copy",
         })
         .collect::<Vec<_>>()

@@ -1,8 +1,9 @@
-//! Helpers shared by tests in several crates. Only tests depend on this
-//! crate (as a dev-dependency), so it may panic: a test without its
-//! testdata cannot run.
+//! Helpers shared by tests in several crates (and by xtask's sweeps over
+//! testdata). Tests depend on this crate as a dev-dependency, so it may
+//! panic: a test without its testdata cannot run.
 
-use std::path::PathBuf;
+use std::io;
+use std::path::{Path, PathBuf};
 
 pub mod scaling;
 
@@ -14,11 +15,18 @@ pub fn testdata_dir() -> PathBuf {
 /// Every `.hlo` file under `testdata/`, at any depth, in path order (so
 /// that tests visit them, and report the first failure, deterministically).
 pub fn hlo_files() -> Vec<PathBuf> {
+    hlo_files_under(&testdata_dir()).unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// Every `.hlo` file under `dir`, at any depth, in path order. A directory
+/// that cannot be read is an error naming it, not a silent gap.
+pub fn hlo_files_under(dir: &Path) -> io::Result<Vec<PathBuf>> {
     let mut files = Vec::new();
-    let mut dirs = vec![testdata_dir()];
+    let mut dirs = vec![dir.to_path_buf()];
     while let Some(dir) = dirs.pop() {
-        let entries = std::fs::read_dir(&dir)
-            .unwrap_or_else(|e| panic!("{} is not readable: {e}", dir.display()));
+        let entries = std::fs::read_dir(&dir).map_err(|e| {
+            io::Error::new(e.kind(), format!("{} is not readable: {e}", dir.display()))
+        })?;
         for entry in entries.flatten() {
             let path = entry.path();
             if path.is_dir() {
@@ -29,7 +37,7 @@ pub fn hlo_files() -> Vec<PathBuf> {
         }
     }
     files.sort();
-    files
+    Ok(files)
 }
 
 /// How a generated deep module nests its computations.
@@ -66,24 +74,19 @@ pub fn deep_module(depth: usize, nesting: Nesting) -> String {
         "%c0 (x0: {S}) -> {S} {{\n  %x0 = {S} parameter(0)\n  ROOT %r0 = {S} negate(%x0)\n}}\n"
     );
     let reach = |out: &mut String, i: usize, operand: &str, callee: usize| {
-        let _ = match nesting {
-            Nesting::Call => writeln!(
-                out,
-                "  ROOT %r{i} = {S} call({operand}), to_apply=%c{callee}"
-            ),
-            Nesting::While => writeln!(
-                out,
-                "  ROOT %r{i} = {S} while({operand}), condition=%cond, body=%c{callee}"
-            ),
-            Nesting::Fusion => writeln!(
-                out,
-                "  ROOT %r{i} = {S} fusion({operand}), kind=kLoop, calls=%c{callee}"
-            ),
-            Nesting::Conditional => writeln!(
-                out,
-                "  %k{i} = pred[] constant(true)\n  ROOT %r{i} = {S} conditional(%k{i}, {operand}, {operand}), true_computation=%c{callee}, false_computation=%c0"
-            ),
+        // The root of `%c{i}`, which reaches `%c{callee}`.
+        let root = match nesting {
+            Nesting::Call => format!("call({operand}), to_apply=%c{callee}"),
+            Nesting::While => format!("while({operand}), condition=%cond, body=%c{callee}"),
+            Nesting::Fusion => format!("fusion({operand}), kind=kLoop, calls=%c{callee}"),
+            Nesting::Conditional => {
+                let _ = writeln!(out, "  %k{i} = pred[] constant(true)");
+                format!(
+                    "conditional(%k{i}, {operand}, {operand}), true_computation=%c{callee}, false_computation=%c0"
+                )
+            }
         };
+        let _ = writeln!(out, "  ROOT %r{i} = {S} {root}");
     };
     for i in 1..=depth {
         let _ = writeln!(

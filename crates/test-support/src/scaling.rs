@@ -61,58 +61,78 @@ impl Shape {
 const ADD: &str =
     "add {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n  ROOT s = f32[] add(a, b)\n}\n\n";
 
-fn chain(instructions: usize) -> String {
-    let blocks = instructions.div_ceil(12).max(1);
-    let mut s = String::with_capacity(blocks * 700);
-    s.push_str("HloModule scaling, entry_computation_layout={(f32[64,128]{1,0}, f32[128,128]{1,0}, f32[128]{0})->f32[64,128]{1,0}}\n\n");
+/// A module whose entry chains `blocks` blocks from `x0` to `x{blocks}`
+/// (each written by `block` for its index) and returns the last one
+/// negated; `entry_params` opens the entry computation.
+fn chained(
+    header: &str,
+    entry_params: &str,
+    blocks: usize,
+    block_bytes: usize,
+    block: impl Fn(&mut String, usize),
+) -> String {
+    let mut s = String::with_capacity(blocks * block_bytes);
+    s.push_str(header);
     s.push_str(ADD);
-    s.push_str("ENTRY main {\n  x0 = f32[64,128] parameter(0)\n  w = f32[128,128] parameter(1)\n  bias = f32[128] parameter(2)\n  zero = f32[] constant(0)\n");
+    s.push_str("ENTRY main {\n");
+    s.push_str(entry_params);
     for k in 0..blocks {
-        let x = format!("x{k}");
-        let n = format!("x{}", k + 1);
-        let _ = write!(
-            s,
-            "  t{k} = f32[128,64] transpose({x}), dimensions={{1,0}}\n\
-             \x20 r{k} = f32[64,128] reshape(t{k})\n\
-             \x20 e{k} = f32[64,128] exponential(r{k})\n\
-             \x20 b{k} = f32[64,128] broadcast(bias), dimensions={{1}}\n\
-             \x20 a{k} = f32[64,128] add(e{k}, b{k})\n\
-             \x20 m{k} = f32[64,128] multiply(a{k}, {x})\n\
-             \x20 s{k} = f32[64] reduce(m{k}, zero), dimensions={{1}}, to_apply=add\n\
-             \x20 sb{k} = f32[64,128] broadcast(s{k}), dimensions={{0}}\n\
-             \x20 d{k} = f32[64,128] dot(m{k}, w), lhs_contracting_dims={{1}}, rhs_contracting_dims={{0}}\n\
-             \x20 q{k} = f32[64,128] subtract(d{k}, sb{k})\n\
-             \x20 h{k} = f32[64,128] tanh(q{k})\n\
-             \x20 {n} = f32[64,128] maximum(h{k}, {x})\n"
-        );
+        block(&mut s, k);
     }
     let _ = writeln!(s, "  ROOT out = f32[64,128] negate(x{blocks})\n}}");
     s
 }
 
+fn chain(instructions: usize) -> String {
+    chained(
+        "HloModule scaling, entry_computation_layout={(f32[64,128]{1,0}, f32[128,128]{1,0}, f32[128]{0})->f32[64,128]{1,0}}\n\n",
+        "  x0 = f32[64,128] parameter(0)\n  w = f32[128,128] parameter(1)\n  bias = f32[128] parameter(2)\n  zero = f32[] constant(0)\n",
+        instructions.div_ceil(12).max(1),
+        700,
+        |s, k| {
+            let x = format!("x{k}");
+            let n = format!("x{}", k + 1);
+            let _ = write!(
+                s,
+                "  t{k} = f32[128,64] transpose({x}), dimensions={{1,0}}\n\
+                 \x20 r{k} = f32[64,128] reshape(t{k})\n\
+                 \x20 e{k} = f32[64,128] exponential(r{k})\n\
+                 \x20 b{k} = f32[64,128] broadcast(bias), dimensions={{1}}\n\
+                 \x20 a{k} = f32[64,128] add(e{k}, b{k})\n\
+                 \x20 m{k} = f32[64,128] multiply(a{k}, {x})\n\
+                 \x20 s{k} = f32[64] reduce(m{k}, zero), dimensions={{1}}, to_apply=add\n\
+                 \x20 sb{k} = f32[64,128] broadcast(s{k}), dimensions={{0}}\n\
+                 \x20 d{k} = f32[64,128] dot(m{k}, w), lhs_contracting_dims={{1}}, rhs_contracting_dims={{0}}\n\
+                 \x20 q{k} = f32[64,128] subtract(d{k}, sb{k})\n\
+                 \x20 h{k} = f32[64,128] tanh(q{k})\n\
+                 \x20 {n} = f32[64,128] maximum(h{k}, {x})\n"
+            );
+        },
+    )
+}
+
 fn shared(instructions: usize) -> String {
-    let blocks = instructions.div_ceil(9).max(1);
-    let mut s = String::with_capacity(blocks * 560);
-    s.push_str("HloModule scaling_shared, entry_computation_layout={(f32[64,128]{1,0}, f32[128,64]{0,1})->f32[64,128]{1,0}}\n\n");
-    s.push_str(ADD);
-    s.push_str("ENTRY main {\n  x0 = f32[64,128] parameter(0)\n  p = f32[128,64] parameter(1)\n  zero = f32[] constant(0)\n");
-    for k in 0..blocks {
-        let _ = write!(
-            s,
-            "  t{k} = f32[128,64] transpose(x{k}), dimensions={{1,0}}\n\
-             \x20 r{k} = f32[8192] reshape(t{k})\n\
-             \x20 rb{k} = f32[128,64] reshape(r{k})\n\
-             \x20 a{k} = f32[128,64] add(rb{k}, p)\n\
-             \x20 d{k} = f32[128,128] dot(a{k}, x{k}), lhs_contracting_dims={{1}}, rhs_contracting_dims={{0}}\n\
-             \x20 s{k} = f32[128] reduce(d{k}, zero), dimensions={{0}}, to_apply=add\n\
-             \x20 b{k} = f32[64,128] broadcast(s{k}), dimensions={{1}}\n\
-             \x20 e{k} = f32[64,128] exponential(b{k})\n\
-             \x20 x{} = f32[64,128] multiply(e{k}, x{k})\n",
-            k + 1
-        );
-    }
-    let _ = writeln!(s, "  ROOT out = f32[64,128] negate(x{blocks})\n}}");
-    s
+    chained(
+        "HloModule scaling_shared, entry_computation_layout={(f32[64,128]{1,0}, f32[128,64]{0,1})->f32[64,128]{1,0}}\n\n",
+        "  x0 = f32[64,128] parameter(0)\n  p = f32[128,64] parameter(1)\n  zero = f32[] constant(0)\n",
+        instructions.div_ceil(9).max(1),
+        560,
+        |s, k| {
+            let _ = write!(
+                s,
+                "  t{k} = f32[128,64] transpose(x{k}), dimensions={{1,0}}\n\
+                 \x20 r{k} = f32[8192] reshape(t{k})\n\
+                 \x20 rb{k} = f32[128,64] reshape(r{k})\n\
+                 \x20 a{k} = f32[128,64] add(rb{k}, p)\n\
+                 \x20 d{k} = f32[128,128] dot(a{k}, x{k}), lhs_contracting_dims={{1}}, rhs_contracting_dims={{0}}\n\
+                 \x20 s{k} = f32[128] reduce(d{k}, zero), dimensions={{0}}, to_apply=add\n\
+                 \x20 b{k} = f32[64,128] broadcast(s{k}), dimensions={{1}}\n\
+                 \x20 e{k} = f32[64,128] exponential(b{k})\n\
+                 \x20 x{} = f32[64,128] multiply(e{k}, x{k})\n",
+                k + 1
+            );
+        },
+    )
 }
 
 fn wide_tuple(instructions: usize) -> String {

@@ -15,6 +15,8 @@
 //! Layouts are compared by what they do to bytes: two layouts that differ
 //! only in where size-1 dimensions go are the same.
 
+use std::fmt;
+
 use hlo::{AttrValue, CompId, Computation, InstId, KnownAttr, Module, ModuleView, Opcode};
 use shape::{ArrayShape, Layout, Shape};
 use target::TargetSpec;
@@ -78,10 +80,6 @@ fn same_layout(a: &ArrayShape, b: &ArrayShape) -> bool {
 
 fn with(a: &ArrayShape, layout: &Layout) -> ArrayShape {
     a.in_layout(layout.clone())
-}
-
-fn show(a: &ArrayShape) -> String {
-    a.to_string()
 }
 
 /// Compares two shapes leaf by leaf; returns the first differing pair.
@@ -176,8 +174,7 @@ impl<'a> Checker<'a> {
                         self.report(
                             Some(id),
                             format!(
-                                "operand {i} is {} but target {} needs {}",
-                                show(a),
+                                "operand {i} is {a} but target {} needs {}",
                                 target.name,
                                 need.preferred()
                             ),
@@ -195,11 +192,7 @@ impl<'a> Checker<'a> {
                 if want.layout.is_some() && !same_layout(a, want) {
                     self.report(
                         Some(id),
-                        format!(
-                            "operand {i} is {} but the custom call requires {}",
-                            show(a),
-                            show(want)
-                        ),
+                        format!("operand {i} is {a} but the custom call requires {want}"),
                     );
                 }
             }
@@ -235,11 +228,7 @@ impl<'a> Checker<'a> {
         if !same_order(operand, operand.layout.as_ref(), &Layout::new(&m2m)) {
             self.report(
                 Some(id),
-                format!(
-                    "broadcast operand {} is not in the order of its result {}",
-                    show(operand),
-                    show(out)
-                ),
+                format!("broadcast operand {operand} is not in the order of its result {out}"),
             );
         }
     }
@@ -290,9 +279,7 @@ impl<'a> Checker<'a> {
                     self.report(
                         Some(id),
                         format!(
-                            "{op} keeps its layout, but operand {i} is {} and the result is {}",
-                            show(a),
-                            show(out)
+                            "{op} keeps its layout, but operand {i} is {a} and the result is {out}"
                         ),
                     );
                 }
@@ -345,10 +332,7 @@ impl<'a> Checker<'a> {
             if !same_layout(a, &with(a, &want)) {
                 self.report(
                     Some(id),
-                    format!(
-                        "operand {operand} leaf {leaf} is {} but {want} is required",
-                        show(a)
-                    ),
+                    format!("operand {operand} leaf {leaf} is {a} but {want} is required"),
                 );
             }
         }
@@ -374,10 +358,8 @@ impl<'a> Checker<'a> {
                     self.report(
                         Some(id),
                         format!(
-                            "output leaf {x} aliases operand {} but is {} while the operand is {}",
-                            alias.operand,
-                            show(out),
-                            show(a)
+                            "output leaf {x} aliases operand {} but is {out} while the operand is {a}",
+                            alias.operand
                         ),
                     );
                 }
@@ -392,109 +374,113 @@ impl<'a> Checker<'a> {
         }
     }
 
-    fn param_shape(callee: &Computation, n: usize) -> Option<Shape> {
-        callee
-            .parameters()
-            .get(n)
-            .map(|&p| callee.inst(p).shape.clone())
+    fn param_shape(callee: &Computation, n: usize) -> Option<&Shape> {
+        callee.parameters().get(n).map(|&p| &callee.inst(p).shape)
     }
 
-    fn root_shape(callee: &Computation) -> Option<Shape> {
-        callee.root().map(|r| callee.inst(r).shape.clone())
+    fn root_shape(callee: &Computation) -> Option<&Shape> {
+        callee.root().map(|r| &callee.inst(r).shape)
     }
 
-    fn agree(&mut self, id: InstId, what: &str, a: &Shape, b: &Shape) {
+    /// Reports the first leaf where `a` and `b` are laid out differently;
+    /// `what` names the pair (formatted only when they differ).
+    fn agree(&mut self, id: InstId, what: fmt::Arguments<'_>, a: &Shape, b: &Shape) {
         if let Some((x, y)) = first_difference(a, b) {
-            self.report(
-                Some(id),
-                format!("{what}: {} differs from {}", show(x), show(y)),
-            );
+            self.report(Some(id), format!("{what}: {x} differs from {y}"));
         }
     }
 
+    // The shapes compared below borrow from the module, not from the
+    // checker, so they need no copies while problems are reported.
     fn check_while(&mut self, id: InstId) {
-        let inst = self.comp.inst(id);
+        let comp = self.comp;
+        let inst = comp.inst(id);
         let Some(&init) = inst.operands().first() else {
             return;
         };
-        let init = self.comp.inst(init).shape.clone();
-        let result = inst.shape.clone();
+        let init = &comp.inst(init).shape;
         if let Some(body) = self.callee(id, KnownAttr::Body) {
             let (param, root) = (Self::param_shape(body, 0), Self::root_shape(body));
-            if let Some(p) = &param {
-                self.agree(id, "loop init vs body parameter", &init, p);
+            if let Some(p) = param {
+                self.agree(id, format_args!("loop init vs body parameter"), init, p);
             }
-            if let Some(r) = &root {
+            if let Some(r) = root {
                 self.agree(
                     id,
-                    "body root vs body parameter",
+                    format_args!("body root vs body parameter"),
                     r,
-                    param.as_ref().unwrap_or(r),
+                    param.unwrap_or(r),
                 );
-                self.agree(id, "while result vs body root", &result, r);
+                self.agree(
+                    id,
+                    format_args!("while result vs body root"),
+                    &inst.shape,
+                    r,
+                );
             }
         }
         if let Some(cond) = self.callee(id, KnownAttr::Condition)
             && let Some(p) = Self::param_shape(cond, 0)
         {
-            self.agree(id, "loop init vs condition parameter", &init, &p);
+            self.agree(
+                id,
+                format_args!("loop init vs condition parameter"),
+                init,
+                p,
+            );
         }
     }
 
     fn check_call(&mut self, id: InstId) {
-        let inst = self.comp.inst(id);
+        let comp = self.comp;
+        let inst = comp.inst(id);
         let callee = self
             .callee(id, KnownAttr::ToApply)
             .or_else(|| self.callee(id, KnownAttr::Calls));
         let Some(callee) = callee else { return };
-        let operands: Vec<Shape> = inst
-            .operands()
-            .iter()
-            .map(|&o| self.comp.inst(o).shape.clone())
-            .collect();
-        let result = inst.shape.clone();
-        for (i, s) in operands.iter().enumerate() {
+        for (i, &o) in inst.operands().iter().enumerate() {
             if let Some(p) = Self::param_shape(callee, i) {
                 self.agree(
                     id,
-                    &format!("operand {i} vs {} parameter {i}", callee.name),
-                    s,
-                    &p,
+                    format_args!("operand {i} vs {} parameter {i}", callee.name),
+                    &comp.inst(o).shape,
+                    p,
                 );
             }
         }
         if let Some(r) = Self::root_shape(callee) {
-            self.agree(id, &format!("result vs {} root", callee.name), &result, &r);
+            self.agree(
+                id,
+                format_args!("result vs {} root", callee.name),
+                &inst.shape,
+                r,
+            );
         }
     }
 
     fn check_conditional(&mut self, id: InstId) {
-        let inst = self.comp.inst(id);
-        let branches: Vec<CompId> = inst.attrs.called_computations().collect();
-        let operands: Vec<Shape> = inst
-            .operands()
-            .iter()
-            .map(|&o| self.comp.inst(o).shape.clone())
-            .collect();
-        let result = inst.shape.clone();
-        for (j, b) in branches.iter().enumerate() {
-            let Some(branch) = self.module.callee(*b) else {
+        let (comp, module) = (self.comp, self.module);
+        let inst = comp.inst(id);
+        for (j, b) in inst.attrs.called_computations().enumerate() {
+            let Some(branch) = module.callee(b) else {
                 continue;
             };
-            if let (Some(arg), Some(p)) = (operands.get(j + 1), Self::param_shape(branch, 0)) {
+            if let (Some(&arg), Some(p)) =
+                (inst.operands().get(j + 1), Self::param_shape(branch, 0))
+            {
                 self.agree(
                     id,
-                    &format!("operand {} vs branch {} parameter", j + 1, branch.name),
-                    arg,
-                    &p,
+                    format_args!("operand {} vs branch {} parameter", j + 1, branch.name),
+                    &comp.inst(arg).shape,
+                    p,
                 );
             }
             if let Some(r) = Self::root_shape(branch) {
                 self.agree(
                     id,
-                    &format!("result vs branch {} root", branch.name),
-                    &result,
-                    &r,
+                    format_args!("result vs branch {} root", branch.name),
+                    &inst.shape,
+                    r,
                 );
             }
         }
@@ -513,9 +499,7 @@ impl<'a> Checker<'a> {
                     self.report(
                         Some(p),
                         format!(
-                            "entry parameter {n} is {} but the entry computation layout says {}",
-                            show(x),
-                            show(y)
+                            "entry parameter {n} is {x} but the entry computation layout says {y}"
                         ),
                     );
                 }
@@ -531,11 +515,7 @@ impl<'a> Checker<'a> {
                 if y.layout.is_some() && !same_layout(x, y) {
                     self.report(
                         Some(root),
-                        format!(
-                            "the root is {} but the entry computation layout says {}",
-                            show(x),
-                            show(y)
-                        ),
+                        format!("the root is {x} but the entry computation layout says {y}"),
                     );
                 }
             }

@@ -117,13 +117,18 @@ pub fn plan(
 ) -> ComputationAssignment {
     let labels = &solution.labels;
     let (layouts, leaf_layouts) = distinct_layouts(p, labels);
-    let (copies, copy_cost) = planned_copies(p, solution, target, comp_names);
+    let ex = Explainer {
+        p,
+        target,
+        comp_names,
+    };
+    let (copies, copy_cost) = ex.planned_copies(solution);
     let (movements, model_movement_bytes) = movements(p, labels, &copies);
     let retilings = retilings(p, labels, target);
     let orientations = solution
         .orientations
         .iter()
-        .map(|o| orientation(p, o, labels, target, comp_names))
+        .map(|o| ex.orientation(o, labels))
         .collect();
     let signature = signature(p, labels, &copies);
     let callee_boundaries = callee_boundaries(p, labels);
@@ -199,43 +204,362 @@ fn distinct_layouts(
     (layouts, leaf_layouts)
 }
 
-/// One copy per (value, needed layout), shared by every site needing it,
-/// and their cost in the cost model's units (`Value::copy_cost`).
-fn planned_copies(
-    p: &Problem<'_>,
-    solution: &Solution,
-    target: &target::TargetSpec,
-    comp_names: &dyn Fn(hlo::CompId) -> String,
-) -> (Vec<PlannedCopy>, f64) {
-    let labels = &solution.labels;
-    let mut copies: Vec<PlannedCopy> = Vec::new();
-    let mut copy_cost = 0.0;
-    let mut index: FxHashMap<(ValueId, LayoutId), usize> = FxHashMap::default();
-    for (r, rel) in p.relations.iter_enumerated() {
-        let Some(needed) = solution.needs[r] else {
-            continue;
-        };
-        let v = rel.v;
-        let key = (v, needed);
-        let value = &p.values[v];
-        let slot = *index.entry(key).or_insert_with(|| {
-            let (cause, why) = explain(p, r, labels, target, comp_names);
-            copy_cost += value.copy_cost(needed, &target.cost);
-            copies.push(PlannedCopy {
-                def: value.def,
-                leaf: value.leaf,
-                from: p.table.get(value.key(labels[v])).clone(),
-                to: p.table.get(value.key(needed)).clone(),
-                bytes: value.bytes[needed],
-                sites: Vec::new(),
-                cause,
-                why,
+/// What explaining a copy or a kept orientation reads besides the
+/// solution: the problem, the target and the computations' names.
+struct Explainer<'a, 'p> {
+    p: &'a Problem<'p>,
+    target: &'a target::TargetSpec,
+    comp_names: &'a dyn Fn(hlo::CompId) -> String,
+}
+
+impl Explainer<'_, '_> {
+    /// One copy per (value, needed layout), shared by every site needing it,
+    /// and their cost in the cost model's units (`Value::copy_cost`).
+    fn planned_copies(&self, solution: &Solution) -> (Vec<PlannedCopy>, f64) {
+        let (p, target) = (self.p, self.target);
+        let labels = &solution.labels;
+        let mut copies: Vec<PlannedCopy> = Vec::new();
+        let mut copy_cost = 0.0;
+        let mut index: FxHashMap<(ValueId, LayoutId), usize> = FxHashMap::default();
+        for (r, rel) in p.relations.iter_enumerated() {
+            let Some(needed) = solution.needs[r] else {
+                continue;
+            };
+            let v = rel.v;
+            let key = (v, needed);
+            let value = &p.values[v];
+            let slot = *index.entry(key).or_insert_with(|| {
+                let (cause, why) = self.explain(r, labels);
+                copy_cost += value.copy_cost(needed, &target.cost);
+                copies.push(PlannedCopy {
+                    def: value.def,
+                    leaf: value.leaf,
+                    from: p.table.get(value.key(labels[v])).clone(),
+                    to: p.table.get(value.key(needed)).clone(),
+                    bytes: value.bytes[needed],
+                    sites: Vec::new(),
+                    cause,
+                    why,
+                });
+                copies.len() - 1
             });
-            copies.len() - 1
-        });
-        copies[slot].sites.push(rel.site);
+            copies[slot].sites.push(rel.site);
+        }
+        (copies, copy_cost)
     }
-    (copies, copy_cost)
+
+    /// The report of a group kept in an order that stores more padding than
+    /// another: what moving it would have saved and cost, and the first
+    /// constraint it would have broken.
+    fn orientation(
+        &self,
+        o: &crate::solve::Orientation,
+        labels: &TiSlice<ValueId, LayoutId>,
+    ) -> PlannedOrientation {
+        let p = self.p;
+        let value = &p.values[o.value];
+        let own = labels[o.value];
+        let layout = p.table.get(value.key(own)).clone();
+        let least_padding = p.table.get(value.key(o.least)).clone();
+        let name = &p.comp.inst(value.def).name;
+        let group = match o.members {
+            0 | 1 => format!("%{name}"),
+            2 => format!("%{name} and the value sharing its layout"),
+            n => format!("%{name} and the {} values sharing its layout", n - 1),
+        };
+        let saved = o.padding_saved.max(0.0) as u64;
+        let mut why = if o.cost_added >= crate::solve::INFEASIBLE / 2.0 {
+            format!(
+                "{group} cannot move to {least_padding}: a broadcast whose operand layout is fixed reads it in this order"
+            )
+        } else {
+            format!(
+                "moving {group} to {least_padding} would save {saved} bytes of padding but cost {} bytes of copies (their buffers' padding included), data movement and re-tiling",
+                o.cost_added.max(0.0) as u64
+            )
+        };
+        if let Some(&r) = o.copies.first() {
+            let (_, because) = self.constraint(r);
+            why.push_str(&format!(
+                "; {} needs this layout: {because}",
+                reader_of(p, r)
+            ));
+            if o.copies.len() > 1 {
+                why.push_str(&format!(
+                    " (and {} more reads would need copies)",
+                    o.copies.len() - 1
+                ));
+            }
+        } else if let Some(&r) = o.movements.first() {
+            let rel = &p.relations[r];
+            if let Site::Operand { user, .. } = rel.site {
+                why.push_str(&format!(
+                    "; %{} would stop being a bitcast",
+                    p.comp.inst(user).name
+                ));
+            }
+        }
+        PlannedOrientation {
+            def: value.def,
+            leaf: value.leaf,
+            layout,
+            least_padding,
+            extra_padding: value.bytes[own].saturating_sub(value.bytes[o.least]),
+            group: o.members,
+            why,
+        }
+    }
+
+    /// The cause and a sentence for the copy relation `r` forces.
+    fn explain(&self, r: RelationId, labels: &TiSlice<ValueId, LayoutId>) -> (CopyCause, String) {
+        let (p, target) = (self.p, self.target);
+        let comp = p.comp;
+        let rel = &p.relations[r];
+        let value = &p.values[rel.v];
+        let name = &comp.inst(value.def).name;
+        let own = labels[rel.v];
+        let have = p.table.get(value.key(own));
+        let origin = match &value.fixed {
+            Some(f) => format!(" (fixed by {})", self.describe_fix(value, *f)),
+            None => String::new(),
+        };
+        let reader = reader_of(p, r);
+        // An HBM-resident buffer in a storage tiling, read where the target
+        // computes: the relayout is the storage tiling's price.
+        if let Some(needed) = solution_need(p, r, labels, target)
+            && storage_only(target, value, have)
+            && crate::tiling::allows(
+                target,
+                &value.shape,
+                p.table.get(value.key(needed)),
+                crate::tiling::TileUse::Compute,
+            )
+        {
+            let to = p.table.get(value.key(needed));
+            return (
+                CopyCause::ComputeTiling,
+                format!(
+                    "%{name}{origin} is in {have}, a storage tiling of target {} for buffers resident in HBM, but {reader} computes on it in {to}, a compute tiling",
+                    target.name
+                ),
+            );
+        }
+        let (cause, because) = self.constraint(r);
+        // A free value that stays in a layout storing less padding than the one
+        // its reader needs: the cost model chose the copy over the padding.
+        let mut note = String::new();
+        if value.fixed.is_none()
+            && let Some(needed) = solution_need(p, r, labels, target)
+        {
+            let (mine, theirs) = (value.bytes[own], value.bytes[needed]);
+            if mine < theirs {
+                note = format!(
+                    " (%{name} itself stays in {have}, which stores {} fewer bytes of padding)",
+                    theirs - mine
+                );
+            }
+        }
+        (
+            cause,
+            format!(
+                "%{name}{origin} is in {have}, but {reader} needs another layout: {because}{note}"
+            ),
+        )
+    }
+
+    /// The category of the constraint behind relation `r`, and a sentence
+    /// naming it.
+    fn constraint(&self, r: RelationId) -> (CopyCause, String) {
+        let (p, target, comp_names) = (self.p, self.target, self.comp_names);
+        let comp = p.comp;
+        let rel = &p.relations[r];
+        let value = &p.values[rel.v];
+        let user_target = || match rel.site {
+            Site::Operand { user, .. } => comp
+                .inst(user)
+                .attrs
+                .string(KnownAttr::CustomCallTarget)
+                .unwrap_or("")
+                .to_string(),
+            Site::Root { .. } => String::new(),
+        };
+        let rule = |i: u16| target.rules.get(i as usize);
+        let (cause, because) = match rel.source {
+            RelationSource::Need(NeedSource::TargetRule(i)) => (
+                CopyCause::TargetRequirement,
+                match rule(i) {
+                    Some(rule) => format!(
+                        "target {} rule '{}' requires it: {}",
+                        target.name, rule.name, rule.reason
+                    ),
+                    None => format!("target {} requires it", target.name),
+                },
+            ),
+            RelationSource::Need(NeedSource::TargetDefault) => (
+                CopyCause::TargetRequirement,
+                format!(
+                    "target {} requires this layout for every operand it does not otherwise constrain",
+                    target.name
+                ),
+            ),
+            RelationSource::Need(NeedSource::CustomCall) => (
+                CopyCause::CustomCall,
+                format!(
+                    "custom call \"{}\" constrains its operand layouts",
+                    user_target()
+                ),
+            ),
+            RelationSource::Need(NeedSource::LayoutConstraint) => {
+                let cause = if let Site::Operand { user, .. } = rel.site {
+                    if comp.inst(user).opcode == Opcode::Bitcast {
+                        CopyCause::ExistingBitcast
+                    } else {
+                        CopyCause::CustomCall
+                    }
+                } else {
+                    CopyCause::CustomCall
+                };
+                (
+                    cause,
+                    "a layout constraint in the input fixes this layout".to_string(),
+                )
+            }
+            RelationSource::Need(NeedSource::Outfeed) => (
+                CopyCause::HostTransfer,
+                "the outfeed sends it to the host in the layout of its outfeed_shape".to_string(),
+            ),
+            RelationSource::EntryResult => (
+                CopyCause::Entry,
+                "the entry computation layout fixes the result".to_string(),
+            ),
+            RelationSource::Alias { parameter } => (
+                CopyCause::Alias,
+                format!("input_output_alias ties the result to parameter {parameter}"),
+            ),
+            RelationSource::CalleeParameter { callee } => (
+                CopyCause::CallSignature,
+                format!(
+                    "computation {} takes this parameter layout",
+                    comp_names(callee)
+                ),
+            ),
+            RelationSource::LoopState { body } => (
+                CopyCause::LoopState,
+                format!(
+                    "the loop state of body {} has this layout",
+                    comp_names(body)
+                ),
+            ),
+            RelationSource::BoundaryResult => match &p.boundary.1 {
+                Some(BoundaryReason::ConditionalResult { conditional }) => (
+                    CopyCause::CallSignature,
+                    format!("all branches of %{conditional} return one layout"),
+                ),
+                Some(BoundaryReason::LoopState { body }) => (
+                    CopyCause::LoopState,
+                    format!("the loop state of body {body} has this layout"),
+                ),
+                Some(BoundaryReason::Caller { caller }) => (
+                    CopyCause::CallSignature,
+                    format!("its only caller {caller} reads the result in this layout"),
+                ),
+                Some(BoundaryReason::Kept) => (
+                    CopyCause::CallSignature,
+                    "its callers read the result in this layout".to_string(),
+                ),
+                _ => (
+                    CopyCause::Entry,
+                    "the entry computation layout fixes the result".to_string(),
+                ),
+            },
+            RelationSource::LoopBackEdge => (
+                CopyCause::LoopState,
+                "a loop body returns its state in the layout it received".to_string(),
+            ),
+            // The value's own layout was forced by a boundary: that constraint,
+            // not its users, is why it must be copied.
+            RelationSource::LayoutPreservingUser { .. } | RelationSource::Broadcast
+                if boundary_cause(value.fixed).is_some() =>
+            {
+                let cause = boundary_cause(value.fixed).unwrap_or(CopyCause::ConflictingUsers);
+                (
+                    cause,
+                    match rel.source {
+                        RelationSource::LayoutPreservingUser { opcode } => format!(
+                            "{opcode} keeps its operands' layout, and its result is needed in another layout"
+                        ),
+                        _ => {
+                            "the broadcast reads its operand in its own result's order".to_string()
+                        }
+                    },
+                )
+            }
+            RelationSource::LayoutPreservingUser { opcode } => (
+                CopyCause::ConflictingUsers,
+                format!(
+                    "{opcode} keeps its operands' layout, and its result is needed in another layout than this value's"
+                ),
+            ),
+            RelationSource::Broadcast => (
+                CopyCause::ConflictingUsers,
+                "the broadcast reads its operand in its own result's order".to_string(),
+            ),
+            RelationSource::DataMovement => (CopyCause::ConflictingUsers, String::new()),
+        };
+        (cause, because)
+    }
+
+    fn describe_fix(&self, value: &crate::problem::Value, f: crate::problem::FixReason) -> String {
+        let (p, target, comp_names) = (self.p, self.target, self.comp_names);
+        use crate::problem::FixReason::*;
+        match f {
+            EntryParameter => "the entry computation layout".into(),
+            Boundary => match &p.boundary.0 {
+                Some(BoundaryReason::LoopState { body }) => format!("the loop state of {body}"),
+                Some(BoundaryReason::ConditionalResult { conditional }) => {
+                    format!("%{conditional}")
+                }
+                Some(BoundaryReason::Caller { caller }) => format!("its only caller {caller}"),
+                Some(BoundaryReason::Kept) => "the signature its callers see".into(),
+                _ => "the entry computation layout".into(),
+            },
+            CustomCall => {
+                let name = p
+                    .comp
+                    .inst(value.def)
+                    .attrs
+                    .string(KnownAttr::CustomCallTarget)
+                    .unwrap_or("");
+                format!("custom call \"{name}\"")
+            }
+            TargetRule(i) => match target.rules.get(i as usize) {
+                Some(rule) => format!("target {} rule '{}'", target.name, rule.name),
+                None => format!("target {}", target.name),
+            },
+            Callee(c) => format!("the signature of {}", comp_names(c)),
+            OperandNeed(source) => match source {
+                NeedSource::TargetRule(i) => match target.rules.get(i as usize) {
+                    Some(rule) => format!(
+                        "target {} rule '{}' on its operands (it keeps its layout)",
+                        target.name, rule.name
+                    ),
+                    None => format!("target {}", target.name),
+                },
+                NeedSource::TargetDefault => format!(
+                    "target {} needing its operands in this layout (it keeps its layout)",
+                    target.name
+                ),
+                NeedSource::CustomCall | NeedSource::LayoutConstraint => {
+                    "a layout constraint on its operands".into()
+                }
+                NeedSource::Outfeed => "an outfeed_shape".into(),
+            },
+            ExistingBitcast => "an existing bitcast".into(),
+            Infeed => "the infeed".into(),
+            Alias => "input_output_alias with the entry result".into(),
+            Scalar => "being a scalar".into(),
+        }
+    }
 }
 
 /// The transposes and reshapes that move data under the labels, with the
@@ -463,132 +787,6 @@ fn filled_layouts(p: &Problem<'_>, signature: &Signature) -> Vec<FilledLayout> {
     filled
 }
 
-/// The report of a group kept in an order that stores more padding than
-/// another: what moving it would have saved and cost, and the first
-/// constraint it would have broken.
-fn orientation(
-    p: &Problem<'_>,
-    o: &crate::solve::Orientation,
-    labels: &TiSlice<ValueId, LayoutId>,
-    target: &target::TargetSpec,
-    comp_names: &dyn Fn(hlo::CompId) -> String,
-) -> PlannedOrientation {
-    let value = &p.values[o.value];
-    let own = labels[o.value];
-    let layout = p.table.get(value.key(own)).clone();
-    let least_padding = p.table.get(value.key(o.least)).clone();
-    let name = &p.comp.inst(value.def).name;
-    let group = match o.members {
-        0 | 1 => format!("%{name}"),
-        2 => format!("%{name} and the value sharing its layout"),
-        n => format!("%{name} and the {} values sharing its layout", n - 1),
-    };
-    let saved = o.padding_saved.max(0.0) as u64;
-    let mut why = if o.cost_added >= crate::solve::INFEASIBLE / 2.0 {
-        format!(
-            "{group} cannot move to {least_padding}: a broadcast whose operand layout is fixed reads it in this order"
-        )
-    } else {
-        format!(
-            "moving {group} to {least_padding} would save {saved} bytes of padding but cost {} bytes of copies (their buffers' padding included), data movement and re-tiling",
-            o.cost_added.max(0.0) as u64
-        )
-    };
-    if let Some(&r) = o.copies.first() {
-        let (_, because) = constraint(p, r, target, comp_names);
-        why.push_str(&format!(
-            "; {} needs this layout: {because}",
-            reader_of(p, r)
-        ));
-        if o.copies.len() > 1 {
-            why.push_str(&format!(
-                " (and {} more reads would need copies)",
-                o.copies.len() - 1
-            ));
-        }
-    } else if let Some(&r) = o.movements.first() {
-        let rel = &p.relations[r];
-        if let Site::Operand { user, .. } = rel.site {
-            why.push_str(&format!(
-                "; %{} would stop being a bitcast",
-                p.comp.inst(user).name
-            ));
-        }
-    }
-    PlannedOrientation {
-        def: value.def,
-        leaf: value.leaf,
-        layout,
-        least_padding,
-        extra_padding: value.bytes[own].saturating_sub(value.bytes[o.least]),
-        group: o.members,
-        why,
-    }
-}
-
-/// The cause and a sentence for the copy relation `r` forces.
-fn explain(
-    p: &Problem<'_>,
-    r: RelationId,
-    labels: &TiSlice<ValueId, LayoutId>,
-    target: &target::TargetSpec,
-    comp_names: &dyn Fn(hlo::CompId) -> String,
-) -> (CopyCause, String) {
-    let comp = p.comp;
-    let rel = &p.relations[r];
-    let value = &p.values[rel.v];
-    let name = &comp.inst(value.def).name;
-    let own = labels[rel.v];
-    let have = p.table.get(value.key(own));
-    let origin = match &value.fixed {
-        Some(f) => format!(
-            " (fixed by {})",
-            describe_fix(p, value, *f, target, comp_names)
-        ),
-        None => String::new(),
-    };
-    let reader = reader_of(p, r);
-    // An HBM-resident buffer in a storage tiling, read where the target
-    // computes: the relayout is the storage tiling's price.
-    if let Some(needed) = solution_need(p, r, labels, target)
-        && storage_only(target, value, have)
-        && crate::tiling::allows(
-            target,
-            &value.shape,
-            p.table.get(value.key(needed)),
-            crate::tiling::TileUse::Compute,
-        )
-    {
-        let to = p.table.get(value.key(needed));
-        return (
-            CopyCause::ComputeTiling,
-            format!(
-                "%{name}{origin} is in {have}, a storage tiling of target {} for buffers resident in HBM, but {reader} computes on it in {to}, a compute tiling",
-                target.name
-            ),
-        );
-    }
-    let (cause, because) = constraint(p, r, target, comp_names);
-    // A free value that stays in a layout storing less padding than the one
-    // its reader needs: the cost model chose the copy over the padding.
-    let mut note = String::new();
-    if value.fixed.is_none()
-        && let Some(needed) = solution_need(p, r, labels, target)
-    {
-        let (mine, theirs) = (value.bytes[own], value.bytes[needed]);
-        if mine < theirs {
-            note = format!(
-                " (%{name} itself stays in {have}, which stores {} fewer bytes of padding)",
-                theirs - mine
-            );
-        }
-    }
-    (
-        cause,
-        format!("%{name}{origin} is in {have}, but {reader} needs another layout: {because}{note}"),
-    )
-}
-
 /// Who reads a relation's value, in words.
 fn reader_of(p: &Problem<'_>, r: RelationId) -> String {
     match p.relations[r].site {
@@ -647,150 +845,6 @@ fn storage_only(
         )
 }
 
-/// The category of the constraint behind relation `r`, and a sentence
-/// naming it.
-fn constraint(
-    p: &Problem<'_>,
-    r: RelationId,
-    target: &target::TargetSpec,
-    comp_names: &dyn Fn(hlo::CompId) -> String,
-) -> (CopyCause, String) {
-    let comp = p.comp;
-    let rel = &p.relations[r];
-    let value = &p.values[rel.v];
-    let user_target = || match rel.site {
-        Site::Operand { user, .. } => comp
-            .inst(user)
-            .attrs
-            .string(KnownAttr::CustomCallTarget)
-            .unwrap_or("")
-            .to_string(),
-        Site::Root { .. } => String::new(),
-    };
-    let rule = |i: u16| target.rules.get(i as usize);
-    let (cause, because) = match rel.source {
-        RelationSource::Need(NeedSource::TargetRule(i)) => (
-            CopyCause::TargetRequirement,
-            match rule(i) {
-                Some(rule) => format!(
-                    "target {} rule '{}' requires it: {}",
-                    target.name, rule.name, rule.reason
-                ),
-                None => format!("target {} requires it", target.name),
-            },
-        ),
-        RelationSource::Need(NeedSource::TargetDefault) => (
-            CopyCause::TargetRequirement,
-            format!(
-                "target {} requires this layout for every operand it does not otherwise constrain",
-                target.name
-            ),
-        ),
-        RelationSource::Need(NeedSource::CustomCall) => (
-            CopyCause::CustomCall,
-            format!(
-                "custom call \"{}\" constrains its operand layouts",
-                user_target()
-            ),
-        ),
-        RelationSource::Need(NeedSource::LayoutConstraint) => {
-            let cause = if let Site::Operand { user, .. } = rel.site {
-                if comp.inst(user).opcode == Opcode::Bitcast {
-                    CopyCause::ExistingBitcast
-                } else {
-                    CopyCause::CustomCall
-                }
-            } else {
-                CopyCause::CustomCall
-            };
-            (
-                cause,
-                "a layout constraint in the input fixes this layout".to_string(),
-            )
-        }
-        RelationSource::Need(NeedSource::Outfeed) => (
-            CopyCause::HostTransfer,
-            "the outfeed sends it to the host in the layout of its outfeed_shape".to_string(),
-        ),
-        RelationSource::EntryResult => (
-            CopyCause::Entry,
-            "the entry computation layout fixes the result".to_string(),
-        ),
-        RelationSource::Alias { parameter } => (
-            CopyCause::Alias,
-            format!("input_output_alias ties the result to parameter {parameter}"),
-        ),
-        RelationSource::CalleeParameter { callee } => (
-            CopyCause::CallSignature,
-            format!(
-                "computation {} takes this parameter layout",
-                comp_names(callee)
-            ),
-        ),
-        RelationSource::LoopState { body } => (
-            CopyCause::LoopState,
-            format!(
-                "the loop state of body {} has this layout",
-                comp_names(body)
-            ),
-        ),
-        RelationSource::BoundaryResult => match &p.boundary.1 {
-            Some(BoundaryReason::ConditionalResult { conditional }) => (
-                CopyCause::CallSignature,
-                format!("all branches of %{conditional} return one layout"),
-            ),
-            Some(BoundaryReason::LoopState { body }) => (
-                CopyCause::LoopState,
-                format!("the loop state of body {body} has this layout"),
-            ),
-            Some(BoundaryReason::Caller { caller }) => (
-                CopyCause::CallSignature,
-                format!("its only caller {caller} reads the result in this layout"),
-            ),
-            Some(BoundaryReason::Kept) => (
-                CopyCause::CallSignature,
-                "its callers read the result in this layout".to_string(),
-            ),
-            _ => (
-                CopyCause::Entry,
-                "the entry computation layout fixes the result".to_string(),
-            ),
-        },
-        RelationSource::LoopBackEdge => (
-            CopyCause::LoopState,
-            "a loop body returns its state in the layout it received".to_string(),
-        ),
-        // The value's own layout was forced by a boundary: that constraint,
-        // not its users, is why it must be copied.
-        RelationSource::LayoutPreservingUser { .. } | RelationSource::Broadcast
-            if boundary_cause(value.fixed).is_some() =>
-        {
-            let cause = boundary_cause(value.fixed).unwrap_or(CopyCause::ConflictingUsers);
-            (
-                cause,
-                match rel.source {
-                    RelationSource::LayoutPreservingUser { opcode } => format!(
-                        "{opcode} keeps its operands' layout, and its result is needed in another layout"
-                    ),
-                    _ => "the broadcast reads its operand in its own result's order".to_string(),
-                },
-            )
-        }
-        RelationSource::LayoutPreservingUser { opcode } => (
-            CopyCause::ConflictingUsers,
-            format!(
-                "{opcode} keeps its operands' layout, and its result is needed in another layout than this value's"
-            ),
-        ),
-        RelationSource::Broadcast => (
-            CopyCause::ConflictingUsers,
-            "the broadcast reads its operand in its own result's order".to_string(),
-        ),
-        RelationSource::DataMovement => (CopyCause::ConflictingUsers, String::new()),
-    };
-    (cause, because)
-}
-
 /// The copy cause a value's fixed layout stands for, when a boundary the
 /// pass does not control fixed it.
 fn boundary_cause(fixed: Option<crate::problem::FixReason>) -> Option<CopyCause> {
@@ -806,61 +860,6 @@ fn boundary_cause(fixed: Option<crate::problem::FixReason>) -> Option<CopyCause>
         Infeed => Some(CopyCause::HostTransfer),
         Alias => Some(CopyCause::Alias),
         Scalar => None,
-    }
-}
-
-fn describe_fix(
-    p: &Problem<'_>,
-    value: &crate::problem::Value,
-    f: crate::problem::FixReason,
-    target: &target::TargetSpec,
-    comp_names: &dyn Fn(hlo::CompId) -> String,
-) -> String {
-    use crate::problem::FixReason::*;
-    match f {
-        EntryParameter => "the entry computation layout".into(),
-        Boundary => match &p.boundary.0 {
-            Some(BoundaryReason::LoopState { body }) => format!("the loop state of {body}"),
-            Some(BoundaryReason::ConditionalResult { conditional }) => format!("%{conditional}"),
-            Some(BoundaryReason::Caller { caller }) => format!("its only caller {caller}"),
-            Some(BoundaryReason::Kept) => "the signature its callers see".into(),
-            _ => "the entry computation layout".into(),
-        },
-        CustomCall => {
-            let name = p
-                .comp
-                .inst(value.def)
-                .attrs
-                .string(KnownAttr::CustomCallTarget)
-                .unwrap_or("");
-            format!("custom call \"{name}\"")
-        }
-        TargetRule(i) => match target.rules.get(i as usize) {
-            Some(rule) => format!("target {} rule '{}'", target.name, rule.name),
-            None => format!("target {}", target.name),
-        },
-        Callee(c) => format!("the signature of {}", comp_names(c)),
-        OperandNeed(source) => match source {
-            NeedSource::TargetRule(i) => match target.rules.get(i as usize) {
-                Some(rule) => format!(
-                    "target {} rule '{}' on its operands (it keeps its layout)",
-                    target.name, rule.name
-                ),
-                None => format!("target {}", target.name),
-            },
-            NeedSource::TargetDefault => format!(
-                "target {} needing its operands in this layout (it keeps its layout)",
-                target.name
-            ),
-            NeedSource::CustomCall | NeedSource::LayoutConstraint => {
-                "a layout constraint on its operands".into()
-            }
-            NeedSource::Outfeed => "an outfeed_shape".into(),
-        },
-        ExistingBitcast => "an existing bitcast".into(),
-        Infeed => "the infeed".into(),
-        Alias => "input_output_alias with the entry result".into(),
-        Scalar => "being a scalar".into(),
     }
 }
 

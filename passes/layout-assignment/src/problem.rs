@@ -1578,13 +1578,11 @@ impl<'c> Problem<'c> {
                     let rank = self.values[out].shape.rank();
                     let cut: DimVec = (0..rank)
                         .filter(|&d| match op {
-                            RetileOp::Slice { starts, strides } => {
-                                starts.get(d).is_some_and(|&s| s != 0)
-                                    || strides.get(d).is_some_and(|&s| s != 1)
+                            RetileOp::Slice(dims) => {
+                                dims.get(d).is_some_and(|s| s.start != 0 || s.stride != 1)
                             }
-                            RetileOp::Pad { low, interior, .. } => {
-                                low.get(d).is_some_and(|&l| l != 0)
-                                    || interior.get(d).is_some_and(|&i| i != 0)
+                            RetileOp::Pad(dims) => {
+                                dims.get(d).is_some_and(|p| p.low != 0 || p.interior != 0)
                             }
                             RetileOp::Concatenate { dim, offset } => *dim == d && *offset != 0,
                             _ => false,

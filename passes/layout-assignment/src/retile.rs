@@ -30,7 +30,7 @@
 //! input of a reduce, the result of the others. Untiled layouts never
 //! re-tile, so targets without tiling are unaffected.
 
-use hlo::{AttrValue, Computation, InstId, KnownAttr, Opcode};
+use hlo::{AttrValue, Computation, InstId, KnownAttr, Opcode, PadDim, SliceDim};
 use shape::{ArrayShape, DimVec, Expansion};
 use smallvec::SmallVec;
 
@@ -39,17 +39,10 @@ use crate::ids::{RetileId, TiVec, ValueId};
 /// What an op does to the dimensions it reads, as far as tiles care.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum RetileOp {
-    /// `slice`: per dimension, the first index taken and the stride.
-    Slice {
-        starts: SmallVec<[i64; 6]>,
-        strides: SmallVec<[i64; 6]>,
-    },
-    /// `pad`: per dimension, low, high and interior padding.
-    Pad {
-        low: SmallVec<[i64; 6]>,
-        high: SmallVec<[i64; 6]>,
-        interior: SmallVec<[i64; 6]>,
-    },
+    /// `slice`: its dimensions, as the attribute gives them.
+    Slice(Vec<SliceDim>),
+    /// `pad`: its dimensions, as the attribute gives them.
+    Pad(Vec<PadDim>),
     /// One operand of a `concatenate`, placed at `offset` along `dim`.
     Concatenate { dim: usize, offset: i64 },
     /// `broadcast`: result dimension of each operand dimension.
@@ -229,12 +222,9 @@ pub fn reason(op: &RetileOp, operand: &ArrayShape, out: &ArrayShape) -> Option<S
         }
     }
     match op {
-        RetileOp::Slice { starts, strides } => {
+        RetileOp::Slice(dims) => {
             for (d, extent) in ext_out.iter().enumerate() {
-                let (start, stride) = (
-                    starts.get(d).copied().unwrap_or(0),
-                    strides.get(d).copied().unwrap_or(1),
-                );
+                let (start, stride) = dims.get(d).map_or((0, 1), |s| (s.start, s.stride));
                 if *extent != Extent::Untiled
                     && (stride != 1 || !on_boundary(extent, d, start, resized(d)))
                 {
@@ -246,17 +236,11 @@ pub fn reason(op: &RetileOp, operand: &ArrayShape, out: &ArrayShape) -> Option<S
             }
             None
         }
-        RetileOp::Pad {
-            low,
-            high,
-            interior,
-        } => {
+        RetileOp::Pad(dims) => {
             for (d, extent) in ext_out.iter().enumerate() {
-                let (l, h, i) = (
-                    low.get(d).copied().unwrap_or(0),
-                    high.get(d).copied().unwrap_or(0),
-                    interior.get(d).copied().unwrap_or(0),
-                );
+                let (l, h, i) = dims
+                    .get(d)
+                    .map_or((0, 0, 0), |p| (p.low, p.high, p.interior));
                 if *extent != Extent::Untiled && (i != 0 || !on_boundary(extent, d, l, resized(d)))
                 {
                     return Some(format!(
@@ -400,11 +384,7 @@ pub fn collect(
                 else {
                     continue;
                 };
-                let op = RetileOp::Slice {
-                    starts: s.iter().map(|d| d.start).collect(),
-                    strides: s.iter().map(|d| d.stride).collect(),
-                };
-                push(o, 0, op);
+                push(o, 0, RetileOp::Slice(s.clone()));
             }
             Opcode::Pad => {
                 let (Some(AttrValue::Padding(p)), Some(&o)) =
@@ -412,12 +392,7 @@ pub fn collect(
                 else {
                     continue;
                 };
-                let op = RetileOp::Pad {
-                    low: p.iter().map(|d| d.low).collect(),
-                    high: p.iter().map(|d| d.high).collect(),
-                    interior: p.iter().map(|d| d.interior).collect(),
-                };
-                push(o, 0, op);
+                push(o, 0, RetileOp::Pad(p.clone()));
             }
             Opcode::Concatenate => {
                 let Some(&[dim]) = ints(inst).as_deref() else {

@@ -13,8 +13,7 @@
 //! (`%x.copy.pad`, `%x.copy.transpose`, ...).
 
 use hlo::{
-    AttrValue, Computation, FreshNames, InstId, Instruction, KnownAttr, Opcode, PadDim, Payload,
-    Placement, SliceDim,
+    AttrValue, Computation, FreshNames, InstId, Instruction, KnownAttr, Opcode, Payload, Placement,
 };
 use rustc_hash::FxHashMap;
 use shape::{ArrayShape, Layout, PrimitiveType, Shape, Step, StepOp};
@@ -47,23 +46,10 @@ fn zero_literal(t: PrimitiveType) -> &'static str {
 /// The opcode, attributes and operand count of a step.
 fn step_instruction(step: &Step, name: String, base: &Instruction) -> Instruction {
     let (opcode, attr) = match &step.op {
-        StepOp::Pad {
-            low,
-            high,
-            interior,
-        } => {
-            let dims = (0..low.len())
-                .map(|k| PadDim {
-                    low: low[k],
-                    high: high[k],
-                    interior: interior[k],
-                })
-                .collect();
-            (
-                Opcode::Pad,
-                Some((KnownAttr::Padding, AttrValue::Padding(dims))),
-            )
-        }
+        StepOp::Pad(dims) => (
+            Opcode::Pad,
+            Some((KnownAttr::Padding, AttrValue::Padding(dims.clone()))),
+        ),
         StepOp::Bitcast => (Opcode::Bitcast, None),
         StepOp::Copy => (Opcode::Copy, None),
         StepOp::Transpose { dims } => {
@@ -73,23 +59,10 @@ fn step_instruction(step: &Step, name: String, base: &Instruction) -> Instructio
                 Some((KnownAttr::Dimensions, AttrValue::Ints(ints))),
             )
         }
-        StepOp::Slice {
-            start,
-            limit,
-            stride,
-        } => {
-            let dims = (0..start.len())
-                .map(|k| SliceDim {
-                    start: start[k],
-                    limit: limit[k],
-                    stride: stride[k],
-                })
-                .collect();
-            (
-                Opcode::Slice,
-                Some((KnownAttr::Slice, AttrValue::Slice(dims))),
-            )
-        }
+        StepOp::Slice(dims) => (
+            Opcode::Slice,
+            Some((KnownAttr::Slice, AttrValue::Slice(dims.clone()))),
+        ),
     };
     let mut inst = Instruction::new(name, opcode, Shape::Array(step.shape.clone()));
     inst.attrs = inherited_attrs(&base.attrs);
@@ -101,11 +74,11 @@ fn step_instruction(step: &Step, name: String, base: &Instruction) -> Instructio
 
 fn op_name(op: &StepOp) -> &'static str {
     match op {
-        StepOp::Pad { .. } => "pad",
+        StepOp::Pad(_) => "pad",
         StepOp::Bitcast => "bitcast",
         StepOp::Copy => "copy",
         StepOp::Transpose { .. } => "transpose",
-        StepOp::Slice { .. } => "slice",
+        StepOp::Slice(_) => "slice",
     }
 }
 
@@ -229,7 +202,7 @@ pub fn expand_copies(
         let count = steps_planned.len();
         for (k, step) in steps_planned.iter().enumerate() {
             let op = op_name(&step.op);
-            let is_pad = matches!(step.op, StepOp::Pad { .. });
+            let is_pad = matches!(step.op, StepOp::Pad(_));
             let mut operands = vec![prev];
             if is_pad {
                 let t = step.shape.element_type;

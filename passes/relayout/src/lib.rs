@@ -32,11 +32,11 @@ pub mod expand;
 pub mod noop;
 pub mod uses;
 
-use std::fmt;
 use std::sync::Arc;
 
 use hlo::{CompId, Computation, EditError, InstId, Module};
 use shape::{ArrayShape, DimVec, Shape};
+use strum::{Display, IntoStaticStr, VariantArray};
 use target::TargetSpec;
 
 /// What the pass does beyond its fixed work.
@@ -47,8 +47,12 @@ pub struct Options {
     pub expand_relayouts: bool,
 }
 
-/// The kind of one rewrite.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+/// The kind of one rewrite. Its name in reports is the variant's name in
+/// kebab case: `copy-to-bitcast`, `inserted-copy`, ...
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, VariantArray, IntoStaticStr, Display,
+)]
+#[strum(serialize_all = "kebab-case")]
 pub enum RewriteKind {
     /// A `copy` that moves no byte became a `bitcast`.
     CopyToBitcast,
@@ -67,27 +71,12 @@ pub enum RewriteKind {
 impl RewriteKind {
     /// Every kind, in report order.
     pub fn all() -> &'static [RewriteKind] {
-        use RewriteKind::*;
-        &[
-            CopyToBitcast,
-            TransposeToBitcast,
-            ReshapeToBitcast,
-            InsertedCopy,
-            InsertedBitcast,
-            ExpandedRelayout,
-        ]
+        Self::VARIANTS
     }
 
-    /// The kind's name in reports: `copy-to-bitcast`, `inserted-copy`, ...
+    /// The kind's name in reports.
     pub fn name(self) -> &'static str {
-        match self {
-            RewriteKind::CopyToBitcast => "copy-to-bitcast",
-            RewriteKind::TransposeToBitcast => "transpose-to-bitcast",
-            RewriteKind::ReshapeToBitcast => "reshape-to-bitcast",
-            RewriteKind::InsertedCopy => "inserted-copy",
-            RewriteKind::InsertedBitcast => "inserted-bitcast",
-            RewriteKind::ExpandedRelayout => "expanded-relayout",
-        }
+        self.into()
     }
 
     /// True when the rewrite leaves a `bitcast` at [`Rewrite::instruction`].
@@ -96,12 +85,6 @@ impl RewriteKind {
             self,
             RewriteKind::InsertedCopy | RewriteKind::ExpandedRelayout
         )
-    }
-}
-
-impl fmt::Display for RewriteKind {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
     }
 }
 
@@ -347,4 +330,28 @@ pub(crate) fn same_memory_space(a: &ArrayShape, b: &ArrayShape) -> bool {
 /// Bytes of `a`'s buffer, padding included (saturating on absurd shapes).
 pub(crate) fn storage_bytes(a: &ArrayShape) -> u64 {
     shape::storage_size(a).map_or(u64::MAX, |s| s.bytes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::RewriteKind;
+
+    #[test]
+    fn kinds_keep_their_report_names_and_order() {
+        let names: Vec<String> = RewriteKind::all().iter().map(|k| k.to_string()).collect();
+        assert_eq!(
+            names,
+            [
+                "copy-to-bitcast",
+                "transpose-to-bitcast",
+                "reshape-to-bitcast",
+                "inserted-copy",
+                "inserted-bitcast",
+                "expanded-relayout"
+            ]
+        );
+        for &k in RewriteKind::all() {
+            assert_eq!(k.name(), k.to_string());
+        }
+    }
 }

@@ -85,13 +85,7 @@ pub fn parse_module_with(
         parse_in_parallel(text, file_name, options)?
     } else {
         let outline = outline(text, file_name)?;
-        let spans: Vec<Range<usize>> = outline
-            .computations
-            .iter()
-            .map(|c| c.span.start..c.span.end)
-            .collect();
-        let names = outline.computations.iter().map(|c| c.name.as_str());
-        let parsed = parse_in_order(text, &spans, &Resolver::new(names));
+        let parsed = parse_in_order(text, &outline.spans(), &Resolver::new(outline.names()));
         (outline, parsed)
     };
     let computations = parsed.map_err(|(i, e)| {
@@ -728,13 +722,9 @@ impl<'a, 'r> CompParser<'a, 'r> {
 
     fn execution_thread(&mut self) -> Result<(), RawError> {
         let c = &mut self.r.c;
-        let save = c.pos;
-        c.skip_trivia()?;
-        if !c.eat(b',') {
-            c.pos = save;
+        if !c.eat_comma()? {
             return Ok(());
         }
-        c.skip_trivia()?;
         let thread = c.execution_thread("")?;
         // XLA prints the thread only off the main thread.
         if thread != "main" {

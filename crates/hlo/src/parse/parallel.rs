@@ -41,8 +41,8 @@ pub(super) fn parse_in_parallel(
         || {
             let guess = guess_computations(text);
             let spans: Vec<Range<usize>> = guess.iter().map(|(_, span)| span.clone()).collect();
-            let resolver = Resolver::new(guess.iter().map(|&(name, _)| name));
-            let parsed = Plan::new(text, &spans, options).run(text, &spans, &resolver);
+            let names = guess.iter().map(|&(name, _)| name);
+            let parsed = parse_spans(text, &spans, names, options);
             (guess, parsed)
         },
     );
@@ -58,14 +58,20 @@ pub(super) fn parse_in_parallel(
     if confirmed {
         return Ok((outline, parsed));
     }
-    let spans: Vec<Range<usize>> = outline
-        .computations
-        .iter()
-        .map(|c| c.span.start..c.span.end)
-        .collect();
-    let resolver = Resolver::new(outline.computations.iter().map(|c| c.name.as_str()));
-    let parsed = Plan::new(text, &spans, options).run(text, &spans, &resolver);
+    let parsed = parse_spans(text, &outline.spans(), outline.names(), options);
     Ok((outline, parsed))
+}
+
+/// Parses the computations at `spans` of `text` on the pool; called
+/// computations are resolved among `names`, in module order.
+fn parse_spans<'t>(
+    text: &'t str,
+    spans: &[Range<usize>],
+    names: impl ExactSizeIterator<Item = &'t str>,
+    options: &ParseOptions,
+) -> Result<Vec<Computation>, CompError> {
+    let resolver = Resolver::new(names);
+    Plan::new(text, spans, options).run(text, spans, &|name: &str| resolver.resolve(name))
 }
 
 /// One computation's text, parsed as the parallel path parses a large
@@ -79,7 +85,7 @@ pub(super) fn parse_one_in_parallel(
 ) -> Result<Computation, RawError> {
     let whole = 0..text.len();
     let spans = std::slice::from_ref(&whole);
-    let parsed = Plan::new(text, spans, options).run_with(text, spans, resolve);
+    let parsed = Plan::new(text, spans, options).run(text, spans, resolve);
     match parsed {
         Ok(mut comps) => comps
             .pop()
@@ -243,19 +249,9 @@ impl<'a> Plan<'a> {
         }
     }
 
-    /// Parses the computations on the pool.
-    fn run(
-        &self,
-        text: &'a str,
-        spans: &[Range<usize>],
-        resolver: &Resolver<'_>,
-    ) -> Result<Vec<Computation>, CompError> {
-        self.run_with(text, spans, &|name: &str| resolver.resolve(name))
-    }
-
     /// Parses the computations on the pool, resolving called computations'
     /// names with `resolve`.
-    fn run_with(
+    fn run(
         &self,
         text: &'a str,
         spans: &[Range<usize>],
