@@ -565,6 +565,10 @@ async fn session_run(
                     let before =
                         s.db.parsed_module()
                             .map_err(|e| ApiError::internal(e.to_string()))?;
+                    // The input module was parsed again for the check: the
+                    // session does not keep parses between runs, nor is it
+                    // charged for them.
+                    s.db.release_intermediates(true);
                     let after = o.module().map_err(|e| ApiError::internal(e.to_string()))?;
                     Some(crate::semantic::check_json(&before, &after, max))
                 }
