@@ -85,8 +85,11 @@ impl CallGraph {
                 if callee_pairs.insert((caller, callee)) {
                     callees.push(callee);
                 }
-                if role_pairs.insert((callee, role.clone())) {
-                    roles.push(role);
+                // Cloned only when new: a branch role holds a name and a list.
+                let key = (callee, role);
+                if !role_pairs.contains(&key) {
+                    roles.push(key.1.clone());
+                    role_pairs.insert(key);
                 }
             }
         }
