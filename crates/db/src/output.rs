@@ -16,7 +16,7 @@ use layout_assignment::{ApplyError, Report as AssignmentReport};
 use relayout::{RelayoutError, Report as RelayoutReport};
 
 use crate::pipeline::{self, ModuleStats};
-use crate::{AssignError, Db, SourceModule, absolute, final_assignment, parse_error};
+use crate::{AssignError, Db, SourceModule, absolute, parse_error};
 
 /// Why the input module is refused.
 #[derive(Clone, Debug)]
@@ -58,7 +58,7 @@ pub fn input_verdict(db: &dyn Db, m: SourceModule) -> Result<(), InputRefusal> {
 }
 
 /// Why the output could not be made.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub enum OutputError {
     /// A computation could not be assigned (its parse error is placed in
     /// the file).
@@ -67,6 +67,18 @@ pub enum OutputError {
     Apply(ApplyError),
     /// Relayout failed.
     Relayout(Box<RelayoutError>),
+}
+
+impl OutputError {
+    /// The step that failed, in the order the steps run over the module:
+    /// every assignment, then applying each, then relayout.
+    fn step(&self) -> u8 {
+        match self {
+            OutputError::Assign(_) => 0,
+            OutputError::Apply(_) => 1,
+            OutputError::Relayout(_) => 2,
+        }
+    }
 }
 
 /// One computation's part of an output text.
@@ -106,31 +118,25 @@ pub struct Assembled {
 #[salsa::tracked(returns(ref), no_eq)]
 pub fn assembled(db: &dyn Db, m: SourceModule) -> Result<Arc<Assembled>, OutputError> {
     let comps = m.computations(db);
-    if m.steps(db).assign {
-        for &c in comps {
-            if let Err(e) = final_assignment(db, c) {
-                return Err(OutputError::Assign(match e {
-                    AssignError::Parse(p) => AssignError::Parse(Box::new(absolute(p, c, db, m))),
-                    other => other.clone(),
-                }));
-            }
-        }
-    }
-    // Assignments are applied to every computation before any is
-    // relayouted, so a failure to apply comes first.
-    for &c in comps {
-        if let Err(e) = pipeline::assignment_part(db, c) {
-            return Err(OutputError::Apply(e.clone()));
-        }
-    }
-    for &c in comps {
-        if let Err(e) = pipeline::rewrites(db, c) {
-            return Err(OutputError::Relayout(e.clone()));
-        }
-    }
-    let header = pipeline::printed_header(db, m);
+    // One read per computation: its printed part carries its failure.
     let printed: Vec<&pipeline::Printed> =
         comps.iter().map(|&c| pipeline::printed(db, c)).collect();
+    // The first failure of the earliest step, in computation order:
+    // assignments come before applying them, and applying before relayout.
+    let first = comps
+        .iter()
+        .zip(&printed)
+        .filter_map(|(&c, p)| Some((c, p.failure.as_deref()?)))
+        .min_by_key(|(_, f)| f.step());
+    if let Some((c, failure)) = first {
+        return Err(match failure {
+            OutputError::Assign(AssignError::Parse(p)) => {
+                OutputError::Assign(AssignError::Parse(Box::new(absolute(p, c, db, m))))
+            }
+            other => other.clone(),
+        });
+    }
+    let header = pipeline::printed_header(db, m);
     let mut text =
         String::with_capacity(header.len() + printed.iter().map(|p| p.text.len()).sum::<usize>());
     text.push_str(header);

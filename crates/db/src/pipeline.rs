@@ -18,6 +18,7 @@ use layout_assignment::{ApplyError, Report as AssignmentReport};
 use relayout::{RelayoutError, Rewrite};
 use rustc_hash::FxHashMap;
 
+use crate::output::OutputError;
 use crate::{Db, SourceComputation, SourceModule, entry_layout, final_assignment, parsed};
 
 /// What runs after assignment: a field of the module input, so that
@@ -485,9 +486,10 @@ pub fn output_module_problems(db: &dyn Db, m: SourceModule) -> Vec<VerifyError> 
 }
 
 /// One output computation as the module's text shows it: its text, with
-/// the blank line after it, the text's hash, and the counts over it. One
-/// query rather than three, because a join reads all three of every
-/// computation, and a re-run after an edit re-checks each memo it reads.
+/// the blank line after it, the text's hash, the counts over it, and what
+/// stopped the steps before it, if anything. One query rather than four,
+/// because the module's join reads all of them of every computation, and
+/// a re-run after an edit re-reads each memo the join read.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Printed {
     /// The text, with the blank line after it.
@@ -497,14 +499,37 @@ pub struct Printed {
     pub hash: u64,
     /// Counts over the computation.
     pub stats: ModuleStats,
+    /// Why the computation has no output: its assignment failed, applying
+    /// it failed, or relayout failed (at most one; boxed, as it is rare).
+    pub failure: Option<Box<OutputError>>,
 }
 
-/// The output computation's text, its hash and its counts.
+/// Why the steps before printing stopped on computation `c`, if they did:
+/// its assignment (when assignment runs), then applying it, then relayout.
+fn failure(db: &dyn Db, c: SourceComputation) -> Option<Box<OutputError>> {
+    if c.module(db).steps(db).assign
+        && let Err(e) = final_assignment(db, c)
+    {
+        return Some(Box::new(OutputError::Assign(e.clone())));
+    }
+    let report = &transformed(db, c).report;
+    if let Err(e) = &report.assignment {
+        return Some(Box::new(OutputError::Apply(e.clone())));
+    }
+    if let Err(e) = &report.rewrites {
+        return Some(Box::new(OutputError::Relayout(e.clone())));
+    }
+    None
+}
+
+/// The output computation's text, its hash, its counts and its failure.
 #[salsa::tracked(returns(ref))]
 pub fn printed(db: &dyn Db, c: SourceComputation) -> Printed {
+    let failure = failure(db, c);
     let Some(comp) = &transformed(db, c).comp else {
         return Printed {
             hash: crate::output::text_hash(""),
+            failure,
             ..Printed::default()
         };
     };
@@ -514,12 +539,18 @@ pub fn printed(db: &dyn Db, c: SourceComputation) -> Printed {
     let mut text = String::with_capacity(comp.len() * 192 + 256);
     hlo::write_computation_in(&mut text, &v, CompId(c.index(db)), comp);
     text.push_str("\n\n");
+    // The capacity above is a guess made generous so that printing rarely
+    // grows the buffer; a session keeps this text, so it keeps no more
+    // than the text (the spare room was twice the text on modules of many
+    // small computations).
+    text.shrink_to_fit();
     let mut stats = ModuleStats::default();
     stats.add_computation(comp, c.index(db) == m.entry(db));
     Printed {
         hash: crate::output::text_hash(&text),
         text,
         stats,
+        failure,
     }
 }
 

@@ -201,6 +201,11 @@ fn distinct_layouts(
         }
     }
     leaf_layouts.sort_unstable_by_key(|(id, _)| *id);
+    // An incremental session keeps every computation's assignment: no
+    // spare room from growing (a computation of a few instructions used
+    // one or two layouts of room for four).
+    layouts.shrink_to_fit();
+    leaf_layouts.shrink_to_fit();
     (layouts, leaf_layouts)
 }
 
