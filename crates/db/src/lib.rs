@@ -194,14 +194,15 @@ pub fn parsed(db: &dyn Db, c: SourceComputation) -> Parsed {
 }
 
 /// A computation's parse error, if any: what the module's input check
-/// reads of each computation's parse, in a query of its own so that the
-/// check does not need the parses themselves (see [`parsed`]).
-#[salsa::tracked(returns(ref))]
-pub fn parse_error(db: &dyn Db, c: SourceComputation) -> Option<ParseError> {
-    parsed(db, c).result.as_ref().err().cloned()
+/// reads of each computation's parse. It is kept with the computation's
+/// calls (see [`calls`]), so that the check does not need the parses
+/// themselves (see [`parsed`]).
+pub fn parse_error(db: &dyn Db, c: SourceComputation) -> Option<&ParseError> {
+    calls(db, c).parse_error.as_ref()
 }
 
-/// The calls a computation makes, and the computations it names.
+/// What the module-wide steps read of one computation's parse: the calls
+/// it makes, the computations it names, and its parse error.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Calls {
     /// Each call, with the callee's role (see [`hlo::calls_of`]).
@@ -211,18 +212,26 @@ pub struct Calls {
     /// steps after it add instructions (copies, bitcasts, the relayout
     /// expansions) but never a call, so the output names the same ones.
     pub named: Vec<CompId>,
+    /// Why it does not parse (then it makes no call).
+    pub parse_error: Option<ParseError>,
 }
 
-/// The calls a computation makes (one query with the names it names,
-/// since both come from one read of the parse and change together).
+/// The calls a computation makes, the names it names and its parse error:
+/// one query, since all come from one read of the parse, and a re-run
+/// after an edit re-reads every computation's memo of each query the
+/// module-wide steps read.
 #[salsa::tracked(returns(ref))]
 pub fn calls(db: &dyn Db, c: SourceComputation) -> Calls {
     match &parsed(db, c).result {
         Ok(comp) => Calls {
             roles: hlo::calls_of(comp),
             named: pipeline::named(comp),
+            parse_error: None,
         },
-        Err(_) => Calls::default(),
+        Err(e) => Calls {
+            parse_error: Some(e.clone()),
+            ..Calls::default()
+        },
     }
 }
 

@@ -43,11 +43,11 @@ pub fn input_verdict(db: &dyn Db, m: SourceModule) -> Result<(), InputRefusal> {
     }
     let mut problems = pipeline::input_module_problems(db, m).clone();
     for &c in comps {
-        problems.extend(pipeline::input_problems(db, c).structural.iter().cloned());
+        problems.extend(pipeline::input_check(db, c).structural.iter().cloned());
     }
     if problems.is_empty() {
         for &c in comps {
-            problems.extend(pipeline::input_problems(db, c).bitcasts.iter().cloned());
+            problems.extend(pipeline::input_check(db, c).bitcasts.iter().cloned());
         }
     }
     if problems.is_empty() {
@@ -216,9 +216,9 @@ pub fn output_verdict(db: &dyn Db, m: SourceModule) -> Vec<VerifyError> {
     let mut structural = pipeline::output_module_problems(db, m).clone();
     let mut layouts = Vec::new();
     for &c in comps {
-        let (s, l) = pipeline::output_problems(db, c);
-        structural.extend(s.iter().cloned());
-        layouts.extend(l.iter().cloned());
+        let check = pipeline::output_check(db, c);
+        structural.extend(check.structural.iter().cloned());
+        layouts.extend(check.layouts.iter().cloned());
     }
     if structural.is_empty() {
         layouts

@@ -182,18 +182,15 @@ impl Names {
     }
 }
 
-/// The input computation's instruction names, in order.
-#[salsa::tracked(returns(ref))]
-pub fn input_names(db: &dyn Db, c: SourceComputation) -> Names {
-    parsed(db, c)
-        .result
-        .as_ref()
-        .map_or_else(|_| Names::default(), |comp| Names::of(comp))
-}
-
-/// The problems of one input computation.
+/// What the module's input check reads of one input computation: its
+/// instruction names, which must be unique over the module, and its own
+/// problems. One query rather than two, because the check reads both of
+/// every computation, and a re-run after an edit re-reads each memo the
+/// check read.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct InputProblems {
+pub struct InputCheck {
+    /// Its instruction names, in order.
+    pub names: Names,
     /// Its structural problems.
     pub structural: Vec<VerifyError>,
     /// Its bitcasts that move bytes, checked only when it has no
@@ -206,12 +203,11 @@ pub struct InputProblems {
     pub bitcasts: Vec<VerifyError>,
 }
 
-/// The problems of one input computation: one query for both kinds, since
-/// the module's verdict reads both of every computation.
+/// The names and problems of one input computation.
 #[salsa::tracked(returns(ref))]
-pub fn input_problems(db: &dyn Db, c: SourceComputation) -> InputProblems {
+pub fn input_check(db: &dyn Db, c: SourceComputation) -> InputCheck {
     let Ok(comp) = &parsed(db, c).result else {
-        return InputProblems::default();
+        return InputCheck::default();
     };
     let layout = entry_layout(db, c.module(db));
     let structural = hlo::verify_computation(
@@ -224,13 +220,14 @@ pub fn input_problems(db: &dyn Db, c: SourceComputation) -> InputProblems {
     } else {
         Vec::new()
     };
-    InputProblems {
+    InputCheck {
+        names: Names::of(comp),
         structural,
         bitcasts,
     }
 }
 
-/// The bitcasts of `comp` that move bytes (see [`InputProblems::bitcasts`]).
+/// The bitcasts of `comp` that move bytes (see [`InputCheck::bitcasts`]).
 pub fn bitcast_problems(comp: &Computation) -> Vec<VerifyError> {
     let plain = |a: &shape::ArrayShape| {
         let mut a = a.clone();
@@ -282,7 +279,7 @@ fn name_problems<'db>(
 #[salsa::tracked(returns(ref))]
 pub fn input_module_problems(db: &dyn Db, m: SourceModule) -> Vec<VerifyError> {
     let comps = m.computations(db);
-    let mut problems = name_problems(db, comps, input_names);
+    let mut problems = name_problems(db, comps, |db, c| &input_check(db, c).names);
     let entry = comps.get(m.entry(db) as usize).copied();
     match entry.map(|c| &input_stub(db, c).0) {
         Some(Some(e)) => problems.extend(hlo::verify_entry_layout(e, entry_layout(db, m))),
@@ -320,7 +317,7 @@ pub fn output_entry_layout(
 }
 
 /// What the steps after assignment report of one computation.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct Transformed {
     /// The assignment report's records of it (`None` without assignment),
     /// or why applying the assignment failed.
@@ -410,24 +407,31 @@ pub fn transformed(db: &dyn Db, c: SourceComputation) -> Stepped<Transformed> {
     }
 }
 
+/// What the steps after assignment report of one computation, kept when
+/// the computation itself is dropped (see [`transformed`]): one query for
+/// both reports, because the module's reports read both of every
+/// computation, and a re-run after an edit re-reads each memo they read.
+#[salsa::tracked(returns(ref))]
+pub fn reports(db: &dyn Db, c: SourceComputation) -> Transformed {
+    transformed(db, c).report.clone()
+}
+
 /// One computation's part of the assignment report (`None` without
 /// assignment, or when it was not assigned), or why its assignment could
 /// not be applied.
-#[salsa::tracked(returns(ref))]
 pub fn assignment_part(
     db: &dyn Db,
     c: SourceComputation,
-) -> Result<Option<Arc<AssignmentReport>>, ApplyError> {
-    transformed(db, c).report.assignment.clone()
+) -> &Result<Option<Arc<AssignmentReport>>, ApplyError> {
+    &reports(db, c).assignment
 }
 
 /// One computation's relayout rewrites, or why relayout failed on it.
-#[salsa::tracked(returns(ref))]
 pub fn rewrites(
     db: &dyn Db,
     c: SourceComputation,
-) -> Result<Vec<Arc<Rewrite>>, Box<RelayoutError>> {
-    transformed(db, c).report.rewrites.clone()
+) -> &Result<Vec<Arc<Rewrite>>, Box<RelayoutError>> {
+    &reports(db, c).rewrites
 }
 
 /// The output computation's signature stub.
@@ -441,21 +445,25 @@ pub fn output_stub(db: &dyn Db, c: SourceComputation) -> Stub {
     )
 }
 
-/// The output computation's instruction names, in order.
-#[salsa::tracked(returns(ref))]
-pub fn output_names(db: &dyn Db, c: SourceComputation) -> Names {
-    transformed(db, c)
-        .comp
-        .as_ref()
-        .map_or_else(Names::default, |comp| Names::of(comp))
+/// What the output check reads of one output computation: its
+/// instruction names, which must be unique over the module, and its own
+/// problems (one query, as [`InputCheck`]).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct OutputCheck {
+    /// Its instruction names, in order.
+    pub names: Names,
+    /// Its structural problems.
+    pub structural: Vec<VerifyError>,
+    /// With assignment, its layouts' problems, checked only when it has
+    /// no structural one.
+    pub layouts: Vec<VerifyError>,
 }
 
-/// The problems of one output computation: structural, and (with
-/// assignment) its layouts, checked only when it has no structural one.
+/// The names and problems of one output computation.
 #[salsa::tracked(returns(ref))]
-pub fn output_problems(db: &dyn Db, c: SourceComputation) -> (Vec<VerifyError>, Vec<VerifyError>) {
+pub fn output_check(db: &dyn Db, c: SourceComputation) -> OutputCheck {
     let Some(comp) = &transformed(db, c).comp else {
-        return (Vec::new(), Vec::new());
+        return OutputCheck::default();
     };
     let m = c.module(db);
     let v = view(db, c, comp, output_stub, &output_entry_layout(db, m).0);
@@ -466,14 +474,18 @@ pub fn output_problems(db: &dyn Db, c: SourceComputation) -> (Vec<VerifyError>, 
     } else {
         Vec::new()
     };
-    (structural, layouts)
+    OutputCheck {
+        names: Names::of(comp),
+        structural,
+        layouts,
+    }
 }
 
 /// The module-wide problems of the output.
 #[salsa::tracked(returns(ref))]
 pub fn output_module_problems(db: &dyn Db, m: SourceModule) -> Vec<VerifyError> {
     let comps = m.computations(db);
-    let mut problems = name_problems(db, comps, output_names);
+    let mut problems = name_problems(db, comps, |db, c| &output_check(db, c).names);
     if let Some(&c) = comps.get(m.entry(db) as usize)
         && let Some(entry) = &output_stub(db, c).0
     {

@@ -73,16 +73,10 @@ fn parts(db: &Database) -> Vec<(&'static str, f64)> {
     };
     let comps = m.computations(db).clone();
     type Part<'a> = (&'static str, &'a dyn Fn(SourceComputation) -> Box<dyn Any>);
-    let copies: [Part<'_>; 7] = [
+    let copies: [Part<'_>; 6] = [
         ("input text", &|c| Box::new(c.text(db).clone())),
-        ("input names", &|c| {
-            Box::new(pipeline::input_names(db, c).clone())
-        }),
-        ("output names", &|c| {
-            Box::new(pipeline::output_names(db, c).clone())
-        }),
         ("printed", &|c| Box::new(pipeline::printed(db, c).clone())),
-        ("rewrites", &|c| Box::new(pipeline::rewrites(db, c).clone())),
+        ("reports", &|c| Box::new(pipeline::reports(db, c).clone())),
         ("final assignment", &|c| {
             Box::new(
                 db::final_assignment(db, c)
@@ -91,8 +85,11 @@ fn parts(db: &Database) -> Vec<(&'static str, f64)> {
                     .map(|a| layout_assignment::ComputationAssignment::clone(a)),
             )
         }),
-        ("input problems", &|c| {
-            Box::new(pipeline::input_problems(db, c).clone())
+        ("input checks", &|c| {
+            Box::new(pipeline::input_check(db, c).clone())
+        }),
+        ("output checks", &|c| {
+            Box::new(pipeline::output_check(db, c).clone())
         }),
     ];
     let mut out = Vec::new();

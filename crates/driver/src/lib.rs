@@ -490,7 +490,7 @@ fn checked_input(
     // The checks run only on a module whose computations all parse.
     if parallel && comps.iter().all(|&c| db::parse_error(db, c).is_none()) {
         each_computation(db, &comps, |db, c| {
-            let _ = pipeline::input_problems(db, c);
+            let _ = pipeline::input_check(db, c);
         });
     }
     match db::output::input_verdict(db, m) {
@@ -550,8 +550,7 @@ fn assemble(
         // computation's but through signatures: they run side by side.
         let t = Instant::now();
         each_computation(db, &comps, |db, c| {
-            let _ = pipeline::rewrites(db, c);
-            let _ = pipeline::assignment_part(db, c);
+            let _ = pipeline::reports(db, c);
         });
         timings.push(Timing {
             step: Step::ApplyRelayout,
@@ -564,7 +563,7 @@ fn assemble(
         let reads: &[fn(&Database, db::SourceComputation)] = if opts.verify {
             &[
                 |db, c| {
-                    let _ = pipeline::output_problems(db, c);
+                    let _ = pipeline::output_check(db, c);
                 },
                 |db, c| {
                     let _ = pipeline::printed(db, c);
