@@ -120,10 +120,7 @@ pub fn bound_site(graph: &CallGraph, entry: CompId, id: CompId) -> Option<BoundS
 /// The boundary of a loop condition whose loop state is `body`'s signature:
 /// the parameters only.
 pub fn condition_boundary(body: &Signature) -> Signature {
-    Signature {
-        params: body.params.clone(),
-        result: Shape::Tuple(Vec::new()),
-    }
+    Signature::new(body.params.clone(), Shape::Tuple(Vec::new()))
 }
 
 /// What the call-boundary rule asks of the computations around one.
@@ -377,16 +374,23 @@ fn preferred(
                 continue;
             }
             let mut given_result = b.clone();
-            for p in &mut given_result.params {
+            for p in &mut given_result.make_mut().params {
                 p.for_each_array_mut(&mut |a| a.layout = None);
             }
             let mut given_params = b.clone();
             given_params
+                .make_mut()
                 .result
                 .for_each_array_mut(&mut |a| a.layout = None);
-            let params = q.signature_under(c, given_result, below)?.params;
-            let result = q.signature_under(c, given_params, below)?.result;
-            next[i] = Signature { params, result };
+            let params = q
+                .signature_under(c, given_result, below)?
+                .into_parts()
+                .params;
+            let result = q
+                .signature_under(c, given_params, below)?
+                .into_parts()
+                .result;
+            next[i] = Signature::new(params, result);
         }
         if next == prefs {
             break;

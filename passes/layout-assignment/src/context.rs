@@ -2,17 +2,53 @@
 //! its role (entry, loop body, branch), the layouts fixed at its boundary,
 //! and the signatures of the computations it calls.
 
+use std::sync::Arc;
+
 use hlo::{CompId, IoAlias};
 use rustc_hash::FxHashMap;
 use shape::Shape;
 
 /// The parameter and result layouts a computation settled on.
+///
+/// Shared: a signature is read by every caller's context, kept in each
+/// assignment, in the signatures an incremental database keeps of each
+/// computation and in the boundaries callers choose, and a clone is a
+/// pointer. Equality compares the parts.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub struct Signature {
+pub struct Signature(Arc<SignatureParts>);
+
+/// What a [`Signature`] holds.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct SignatureParts {
     /// One shape per parameter, layouts included.
     pub params: Vec<Shape>,
     /// The result shape, layouts included.
     pub result: Shape,
+}
+
+impl Signature {
+    /// The signature of parameters `params` and result `result`.
+    pub fn new(params: Vec<Shape>, result: Shape) -> Signature {
+        Signature(Arc::new(SignatureParts { params, result }))
+    }
+
+    /// The parts, to change (copied first when shared).
+    pub fn make_mut(&mut self) -> &mut SignatureParts {
+        Arc::make_mut(&mut self.0)
+    }
+
+    /// The parts, taken (copied when shared).
+    pub fn into_parts(self) -> SignatureParts {
+        Arc::unwrap_or_clone(self.0)
+    }
+}
+
+impl std::ops::Deref for Signature {
+    type Target = SignatureParts;
+
+    fn deref(&self) -> &SignatureParts {
+        &self.0
+    }
 }
 
 /// Why a boundary layout is fixed.

@@ -195,7 +195,7 @@ pub fn context_for(
             CallRole::WhileCondition { body } if ctx.params.is_none() => {
                 let sig = signature(*body, Phase::Final)?;
                 ctx.params = Some((
-                    sig.params,
+                    sig.into_parts().params,
                     BoundaryReason::LoopState {
                         body: module.name(*body),
                     },
@@ -242,7 +242,7 @@ fn branch_result(
 ) -> Result<Option<(Shape, BoundaryReason)>, PassError> {
     let mut results = Vec::with_capacity(branches.len());
     for &b in branches {
-        results.push(signature(b, Phase::Free)?.result);
+        results.push(signature(b, Phase::Free)?.into_parts().result);
     }
     let Some(first) = results.first() else {
         return Ok(None);

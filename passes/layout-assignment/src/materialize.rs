@@ -692,7 +692,7 @@ fn signature(
             }
         }
     }
-    Signature { params, result }
+    Signature::new(params, result)
 }
 
 /// The boundaries chosen for callees whose signature was a preference.
@@ -709,10 +709,7 @@ fn callee_boundaries(
         let sig = match inst.opcode {
             Opcode::While => {
                 let state = with_values(&inst.shape, &own);
-                Signature {
-                    params: vec![state.clone()],
-                    result: state,
-                }
+                Signature::new(vec![state.clone()], state)
             }
             Opcode::AsyncStart => {
                 let (Some(elements), Some(r0), Some(r1)) = (
@@ -727,10 +724,10 @@ fn callee_boundaries(
                     .tuple_elements()
                     .map(<[Shape]>::to_vec)
                     .unwrap_or_default();
-                Signature {
+                Signature::new(
                     params,
-                    result: with_values(&elements[1], own.get(r1).unwrap_or_default()),
-                }
+                    with_values(&elements[1], own.get(r1).unwrap_or_default()),
+                )
             }
             _ => {
                 let params = inst
@@ -745,10 +742,7 @@ fn callee_boundaries(
                         )
                     })
                     .collect();
-                Signature {
-                    params,
-                    result: with_values(&inst.shape, &own),
-                }
+                Signature::new(params, with_values(&inst.shape, &own))
             }
         };
         callee_boundaries.push((callee, sig));
