@@ -195,16 +195,17 @@ pub fn parsed(db: &dyn Db, c: SourceComputation) -> Parsed {
 
 /// A computation's parse error, if any: what the module's input check
 /// reads of each computation's parse. It is kept with the computation's
-/// calls (see [`calls`]), so that the check does not need the parses
-/// themselves (see [`parsed`]).
+/// other input facts (see [`input_facts`]), so that the check does not
+/// need the parses themselves (see [`parsed`]).
 pub fn parse_error(db: &dyn Db, c: SourceComputation) -> Option<&ParseError> {
-    calls(db, c).parse_error.as_ref()
+    input_facts(db, c).parse_error.as_ref()
 }
 
-/// What the module-wide steps read of one computation's parse: the calls
-/// it makes, the computations it names, and its parse error.
+/// What the rest of the module reads of one computation's parse: the
+/// calls it makes, the computations it names, its signature stub and its
+/// parse error.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Calls {
+pub struct InputFacts {
     /// Each call, with the callee's role (see [`hlo::calls_of`]).
     pub roles: Vec<(CompId, CallRole)>,
     /// The computations its instructions name, in id order, once each:
@@ -212,25 +213,29 @@ pub struct Calls {
     /// steps after it add instructions (copies, bitcasts, the relayout
     /// expansions) but never a call, so the output names the same ones.
     pub named: Vec<CompId>,
-    /// Why it does not parse (then it makes no call).
+    /// Its signature stub, as its callers' input checks read it.
+    pub stub: pipeline::Stub,
+    /// Why it does not parse (then it makes no call and has no stub).
     pub parse_error: Option<ParseError>,
 }
 
-/// The calls a computation makes, the names it names and its parse error:
-/// one query, since all come from one read of the parse, and a re-run
-/// after an edit re-reads every computation's memo of each query the
-/// module-wide steps read.
+/// The input facts of one computation: one query, since all come from one
+/// read of the parse, and a re-run after an edit re-reads every
+/// computation's memo of each query the module-wide steps read. The call
+/// graph reads it, so a computation's new signature rebuilds the call
+/// graph, which is then found unchanged.
 #[salsa::tracked(returns(ref))]
-pub fn calls(db: &dyn Db, c: SourceComputation) -> Calls {
+pub fn input_facts(db: &dyn Db, c: SourceComputation) -> InputFacts {
     match &parsed(db, c).result {
-        Ok(comp) => Calls {
+        Ok(comp) => InputFacts {
             roles: hlo::calls_of(comp),
             named: pipeline::named(comp),
+            stub: pipeline::Stub(Some(Arc::new(comp.signature_stub()))),
             parse_error: None,
         },
-        Err(e) => Calls {
+        Err(e) => InputFacts {
             parse_error: Some(e.clone()),
-            ..Calls::default()
+            ..InputFacts::default()
         },
     }
 }
@@ -243,7 +248,7 @@ pub fn call_graph(db: &dyn Db, m: SourceModule) -> CallGraph {
         comps.len(),
         comps
             .iter()
-            .map(|&c| (CompId(c.index(db)), calls(db, c).roles.clone())),
+            .map(|&c| (CompId(c.index(db)), input_facts(db, c).roles.clone())),
     )
 }
 
@@ -487,13 +492,8 @@ pub fn bounded_assignment(db: &dyn Db, key: BoundaryKey) -> AssignmentResult {
 
 /// The boundary the only caller of `c` chose for it in its final
 /// assignment, when it chose one (for a loop condition, its body's final
-/// parameters). `c`'s final assignment reads this, not the caller's
-/// assignment, so that it re-runs only when this changes.
-#[salsa::tracked(returns(ref))]
-pub fn chosen_boundary(
-    db: &dyn Db,
-    c: SourceComputation,
-) -> Result<Option<Signature>, AssignError> {
+/// parameters). Read by [`final_assignment`] only.
+fn chosen_boundary(db: &dyn Db, c: SourceComputation) -> Result<Option<Signature>, AssignError> {
     let m = c.module(db);
     let graph = call_graph(db, m);
     let entry = CompId(m.entry(db));
@@ -524,9 +524,16 @@ pub fn chosen_boundary(
 /// computation whose boundary its only caller decides, the bounded one
 /// when that caller's final assignment chose a boundary, else the alone
 /// one; a loop condition follows its body's final parameters.
+///
+/// It reads the caller's final assignment itself, so it runs again
+/// whenever that changes; but then it only looks up an assignment already
+/// made for the boundary read (the bounded or the alone one), and is found
+/// unchanged unless the boundary changed. One query rather than two (the
+/// boundary, then the assignment), since a re-run after an edit re-reads
+/// every computation's memo of each.
 #[salsa::tracked(returns(ref))]
 pub fn final_assignment(db: &dyn Db, c: SourceComputation) -> AssignmentResult {
-    match chosen_boundary(db, c).clone()? {
+    match chosen_boundary(db, c)? {
         Some(b) => bounded_assignment(db, BoundaryKey::new(db, c, b, WEIGH_LEVELS)).clone(),
         None => alone_assignment(db, c).clone(),
     }

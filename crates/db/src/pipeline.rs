@@ -44,7 +44,7 @@ impl Default for Steps {
 }
 
 /// A computation as its callers' checks see it, compared by that alone.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Default)]
 pub struct Stub(pub Option<Arc<Computation>>);
 
 impl PartialEq for Stub {
@@ -56,6 +56,9 @@ impl PartialEq for Stub {
         }
     }
 }
+
+// `same_signature` compares fields for equality, so it is an equivalence.
+impl Eq for Stub {}
 
 /// A computation after one step, with what the step reports. Never equal
 /// to another: the steps after it compare their own results.
@@ -117,7 +120,7 @@ fn view<'a>(
 ) -> View<'a> {
     let m = c.module(db);
     let comps = m.computations(db);
-    let callees = &crate::calls(db, c).named;
+    let callees = &crate::input_facts(db, c).named;
     debug_assert_eq!(named(comp), *callees);
     let callees = callees
         .iter()
@@ -131,16 +134,9 @@ fn view<'a>(
     }
 }
 
-/// The input computation's signature stub.
-#[salsa::tracked(returns(ref))]
-pub fn input_stub(db: &dyn Db, c: SourceComputation) -> Stub {
-    Stub(
-        parsed(db, c)
-            .result
-            .as_ref()
-            .ok()
-            .map(|comp| Arc::new(comp.signature_stub())),
-    )
+/// The input computation's signature stub (see [`crate::InputFacts`]).
+pub fn input_stub(db: &dyn Db, c: SourceComputation) -> &Stub {
+    &crate::input_facts(db, c).stub
 }
 
 /// A computation's instruction names, in order, in one string with the

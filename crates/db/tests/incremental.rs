@@ -96,7 +96,7 @@ fn editing_a_leaf_body_reruns_only_that_leaf() {
         expect![[r#"
             [
                 "alone_assignment(leaf)",
-                "calls(leaf)",
+                "input_facts(leaf)",
                 "parsed(leaf)",
             ]
         "#]],
@@ -113,8 +113,8 @@ fn changing_a_leaf_root_layout_reruns_its_callers() {
     // make `f` and the entry copy at those calls, so they weigh bounding
     // their callees (`bounded_*`, and the costs of the callees alone: the
     // first run computed `g`'s in the schedule, and it did not change),
-    // keep today's choice, and each callee's `chosen_boundary` re-reads
-    // its caller's final choice.
+    // keep today's choice, and each callee's `final_assignment` re-reads
+    // its caller's final choice and looks up the assignment under it.
     check(
         &module(
             r#"ROOT lr = f32[8,4]{1,0} custom-call(ln), custom_call_target="k", operand_layout_constraints={f32[8,4]{1,0}}"#,
@@ -139,15 +139,14 @@ fn changing_a_leaf_root_layout_reruns_its_callers() {
                 "bounded_signature(f bounded)",
                 "bounded_signature(g bounded)",
                 "bounded_signature(leaf bounded)",
-                "calls(leaf)",
-                "chosen_boundary(f)",
-                "chosen_boundary(g)",
-                "chosen_boundary(leaf)",
+                "call_graph(inc)",
                 "constraints(f)",
                 "constraints(main)",
                 "final_assignment(f)",
+                "final_assignment(g)",
                 "final_assignment(leaf)",
                 "final_assignment(main)",
+                "input_facts(leaf)",
                 "parsed(f)",
                 "parsed(g)",
                 "parsed(leaf)",
@@ -184,8 +183,9 @@ fn changing_the_entry_layout_reruns_the_entry_constraints_and_assignment_only() 
     // constraints change, so its assignment re-runs; the callees' alone
     // and final assignments do not. The entry now copies `f`'s result, so
     // it weighs bounding `f` (and `f`, `leaf`) to the layout it wants,
-    // finds it no cheaper, and keeps today's choice: `f` and `g` re-read
-    // it (`chosen_boundary`) and stop there. The callees' costs alone were
+    // finds it no cheaper, and keeps today's choice: the final assignments
+    // of `f` and `g` re-read it, find the assignments they had, and stop
+    // there. The callees' costs alone were
     // computed by the first run's schedule and stay.
     let text = module("ROOT lr = f32[8,4] abs(ln)");
     let edited = text.replacen("->(f32[8,4]{1,0}, f32[8])", "->(f32[8,4]{0,1}, f32[8])", 1);
@@ -204,10 +204,10 @@ fn changing_the_entry_layout_reruns_the_entry_constraints_and_assignment_only() 
                 "bounded_signature(f bounded)",
                 "bounded_signature(g bounded)",
                 "bounded_signature(leaf bounded)",
-                "chosen_boundary(f)",
-                "chosen_boundary(g)",
                 "constraints(main)",
                 "entry_layout(inc)",
+                "final_assignment(f)",
+                "final_assignment(g)",
                 "final_assignment(main)",
                 "parsed(f)",
                 "parsed(g)",
@@ -275,7 +275,7 @@ fn editing_a_bounded_callee_body_reruns_only_that_callee() {
             [
                 "alone_assignment(callee)",
                 "bounded_assignment(callee bounded)",
-                "calls(callee)",
+                "input_facts(callee)",
                 "parsed(callee)",
             ]
         "#]],
@@ -302,12 +302,11 @@ fn a_bounded_callee_that_now_costs_more_inside_moves_the_copy_out() {
                 "alone_assignment(main)",
                 "bounded_assignment(callee bounded)",
                 "bounded_signature(callee bounded)",
-                "calls(callee)",
-                "chosen_boundary(callee)",
-                "chosen_boundary(other)",
+                "call_graph(bound)",
                 "final_assignment(callee)",
                 "final_assignment(main)",
                 "final_assignment(other)",
+                "input_facts(callee)",
                 "parsed(callee)",
             ]
         "#]],

@@ -57,13 +57,7 @@ fn check(before: &str, after: &str, expected: Expect) {
     driver::run_in(&mut db, before, "m.hlo", &opts).expect("runs");
     db.clear_executions();
     let out = driver::run_in(&mut db, after, "m.hlo", &opts).expect("runs");
-    let assignment = [
-        "assignment",
-        "signature",
-        "cost",
-        "constraints",
-        "chosen_boundary",
-    ];
+    let assignment = ["assignment", "signature", "cost", "constraints"];
     let mut ran: Vec<String> = db
         .executions()
         .into_iter()
@@ -101,9 +95,8 @@ fn a_body_edit_reruns_only_that_computations_steps() {
         expect![[r#"
             [
                 "assembled(inc)",
-                "calls(leaf)",
                 "input_check(leaf)",
-                "input_stub(leaf)",
+                "input_facts(leaf)",
                 "output_check(leaf)",
                 "output_stub(leaf)",
                 "parsed(leaf)",
@@ -129,10 +122,11 @@ fn a_signature_edit_reruns_the_neighbours_steps_too() {
         expect![[r#"
             [
                 "assembled(inc)",
-                "calls(leaf)",
+                "call_graph(inc)",
                 "input_check(f)",
                 "input_check(leaf)",
-                "input_stub(leaf)",
+                "input_facts(leaf)",
+                "input_verdict(inc)",
                 "merged_rewrites(inc)",
                 "output_check(f)",
                 "output_check(leaf)",
@@ -170,10 +164,9 @@ fn renaming_an_instruction_reruns_the_module_wide_name_checks_too() {
         expect![[r#"
             [
                 "assembled(inc)",
-                "calls(leaf)",
                 "input_check(leaf)",
+                "input_facts(leaf)",
                 "input_module_problems(inc)",
-                "input_stub(leaf)",
                 "input_verdict(inc)",
                 "merged_rewrites(inc)",
                 "output_check(leaf)",
