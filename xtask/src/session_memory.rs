@@ -15,7 +15,10 @@ pub struct Args {}
 pub fn run(_args: Args) -> anyhow::Result<ExitCode> {
     let dir = crate::root().join("target/session-memory");
     std::fs::create_dir_all(&dir).with_context(|| dir.display().to_string())?;
-    println!("Live heap bytes (dhat), as multiples of the module's text; CPU target, verified.\n");
+    println!(
+        "Live heap bytes (dhat), as multiples of the module's text; CPU target, verified. \
+         Under each row, the largest parts, and the work of the re-run after the edit.\n"
+    );
     println!(
         "| module | text | parsed module | session after the first run | after a re-run on the edited text |"
     );

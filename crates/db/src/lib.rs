@@ -621,6 +621,8 @@ fn subtree(
 struct Execution {
     query: salsa::IngredientIndex,
     key: salsa::Id,
+    /// Whether the query ran, or an earlier value was checked and kept.
+    ran: bool,
 }
 
 /// The database the queries run on: salsa's, and a record of the
@@ -660,8 +662,9 @@ impl Default for Database {
 }
 
 impl Database {
-    /// A database that also records every query execution, for
-    /// [`Database::executions`]: what the incrementality tests count.
+    /// A database that also records every query execution and every
+    /// earlier value checked and kept, for [`Database::executions`] and
+    /// [`Database::validations`]: what the incrementality tests count.
     ///
     /// Not the default: with a recorder, salsa builds an event for every
     /// query it looks up, not only those it runs. A re-run of the largest
@@ -672,12 +675,18 @@ impl Database {
         let executions: Arc<Mutex<Vec<Execution>>> = Arc::default();
         let log = executions.clone();
         let record = move |event: salsa::Event| {
-            if let salsa::EventKind::WillExecute { database_key } = event.kind
-                && let Ok(mut log) = log.lock()
-            {
+            let (database_key, ran) = match event.kind {
+                salsa::EventKind::WillExecute { database_key } => (database_key, true),
+                salsa::EventKind::DidValidateMemoizedValue { database_key } => {
+                    (database_key, false)
+                }
+                _ => return,
+            };
+            if let Ok(mut log) = log.lock() {
                 log.push(Execution {
                     query: database_key.ingredient_index(),
                     key: database_key.key_index(),
+                    ran,
                 });
             }
         };
@@ -963,10 +972,24 @@ impl Database {
     /// The query executions since the last clear, resolved to names (none
     /// unless the database was made by [`Database::with_execution_log`]).
     pub fn executions(&self) -> Vec<ExecutedQuery> {
-        let log = self
+        self.logged(true)
+    }
+
+    /// The earlier values checked since the last clear and kept, without
+    /// running their query, resolved to names: what a re-run after an edit
+    /// spends on what the edit did not change (none unless the database
+    /// was made by [`Database::with_execution_log`]). salsa checks a value
+    /// by checking what it read, so each kept value is one check.
+    pub fn validations(&self) -> Vec<ExecutedQuery> {
+        self.logged(false)
+    }
+
+    /// The logged queries that ran (`ran`) or were checked and kept.
+    fn logged(&self, ran: bool) -> Vec<ExecutedQuery> {
+        let log: Vec<Execution> = self
             .executions
             .lock()
-            .map(|l| l.clone())
+            .map(|l| l.iter().filter(|e| e.ran == ran).cloned().collect())
             .unwrap_or_default();
         let by_id: FxHashMap<salsa::Id, String> = match self.module {
             Some(m) => {

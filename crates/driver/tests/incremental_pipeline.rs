@@ -181,3 +181,73 @@ fn renaming_an_instruction_reruns_the_module_wide_name_checks_too() {
         "#]],
     );
 }
+
+#[test]
+fn a_body_edit_checks_each_value_it_keeps_once() {
+    // A re-run after an edit reads every computation's parts, and salsa
+    // keeps a value only after checking what it read: that check, once per
+    // value, is what such a re-run spends on the computations the edit did
+    // not touch. This pins the checks, counted per query over the module's
+    // five computations; a new per-computation query shows up here as five
+    // more. (Values keyed by a boundary are named by their computation
+    // alone, so only the others are checked for repeats by name.)
+    let opts = Options::new(Arc::new(target::load_builtin("tpu").expect("tpu")));
+    let mut db = Database::with_execution_log();
+    driver::run_in(
+        &mut db,
+        &module("ROOT lr = f32[8,4] abs(ln)"),
+        "m.hlo",
+        &opts,
+    )
+    .expect("runs");
+    db.clear_executions();
+    let edited = module("ROOT lr = f32[8,4] exponential(ln)");
+    driver::run_in(&mut db, &edited, "m.hlo", &opts).expect("runs");
+    let checked = db.validations();
+    let mut named: Vec<String> = checked
+        .iter()
+        .filter(|v| !v.query.starts_with("bounded_"))
+        .map(|v| format!("{}({})", v.query, v.key))
+        .collect();
+    let all = named.len();
+    named.sort();
+    named.dedup();
+    assert_eq!(named.len(), all, "a value was checked twice in one run");
+    let mut per_query = std::collections::BTreeMap::<String, usize>::new();
+    for v in &checked {
+        *per_query.entry(v.query.clone()).or_default() += 1;
+    }
+    expect![[r#"
+        {
+            "alone_assignment": 4,
+            "alone_cost": 3,
+            "alone_signature": 3,
+            "bounded_assignment": 8,
+            "bounded_cost": 6,
+            "bounded_signature": 10,
+            "call_graph": 1,
+            "constraints": 5,
+            "entry_layout": 1,
+            "final_assignment": 5,
+            "input_check": 4,
+            "input_facts": 4,
+            "input_module_problems": 1,
+            "input_verdict": 1,
+            "merged_assignment": 1,
+            "merged_rewrites": 1,
+            "name_index": 1,
+            "names": 1,
+            "output_check": 4,
+            "output_entry_layout": 1,
+            "output_module_problems": 1,
+            "output_stub": 4,
+            "output_verdict": 1,
+            "parsed": 4,
+            "printed": 4,
+            "printed_header": 1,
+            "reports": 4,
+            "transformed": 4,
+        }
+    "#]]
+    .assert_debug_eq(&per_query);
+}
