@@ -1131,6 +1131,9 @@ impl Database {
     /// as deep as the call graph. Failures stay memoised, to be reported
     /// in computation order.
     pub fn warm(&self, m: SourceModule) {
+        // The call graph reads every computation: computed on a handle of
+        // its own (see `scratch`), then looked up.
+        let _ = call_graph(&self.scratch(), m);
         let graph = call_graph(self, m);
         let entry = CompId(m.entry(self));
         let comps = m.computations(self);
@@ -1157,11 +1160,30 @@ impl Database {
                 let _ = alone_cost(self, c);
             }
         }
+        // The entry's assignment, last above, reads every computation it
+        // calls: the final assignments run on a handle of their own.
+        let top = self.scratch();
         for &id in &schedule.top_down {
             if let Some(&c) = comps.get(id.index()) {
-                let _ = final_assignment(self, c);
+                let _ = final_assignment(&top, c);
             }
         }
+    }
+
+    /// Another handle on the database, with its own record of the queries
+    /// running, for work that follows or precedes a query that reads every
+    /// computation (a join, the call graph, the entry's assignment).
+    ///
+    /// salsa keeps, per handle, one record of reads for each depth of
+    /// nested queries, and reuses it: each query that runs clears it, in
+    /// time proportional to the most reads the record ever held. On the
+    /// handle a join ran on, every later query at that depth would clear a
+    /// table the size of the module: quadratic on a module of many
+    /// computations (on one of 16,667, about a twentieth of a first run
+    /// went to clearing those tables). A handle made for the work takes
+    /// its record with it when dropped.
+    pub fn scratch(&self) -> Database {
+        self.clone()
     }
 
     fn module_of(&self, m: SourceModule, computations: Vec<Computation>) -> Module {

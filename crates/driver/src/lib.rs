@@ -531,7 +531,10 @@ fn assemble(
 ) -> Result<Output, PipelineError> {
     use db::pipeline;
     let parallel = splits(written);
-    checked_input(db, m, parallel, start, timings)?;
+    // The input's check ends with a join over every computation, and the
+    // joins below read every computation: each on a handle of its own
+    // (see `db::Database::scratch`).
+    checked_input(&db.scratch(), m, parallel, start, timings)?;
     let comps = m.computations(db).clone();
     // Assignments are computed (or re-checked) in the call graph's order,
     // parallel or not: a computation's assignment reads its callers' and
@@ -581,7 +584,8 @@ fn assemble(
         });
     }
     let t = Instant::now();
-    let out = match db::output::assembled(db, m) {
+    let joins = db.scratch();
+    let out = match db::output::assembled(&joins, m) {
         Ok(out) => Arc::clone(out),
         Err(db::output::OutputError::Assign(db::AssignError::Parse(e))) => {
             return Err(PipelineError::Parse(e.clone()));
@@ -602,7 +606,7 @@ fn assemble(
     });
     if opts.verify {
         let t = Instant::now();
-        let problems = db::output::output_verdict(db, m);
+        let problems = db::output::output_verdict(&joins, m);
         timings.push(Timing {
             step: Step::Verify,
             duration: t.elapsed(),
@@ -612,11 +616,11 @@ fn assemble(
         }
     }
     let report = PipelineReport {
-        module: m.header(db).name.clone(),
+        module: m.header(&joins).name.clone(),
         target: opts.target.name.clone(),
         passes: opts.passes.iter().map(|p| p.name()).collect(),
-        assignment: db::output::merged_assignment(db, m).clone(),
-        relayout: db::output::merged_rewrites(db, m).clone(),
+        assignment: db::output::merged_assignment(&joins, m).clone(),
+        relayout: db::output::merged_rewrites(&joins, m).clone(),
         stats: out.stats.clone(),
         timings: std::mem::take(timings),
     };
