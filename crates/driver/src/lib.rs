@@ -378,9 +378,10 @@ pub fn check_loaded_input(db: &Database) -> Result<(), PipelineError> {
             db::LoadError::NoModule,
         )));
     };
-    // On the caller's thread, as `run_loaded`.
+    // On the caller's thread, as `run_loaded`; on a handle of its own, as
+    // there (see `db::Database::scratch`).
     checked_input(
-        db,
+        &db.scratch(),
         m,
         splits(db.written_since_run()),
         Instant::now(),
