@@ -1131,6 +1131,28 @@ impl Database {
     /// as deep as the call graph. Failures stay memoised, to be reported
     /// in computation order.
     pub fn warm(&self, m: SourceModule) {
+        self.warm_but(m, &[]);
+    }
+
+    /// The independent leaves of module `m` (see
+    /// [`layout_assignment::is_independent_leaf`]): computations that are
+    /// only applied (by reductions, sorts, scatters) and call nothing.
+    /// Their final assignments read no other computation's and none reads
+    /// theirs, so they can be made beside the others' ([`Database::warm_but`]).
+    pub fn independent_leaves(&self, m: SourceModule) -> Vec<SourceComputation> {
+        let _ = call_graph(&self.scratch(), m);
+        let graph = call_graph(self, m);
+        let entry = CompId(m.entry(self));
+        m.computations(self)
+            .iter()
+            .copied()
+            .filter(|c| layout_assignment::is_independent_leaf(graph, entry, CompId(c.index(self))))
+            .collect()
+    }
+
+    /// [`Database::warm`], but for the computations `left` (independent
+    /// leaves, which another thread warms).
+    pub fn warm_but(&self, m: SourceModule, left: &[SourceComputation]) {
         // The call graph reads every computation: computed on a handle of
         // its own (see `scratch`), then looked up.
         let _ = call_graph(&self.scratch(), m);
@@ -1138,10 +1160,14 @@ impl Database {
         let entry = CompId(m.entry(self));
         let comps = m.computations(self);
         let schedule = graph.schedule();
+        let left: rustc_hash::FxHashSet<u32> = left.iter().map(|c| c.index(self)).collect();
         for &id in &schedule.bottom_up {
             let Some(&c) = comps.get(id.index()) else {
                 continue;
             };
+            if left.contains(&id.0) {
+                continue;
+            }
             if graph.is_branch(id) {
                 let _ = free_assignment(self, c);
             }
@@ -1164,7 +1190,9 @@ impl Database {
         // calls: the final assignments run on a handle of their own.
         let top = self.scratch();
         for &id in &schedule.top_down {
-            if let Some(&c) = comps.get(id.index()) {
+            if let Some(&c) = comps.get(id.index())
+                && !left.contains(&id.0)
+            {
                 let _ = final_assignment(&top, c);
             }
         }

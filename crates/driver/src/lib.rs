@@ -543,7 +543,11 @@ fn assemble(
     // follow the call chain down, a recursion as deep as the input's.
     let t = Instant::now();
     if m.steps(db).assign && written > 0 {
-        db.warm(m);
+        if parallel {
+            warm_beside(db, m);
+        } else {
+            db.warm(m);
+        }
     }
     timings.push(Timing {
         step: Step::LayoutAssignment,
@@ -635,6 +639,32 @@ fn assemble(
         report,
         parts: Some(parts),
     })
+}
+
+/// The assignments of module `m` in the call graph's order (see
+/// [`db::Database::warm`]), with its independent leaves (reduction regions
+/// and the like, which read no other computation's assignment and whose
+/// assignments none reads) assigned on another thread meanwhile, as the
+/// stateless pass assigns them. A scoped thread, for the reason
+/// [`fan_out`] gives.
+fn warm_beside(db: &Database, m: db::SourceModule) {
+    let leaves = db.independent_leaves(m);
+    if leaves.is_empty() {
+        db.warm(m);
+        return;
+    }
+    let policy = Parallelism::current();
+    std::thread::scope(|scope| {
+        let handle = db.scratch();
+        let leaves = &leaves;
+        scope.spawn(move || {
+            let _policy = policy.enter();
+            for &c in leaves {
+                let _ = db::final_assignment(&handle, c);
+            }
+        });
+        db.warm_but(m, leaves);
+    });
 }
 
 /// Runs `step` for every computation of `comps`, on all cores, each

@@ -424,7 +424,7 @@ pub fn run_with(
 /// scatter, map and the like) and calls nothing: its context is then
 /// empty, no other computation reads its signature, and its assignment is
 /// [`assign_leaf`]'s.
-fn is_independent_leaf(graph: &CallGraph, entry: CompId, id: CompId) -> bool {
+pub fn is_independent_leaf(graph: &CallGraph, entry: CompId, id: CompId) -> bool {
     let roles = &graph.roles[id.index()];
     id != entry
         && graph.callees[id.index()].is_empty()
