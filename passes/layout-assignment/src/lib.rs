@@ -423,11 +423,15 @@ pub fn run_with(
 /// Whether computation `id` is only ever applied (by a reduce, sort,
 /// scatter, map and the like) and calls nothing: its context is then
 /// empty, no other computation reads its signature, and its assignment is
-/// [`assign_leaf`]'s.
+/// the plain one (`assign_leaf`'s, in [`run`]). An incremental database
+/// assigns such computations beside the others.
 pub fn is_independent_leaf(graph: &CallGraph, entry: CompId, id: CompId) -> bool {
-    let roles = &graph.roles[id.index()];
+    let (Some(roles), Some(callees)) = (graph.roles.get(id.index()), graph.callees.get(id.index()))
+    else {
+        return false;
+    };
     id != entry
-        && graph.callees[id.index()].is_empty()
+        && callees.is_empty()
         && !roles.is_empty()
         && roles.iter().all(|r| matches!(r, CallRole::Applied))
 }
