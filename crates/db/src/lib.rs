@@ -1207,9 +1207,9 @@ impl Database {
     /// time proportional to the most reads the record ever held. On the
     /// handle a join ran on, every later query at that depth would clear a
     /// table the size of the module: quadratic on a module of many
-    /// computations (on one of 16,667, about a twentieth of a first run
-    /// went to clearing those tables). A handle made for the work takes
-    /// its record with it when dropped.
+    /// computations (in a profile of a first run on one of 16,667, 6.6%
+    /// of the samples were clearing those tables; 0.4% with this). A
+    /// handle made for the work takes its record with it when dropped.
     pub fn scratch(&self) -> Database {
         self.clone()
     }
