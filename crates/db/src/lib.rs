@@ -1140,8 +1140,7 @@ impl Database {
     /// Their final assignments read no other computation's and none reads
     /// theirs, so they can be made beside the others' ([`Database::warm_but`]).
     pub fn independent_leaves(&self, m: SourceModule) -> Vec<SourceComputation> {
-        let _ = call_graph(&self.scratch(), m);
-        let graph = call_graph(self, m);
+        let graph = self.call_graph_aside(m);
         let entry = CompId(m.entry(self));
         m.computations(self)
             .iter()
@@ -1153,19 +1152,17 @@ impl Database {
     /// [`Database::warm`], but for the computations `left` (independent
     /// leaves, which another thread warms).
     pub fn warm_but(&self, m: SourceModule, left: &[SourceComputation]) {
-        // The call graph reads every computation: computed on a handle of
-        // its own (see `scratch`), then looked up.
-        let _ = call_graph(&self.scratch(), m);
-        let graph = call_graph(self, m);
+        let graph = self.call_graph_aside(m);
         let entry = CompId(m.entry(self));
         let comps = m.computations(self);
         let schedule = graph.schedule();
-        let left: rustc_hash::FxHashSet<u32> = left.iter().map(|c| c.index(self)).collect();
+        let left: rustc_hash::FxHashSet<CompId> =
+            left.iter().map(|c| CompId(c.index(self))).collect();
         for &id in &schedule.bottom_up {
             let Some(&c) = comps.get(id.index()) else {
                 continue;
             };
-            if left.contains(&id.0) {
+            if left.contains(&id) {
                 continue;
             }
             if graph.is_branch(id) {
@@ -1191,11 +1188,19 @@ impl Database {
         let top = self.scratch();
         for &id in &schedule.top_down {
             if let Some(&c) = comps.get(id.index())
-                && !left.contains(&id.0)
+                && !left.contains(&id)
             {
                 let _ = final_assignment(&top, c);
             }
         }
+    }
+
+    /// The call graph of module `m`. It reads every computation, so it is
+    /// computed on a handle of its own (see [`Database::scratch`]), then
+    /// looked up on this one.
+    fn call_graph_aside(&self, m: SourceModule) -> &CallGraph {
+        let _ = call_graph(&self.scratch(), m);
+        call_graph(self, m)
     }
 
     /// Another handle on the database, with its own record of the queries
