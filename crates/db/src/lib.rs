@@ -1219,6 +1219,20 @@ impl Database {
         self.clone()
     }
 
+    /// A handle for work that reads every computation: a
+    /// [`scratch`](Database::scratch) one when an input was written since
+    /// the last successful run, else this one. With nothing written, every
+    /// value such work reads is looked up and no query runs, so there is no
+    /// record of reads to keep apart, and a re-run with no change does not
+    /// pay for a handle.
+    pub fn for_joins(&self) -> std::borrow::Cow<'_, Database> {
+        if self.written == 0 {
+            std::borrow::Cow::Borrowed(self)
+        } else {
+            std::borrow::Cow::Owned(self.scratch())
+        }
+    }
+
     fn module_of(&self, m: SourceModule, computations: Vec<Computation>) -> Module {
         let header = m.header(self);
         Module {

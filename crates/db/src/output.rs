@@ -103,8 +103,9 @@ pub struct Assembled {
     pub text: Arc<String>,
     /// The header's byte range in `text`.
     pub header: Range<usize>,
-    /// The entry computation layout the header prints.
-    pub entry_layout: ComputationLayout,
+    /// The entry computation layout the header prints (shared with every
+    /// output made from it: it is as long as the entry's parameter list).
+    pub entry_layout: Arc<ComputationLayout>,
     /// Each computation's part of `text`, in order (shared with every
     /// output made from it).
     pub computations: Arc<[Part]>,
@@ -155,7 +156,7 @@ pub fn assembled(db: &dyn Db, m: SourceModule) -> Result<Arc<Assembled>, OutputE
     Ok(Arc::new(Assembled {
         text: Arc::new(text),
         header: 0..header.len(),
-        entry_layout: pipeline::output_entry_layout(db, m).0.clone(),
+        entry_layout: Arc::new(pipeline::output_entry_layout(db, m).0.clone()),
         computations: Arc::from(parts),
         stats,
     }))

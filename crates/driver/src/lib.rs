@@ -184,7 +184,7 @@ pub struct OutputParts {
     /// The header's byte range in the text.
     pub header: std::ops::Range<usize>,
     /// The entry computation layout the header prints.
-    pub entry_layout: hlo::ComputationLayout,
+    pub entry_layout: Arc<hlo::ComputationLayout>,
     /// Each computation's name, byte range and text hash, in order.
     pub computations: Arc<[Part]>,
 }
@@ -379,9 +379,9 @@ pub fn check_loaded_input(db: &Database) -> Result<(), PipelineError> {
         )));
     };
     // On the caller's thread, as `run_loaded`; on a handle of its own, as
-    // there (see `db::Database::scratch`).
+    // there (see `db::Database::for_joins`).
     checked_input(
-        &db.scratch(),
+        &db.for_joins(),
         m,
         splits(db.written_since_run()),
         Instant::now(),
@@ -446,8 +446,13 @@ fn finish(
     };
     db.set_steps(steps)
         .map_err(|e| PipelineError::Assign(AssignFailure::Load(e)))?;
-    let out = assemble(db, m, opts, db.written_since_run(), start, timings);
-    db.release_intermediates(out.is_ok());
+    let written = db.written_since_run();
+    let out = assemble(db, m, opts, written, start, timings);
+    // With nothing written since a successful run, that run released what
+    // it made and this one only looked values up: nothing to release.
+    if written > 0 {
+        db.release_intermediates(out.is_ok());
+    }
     // A run that failed is redone in full next time (its joins may not
     // have been reached in the call graph's order).
     if out.is_ok() {
@@ -534,8 +539,8 @@ fn assemble(
     let parallel = splits(written);
     // The input's check ends with a join over every computation, and the
     // joins below read every computation: each on a handle of its own
-    // (see `db::Database::scratch`).
-    checked_input(&db.scratch(), m, parallel, start, timings)?;
+    // when they may run (see `db::Database::for_joins`).
+    checked_input(&db.for_joins(), m, parallel, start, timings)?;
     let comps = m.computations(db).clone();
     // Assignments are computed (or re-checked) in the call graph's order,
     // parallel or not: a computation's assignment reads its callers' and
@@ -589,8 +594,9 @@ fn assemble(
         });
     }
     let t = Instant::now();
-    let joins = db.scratch();
-    let out = match db::output::assembled(&joins, m) {
+    let joins = db.for_joins();
+    let joins: &Database = &joins;
+    let out = match db::output::assembled(joins, m) {
         Ok(out) => Arc::clone(out),
         Err(db::output::OutputError::Assign(db::AssignError::Parse(e))) => {
             return Err(PipelineError::Parse(e.clone()));
@@ -611,7 +617,7 @@ fn assemble(
     });
     if opts.verify {
         let t = Instant::now();
-        let problems = db::output::output_verdict(&joins, m);
+        let problems = db::output::output_verdict(joins, m);
         timings.push(Timing {
             step: Step::Verify,
             duration: t.elapsed(),
@@ -621,17 +627,17 @@ fn assemble(
         }
     }
     let report = PipelineReport {
-        module: m.header(&joins).name.clone(),
+        module: m.header(joins).name.clone(),
         target: opts.target.name.clone(),
         passes: opts.passes.iter().map(|p| p.name()).collect(),
-        assignment: db::output::merged_assignment(&joins, m).clone(),
-        relayout: db::output::merged_rewrites(&joins, m).clone(),
+        assignment: db::output::merged_assignment(joins, m).clone(),
+        relayout: db::output::merged_rewrites(joins, m).clone(),
         stats: out.stats.clone(),
         timings: std::mem::take(timings),
     };
     let parts = OutputParts {
         header: out.header.clone(),
-        entry_layout: out.entry_layout.clone(),
+        entry_layout: Arc::clone(&out.entry_layout),
         computations: Arc::clone(&out.computations),
     };
     Ok(Output {

@@ -93,7 +93,7 @@ fn parts_tile_the_text(name: &str, text: &str, parts: &driver::OutputParts) {
     assert_eq!(at, text.len(), "{name}: the parts end where the text ends");
     let module = hlo::parse_module(text, name).expect("output parses");
     assert_eq!(
-        parts.entry_layout, module.entry_computation_layout,
+        *parts.entry_layout, module.entry_computation_layout,
         "{name}: the entry layout"
     );
 }

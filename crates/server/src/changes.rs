@@ -20,15 +20,121 @@
 //! which costs nothing and is never wrong: a section rebuilt equal is sent
 //! again).
 
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::hash::BuildHasher;
-use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
 
 use driver::Part;
-use std::sync::OnceLock;
-use std::sync::atomic::{AtomicU64, Ordering};
-
+use serde::{Serialize, Serializer};
+use serde_json::value::RawValue;
 use serde_json::{Map, Value, json};
-use std::collections::{HashMap, HashSet};
+
+/// A top-level field of an answer: a value built for it, or JSON text
+/// rendered for an earlier answer and sent again as it is.
+pub enum Field {
+    /// A value built for this answer.
+    Value(Value),
+    /// JSON text kept from an earlier answer (see [`Rendered`]).
+    Rendered(Arc<RawValue>),
+    /// A text shared with the output that holds it, sent as a JSON string
+    /// without being copied first.
+    Text(Arc<String>),
+}
+
+impl Serialize for Field {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Field::Value(v) => v.serialize(serializer),
+            Field::Rendered(raw) => raw.serialize(serializer),
+            Field::Text(text) => serializer.serialize_str(text),
+        }
+    }
+}
+
+impl From<Value> for Field {
+    fn from(v: Value) -> Field {
+        Field::Value(v)
+    }
+}
+
+/// An answer's fields by name, written in the order of their names (as a
+/// `serde_json::Map` writes its keys).
+pub type Fields = BTreeMap<&'static str, Field>;
+
+/// The fields of a changes answer that seldom change from run to run, as
+/// JSON text, with what each was rendered from: a later answer whose
+/// header, entry layout or list of computations is the same sends the
+/// same text again instead of rendering it. On the transformer (a
+/// 200-parameter entry, 455 computations) rendering these was most of the
+/// service's work in a re-run with no change.
+#[derive(Clone)]
+pub struct Rendered {
+    /// The header's length and hash ([`db::output::text_hash`]), as the
+    /// computations' texts are compared.
+    header_key: (usize, u64),
+    header: Arc<RawValue>,
+    entry_layout: Option<Arc<hlo::ComputationLayout>>,
+    entry: Arc<RawValue>,
+    /// The computations whose names `computations` lists, in order.
+    names: Arc<[Part]>,
+    computations: Arc<RawValue>,
+}
+
+/// `v` as JSON text.
+fn render(v: &impl Serialize) -> Result<Arc<RawValue>, serde_json::Error> {
+    serde_json::value::to_raw_value(v).map(Arc::from)
+}
+
+impl Rendered {
+    /// The fields of `out`, taken from `kept` where they are the same.
+    fn of(out: &driver::Output, kept: Option<&Rendered>) -> Result<Rendered, serde_json::Error> {
+        let header = out
+            .parts
+            .as_ref()
+            .map_or("", |p| &out.text[p.header.clone()]);
+        let entry_layout = out.parts.as_ref().map(|p| Arc::clone(&p.entry_layout));
+        // The very entry layout kept is that of the very output rendered
+        // (each output has its own), so its header is the same too.
+        let same_output = kept.is_some_and(|k| match (&k.entry_layout, &entry_layout) {
+            (Some(a), Some(b)) => Arc::ptr_eq(a, b),
+            _ => false,
+        });
+        let header_key = match kept {
+            Some(k) if same_output => k.header_key,
+            _ => (header.len(), db::output::text_hash(header)),
+        };
+        let header = match kept {
+            Some(k) if k.header_key == header_key => Arc::clone(&k.header),
+            _ => render(&header)?,
+        };
+        let entry = match (kept, &entry_layout) {
+            (Some(k), Some(now)) if k.entry_layout.as_ref().is_some_and(|e| e == now) => {
+                Arc::clone(&k.entry)
+            }
+            (Some(k), None) if k.entry_layout.is_none() => Arc::clone(&k.entry),
+            _ => render(&entry_layout.as_deref().map(|e| {
+                json!({
+                    "parameters": e.parameters.iter().map(ToString::to_string).collect::<Vec<_>>(),
+                    "result": e.result.to_string(),
+                })
+            }))?,
+        };
+        let names = parts(out);
+        let computations = match kept {
+            Some(k) if same_names(&k.names, &names) => Arc::clone(&k.computations),
+            _ => render(&names.iter().map(|p| p.name.as_str()).collect::<Vec<_>>())?,
+        };
+        Ok(Rendered {
+            header_key,
+            header,
+            entry_layout,
+            entry,
+            names,
+            computations,
+        })
+    }
+}
 
 /// What a session remembers of its last answer.
 pub struct LastAnswer {
@@ -42,6 +148,9 @@ pub struct LastAnswer {
     /// so the section is unchanged.
     assignment: Option<Arc<driver::AssignmentReport>>,
     relayout: Option<Arc<driver::RelayoutReport>>,
+    /// The fields of the last changes answer, to send again where they
+    /// are the same.
+    rendered: Option<Rendered>,
 }
 
 /// A token no other run of this process had, and that a restarted server
@@ -65,13 +174,23 @@ fn parts(out: &driver::Output) -> Arc<[Part]> {
         .map_or_else(|| Arc::from(Vec::new()), |p| Arc::clone(&p.computations))
 }
 
-/// The record of `out`, answered as run `run`.
-pub fn remember(run: String, out: &driver::Output) -> LastAnswer {
+/// The record of `out`, answered as run `run`, keeping the fields a
+/// changes answer `rendered` (or, for another answer, those the session
+/// kept before: each is compared before it is sent again).
+pub fn remember(run: String, out: &driver::Output, rendered: Option<Rendered>) -> LastAnswer {
     LastAnswer {
         run,
         computations: parts(out),
         assignment: out.report.assignment.clone(),
         relayout: out.report.relayout.clone(),
+        rendered,
+    }
+}
+
+impl LastAnswer {
+    /// The fields this answer's session kept rendered.
+    pub fn into_rendered(self) -> Option<Rendered> {
+        self.rendered
     }
 }
 
@@ -81,18 +200,19 @@ fn same_section<T>(held: &Option<Arc<T>>, now: &Option<Arc<T>>) -> bool {
 }
 
 /// Whether two outputs list the same computations in the same order.
-fn same_names(a: &[Part], b: &[Part]) -> bool {
-    a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x.name == y.name)
+fn same_names(a: &Arc<[Part]>, b: &Arc<[Part]>) -> bool {
+    Arc::ptr_eq(a, b)
+        || (a.len() == b.len() && a.iter().zip(b.iter()).all(|(x, y)| x.name == y.name))
 }
 
 /// Whether each computation of `now` has the text it had in `base`, in
 /// order. Compared position by position while the two list the same
 /// names in the same order (an edit of bodies), by name otherwise.
-fn unchanged(base: &[Part], now: &[Part]) -> Vec<bool> {
+fn unchanged(base: &Arc<[Part]>, now: &Arc<[Part]>) -> Vec<bool> {
     if same_names(base, now) {
         return base
             .iter()
-            .zip(now)
+            .zip(now.iter())
             .map(|(b, n)| b.hash == n.hash)
             .collect();
     }
@@ -103,13 +223,14 @@ fn unchanged(base: &[Part], now: &[Part]) -> Vec<bool> {
 }
 
 /// The fields of a changes answer to `out`, run `run`: against `last` when
-/// it is the run the client named as `since`, else complete.
+/// it is the run the client named as `since`, else complete. Also the
+/// fields rendered for it, for the session to keep.
 pub fn changes_fields(
     out: &driver::Output,
     run: &str,
     since: Option<&str>,
     last: Option<&LastAnswer>,
-) -> Map<String, Value> {
+) -> Result<(Fields, Rendered), serde_json::Error> {
     let base = last.filter(|l| since == Some(l.run.as_str()));
     let comps = parts(out);
     let same = match base {
@@ -140,28 +261,22 @@ pub fn changes_fields(
         None => Vec::new(),
     };
     removed.sort_unstable();
-    let header = out
-        .parts
-        .as_ref()
-        .map_or("", |p| &out.text[p.header.clone()]);
-    let entry = out.parts.as_ref().map(|p| {
-        json!({
-            "parameters": p.entry_layout.parameters.iter().map(ToString::to_string).collect::<Vec<_>>(),
-            "result": p.entry_layout.result.to_string(),
-        })
-    });
-    let mut m = Map::new();
-    m.insert("response".into(), json!("changes"));
-    m.insert("run".into(), json!(run));
-    m.insert("since".into(), json!(base.map(|b| b.run.as_str())));
-    m.insert("header".into(), json!(header));
-    m.insert("entry_computation_layout".into(), json!(entry));
+    let rendered = Rendered::of(out, last.and_then(|l| l.rendered.as_ref()))?;
+    let mut m = Fields::new();
+    m.insert("response", json!("changes").into());
+    m.insert("run", json!(run).into());
+    m.insert("since", json!(base.map(|b| b.run.as_str())).into());
+    m.insert("header", Field::Rendered(Arc::clone(&rendered.header)));
     m.insert(
-        "computations".into(),
-        json!(comps.iter().map(|p| p.name.as_str()).collect::<Vec<_>>()),
+        "entry_computation_layout",
+        Field::Rendered(Arc::clone(&rendered.entry)),
     );
-    m.insert("changed".into(), Value::Object(changed));
-    m.insert("removed".into(), json!(removed));
+    m.insert(
+        "computations",
+        Field::Rendered(Arc::clone(&rendered.computations)),
+    );
+    m.insert("changed", Value::Object(changed).into());
+    m.insert("removed", json!(removed).into());
     let sections = wire::ReportSections {
         assignment: !base.is_some_and(|b| same_section(&b.assignment, &out.report.assignment)),
         relayout: !base.is_some_and(|b| same_section(&b.relayout, &out.report.relayout)),
@@ -174,9 +289,9 @@ pub fn changes_fields(
         unchanged.push("relayout");
     }
     m.insert(
-        "report".into(),
-        wire::report_json_sections(&out.report, sections),
+        "report",
+        wire::report_json_sections(&out.report, sections).into(),
     );
-    m.insert("report_unchanged".into(), json!(unchanged));
-    m
+    m.insert("report_unchanged", json!(unchanged).into());
+    Ok((m, rendered))
 }

@@ -280,10 +280,30 @@ impl AsyncWrite for Watched {
         Pin::new(&mut self.stream).poll_shutdown(cx)
     }
 
+    /// hyper writes an answer's head and its body as separate slices, so
+    /// that a large body goes to the socket without being copied into
+    /// hyper's buffer first (a 1.2 MB text answer was copied whole on each
+    /// run). An error answer of hyper's own is a head with no body, in the
+    /// first slice: `poll_write` recognizes and replaces it there.
+    fn poll_write_vectored(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        let first = bufs
+            .iter()
+            .find(|b| !b.is_empty())
+            .map_or(&[][..], |b| &**b);
+        if self.replacement.is_some()
+            || (self.conn.busy.load(Ordering::Acquire) == 0 && hyper_error_status(first).is_some())
+        {
+            return self.poll_write(cx, first);
+        }
+        Pin::new(&mut self.stream).poll_write_vectored(cx, bufs)
+    }
+
     fn is_write_vectored(&self) -> bool {
-        // hyper then writes each answer's head from one flat buffer, where
-        // an answer of its own is recognized whole.
-        false
+        self.stream.is_write_vectored()
     }
 }
 

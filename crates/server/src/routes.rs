@@ -12,6 +12,7 @@ use axum::routing::{get, post, put};
 use serde_json::{Map, Value, json};
 
 use crate::AppState;
+use crate::changes::{Field, Fields};
 use crate::error::ApiError;
 use crate::queue::{JobError, job_error};
 use crate::request::{
@@ -110,28 +111,25 @@ fn run_answer(
         _ => Map::new(),
     };
     timings.insert("total".into(), json!(started.elapsed().as_micros() as u64));
-    let mut body = Map::new();
     let mut session = session;
-    match session.as_mut().and_then(|s| s.changes.take()) {
-        Some(fields) => body.extend(fields),
-        None => {
-            body.insert("module".into(), Value::String(out.text.to_string()));
-        }
-    }
+    let mut body = match session.as_mut().and_then(|s| s.changes.take()) {
+        Some(fields) => fields,
+        None => Fields::from([("module", Field::Text(Arc::clone(&out.text)))]),
+    };
     // A changes answer carries its own report, without the sections the
     // client holds.
     if !body.contains_key("report") {
-        body.insert("report".into(), wire::report_json(&out.report));
+        body.insert("report", wire::report_json(&out.report).into());
     }
-    body.insert("timings".into(), Value::Object(timings));
+    body.insert("timings", Value::Object(timings).into());
     if let Some(s) = session {
-        body.insert("run".into(), json!(s.run));
-        body.insert("recomputed_computations".into(), json!(s.recomputed));
+        body.insert("run", json!(s.run).into());
+        body.insert("recomputed_computations", json!(s.recomputed).into());
     }
     if let Some(s) = semantic {
-        body.insert("semantic_check".into(), s);
+        body.insert("semantic_check", s.into());
     }
-    axum::Json(Value::Object(body)).into_response()
+    axum::Json(body).into_response()
 }
 
 /// What a session run adds to its answer.
@@ -141,7 +139,7 @@ struct SessionAnswer {
     /// The computations whose steps ran again.
     recomputed: Vec<String>,
     /// With `response=changes`: the fields that replace `module`.
-    changes: Option<Map<String, Value>>,
+    changes: Option<Fields>,
 }
 
 /// Refuses `response=changes` where it cannot be answered: on the
@@ -543,23 +541,10 @@ async fn session_run(
             let out = driver::run_loaded(&mut s.db, &opts);
             let recomputed = s.db.recomputed_computations();
             s.ran = true;
-            let answer = out.as_ref().ok().map(|o| {
-                let run = crate::changes::new_run_token();
-                let fields = changes.then(|| {
-                    crate::changes::changes_fields(
-                        o,
-                        &run,
-                        since.as_deref(),
-                        s.last_answer.as_ref(),
-                    )
-                });
-                s.last_answer = Some(crate::changes::remember(run.clone(), o));
-                SessionAnswer {
-                    run,
-                    recomputed,
-                    changes: fields,
-                }
-            });
+            let answer = match &out {
+                Ok(o) => Some(session_answer(s, o, recomputed, changes, since.as_deref())?),
+                Err(_) => None,
+            };
             let check = match (&out, semantic) {
                 (Ok(o), Some(max)) => {
                     let before =
@@ -593,6 +578,37 @@ async fn session_run(
         answer,
         check,
     ))
+}
+
+/// What a successful run of session `s` adds to its answer `o`, with the
+/// changes since run `since` when `changes`; the session remembers the
+/// run.
+fn session_answer(
+    s: &mut Session,
+    o: &driver::Output,
+    recomputed: Vec<String>,
+    changes: bool,
+    since: Option<&str>,
+) -> Result<SessionAnswer, ApiError> {
+    let run = crate::changes::new_run_token();
+    let (fields, rendered) = if changes {
+        let (fields, rendered) =
+            crate::changes::changes_fields(o, &run, since, s.last_answer.as_ref())
+                .map_err(|e| ApiError::internal(e.to_string()))?;
+        (Some(fields), Some(rendered))
+    } else {
+        let kept = s
+            .last_answer
+            .take()
+            .and_then(crate::changes::LastAnswer::into_rendered);
+        (None, kept)
+    };
+    s.last_answer = Some(crate::changes::remember(run.clone(), o, rendered));
+    Ok(SessionAnswer {
+        run,
+        recomputed,
+        changes: fields,
+    })
 }
 
 /// `GET /v1/modules/{id}`.
