@@ -31,6 +31,9 @@ pub struct Steps {
     pub relayout: bool,
     /// Relayout expands copies between tilings.
     pub expand_relayouts: bool,
+    /// The output is checked: each computation's structure and layouts,
+    /// found as it is printed (see [`Printed::check`]).
+    pub verify: bool,
 }
 
 impl Default for Steps {
@@ -39,6 +42,7 @@ impl Default for Steps {
             assign: true,
             relayout: true,
             expand_relayouts: false,
+            verify: true,
         }
     }
 }
@@ -111,12 +115,24 @@ pub(crate) fn named(comp: &Computation) -> Vec<CompId> {
     ids
 }
 
+/// The entry computation layout a computation other than the entry is
+/// shown: the checks ask for the entry layout only when checking the entry
+/// (the layout check compares its parameters and root with it), so the
+/// other computations' checks and printing do not depend on it.
+static NOT_THE_ENTRY: ComputationLayout = ComputationLayout {
+    parameters: Vec::new(),
+    result: shape::Shape::Tuple(Vec::new()),
+};
+
+/// The module around computation `c` (parsed or output as `comp`): its
+/// callees' signatures as `stub` gives them and, when `c` is the entry,
+/// the entry layout `entry_layout` gives.
 fn view<'a>(
     db: &'a dyn Db,
     c: SourceComputation,
     comp: &Computation,
     stub: fn(&dyn Db, SourceComputation) -> &Stub,
-    entry_layout: &'a ComputationLayout,
+    entry_layout: fn(&'a dyn Db, SourceModule) -> &'a ComputationLayout,
 ) -> View<'a> {
     let m = c.module(db);
     let comps = m.computations(db);
@@ -126,11 +142,16 @@ fn view<'a>(
         .iter()
         .filter_map(|&id| Some((id, stub(db, *comps.get(id.index())?).0.clone()?)))
         .collect();
+    let entry = CompId(m.entry(db));
     View {
         callees,
-        entry: CompId(m.entry(db)),
+        entry,
         is_scheduled: m.header(db).is_scheduled,
-        entry_layout,
+        entry_layout: if CompId(c.index(db)) == entry {
+            entry_layout(db, m)
+        } else {
+            &NOT_THE_ENTRY
+        },
     }
 }
 
@@ -205,9 +226,8 @@ pub fn input_check(db: &dyn Db, c: SourceComputation) -> InputCheck {
     let Ok(comp) = &parsed(db, c).result else {
         return InputCheck::default();
     };
-    let layout = entry_layout(db, c.module(db));
     let structural = hlo::verify_computation(
-        &view(db, c, comp, input_stub, layout),
+        &view(db, c, comp, input_stub, entry_layout),
         CompId(c.index(db)),
         comp,
     );
@@ -443,11 +463,11 @@ pub fn output_stub(db: &dyn Db, c: SourceComputation) -> Stub {
 
 /// What the output check reads of one output computation: its
 /// instruction names, which must be unique over the module, and its own
-/// problems (one query, as [`InputCheck`]).
+/// problems (part of [`Printed`]).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct OutputCheck {
-    /// Its instruction names, in order.
-    pub names: Names,
+    /// Its instruction names, in order (shared with [`output_names`]).
+    pub names: Arc<Names>,
     /// Its structural problems.
     pub structural: Vec<VerifyError>,
     /// With assignment, its layouts' problems, checked only when it has
@@ -455,33 +475,48 @@ pub struct OutputCheck {
     pub layouts: Vec<VerifyError>,
 }
 
-/// The names and problems of one output computation.
-#[salsa::tracked(returns(ref))]
-pub fn output_check(db: &dyn Db, c: SourceComputation) -> OutputCheck {
-    let Some(comp) = &transformed(db, c).comp else {
-        return OutputCheck::default();
-    };
-    let m = c.module(db);
-    let v = view(db, c, comp, output_stub, &output_entry_layout(db, m).0);
-    let id = CompId(c.index(db));
-    let structural = hlo::verify_computation(&v, id, comp);
-    let layouts = if structural.is_empty() && m.steps(db).assign {
-        layout_assignment::check_computation_layouts(&v, id, comp, Some(m.target(db)))
+/// The names and problems of one output computation `comp` (id `id`),
+/// shown the module around it by `v`; with `assign`, its layouts are
+/// checked on `target` when its structure is sound.
+fn output_check(
+    v: &View<'_>,
+    id: CompId,
+    comp: &Computation,
+    assign: bool,
+    target: &target::TargetSpec,
+) -> OutputCheck {
+    let structural = hlo::verify_computation(v, id, comp);
+    let layouts = if structural.is_empty() && assign {
+        layout_assignment::check_computation_layouts(v, id, comp, Some(target))
     } else {
         Vec::new()
     };
     OutputCheck {
-        names: Names::of(comp),
+        names: Arc::new(Names::of(comp)),
         structural,
         layouts,
     }
+}
+
+/// The instruction names of one output computation, as the module's check
+/// of unique names reads them: apart from its printed part, so that an edit
+/// that changes a computation's text but not its names does not check the
+/// names of the whole module again.
+#[salsa::tracked(returns(ref))]
+pub fn output_names(db: &dyn Db, c: SourceComputation) -> Arc<Names> {
+    Arc::clone(&printed(db, c).check.names)
+}
+
+/// The output entry layout, as the entry's checks read it.
+fn output_entry(db: &dyn Db, m: SourceModule) -> &ComputationLayout {
+    &output_entry_layout(db, m).0
 }
 
 /// The module-wide problems of the output.
 #[salsa::tracked(returns(ref))]
 pub fn output_module_problems(db: &dyn Db, m: SourceModule) -> Vec<VerifyError> {
     let comps = m.computations(db);
-    let mut problems = name_problems(db, comps, |db, c| &output_check(db, c).names);
+    let mut problems = name_problems(db, comps, |db, c| &**output_names(db, c));
     if let Some(&c) = comps.get(m.entry(db) as usize)
         && let Some(entry) = &output_stub(db, c).0
     {
@@ -494,10 +529,11 @@ pub fn output_module_problems(db: &dyn Db, m: SourceModule) -> Vec<VerifyError> 
 }
 
 /// One output computation as the module's text shows it: its text, with
-/// the blank line after it, the text's hash, the counts over it, and what
-/// stopped the steps before it, if anything. One query rather than four,
-/// because the module's join reads all of them of every computation, and
-/// a re-run after an edit re-reads each memo the join read.
+/// the blank line after it, the text's hash, the counts over it, what
+/// stopped the steps before it, if anything, and what the output check
+/// found in it. One query rather than five, because the module's joins
+/// read all of them of every computation, and a re-run after an edit
+/// re-reads each memo the joins read.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Printed {
     /// The text, with the blank line after it.
@@ -510,6 +546,9 @@ pub struct Printed {
     /// Why the computation has no output: its assignment failed, applying
     /// it failed, or relayout failed (at most one; boxed, as it is rare).
     pub failure: Option<Box<OutputError>>,
+    /// Its names and problems, when the output is checked
+    /// ([`Steps::verify`]); empty otherwise.
+    pub check: OutputCheck,
 }
 
 /// Why the steps before printing stopped on computation `c`, if they did:
@@ -530,7 +569,8 @@ fn failure(db: &dyn Db, c: SourceComputation) -> Option<Box<OutputError>> {
     None
 }
 
-/// The output computation's text, its hash, its counts and its failure.
+/// The output computation's text, its hash, its counts, its failure and
+/// its check.
 #[salsa::tracked(returns(ref))]
 pub fn printed(db: &dyn Db, c: SourceComputation) -> Printed {
     let failure = failure(db, c);
@@ -542,23 +582,44 @@ pub fn printed(db: &dyn Db, c: SourceComputation) -> Printed {
         };
     };
     let m = c.module(db);
-    // Printing names the computations called, nothing more of them.
-    let v = view(db, c, comp, output_stub, entry_layout(db, m));
-    let mut text = String::with_capacity(comp.len() * 192 + 256);
-    hlo::write_computation_in(&mut text, &v, CompId(c.index(db)), comp);
-    text.push_str("\n\n");
-    // The capacity above is a guess made generous so that printing rarely
-    // grows the buffer; a session keeps this text, so it keeps no more
-    // than the text (the spare room was twice the text on modules of many
-    // small computations).
-    text.shrink_to_fit();
+    let steps = m.steps(db);
+    let id = CompId(c.index(db));
+    let v = view(db, c, comp, output_stub, output_entry);
+    let target = m.target(db);
+    let check = || {
+        if steps.verify {
+            output_check(&v, id, comp, steps.assign, target)
+        } else {
+            OutputCheck::default()
+        }
+    };
+    let print = || {
+        let mut text = String::with_capacity(comp.len() * 192 + 256);
+        hlo::write_computation_in(&mut text, &v, id, comp);
+        text.push_str("\n\n");
+        // The capacity above is a guess made generous so that printing
+        // rarely grows the buffer; a session keeps this text, so it keeps
+        // no more than the text (the spare room was twice the text on
+        // modules of many small computations).
+        text.shrink_to_fit();
+        text
+    };
+    // Checking and printing only read the computation: those of a large
+    // one run side by side (each also splits its own work), those of a
+    // small one in turn, which costs less than handing one to the pool.
+    let (check, text) = if hlo::Parallelism::splits(hlo::Split::Verify, comp.len()).is_some() {
+        rayon::join(check, print)
+    } else {
+        (check(), print())
+    };
     let mut stats = ModuleStats::default();
-    stats.add_computation(comp, c.index(db) == m.entry(db));
+    stats.add_computation(comp, id.0 == m.entry(db));
     Printed {
         hash: crate::output::text_hash(&text),
         text,
         stats,
         failure,
+        check,
     }
 }
 

@@ -104,7 +104,9 @@ fn parts(db: &Database) -> Vec<(&'static str, f64)> {
     type Part<'a> = (&'static str, &'a dyn Fn(SourceComputation) -> Box<dyn Any>);
     let copies: [Part<'_>; 6] = [
         ("input text", &|c| Box::new(c.text(db).clone())),
-        ("printed", &|c| Box::new(pipeline::printed(db, c).clone())),
+        ("printed text", &|c| {
+            Box::new(pipeline::printed(db, c).text.clone())
+        }),
         ("reports", &|c| Box::new(pipeline::reports(db, c).clone())),
         ("final assignment", &|c| {
             Box::new(
@@ -118,7 +120,7 @@ fn parts(db: &Database) -> Vec<(&'static str, f64)> {
             Box::new(pipeline::input_check(db, c).clone())
         }),
         ("output checks", &|c| {
-            Box::new(pipeline::output_check(db, c).clone())
+            Box::new(pipeline::printed(db, c).check.clone())
         }),
     ];
     let mut out = Vec::new();

@@ -443,6 +443,7 @@ fn finish(
         assign: opts.passes.contains(&PassName::LayoutAssignment),
         relayout: opts.passes.contains(&PassName::Relayout),
         expand_relayouts: opts.expand_relayouts,
+        verify: opts.verify,
     };
     db.set_steps(steps)
         .map_err(|e| PipelineError::Assign(AssignFailure::Load(e)))?;
@@ -569,25 +570,15 @@ fn assemble(
             step: Step::ApplyRelayout,
             duration: t.elapsed(),
         });
-        // Verifying, printing and counting a computation only read it:
-        // each is a task of its own, so that those of the largest
-        // computation run side by side rather than one after the other.
+        // Checking, printing and counting a computation only read it: one
+        // query, which checks and prints a large computation side by side.
         let t = Instant::now();
-        let reads: &[fn(&Database, db::SourceComputation)] = if opts.verify {
-            &[
-                |db, c| {
-                    let _ = pipeline::output_check(db, c);
-                },
-                |db, c| {
-                    let _ = pipeline::printed(db, c);
-                },
-            ]
-        } else {
-            &[|db, c| {
-                let _ = pipeline::printed(db, c);
-            }]
-        };
-        each_task(db, &comps, reads);
+        each_computation(db, &comps, |db, c| {
+            let _ = pipeline::printed(db, c);
+            if opts.verify {
+                let _ = pipeline::output_names(db, c);
+            }
+        });
         timings.push(Timing {
             step: Step::CheckPrint,
             duration: t.elapsed(),
@@ -683,17 +674,6 @@ fn each_computation(
     step: impl Fn(&Database, db::SourceComputation) + Sync,
 ) {
     fan_out(db, comps.len(), |db, i| step(db, comps[i]));
-}
-
-/// Runs every step of `steps` for every computation of `comps`, each pair
-/// a task of its own on all cores (see [`each_computation`]).
-fn each_task(
-    db: &Database,
-    comps: &[db::SourceComputation],
-    steps: &[fn(&Database, db::SourceComputation)],
-) {
-    let k = steps.len();
-    fan_out(db, comps.len() * k, |db, i| steps[i % k](db, comps[i / k]));
 }
 
 /// Runs `step` for every index below `n`, on as many threads as rayon's
