@@ -652,6 +652,11 @@ pub struct Database {
     /// ended (every computation, for a module-wide input): how much a run
     /// may have to redo, which decides whether it splits its work.
     written: usize,
+    /// The computation with the shortest text (the first of them), with
+    /// its text's length, when known: what [`Database::release_intermediates`]
+    /// reads last. Kept up to date by edits, so that a re-run after one
+    /// does not read every computation's text to find it.
+    smallest: Option<(SourceComputation, usize)>,
 }
 
 impl Default for Database {
@@ -703,6 +708,7 @@ impl Database {
             module: None,
             header_at: None,
             written: 0,
+            smallest: None,
         }
     }
 }
@@ -741,6 +747,13 @@ pub enum LoadError {
 
 /// Sets an edited computation's text, and counts the write.
 fn edited_text(db: &mut Database, c: SourceComputation, text: String) {
+    let len = text.len();
+    db.smallest = match db.smallest {
+        // The smallest grew: which one is smallest now is not known.
+        Some((s, l)) if s == c => (len <= l).then_some((c, len)),
+        Some((s, l)) if (len, c.index(db)) < (l, s.index(db)) => Some((c, len)),
+        kept => kept,
+    };
     c.set_text(db).to(text);
     db.wrote(1);
 }
@@ -843,6 +856,8 @@ impl Database {
             m.set_entry(self).to(outline.entry as u32);
             self.wrote(all);
         }
+        // Computations may have come, gone or moved.
+        self.smallest = None;
         Ok(m)
     }
 
@@ -940,12 +955,16 @@ impl Database {
     /// `succeeded`, when it is already computed: after a failed run it
     /// could be an assignment of a module the input check refused.
     pub fn release_intermediates(&mut self, succeeded: bool) {
-        if let Some(m) = self.module
-            && let Some(&small) = m
+        if self.smallest.is_none()
+            && let Some(m) = self.module
+        {
+            self.smallest = m
                 .computations(self)
                 .iter()
-                .min_by_key(|&&c| (c.text(self).len(), c.index(self)))
-        {
+                .map(|&c| (c, c.text(self).len()))
+                .min_by_key(|&(c, len)| (len, c.index(self)));
+        }
+        if let Some((small, _)) = self.smallest {
             let _ = parsed(self, small);
             if succeeded {
                 let _ = pipeline::transformed(self, small);

@@ -156,7 +156,7 @@ pub fn assembled(db: &dyn Db, m: SourceModule) -> Result<Arc<Assembled>, OutputE
     Ok(Arc::new(Assembled {
         text: Arc::new(text),
         header: 0..header.len(),
-        entry_layout: Arc::new(pipeline::output_entry_layout(db, m).0.clone()),
+        entry_layout: Arc::clone(&pipeline::output_entry_layout(db, m).0),
         computations: Arc::from(parts),
         stats,
     }))
@@ -178,7 +178,7 @@ pub fn merged_assignment(db: &dyn Db, m: SourceModule) -> Option<Arc<AssignmentR
     }
     let (entry_layout, tiled) = pipeline::output_entry_layout(db, m);
     report.tiled_entry = tiled.clone();
-    report.entry_layout = Some(entry_layout.clone());
+    report.entry_layout = Some(ComputationLayout::clone(entry_layout));
     Some(Arc::new(report))
 }
 

@@ -315,21 +315,26 @@ pub fn input_module_problems(db: &dyn Db, m: SourceModule) -> Vec<VerifyError> {
 
 /// The entry computation layout of the output: the input's, with every
 /// leaf the entry's final signature fills (when assignment runs), and the
-/// leaves that got the target's tiling that way.
+/// leaves that got the target's tiling that way. Shared: every output
+/// assembled from it holds it, and it is as long as the entry's
+/// parameter list.
 #[salsa::tracked(returns(ref))]
 pub fn output_entry_layout(
     db: &dyn Db,
     m: SourceModule,
-) -> (ComputationLayout, Vec<layout_assignment::TiledEntryLayout>) {
+) -> (
+    Arc<ComputationLayout>,
+    Vec<layout_assignment::TiledEntryLayout>,
+) {
     let mut layout = entry_layout(db, m).clone();
     let entry = m.computations(db).get(m.entry(db) as usize).copied();
     if m.steps(db).assign
         && let Some(Ok(a)) = entry.map(|c| final_assignment(db, c))
     {
         let tiled = layout_assignment::fill_entry_layout(&mut layout, &a.signature);
-        return (layout, tiled);
+        return (Arc::new(layout), tiled);
     }
-    (layout, Vec::new())
+    (Arc::new(layout), Vec::new())
 }
 
 /// What the steps after assignment report of one computation.
@@ -629,7 +634,7 @@ pub fn printed_header(db: &dyn Db, m: SourceModule) -> String {
     let h = m.header(db);
     let module = Module {
         name: h.name.clone(),
-        entry_computation_layout: output_entry_layout(db, m).0.clone(),
+        entry_computation_layout: ComputationLayout::clone(&output_entry_layout(db, m).0),
         entry_computation_layout_given: h.entry_computation_layout.is_some(),
         input_output_alias: h.input_output_alias.clone(),
         is_scheduled: h.is_scheduled,
