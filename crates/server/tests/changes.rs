@@ -245,3 +245,53 @@ async fn changes_are_refused_where_they_cannot_be_answered() {
     .await;
     a.error(400, "invalid_request");
 }
+
+/// A session whose module changes only in its header's entry layout: the
+/// computations and their names stay, so a changes answer lists no
+/// computation, but its header and entry layout are those of the new
+/// layout, not the ones the session rendered for the answer before.
+#[tokio::test]
+async fn a_new_entry_layout_is_answered_anew() {
+    let (router, _) = app(Config::default());
+    let module = |order: &str| {
+        format!(
+            "HloModule layouts, entry_computation_layout={{(f32[4,8]{{{order}}})->f32[4,8]{{1,0}}}}\n\n\
+             ENTRY %main (p: f32[4,8]) -> f32[4,8] {{\n  \
+             %p = f32[4,8]{{{order}}} parameter(0)\n  \
+             ROOT %n = f32[4,8]{{1,0}} negate(%p)\n}}\n"
+        )
+    };
+    let (rows, columns) = (module("1,0"), module("0,1"));
+    put(&router, &rows).await;
+    let mut held = HeldOutput::default();
+    let first = run_changes(&router, None).await;
+    held.apply(&first).expect("applies");
+    assert_holds(&held, &rows);
+    let again = run_changes(&router, held.run.as_deref()).await;
+    assert_eq!(again["header"], first["header"]);
+    held.apply(&again).expect("applies");
+
+    put(&router, &columns).await;
+    let turned = run_changes(&router, held.run.as_deref()).await;
+    assert_eq!(turned["since"], json!(held.run));
+    assert_eq!(turned["removed"], json!([]));
+    assert_eq!(turned["computations"], first["computations"]);
+    assert_ne!(turned["header"], first["header"]);
+    assert_eq!(
+        turned["entry_computation_layout"]["parameters"],
+        json!(["f32[4,8]{0,1}"])
+    );
+    held.apply(&turned).expect("applies");
+    assert_holds(&held, &columns);
+
+    // And back: the header the session rendered first is right again.
+    put(&router, &rows).await;
+    let back = run_changes(&router, held.run.as_deref()).await;
+    assert_eq!(back["header"], first["header"]);
+    assert_eq!(
+        back["entry_computation_layout"],
+        first["entry_computation_layout"]
+    );
+    held.apply(&back).expect("applies");
+    assert_holds(&held, &rows);
+}
