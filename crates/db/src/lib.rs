@@ -115,6 +115,20 @@ pub struct SourceComputation {
     pub module: SourceModule,
 }
 
+impl SourceModule {
+    /// The entry computation's id.
+    pub fn entry_id(self, db: &dyn Db) -> CompId {
+        CompId(self.entry(db))
+    }
+}
+
+impl SourceComputation {
+    /// Its id in the module (its index as a [`CompId`]).
+    pub fn id(self, db: &dyn Db) -> CompId {
+        CompId(self.index(db))
+    }
+}
+
 /// A parsed computation, or its first error (with positions relative to
 /// the computation's own text).
 #[derive(Clone, Debug)]
@@ -248,7 +262,7 @@ pub fn call_graph(db: &dyn Db, m: SourceModule) -> CallGraph {
         comps.len(),
         comps
             .iter()
-            .map(|&c| (CompId(c.index(db)), input_facts(db, c).roles.clone())),
+            .map(|&c| (c.id(db), input_facts(db, c).roles.clone())),
     )
 }
 
@@ -297,7 +311,7 @@ struct Facts<'db> {
 
 impl ModuleFacts for Facts<'_> {
     fn entry(&self) -> CompId {
-        CompId(self.m.entry(self.db))
+        self.m.entry_id(self.db)
     }
     fn entry_layout(&self) -> ComputationLayout {
         entry_layout(self.db, self.m).clone()
@@ -353,7 +367,7 @@ fn build_constraints(
     let m = c.module(db);
     let graph = call_graph(db, m);
     let facts = Facts { db, m };
-    let id = CompId(c.index(db));
+    let id = c.id(db);
     let mut q = Queries { db, m };
     let mut signature = |other: CompId, phase: Phase| q.signature(other, phase);
     layout_assignment::context_for(&facts, graph, id, phase, boundary, &mut signature)
@@ -451,14 +465,14 @@ fn assign(
     let all = names(db, m);
     let name_of = |c: CompId| all.get(c.index()).cloned().unwrap_or_default();
     let graph = call_graph(db, m);
-    let entry = CompId(m.entry(db));
+    let entry = m.entry_id(db);
     let mut q = Queries { db, m };
     layout_assignment::decide(
         &comp,
         &name_of,
         graph,
         entry,
-        CompId(c.index(db)),
+        c.id(db),
         &ctx,
         m.target(db),
         levels,
@@ -496,7 +510,7 @@ pub fn bounded_assignment(db: &dyn Db, key: BoundaryKey) -> AssignmentResult {
 fn chosen_boundary(db: &dyn Db, c: SourceComputation) -> Result<Option<Signature>, AssignError> {
     let m = c.module(db);
     let graph = call_graph(db, m);
-    let entry = CompId(m.entry(db));
+    let entry = m.entry_id(db);
     let comps = m.computations(db);
     let comp_of = |id: CompId| {
         comps.get(id.index()).copied().ok_or_else(|| {
@@ -506,11 +520,11 @@ fn chosen_boundary(db: &dyn Db, c: SourceComputation) -> Result<Option<Signature
             )))
         })
     };
-    match layout_assignment::bound_site(graph, entry, CompId(c.index(db))) {
+    match layout_assignment::bound_site(graph, entry, c.id(db)) {
         Some(BoundSite::Called { caller } | BoundSite::WhileBody { caller, .. }) => {
             Ok(final_assignment(db, comp_of(caller)?)
                 .clone()?
-                .boundary_for(CompId(c.index(db)))
+                .boundary_for(c.id(db))
                 .cloned())
         }
         Some(BoundSite::WhileCondition { body, .. }) => Ok(Some(
@@ -611,8 +625,8 @@ fn subtree(
 ) -> Result<Moved, AssignError> {
     let m = c.module(db);
     let mut q = Queries { db, m };
-    let (graph, entry) = (call_graph(db, m), CompId(m.entry(db)));
-    layout_assignment::subtree_cost(graph, entry, CompId(c.index(db)), a, levels, &mut q)
+    let (graph, entry) = (call_graph(db, m), m.entry_id(db));
+    layout_assignment::subtree_cost(graph, entry, c.id(db), a, levels, &mut q)
         .map_err(AssignError::Pass)
 }
 
@@ -1121,7 +1135,7 @@ impl Database {
                 AssignError::Parse(p) => AssignError::Parse(Box::new(absolute(&p, c, self, m))),
                 other => other,
             })?;
-            assignments.insert(CompId(c.index(self)), ComputationAssignment::clone(&a));
+            assignments.insert(c.id(self), ComputationAssignment::clone(&a));
         }
         Ok((self.module_of(m, computations), assignments))
     }
@@ -1160,11 +1174,11 @@ impl Database {
     /// theirs, so they can be made beside the others' ([`Database::warm_but`]).
     pub fn independent_leaves(&self, m: SourceModule) -> Vec<SourceComputation> {
         let graph = self.call_graph_aside(m);
-        let entry = CompId(m.entry(self));
+        let entry = m.entry_id(self);
         m.computations(self)
             .iter()
             .copied()
-            .filter(|c| layout_assignment::is_independent_leaf(graph, entry, CompId(c.index(self))))
+            .filter(|c| layout_assignment::is_independent_leaf(graph, entry, c.id(self)))
             .collect()
     }
 
@@ -1172,11 +1186,10 @@ impl Database {
     /// leaves, which another thread warms).
     pub fn warm_but(&self, m: SourceModule, left: &[SourceComputation]) {
         let graph = self.call_graph_aside(m);
-        let entry = CompId(m.entry(self));
+        let entry = m.entry_id(self);
         let comps = m.computations(self);
         let schedule = graph.schedule();
-        let left: rustc_hash::FxHashSet<CompId> =
-            left.iter().map(|c| CompId(c.index(self))).collect();
+        let left: rustc_hash::FxHashSet<CompId> = left.iter().map(|c| c.id(self)).collect();
         for &id in &schedule.bottom_up {
             let Some(&c) = comps.get(id.index()) else {
                 continue;
@@ -1263,7 +1276,7 @@ impl Database {
             header_attrs: header.header_attrs.clone(),
             debug_tables: header.debug_tables.clone(),
             computations,
-            entry: CompId(m.entry(self)),
+            entry: m.entry_id(self),
         }
     }
 }

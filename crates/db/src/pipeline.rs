@@ -142,12 +142,12 @@ fn view<'a>(
         .iter()
         .filter_map(|&id| Some((id, stub(db, *comps.get(id.index())?).0.clone()?)))
         .collect();
-    let entry = CompId(m.entry(db));
+    let entry = m.entry_id(db);
     View {
         callees,
         entry,
         is_scheduled: m.header(db).is_scheduled,
-        entry_layout: if CompId(c.index(db)) == entry {
+        entry_layout: if c.id(db) == entry {
             entry_layout(db, m)
         } else {
             &NOT_THE_ENTRY
@@ -226,11 +226,8 @@ pub fn input_check(db: &dyn Db, c: SourceComputation) -> InputCheck {
     let Ok(comp) = &parsed(db, c).result else {
         return InputCheck::default();
     };
-    let structural = hlo::verify_computation(
-        &view(db, c, comp, input_stub, entry_layout),
-        CompId(c.index(db)),
-        comp,
-    );
+    let structural =
+        hlo::verify_computation(&view(db, c, comp, input_stub, entry_layout), c.id(db), comp);
     let bitcasts = if structural.is_empty() {
         bitcast_problems(comp)
     } else {
@@ -588,7 +585,7 @@ pub fn printed(db: &dyn Db, c: SourceComputation) -> Printed {
     };
     let m = c.module(db);
     let steps = m.steps(db);
-    let id = CompId(c.index(db));
+    let id = c.id(db);
     let v = view(db, c, comp, output_stub, output_entry);
     let target = m.target(db);
     let check = || {
@@ -641,7 +638,7 @@ pub fn printed_header(db: &dyn Db, m: SourceModule) -> String {
         header_attrs: h.header_attrs.clone(),
         debug_tables: h.debug_tables.clone(),
         computations: Vec::new(),
-        entry: CompId(m.entry(db)),
+        entry: m.entry_id(db),
     };
     hlo::print_header(&module)
 }
