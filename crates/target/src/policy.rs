@@ -108,6 +108,11 @@ pub enum NeedSource {
 }
 
 /// The needs of one instruction under a target.
+///
+/// A layout assignment holds one for every instruction of a computation at
+/// once, so the needs most instructions have (on operands) are inline and
+/// the rest boxed: inline, a result need and the custom calls' lists made
+/// every instruction's needs six times as large.
 #[derive(Clone, Debug, Default)]
 pub struct InstNeeds {
     /// Needs on array operands, as (operand index, need, source), at most
@@ -116,12 +121,19 @@ pub struct InstNeeds {
     /// operand cost more than the needs themselves.
     operands: Vec<(usize, Need, NeedSource)>,
     /// A need on every array leaf of the result.
-    pub result: Option<(Need, NeedSource)>,
+    result: Option<Box<(Need, NeedSource)>>,
+    /// The needs of custom calls and outfeeds (see [`RareNeeds`]).
+    rare: Option<Box<RareNeeds>>,
+}
+
+/// The needs only custom calls and outfeeds have.
+#[derive(Clone, Debug, Default)]
+struct RareNeeds {
     /// Per result leaf, for custom calls whose shape gives each leaf's layout.
-    pub result_leaves: Vec<Option<Layout>>,
+    result_leaves: Vec<Option<Layout>>,
     /// Exact needs on array leaves of tuple operands, as (operand, leaf,
     /// layout): a constrained custom call's tuple operand, a tuple outfeed.
-    pub tuple_operand_leaves: Vec<(usize, usize, Layout, NeedSource)>,
+    tuple_operand_leaves: Vec<(usize, usize, Layout, NeedSource)>,
 }
 
 impl InstNeeds {
@@ -139,6 +151,30 @@ impl InstNeeds {
         self.operands
             .iter()
             .map(|(i, need, source)| (*i, need, *source))
+    }
+
+    /// The need on every array leaf of the result, if any.
+    pub fn result(&self) -> Option<(&Need, NeedSource)> {
+        self.result.as_deref().map(|(need, source)| (need, *source))
+    }
+
+    /// Per result leaf, the layout a custom call's shape gives it (empty
+    /// for any other instruction).
+    pub fn result_leaves(&self) -> &[Option<Layout>] {
+        self.rare.as_deref().map_or(&[], |r| &r.result_leaves)
+    }
+
+    /// Exact needs on array leaves of tuple operands, as (operand, leaf,
+    /// layout, source): a constrained custom call's tuple operand, a tuple
+    /// outfeed.
+    pub fn tuple_operand_leaves(&self) -> &[(usize, usize, Layout, NeedSource)] {
+        self.rare
+            .as_deref()
+            .map_or(&[], |r| &r.tuple_operand_leaves)
+    }
+
+    fn rare_mut(&mut self) -> &mut RareNeeds {
+        self.rare.get_or_insert_with(Box::default)
     }
 
     /// Sets the need on operand `i`, replacing any earlier one.
@@ -161,7 +197,7 @@ impl InstNeeds {
         let mut leaf = 0;
         given.for_each_array(&mut |_, a| {
             if let Some(l) = &a.layout {
-                self.tuple_operand_leaves.push((
+                self.rare_mut().tuple_operand_leaves.push((
                     operand,
                     leaf,
                     tiling::device_layout(target, a, l),
@@ -319,7 +355,10 @@ pub fn inst_needs(target: &TargetSpec, comp: &Computation, id: InstId) -> InstNe
                 if operand_count > 0 {
                     needs.set_operand(0, Need::Exact(layout.clone()), NeedSource::LayoutConstraint);
                 }
-                needs.result = Some((Need::Exact(layout), NeedSource::LayoutConstraint));
+                needs.result = Some(Box::new((
+                    Need::Exact(layout),
+                    NeedSource::LayoutConstraint,
+                )));
             }
             return needs;
         }
@@ -340,7 +379,7 @@ pub fn inst_needs(target: &TargetSpec, comp: &Computation, id: InstId) -> InstNe
             let mut leaves = Vec::new();
             inst.shape
                 .for_each_array(&mut |_, a| leaves.push(a.layout.clone()));
-            needs.result_leaves = leaves;
+            needs.rare_mut().result_leaves = leaves;
             return needs;
         }
     }
@@ -390,7 +429,7 @@ pub fn inst_needs(target: &TargetSpec, comp: &Computation, id: InstId) -> InstNe
         if let (Some(req), Some(a)) = (&rule.result, first_array(&inst.shape))
             && let Some(need) = realize(target, req, a, inst, comp, Role::Result)
         {
-            needs.result = Some((need, source));
+            needs.result = Some(Box::new((need, source)));
         }
     }
     // The target's default covers the operands no rule constrained, except

@@ -297,7 +297,9 @@ impl<'a> Checker<'a> {
             return;
         }
         let needs = match self.target {
-            Some(target) => policy::inst_needs(target, comp, id).tuple_operand_leaves,
+            Some(target) => policy::inst_needs(target, comp, id)
+                .tuple_operand_leaves()
+                .to_vec(),
             None => {
                 let given: Vec<(usize, Shape)> = match (
                     inst.opcode,

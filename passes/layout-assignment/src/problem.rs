@@ -872,7 +872,7 @@ impl<'c> Problem<'c> {
             needs_cache[id.index()].get_or_insert_with(|| policy::inst_needs(target, comp, id));
         // Needs on leaves of tuple operands (a constrained custom call's
         // tuple operand, a tuple outfeed).
-        for (operand, leaf, layout, source) in &needs.tuple_operand_leaves {
+        for (operand, leaf, layout, source) in needs.tuple_operand_leaves() {
             let Some(&o) = inst.operands().get(*operand) else {
                 continue;
             };
@@ -1904,7 +1904,7 @@ fn needed_fixes(
 ) {
     let inst = comp.inst(id);
     let leaves = inst.shape.array_leaves();
-    for (i, l) in needs.result_leaves.iter().enumerate() {
+    for (i, l) in needs.result_leaves().iter().enumerate() {
         if let (Some(l), Some(slot), Some(a)) = (l, fixed.get_mut(i), leaves.get(i)) {
             *slot = Some((
                 crate::tiling::device_layout(target, a, l),
@@ -1942,13 +1942,13 @@ fn needed_fixes(
     // convolution's feature dimension) takes the layout that
     // stores it with the least padding among those: a result is
     // produced in its layout, no copy can serve it.
-    let result_need = match &needs.result {
+    let result_need = match needs.result() {
         Some((Need::Exact(l), source)) => Some((l, source)),
         Some((Need::Minor(m), source)) => Some((&m.preferred, source)),
         _ => None,
     };
     if let Some((l, source)) = result_need {
-        let reason = match *source {
+        let reason = match source {
             NeedSource::TargetRule(rule) => FixReason::TargetRule(rule),
             NeedSource::CustomCall
             | NeedSource::LayoutConstraint
