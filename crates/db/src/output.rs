@@ -173,7 +173,7 @@ pub fn merged_assignment(db: &dyn Db, m: SourceModule) -> Option<Arc<AssignmentR
     let mut report = AssignmentReport::default();
     for &c in m.computations(db) {
         if let Ok(Some(part)) = pipeline::assignment_part(db, c) {
-            report.extend(AssignmentReport::clone(part));
+            report.extend_from(part);
         }
     }
     let (entry_layout, tiled) = pipeline::output_entry_layout(db, m);

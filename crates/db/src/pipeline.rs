@@ -80,6 +80,14 @@ impl<R> PartialEq for Stepped<R> {
     }
 }
 
+impl<R> Drop for Stepped<R> {
+    fn drop(&mut self) {
+        if let Some(comp) = &self.comp {
+            crate::let_go(comp);
+        }
+    }
+}
+
 /// The module around one computation, as its checks and its printing see
 /// it: its callees' stubs, the entry, `is_scheduled` and an entry layout.
 struct View<'a> {

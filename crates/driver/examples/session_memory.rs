@@ -102,7 +102,7 @@ fn parts(db: &Database) -> Vec<(&'static str, f64)> {
     };
     let comps = m.computations(db).clone();
     type Part<'a> = (&'static str, &'a dyn Fn(SourceComputation) -> Box<dyn Any>);
-    let copies: [Part<'_>; 6] = [
+    let copies: [Part<'_>; 10] = [
         ("input text", &|c| Box::new(c.text(db).clone())),
         ("printed text", &|c| {
             Box::new(pipeline::printed(db, c).text.clone())
@@ -121,6 +121,19 @@ fn parts(db: &Database) -> Vec<(&'static str, f64)> {
         }),
         ("output checks", &|c| {
             Box::new(pipeline::printed(db, c).check.clone())
+        }),
+        ("input facts", &|c| {
+            let f = db::input_facts(db, c);
+            Box::new((f.clone(), f.stub.0.as_deref().cloned()))
+        }),
+        ("constraints", &|c| {
+            Box::new(db::constraints(db, c).as_deref().ok().cloned())
+        }),
+        ("output stubs", &|c| {
+            Box::new(pipeline::output_stub(db, c).0.as_deref().cloned())
+        }),
+        ("final signature", &|c| {
+            Box::new(db::final_signature(db, c).clone())
         }),
     ];
     let mut out = Vec::new();

@@ -55,6 +55,9 @@ pub enum Split {
     /// Running per-computation steps of a module side by side, in
     /// (computation, step) items.
     Computations,
+    /// Freeing computations a session no longer keeps (its parses and
+    /// transformed computations, when a run ends), in instructions.
+    Release,
 }
 
 impl Split {
@@ -70,6 +73,8 @@ impl Split {
             // computation's parts at a glance; threads would cost more to
             // start than they save.
             Split::Computations => 16,
+            // Freeing a few thousand instructions costs less than a task.
+            Split::Release => 4096,
         }
     }
 
@@ -83,6 +88,7 @@ impl Split {
             Split::LayoutNeeds => 64,
             Split::LargeProblem => 1,
             Split::Computations => 16,
+            Split::Release => 1,
         }
     }
 }

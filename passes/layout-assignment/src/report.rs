@@ -240,6 +240,23 @@ pub struct Optimality {
 }
 
 impl Report {
+    /// [`Report::extend`] with a copy of `other`'s records, made in place:
+    /// a session merges every computation's report on each run, and
+    /// cloning each whole report first allocated its lists twice.
+    pub fn extend_from(&mut self, other: &Report) {
+        self.copies.extend_from_slice(&other.copies);
+        self.movements.extend_from_slice(&other.movements);
+        self.input_copies.extend_from_slice(&other.input_copies);
+        self.retilings.extend_from_slice(&other.retilings);
+        self.orientations.extend_from_slice(&other.orientations);
+        self.filled.extend_from_slice(&other.filled);
+        self.tiled_entry.extend_from_slice(&other.tiled_entry);
+        if other.entry_layout.is_some() {
+            self.entry_layout.clone_from(&other.entry_layout);
+        }
+        self.computations.extend_from_slice(&other.computations);
+    }
+
     /// Appends another report's records after this one's (the entry
     /// layout, when the other has one, replaces this one's).
     pub fn extend(&mut self, other: Report) {
