@@ -710,6 +710,9 @@ pub struct Database {
     /// reads last. Kept up to date by edits, so that a re-run after one
     /// does not read every computation's text to find it.
     smallest: Option<(SourceComputation, usize)>,
+    /// The thread freeing the last run's intermediates, while it runs (see
+    /// [`Database::release_intermediates`]).
+    freeing: Arc<Mutex<Option<std::thread::JoinHandle<()>>>>,
 }
 
 impl Default for Database {
@@ -762,6 +765,7 @@ impl Database {
             header_at: None,
             written: 0,
             smallest: None,
+            freeing: Arc::default(),
         }
     }
 }
@@ -1026,10 +1030,34 @@ impl Database {
         // Freeing a first run's parses and transformed computations took
         // about a twentieth of it (30 ms on a module of 16,667
         // computations): salsa drops what it evicts, so each is kept aside
-        // as it goes and freed on the pool, off the run's path.
+        // as it goes and freed on a thread of its own, off the run's path.
         let released = collecting_let_go(|| salsa::Database::trigger_lru_eviction(self));
         let instructions = released.iter().map(|c| c.len()).sum();
-        hlo::Parallelism::drop_later(hlo::Split::Release, instructions, released);
+        if hlo::Parallelism::splits(hlo::Split::Release, instructions).is_none() {
+            return;
+        }
+        // One at a time: a run's frees wait for the last run's.
+        self.settle();
+        // A thread the OS refuses drops its closure, and so the
+        // computations, here.
+        if let Ok(thread) = std::thread::Builder::new()
+            .name("tessera-release".into())
+            .spawn(move || drop(released))
+            && let Ok(mut freeing) = self.freeing.lock()
+        {
+            *freeing = Some(thread);
+        }
+    }
+
+    /// Waits until the intermediates the last run released are freed (see
+    /// [`Database::release_intermediates`]): for measuring what a session
+    /// holds.
+    pub fn settle(&self) {
+        let thread = self.freeing.lock().ok().and_then(|mut f| f.take());
+        if let Some(thread) = thread {
+            // A panic while freeing leaves nothing to wait for.
+            let _ = thread.join();
+        }
     }
 
     /// The loaded module.
