@@ -9,7 +9,9 @@
 //! (`Movement`: a transpose or reshape that is free only as a bitcast).
 
 use hlo::{AttrValue, CompId, Computation, InstId, KnownAttr, Opcode, Parallelism, Split, Work};
-use rustc_hash::FxHashMap;
+use std::sync::Arc;
+
+use rustc_hash::{FxHashMap, FxHashSet};
 use shape::{ArrayShape, DimVec, Layout, Shape};
 use smallvec::SmallVec;
 use target::TargetSpec;
@@ -98,8 +100,9 @@ pub struct Value {
     pub def: InstId,
     /// The array-leaf index within the definition's shape.
     pub leaf: u32,
-    /// The logical shape (no layout).
-    pub shape: ArrayShape,
+    /// The logical shape (no layout), shared by every value of the same
+    /// logical shape in the problem (see [`Problem::logical_shape`]).
+    pub shape: Arc<ArrayShape>,
     /// Set when the layout is not the pass's to choose.
     pub fixed: Option<FixReason>,
     /// Values locked to share this value's layout decisions (multi-output
@@ -325,6 +328,8 @@ pub struct Problem<'c> {
     /// Calls whose callee's signature is only a preference, with the
     /// callee (the body, for a loop).
     pub preferred_calls: Vec<(InstId, CompId)>,
+    /// The values' logical shapes, once each, while the problem is built.
+    logical_shapes: FxHashSet<Arc<ArrayShape>>,
 }
 
 /// A built problem, and the solver's structure when a large problem built
@@ -408,6 +413,7 @@ impl<'c> Problem<'c> {
             auto_result: Vec::new(),
             retilings: TiVec::new(),
             preferred_calls: Vec::new(),
+            logical_shapes: FxHashSet::default(),
         };
         let order = std::mem::take(&mut p.order);
         // Each instruction's needs are computed once and used twice.
@@ -449,6 +455,7 @@ impl<'c> Problem<'c> {
             None
         };
         p.storage_candidates(target);
+        p.logical_shapes = FxHashSet::default();
         p.relations = relations;
         p.retilings = retilings;
         hlo::count(Work::ProblemItems, p.values.len() + p.relations.len());
@@ -456,6 +463,24 @@ impl<'c> Problem<'c> {
             problem: p,
             structure,
         })
+    }
+
+    /// The logical shape of `a` (without its layout), shared with every
+    /// value of that shape: a value's own copy was more than half its
+    /// size, and a large computation has few distinct shapes.
+    fn logical_shape(&mut self, a: &ArrayShape) -> Arc<ArrayShape> {
+        let logical = ArrayShape {
+            element_type: a.element_type,
+            dims: a.dims.clone(),
+            dynamic: a.dynamic,
+            layout: None,
+        };
+        if let Some(shared) = self.logical_shapes.get(&logical) {
+            return Arc::clone(shared);
+        }
+        let shared = Arc::new(logical);
+        self.logical_shapes.insert(Arc::clone(&shared));
+        shared
     }
 
     fn new_value(
@@ -470,12 +495,7 @@ impl<'c> Problem<'c> {
         let mut v = Value {
             def,
             leaf,
-            shape: ArrayShape {
-                element_type: a.element_type,
-                dims: a.dims.clone(),
-                dynamic: a.dynamic,
-                layout: None,
-            },
+            shape: self.logical_shape(a),
             fixed: None,
             lock: id,
             layouts: TiSmallVec::new(),
@@ -1977,7 +1997,9 @@ fn reads_no_needs(op: Opcode) -> bool {
 
 /// Layouts a reshape induces, by (the shape the layout is on, the other
 /// shape, direction, layout key); see `Problem::propagate_candidates`.
-type ReshapeKeys = FxHashMap<(ArrayShape, ArrayShape, bool, LayoutKey), SmallVec<[LayoutKey; 2]>>;
+/// The shapes are the values' shared logical shapes, compared by value.
+type ReshapeKeys =
+    FxHashMap<(Arc<ArrayShape>, Arc<ArrayShape>, bool, LayoutKey), SmallVec<[LayoutKey; 2]>>;
 
 /// The keys relation `at` (relation, direction, source key) induces: from
 /// its own memo, else (for a reshape) from another reshape of the same
