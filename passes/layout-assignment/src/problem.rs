@@ -266,9 +266,12 @@ pub enum RelationKind {
     /// `pin`, a target or custom call fixes the operand's layout at this use
     /// (the `Need` relation there makes any copy); the broadcast then only
     /// constrains its own result to orders that agree with the pin.
+    // The dimensions are boxed, here and in `Movement`: a relation is
+    // held for every use of every value, and inline lists made every one
+    // 48 bytes larger.
     Broadcast {
         out: ValueId,
-        dims: DimVec,
+        dims: Box<[usize]>,
         pin: Option<LayoutId>,
     },
     /// Read in a fixed layout; `need_id` is its id in the value's table
@@ -282,7 +285,7 @@ pub enum RelationKind {
     /// from `v` to `out`; it costs `out`'s bytes unless it is a bitcast.
     Movement {
         out: ValueId,
-        transpose: Option<DimVec>,
+        transpose: Option<Box<[usize]>>,
     },
 }
 
@@ -964,7 +967,7 @@ impl<'c> Problem<'c> {
                         v,
                         RelationKind::Movement {
                             out: partner,
-                            transpose: Some(dims),
+                            transpose: Some(dims.into_iter().collect()),
                         },
                         site,
                         RelationSource::DataMovement,
@@ -1168,7 +1171,7 @@ impl<'c> Problem<'c> {
             v,
             RelationKind::Broadcast {
                 out: partner,
-                dims,
+                dims: dims.into_iter().collect(),
                 pin,
             },
             site,
@@ -1752,7 +1755,7 @@ impl<'c> Problem<'c> {
                         }
                     }
                     RelationKind::Movement { out, transpose } => {
-                        let (out, transpose) = (*out, transpose.as_ref());
+                        let (out, transpose) = (*out, transpose.as_deref());
                         if accepts_more(&values[out]) && fresh(&mut offered, r, 1, &values[v]) {
                             changed |= induced.offer(self, target, (r, true), (v, out), transpose);
                         }
@@ -1801,7 +1804,7 @@ impl Induced {
         target: &TargetSpec,
         at: (RelationId, bool),
         (from, to): (ValueId, ValueId),
-        transpose: Option<&DimVec>,
+        transpose: Option<&[usize]>,
     ) -> bool {
         let (r, forward) = at;
         let mut changed = false;
@@ -2013,7 +2016,7 @@ fn induced_forward(
     operand_shape: &ArrayShape,
     k: LayoutKey,
     out_shape: &ArrayShape,
-    transpose: Option<&DimVec>,
+    transpose: Option<&[usize]>,
 ) -> SmallVec<[LayoutKey; 2]> {
     let mut keys = SmallVec::new();
     let a = with_layout(operand_shape, table.get(k).clone());
@@ -2044,7 +2047,7 @@ fn induced_backward(
     out_shape: &ArrayShape,
     k: LayoutKey,
     operand_shape: &ArrayShape,
-    transpose: Option<&DimVec>,
+    transpose: Option<&[usize]>,
 ) -> SmallVec<[LayoutKey; 2]> {
     let a = with_layout(out_shape, table.get(k).clone());
     let induced = match transpose {
