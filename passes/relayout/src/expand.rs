@@ -12,6 +12,8 @@
 //! the last step; the steps before it are new instructions named after it
 //! (`%x.copy.pad`, `%x.copy.transpose`, ...).
 
+use std::sync::Arc;
+
 use hlo::{
     AttrValue, Computation, FreshNames, InstId, Instruction, KnownAttr, Opcode, Payload, Placement,
 };
@@ -162,7 +164,7 @@ fn add_zero(
 pub fn expand_copies(
     comp: &mut Computation,
     target: &TargetSpec,
-) -> Result<Vec<Rewrite>, RelayoutError> {
+) -> Result<Vec<Arc<Rewrite>>, RelayoutError> {
     let cname = comp.name.clone();
     let copies = retiling_copies(comp);
     if copies.is_empty() {
@@ -292,5 +294,5 @@ pub fn expand_copies(
         });
     }
     comp.reschedule(&placement).map_err(edit(&cname))?;
-    Ok(rewrites)
+    Ok(rewrites.into_iter().map(Arc::new).collect())
 }

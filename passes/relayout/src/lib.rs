@@ -295,7 +295,7 @@ pub fn run_computation(
         rewrites.extend(expand::expand_copies(comp, target)?);
     }
     tracing::debug!(rewrites = rewrites.len(), "relayout done");
-    Ok(rewrites.into_iter().map(Arc::new).collect())
+    Ok(rewrites)
 }
 
 /// The array shape of `inst` with its layout, the default descending one

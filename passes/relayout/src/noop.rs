@@ -11,6 +11,8 @@
 //! The instruction keeps its name, metadata and every other attribute;
 //! only a transpose's `dimensions` go, as a bitcast has none.
 
+use std::sync::Arc;
+
 use hlo::{Computation, InstId, KnownAttr, Opcode, Parallelism, Split};
 use rustc_hash::FxHashMap;
 use shape::{ArrayShape, DimVec};
@@ -114,24 +116,29 @@ fn verdict(comp: &Computation, id: InstId, seen: &mut Verdicts) -> Option<Found>
 /// instruction (nor any name), so all verdicts and reports are made before
 /// any rewrite: on all cores for a large computation, in runs of the
 /// schedule that each keep their own memo.
-fn all_found(comp: &Computation) -> Vec<(InstId, Rewrite)> {
+///
+/// Each report is shared from the start: a report is some 700 bytes, and
+/// gathering the runs' lists moved every one twice more.
+fn all_found(comp: &Computation) -> Vec<(InstId, Arc<Rewrite>)> {
     use rayon::prelude::*;
-    let find = |run: &[InstId]| -> Vec<(InstId, Rewrite)> {
+    let find = |run: &[InstId]| -> Vec<(InstId, Arc<Rewrite>)> {
         let mut seen = Verdicts::default();
         run.iter()
-            .filter_map(|&id| verdict(comp, id, &mut seen).map(|f| (id, rewrite_for(comp, id, f))))
+            .filter_map(|&id| {
+                verdict(comp, id, &mut seen).map(|f| (id, Arc::new(rewrite_for(comp, id, f))))
+            })
             .collect()
     };
     let schedule = comp.schedule();
     let Some(grain) = Parallelism::splits(Split::RelayoutVerdicts, schedule.len()) else {
         return find(schedule);
     };
-    let runs: Vec<Vec<(InstId, Rewrite)>> = schedule.par_chunks(grain).map(find).collect();
+    let runs: Vec<Vec<(InstId, Arc<Rewrite>)>> = schedule.par_chunks(grain).map(find).collect();
     runs.into_iter().flatten().collect()
 }
 
 /// Phase 2 on one computation.
-pub fn movements_to_bitcasts(comp: &mut Computation) -> Vec<Rewrite> {
+pub fn movements_to_bitcasts(comp: &mut Computation) -> Vec<Arc<Rewrite>> {
     let found = all_found(comp);
     let mut rewrites = Vec::with_capacity(found.len());
     // The reports were written with the verdicts; only the edits are left.

@@ -16,6 +16,7 @@
 //! at its operands, e.g. "operand 1 is a constant"), then applied.
 
 use std::borrow::Cow;
+use std::sync::Arc;
 
 use hlo::{
     Attrs, Computation, FreshNames, InstId, Instruction, KnownAttr, Opcode, Parallelism, Placement,
@@ -498,7 +499,7 @@ pub fn fix_uses(
     facts: &ComputationFacts,
     comp: &mut Computation,
     target: &TargetSpec,
-) -> Result<Vec<Rewrite>, RelayoutError> {
+) -> Result<Vec<Arc<Rewrite>>, RelayoutError> {
     let topo = order(comp)?;
     let wants = all_wants(comp, target, &topo);
     // As in XLA, a memory space in the entry result (`S(n)`, host memory)
@@ -539,5 +540,5 @@ pub fn fix_uses(
     // One new schedule: each new instruction right after what it reads.
     comp.reschedule(&ins.placement)
         .map_err(edit(&ins.computation))?;
-    Ok(ins.rewrites)
+    Ok(ins.rewrites.into_iter().map(Arc::new).collect())
 }
