@@ -8,9 +8,9 @@
 //! (`Broadcast`), in a fixed layout (`Need`), or in any layout at a price
 //! (`Movement`: a transpose or reshape that is free only as a bitcast).
 
-use hlo::{AttrValue, CompId, Computation, InstId, KnownAttr, Opcode, Parallelism, Split, Work};
 use std::sync::Arc;
 
+use hlo::{AttrValue, CompId, Computation, InstId, KnownAttr, Opcode, Parallelism, Split, Work};
 use rustc_hash::{FxHashMap, FxHashSet};
 use shape::{ArrayShape, DimVec, Layout, Shape};
 use smallvec::SmallVec;
