@@ -178,9 +178,20 @@ pub(crate) fn let_go(comp: &Arc<Computation>) {
 /// Runs `evict` with every computation it lets go kept aside (see
 /// [`let_go`]), and returns those.
 fn collecting_let_go(evict: impl FnOnce()) -> Vec<Arc<Computation>> {
-    let before = LET_GO.with(|kept| kept.replace(Some(Vec::new())));
+    /// Puts the thread's list back as it was, also if `evict` panics, so
+    /// that a thread never goes on keeping what it lets go.
+    struct Restore(Option<Vec<Arc<Computation>>>);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            let before = self.0.take();
+            LET_GO.with(|kept| kept.replace(before));
+        }
+    }
+    let restore = Restore(LET_GO.with(|kept| kept.replace(Some(Vec::new()))));
     evict();
-    LET_GO.with(|kept| kept.replace(before)).unwrap_or_default()
+    let kept = LET_GO.with(|kept| kept.borrow_mut().take());
+    drop(restore);
+    kept.unwrap_or_default()
 }
 
 /// The computation names of a module, in order.
