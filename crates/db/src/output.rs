@@ -41,10 +41,16 @@ pub fn input_verdict(db: &dyn Db, m: SourceModule) -> Result<(), InputRefusal> {
             return Err(InputRefusal::Parse(Box::new(absolute(e, c, db, m))));
         }
     }
-    let mut problems = pipeline::input_module_problems(db, m).clone();
+    // Each computation's checks are read (and, on one thread, made)
+    // before the module-wide check, which reads every computation's
+    // names: made after it, each would clear the record of reads it left
+    // at their depth (see `driver::assemble`).
+    let mut each: Vec<VerifyError> = Vec::new();
     for &c in comps {
-        problems.extend(pipeline::input_check(db, c).structural.iter().cloned());
+        each.extend(pipeline::input_check(db, c).structural.iter().cloned());
     }
+    let mut problems = pipeline::input_module_problems(db, m).clone();
+    problems.append(&mut each);
     if problems.is_empty() {
         for &c in comps {
             problems.extend(pipeline::input_check(db, c).bitcasts.iter().cloned());

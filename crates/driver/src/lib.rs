@@ -585,9 +585,14 @@ fn assemble(
         });
     }
     let t = Instant::now();
-    let joins = db.for_joins();
-    let joins: &Database = &joins;
-    let out = match db::output::assembled(joins, m) {
+    // Each join on a handle of its own: where the steps did not run
+    // first (a run on one thread, a small re-run), a join computes what it
+    // reads, in queries nested in it, and on a shared handle each of those
+    // would clear the record of reads the join before left at its depth
+    // (the output's module-wide check reads every computation's names, and
+    // the merged report then ran every computation's `reports` under it:
+    // quadratic in the number of computations).
+    let out = match db::output::assembled(&*db.for_joins(), m) {
         Ok(out) => Arc::clone(out),
         Err(db::output::OutputError::Assign(db::AssignError::Parse(e))) => {
             return Err(PipelineError::Parse(e.clone()));
@@ -608,7 +613,8 @@ fn assemble(
     });
     if opts.verify {
         let t = Instant::now();
-        let problems = db::output::output_verdict(joins, m);
+        let joins = db.for_joins();
+        let problems = db::output::output_verdict(&*joins, m);
         timings.push(Timing {
             step: Step::Verify,
             duration: t.elapsed(),
@@ -618,11 +624,11 @@ fn assemble(
         }
     }
     let report = PipelineReport {
-        module: m.header(joins).name.clone(),
+        module: m.header(db).name.clone(),
         target: opts.target.name.clone(),
         passes: opts.passes.iter().map(|p| p.name()).collect(),
-        assignment: db::output::merged_assignment(joins, m).clone(),
-        relayout: db::output::merged_rewrites(joins, m).clone(),
+        assignment: db::output::merged_assignment(&*db.for_joins(), m).clone(),
+        relayout: db::output::merged_rewrites(&*db.for_joins(), m).clone(),
         stats: out.stats.clone(),
         timings: std::mem::take(timings),
     };
