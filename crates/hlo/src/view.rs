@@ -45,7 +45,7 @@ impl Computation {
     /// caller reads what computes the callee's root), and nothing else. Two computations with equal stubs look
     /// the same to every check of a caller.
     pub fn signature_stub(&self) -> Computation {
-        let mut stub = Computation::with_capacity(self.name.clone(), self.parameters().len() + 1);
+        let mut stub = Computation::without_edges(self.name.clone(), self.parameters().len() + 1);
         stub.execution_thread = self.execution_thread.clone();
         let mut root = None;
         for p in self.parameters() {
