@@ -266,8 +266,8 @@ pub fn parse_error(db: &dyn Db, c: SourceComputation) -> Option<&ParseError> {
 }
 
 /// What the rest of the module reads of one computation's parse: the
-/// calls it makes, the computations it names, its signature stub and its
-/// parse error.
+/// calls it makes, the computations it names, its signature as callers
+/// see it and its parse error.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct InputFacts {
     /// Each call, with the callee's role (see [`hlo::calls_of`]).
@@ -277,7 +277,8 @@ pub struct InputFacts {
     /// steps after it add instructions (copies, bitcasts, the relayout
     /// expansions) but never a call, so the output names the same ones.
     pub named: Vec<CompId>,
-    /// Its signature stub, as its callers' input checks read it.
+    /// Its signature (name, parameters and root), as its callers' input
+    /// checks read it.
     pub stub: pipeline::Stub,
     /// Why it does not parse (then it makes no call and has no stub).
     pub parse_error: Option<ParseError>,
@@ -294,7 +295,7 @@ pub fn input_facts(db: &dyn Db, c: SourceComputation) -> InputFacts {
         Ok(comp) => InputFacts {
             roles: hlo::calls_of(comp),
             named: pipeline::named(comp),
-            stub: pipeline::Stub(Some(Arc::new(comp.signature_stub()))),
+            stub: pipeline::Stub(Some(hlo::CalleeSignature::of(comp))),
             parse_error: None,
         },
         Err(e) => InputFacts {

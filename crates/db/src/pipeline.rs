@@ -3,8 +3,8 @@
 //! Each is a tracked query of one computation, so that a re-run after an
 //! edit redoes only the computations whose inputs changed: a
 //! computation's own text, its final assignment, or the signatures of the
-//! computations it calls (which checks read through a signature stub, see
-//! [`hlo::Computation::signature_stub`]).
+//! computations it calls (which checks read through their signatures, see
+//! [`hlo::CalleeSignature`]).
 //!
 //! The module-wide parts read only small per-computation values: the
 //! header (with the entry layout the entry's signature fills), unique
@@ -13,7 +13,10 @@
 
 use std::sync::Arc;
 
-use hlo::{CompId, Computation, ComputationLayout, Module, ModuleView, Opcode, VerifyError};
+use hlo::{
+    Callee, CalleeSignature, CompId, Computation, ComputationLayout, Module, ModuleView, Opcode,
+    VerifyError,
+};
 use layout_assignment::{ApplyError, Report as AssignmentReport};
 use relayout::{RelayoutError, Rewrite};
 use rustc_hash::FxHashMap;
@@ -47,22 +50,10 @@ impl Default for Steps {
     }
 }
 
-/// A computation as its callers' checks see it, compared by that alone.
-#[derive(Clone, Debug, Default)]
-pub struct Stub(pub Option<Arc<Computation>>);
-
-impl PartialEq for Stub {
-    fn eq(&self, other: &Self) -> bool {
-        match (&self.0, &other.0) {
-            (Some(a), Some(b)) => a.same_signature(b),
-            (None, None) => true,
-            _ => false,
-        }
-    }
-}
-
-// `same_signature` compares fields for equality, so it is an equivalence.
-impl Eq for Stub {}
+/// A computation as its callers' checks and printing see it (`None` when
+/// it did not parse, or a step before its output failed).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Stub(pub Option<CalleeSignature>);
 
 /// A computation after one step, with what the step reports. Never equal
 /// to another: the steps after it compare their own results.
@@ -91,15 +82,15 @@ impl<R> Drop for Stepped<R> {
 /// The module around one computation, as its checks and its printing see
 /// it: its callees' stubs, the entry, `is_scheduled` and an entry layout.
 struct View<'a> {
-    callees: FxHashMap<CompId, Arc<Computation>>,
+    callees: FxHashMap<CompId, &'a CalleeSignature>,
     entry: CompId,
     is_scheduled: bool,
     entry_layout: &'a ComputationLayout,
 }
 
 impl ModuleView for View<'_> {
-    fn callee(&self, id: CompId) -> Option<&Computation> {
-        self.callees.get(&id).map(|c| &**c)
+    fn callee(&self, id: CompId) -> Option<Callee<'_>> {
+        self.callees.get(&id).map(|&c| Callee::Signature(c))
     }
     fn entry(&self) -> CompId {
         self.entry
@@ -148,7 +139,7 @@ fn view<'a>(
     debug_assert_eq!(named(comp), *callees);
     let callees = callees
         .iter()
-        .filter_map(|&id| Some((id, stub(db, *comps.get(id.index())?).0.clone()?)))
+        .filter_map(|&id| Some((id, stub(db, *comps.get(id.index())?).0.as_ref()?)))
         .collect();
     let entry = m.entry_id(db);
     View {
@@ -163,7 +154,8 @@ fn view<'a>(
     }
 }
 
-/// The input computation's signature stub (see [`crate::InputFacts`]).
+/// The input computation's signature as its callers see it (see
+/// [`crate::InputFacts`]).
 pub fn input_stub(db: &dyn Db, c: SourceComputation) -> &Stub {
     &crate::input_facts(db, c).stub
 }
@@ -303,7 +295,10 @@ pub fn input_module_problems(db: &dyn Db, m: SourceModule) -> Vec<VerifyError> {
     let mut problems = name_problems(db, comps, |db, c| &input_check(db, c).names);
     let entry = comps.get(m.entry(db) as usize).copied();
     match entry.map(|c| &input_stub(db, c).0) {
-        Some(Some(e)) => problems.extend(hlo::verify_entry_layout(e, entry_layout(db, m))),
+        Some(Some(e)) => problems.extend(hlo::verify_entry_layout(
+            Callee::Signature(e),
+            entry_layout(db, m),
+        )),
         Some(None) => {}
         None => problems.push(VerifyError {
             computation: String::new(),
@@ -460,14 +455,14 @@ pub fn rewrites(
     &reports(db, c).rewrites
 }
 
-/// The output computation's signature stub.
+/// The output computation's signature as its callers see it.
 #[salsa::tracked(returns(ref))]
 pub fn output_stub(db: &dyn Db, c: SourceComputation) -> Stub {
     Stub(
         transformed(db, c)
             .comp
             .as_ref()
-            .map(|comp| Arc::new(comp.signature_stub())),
+            .map(|comp| CalleeSignature::of(comp)),
     )
 }
 
@@ -531,7 +526,7 @@ pub fn output_module_problems(db: &dyn Db, m: SourceModule) -> Vec<VerifyError> 
         && let Some(entry) = &output_stub(db, c).0
     {
         problems.extend(hlo::verify_entry_layout(
-            entry,
+            Callee::Signature(entry),
             &output_entry_layout(db, m).0,
         ));
     }

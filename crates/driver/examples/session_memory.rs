@@ -125,15 +125,12 @@ fn parts(db: &Database) -> Vec<(&'static str, f64)> {
         ("output checks", &|c| {
             Box::new(pipeline::printed(db, c).check.clone())
         }),
-        ("input facts", &|c| {
-            let f = db::input_facts(db, c);
-            Box::new((f.clone(), f.stub.0.as_deref().cloned()))
-        }),
+        ("input facts", &|c| Box::new(db::input_facts(db, c).clone())),
         ("constraints", &|c| {
             Box::new(db::constraints(db, c).as_deref().ok().cloned())
         }),
         ("output stubs", &|c| {
-            Box::new(pipeline::output_stub(db, c).0.as_deref().cloned())
+            Box::new(pipeline::output_stub(db, c).clone())
         }),
         ("final signature", &|c| {
             Box::new(db::final_signature(db, c).clone())

@@ -232,22 +232,6 @@ impl Computation {
         }
     }
 
-    /// An empty computation with room for `instructions` instructions and
-    /// no edges: a signature stub's (see
-    /// [`Computation::signature_stub`]), whose parameters and root read
-    /// nothing. A session keeps two stubs of every computation, and the
-    /// room `with_capacity` keeps for two edges an instruction was most of
-    /// a small stub's graph.
-    pub(crate) fn without_edges(name: impl Into<String>, instructions: usize) -> Computation {
-        Computation {
-            name: name.into(),
-            execution_thread: None,
-            graph: StableDiGraph::with_capacity(instructions, 0),
-            schedule: Vec::with_capacity(instructions),
-            root: None,
-        }
-    }
-
     /// The graph, for reading and for petgraph algorithms. Nodes are
     /// instructions; an edge runs from a producer to its user.
     pub fn graph(&self) -> &StableDiGraph<Instruction, Edge, u32> {

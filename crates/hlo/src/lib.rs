@@ -55,7 +55,7 @@ pub use verify::{
     VerifyError, uses_before_definition, verify_computation, verify_entry_layout, verify_module,
     verify_module_checks, verify_names,
 };
-pub use view::{ModuleFacts, ModuleView};
+pub use view::{Callee, CalleeSignature, ModuleFacts, ModuleView};
 pub use work::{Work, WorkCounts, count, counted};
 
 /// `text` without its leading `//` comment lines (and blank lines after

@@ -621,7 +621,7 @@ pub fn write_attr_value(out: &mut String, view: &dyn ModuleView, value: &AttrVal
 fn write_comp_name(out: &mut String, view: &dyn ModuleView, id: CompId) {
     out.push('%');
     match view.callee(id) {
-        Some(c) => out.push_str(&c.name),
+        Some(c) => out.push_str(c.name()),
         None => {
             out.push_str("invalid_computation_");
             push_int(out, i64::from(id.0));

@@ -5,13 +5,15 @@
 //! computation's callees, so that a change inside a callee's body does not
 //! reach its callers.
 
-use crate::{CompId, Computation, ComputationLayout, Instruction, IoAlias, Module, Opcode};
+use shape::Shape;
+
+use crate::{CompId, Computation, ComputationLayout, IoAlias, Module};
 
 /// The module around one computation.
 pub trait ModuleView: Sync {
-    /// Another computation, at least as its signature: its name, its
-    /// parameters and its root (see [`Computation::signature_stub`]).
-    fn callee(&self, id: CompId) -> Option<&Computation>;
+    /// Another computation, at least as its callers see it (see
+    /// [`Callee`]).
+    fn callee(&self, id: CompId) -> Option<Callee<'_>>;
     /// The entry computation.
     fn entry(&self) -> CompId;
     /// `is_scheduled=true`.
@@ -21,8 +23,8 @@ pub trait ModuleView: Sync {
 }
 
 impl ModuleView for Module {
-    fn callee(&self, id: CompId) -> Option<&Computation> {
-        self.computations.get(id.index())
+    fn callee(&self, id: CompId) -> Option<Callee<'_>> {
+        self.computations.get(id.index()).map(Callee::Whole)
     }
     fn entry(&self) -> CompId {
         self.entry
@@ -35,71 +37,126 @@ impl ModuleView for Module {
     }
 }
 
-/// The opcode of a stub's root when the root is not a parameter.
-const STUB_ROOT: Opcode = Opcode::Tuple;
+/// A computation as its callers see it: what the checks and the printing
+/// of a caller read of a computation it calls. That is its name, its
+/// parameters' shapes in parameter order and its root's shape, nothing
+/// else, so a caller looks only at these (see [`CalleeSignature`]).
+#[derive(Clone, Copy, Debug)]
+pub enum Callee<'a> {
+    /// The whole computation, when the module is at hand.
+    Whole(&'a Computation),
+    /// Its signature alone, as an incremental database keeps it.
+    Signature(&'a CalleeSignature),
+}
 
-impl Computation {
-    /// The computation as its callers see it: its name, thread, parameters
-    /// and a root of its root's name and shape (a parameter when the root
-    /// is one; else an instruction of a fixed opcode, since no check of a
-    /// caller reads what computes the callee's root), and nothing else. Two computations with equal stubs look
-    /// the same to every check of a caller.
-    pub fn signature_stub(&self) -> Computation {
-        let mut stub = Computation::without_edges(self.name.clone(), self.parameters().len() + 1);
-        stub.execution_thread = self.execution_thread.clone();
-        let mut root = None;
-        for p in self.parameters() {
-            let inst = self.inst(p);
-            let mut copy =
-                Instruction::new(inst.name.clone(), Opcode::Parameter, inst.shape.clone());
-            copy.payload = inst.payload.clone();
-            // Adding an instruction without operands cannot fail.
-            if let Ok(id) = stub.add(copy, &[])
-                && self.root() == Some(p)
-            {
-                root = Some(id);
-            }
+impl<'a> Callee<'a> {
+    /// The computation's name.
+    pub fn name(self) -> &'a str {
+        match self {
+            Callee::Whole(c) => &c.name,
+            Callee::Signature(s) => s.name(),
         }
-        if root.is_none()
-            && let Some(r) = self.root().and_then(|r| self.get(r))
-            && let Ok(id) = stub.add(
-                Instruction::new(r.name.clone(), STUB_ROOT, r.shape.clone()),
-                &[],
-            )
-        {
-            root = Some(id);
-        }
-        if let Some(r) = root {
-            let _ = stub.set_root(r);
-        }
-        stub
     }
 
-    /// Whether two computations have the same signature stub, without
-    /// building either.
-    pub fn same_signature(&self, other: &Computation) -> bool {
-        let (a, b) = (self.parameters(), other.parameters());
-        let same_inst = |x: &Instruction, y: &Instruction| {
-            x.name == y.name && x.shape == y.shape && x.payload == y.payload
-        };
-        self.name == other.name
-            && self.execution_thread == other.execution_thread
-            && a.len() == b.len()
-            && a.iter()
-                .zip(&b)
-                .all(|(&x, &y)| same_inst(self.inst(x), other.inst(y)))
-            && match (
-                self.root().and_then(|r| self.get(r)),
-                other.root().and_then(|r| other.get(r)),
-            ) {
-                (Some(x), Some(y)) => {
-                    x.name == y.name
-                        && x.shape == y.shape
-                        && (x.opcode == Opcode::Parameter) == (y.opcode == Opcode::Parameter)
-                }
-                (None, None) => true,
-                _ => false,
-            }
+    /// The parameters' names and shapes, in parameter order.
+    pub fn parameters(self) -> Vec<(&'a str, &'a Shape)> {
+        match self {
+            Callee::Whole(c) => c
+                .parameters()
+                .into_iter()
+                .filter_map(|p| c.get(p).map(|i| (i.name.as_str(), &i.shape)))
+                .collect(),
+            Callee::Signature(s) => (0..s.parameter_count()).map(|k| s.entry(k)).collect(),
+        }
+    }
+
+    /// The root's name and shape, if the computation has a root.
+    pub fn root(self) -> Option<(&'a str, &'a Shape)> {
+        match self {
+            Callee::Whole(c) => c
+                .root()
+                .and_then(|r| c.get(r))
+                .map(|i| (i.name.as_str(), &i.shape)),
+            Callee::Signature(s) => s.has_root.then(|| s.entry(s.shapes.len() - 1)),
+        }
+    }
+
+    /// The parameters' shapes, in parameter order.
+    pub fn parameter_shapes(self) -> Vec<&'a Shape> {
+        self.parameters().into_iter().map(|(_, s)| s).collect()
+    }
+
+    /// The root's shape, if the computation has a root.
+    pub fn root_shape(self) -> Option<&'a Shape> {
+        self.root().map(|(_, s)| s)
+    }
+}
+
+/// What [`Callee`] reads of a computation, kept alone: an incremental
+/// database holds one per computation, so that its callers' checks read
+/// this and not its body, and an edit inside the body that keeps it equal
+/// does not reach them. Two computations with equal signatures look the
+/// same to every check and to the printing of a caller.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CalleeSignature {
+    /// The computation's name, then each parameter's and the root's, one
+    /// after the other (one allocation for all).
+    names: Box<str>,
+    /// Where each name in `names` ends.
+    ends: Box<[u32]>,
+    /// The parameters' shapes in parameter order, then the root's when
+    /// there is a root.
+    shapes: Box<[Shape]>,
+    has_root: bool,
+}
+
+impl CalleeSignature {
+    /// The signature of `comp`.
+    pub fn of(comp: &Computation) -> CalleeSignature {
+        let callee = Callee::Whole(comp);
+        let parts: Vec<(&str, &Shape)> = callee
+            .parameters()
+            .into_iter()
+            .chain(callee.root())
+            .collect();
+        let mut names = String::with_capacity(
+            comp.name.len() + parts.iter().map(|(n, _)| n.len()).sum::<usize>(),
+        );
+        let mut ends = Vec::with_capacity(parts.len() + 1);
+        for name in std::iter::once(comp.name.as_str()).chain(parts.iter().map(|&(n, _)| n)) {
+            names.push_str(name);
+            // A computation's text is far below 4 GiB (the parser's spans
+            // are `u32` too), so its names' total length fits.
+            ends.push(u32::try_from(names.len()).unwrap_or(u32::MAX));
+        }
+        CalleeSignature {
+            names: names.into_boxed_str(),
+            ends: ends.into_boxed_slice(),
+            shapes: parts.iter().map(|&(_, s)| s.clone()).collect(),
+            has_root: callee.root().is_some(),
+        }
+    }
+
+    /// The computation's name.
+    pub fn name(&self) -> &str {
+        self.name_at(0)
+    }
+
+    /// The number of parameters.
+    pub fn parameter_count(&self) -> usize {
+        self.shapes.len() - usize::from(self.has_root)
+    }
+
+    /// Name number `k` of `names`.
+    fn name_at(&self, k: usize) -> &str {
+        let start = if k == 0 { 0 } else { self.ends[k - 1] as usize };
+        self.names.get(start..self.ends[k] as usize).unwrap_or("")
+    }
+
+    /// The name and shape of parameter `k`, or of the root after the last
+    /// parameter.
+    fn entry(&self, k: usize) -> (&str, &Shape) {
+        (self.name_at(k + 1), &self.shapes[k])
     }
 }
 
@@ -131,5 +188,79 @@ impl ModuleFacts for Module {
         self.computations
             .get(id.index())
             .map_or_else(String::new, |c| c.name.clone())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Callee, CalleeSignature};
+
+    const TEXT: &str = r#"HloModule m
+
+add {
+  x = f32[] parameter(1)
+  w = f32[] parameter(0)
+  ROOT s = f32[] add(w, x)
+}
+
+id {
+  ROOT p = (f32[2,3]{0,1}, s32[]) parameter(0)
+}
+
+ENTRY main {
+  a = f32[2,3]{1,0} parameter(0)
+  z = f32[] constant(0)
+  ROOT r = f32[] reduce(a, z), dimensions={0,1}, to_apply=add
+}
+"#;
+
+    /// A signature answers every question a caller asks as the whole
+    /// computation does: parameters in parameter order (not text order),
+    /// a root that is a parameter, layouts kept.
+    #[test]
+    fn a_signature_reads_as_its_computation() {
+        let module = crate::parse_module(TEXT, "t.hlo").expect("parses");
+        for comp in &module.computations {
+            let sig = CalleeSignature::of(comp);
+            let (whole, alone) = (Callee::Whole(comp), Callee::Signature(&sig));
+            assert_eq!(alone.name(), whole.name());
+            assert_eq!(alone.parameters(), whole.parameters());
+            assert_eq!(alone.root(), whole.root());
+        }
+        let add = CalleeSignature::of(&module.computations[0]);
+        let names: Vec<&str> = Callee::Signature(&add)
+            .parameters()
+            .into_iter()
+            .map(|(n, _)| n)
+            .collect();
+        assert_eq!(names, ["w", "x"]);
+        assert_eq!(Callee::Signature(&add).root().map(|(n, _)| n), Some("s"));
+        let id = CalleeSignature::of(&module.computations[1]);
+        let root = Callee::Signature(&id)
+            .root()
+            .map(|(n, s)| (n, s.to_string()));
+        assert_eq!(root, Some(("p", "(f32[2,3]{0,1}, s32[])".to_string())));
+    }
+
+    /// Equal signatures mean equal names and shapes: a renamed parameter
+    /// or another root shape makes them differ, a new body does not.
+    #[test]
+    fn signatures_compare_what_callers_read() {
+        let sig = |text: &str| {
+            let m = crate::parse_module(text, "t.hlo").expect("parses");
+            CalleeSignature::of(&m.computations[0])
+        };
+        let base = sig(TEXT);
+        assert_eq!(base, sig(&TEXT.replacen("add(w, x)", "multiply(w, x)", 1)));
+        assert_ne!(
+            base,
+            sig(&TEXT
+                .replace("w = f32[]", "v = f32[]")
+                .replace("(w, x)", "(v, x)"))
+        );
+        assert_ne!(
+            base,
+            sig(&TEXT.replacen("ROOT s = f32[] add", "ROOT s = f64[] add", 1))
+        );
     }
 }

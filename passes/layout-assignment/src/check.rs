@@ -17,7 +17,7 @@
 
 use std::fmt;
 
-use hlo::{AttrValue, CompId, Computation, InstId, KnownAttr, Module, ModuleView, Opcode};
+use hlo::{AttrValue, Callee, CompId, Computation, InstId, KnownAttr, Module, ModuleView, Opcode};
 use shape::{ArrayShape, Layout, Shape};
 use target::TargetSpec;
 
@@ -369,19 +369,19 @@ impl<'a> Checker<'a> {
         }
     }
 
-    fn callee(&self, id: InstId, key: KnownAttr) -> Option<&'a Computation> {
+    fn callee(&self, id: InstId, key: KnownAttr) -> Option<Callee<'a>> {
         match self.comp.inst(id).attrs.get(key)? {
             AttrValue::Computation(c) => self.module.callee(*c),
             _ => None,
         }
     }
 
-    fn param_shape(callee: &Computation, n: usize) -> Option<&Shape> {
-        callee.parameters().get(n).map(|&p| &callee.inst(p).shape)
+    fn param_shape(callee: Callee<'a>, n: usize) -> Option<&'a Shape> {
+        callee.parameter_shapes().get(n).copied()
     }
 
-    fn root_shape(callee: &Computation) -> Option<&Shape> {
-        callee.root().map(|r| &callee.inst(r).shape)
+    fn root_shape(callee: Callee<'a>) -> Option<&'a Shape> {
+        callee.root_shape()
     }
 
     /// Reports the first leaf where `a` and `b` are laid out differently;
@@ -444,7 +444,7 @@ impl<'a> Checker<'a> {
             if let Some(p) = Self::param_shape(callee, i) {
                 self.agree(
                     id,
-                    format_args!("operand {i} vs {} parameter {i}", callee.name),
+                    format_args!("operand {i} vs {} parameter {i}", callee.name()),
                     &comp.inst(o).shape,
                     p,
                 );
@@ -453,7 +453,7 @@ impl<'a> Checker<'a> {
         if let Some(r) = Self::root_shape(callee) {
             self.agree(
                 id,
-                format_args!("result vs {} root", callee.name),
+                format_args!("result vs {} root", callee.name()),
                 &inst.shape,
                 r,
             );
@@ -472,7 +472,7 @@ impl<'a> Checker<'a> {
             {
                 self.agree(
                     id,
-                    format_args!("operand {} vs branch {} parameter", j + 1, branch.name),
+                    format_args!("operand {} vs branch {} parameter", j + 1, branch.name()),
                     &comp.inst(arg).shape,
                     p,
                 );
@@ -480,7 +480,7 @@ impl<'a> Checker<'a> {
             if let Some(r) = Self::root_shape(branch) {
                 self.agree(
                     id,
-                    format_args!("result vs branch {} root", branch.name),
+                    format_args!("result vs branch {} root", branch.name()),
                     &inst.shape,
                     r,
                 );

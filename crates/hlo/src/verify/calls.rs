@@ -11,7 +11,7 @@
 use shape::{PrimitiveType, Shape};
 
 use super::{Verifier, first_array_leaf};
-use crate::{AttrValue, CompId, Computation, Instruction, KnownAttr, Opcode};
+use crate::{AttrValue, Callee, CompId, Computation, Instruction, KnownAttr, Opcode};
 
 /// The instruction whose calls are checked, with its operands' shapes.
 #[derive(Clone, Copy)]
@@ -42,11 +42,6 @@ impl Caller<'_> {
     fn elements(&self, range: std::ops::Range<usize>) -> Option<Vec<PrimitiveType>> {
         range.map(|i| self.element(i)).collect()
     }
-}
-
-/// The shape a computation returns.
-fn root_shape(c: &Computation) -> Option<&Shape> {
-    c.root().and_then(|r| c.get(r)).map(|i| &i.shape)
 }
 
 impl<'m> Verifier<'m> {
@@ -89,7 +84,7 @@ impl<'m> Verifier<'m> {
         what: &str,
         id: Option<CompId>,
         params: usize,
-    ) -> Option<&'m Computation> {
+    ) -> Option<Callee<'m>> {
         let Some(id) = id else {
             self.error(
                 at.comp,
@@ -99,14 +94,14 @@ impl<'m> Verifier<'m> {
             return None;
         };
         let callee = self.called(id)?;
-        let got = callee.parameters().len();
+        let got = callee.parameter_shapes().len();
         if got != params {
             self.error(
                 at.comp,
                 at.inst,
                 format!(
                     "computation %{} ({what}) has {got} parameters, but {params} are expected",
-                    callee.name
+                    callee.name()
                 ),
             );
         }
@@ -115,20 +110,20 @@ impl<'m> Verifier<'m> {
 
     /// A computation that receives the caller's values must declare
     /// parameters of their shapes.
-    fn params_take(&mut self, at: Caller<'_>, what: &str, callee: &Computation, given: &[&Shape]) {
-        for (k, p) in callee.parameters().into_iter().enumerate() {
-            let (Some(param), Some(&expected)) = (callee.get(p), given.get(k)) else {
+    fn params_take(&mut self, at: Caller<'_>, what: &str, callee: Callee<'_>, given: &[&Shape]) {
+        for (k, param) in callee.parameter_shapes().into_iter().enumerate() {
+            let Some(&expected) = given.get(k) else {
                 continue;
             };
-            if !param.shape.same_logical_shape(expected) {
+            if !param.same_logical_shape(expected) {
                 self.error(
                     at.comp,
                     at.inst,
                     format!(
                         "passes {} as parameter {k} of %{} ({what}), which takes {}",
                         expected.display_without_layout(),
-                        callee.name,
-                        param.shape.display_without_layout()
+                        callee.name(),
+                        param.display_without_layout()
                     ),
                 );
             }
@@ -136,8 +131,8 @@ impl<'m> Verifier<'m> {
     }
 
     /// The call returns what `callee` (its `what`) returns.
-    fn returns_own_shape(&mut self, at: Caller<'_>, what: &str, callee: &Computation) {
-        if let Some(r) = root_shape(callee)
+    fn returns_own_shape(&mut self, at: Caller<'_>, what: &str, callee: Callee<'_>) {
+        if let Some(r) = callee.root_shape()
             && !r.same_logical_shape(&at.inst.shape)
         {
             self.error(
@@ -146,7 +141,7 @@ impl<'m> Verifier<'m> {
                 format!(
                     "has shape {} but {what}%{} returns {}",
                     at.inst.shape.display_without_layout(),
-                    callee.name,
+                    callee.name(),
                     r.display_without_layout()
                 ),
             );
@@ -235,7 +230,7 @@ impl<'m> Verifier<'m> {
         comp: &Computation,
         inst: &Instruction,
         what: &str,
-        callee: &Computation,
+        callee: Callee<'_>,
         params: &[PrimitiveType],
         result: &[PrimitiveType],
     ) {
@@ -244,27 +239,27 @@ impl<'m> Verifier<'m> {
                 .is_some_and(|a| a.rank() == 0 && a.element_type == t)
         };
         let op = inst.opcode_name();
-        for (k, p) in callee.parameters().into_iter().enumerate() {
-            let (Some(param), Some(&t)) = (callee.get(p), params.get(k)) else {
+        for (k, param) in callee.parameter_shapes().into_iter().enumerate() {
+            let Some(&t) = params.get(k) else {
                 continue;
             };
-            if !scalar(&param.shape, t) {
+            if !scalar(param, t) {
                 self.error(
                     comp,
                     inst,
                     format!(
                         "computation %{} ({what}) takes {} as parameter {k}, but {op} applies it to {}[] elements",
-                        callee.name,
-                        param.shape.display_without_layout(),
+                        callee.name(),
+                        param.display_without_layout(),
                         t.name()
                     ),
                 );
             }
         }
-        let Some(root) = callee.root().and_then(|r| callee.get(r)) else {
+        let Some(root) = callee.root_shape() else {
             return;
         };
-        let fits = match (result, &root.shape) {
+        let fits = match (result, root) {
             ([t], s) => scalar(s, *t),
             (ts, Shape::Tuple(es)) => {
                 es.len() == ts.len() && es.iter().zip(ts).all(|(e, &t)| scalar(e, t))
@@ -283,8 +278,8 @@ impl<'m> Verifier<'m> {
                 inst,
                 format!(
                     "computation %{} ({what}) returns {}, but {op} needs {want}",
-                    callee.name,
-                    root.shape.display_without_layout()
+                    callee.name(),
+                    root.display_without_layout()
                 ),
             );
         }
@@ -312,7 +307,7 @@ impl<'m> Verifier<'m> {
             }
         }
         if let Some(cond) = cond
-            && let Some(r) = root_shape(cond)
+            && let Some(r) = cond.root_shape()
             && !matches!(r.as_array(), Some(a) if a.rank() == 0 && a.element_type == PrimitiveType::Pred)
         {
             self.error(
@@ -320,7 +315,7 @@ impl<'m> Verifier<'m> {
                 at.inst,
                 format!(
                     "condition %{} returns {}, not pred[]",
-                    cond.name,
+                    cond.name(),
                     r.display_without_layout()
                 ),
             );

@@ -24,7 +24,7 @@ use shape::{ArrayShape, Shape};
 
 use crate::parallelism::{Parallelism, Split};
 use crate::view::ModuleView;
-use crate::{AttrValue, CompId, Computation, InstId, Instruction, KnownAttr, Module};
+use crate::{AttrValue, Callee, CompId, Computation, InstId, Instruction, KnownAttr, Module};
 
 pub use module::{uses_before_definition, verify_entry_layout, verify_module_checks, verify_names};
 
@@ -314,7 +314,7 @@ impl<'m> Verifier<'m> {
         }
     }
 
-    fn called(&self, id: CompId) -> Option<&'m Computation> {
+    fn called(&self, id: CompId) -> Option<Callee<'m>> {
         self.view.callee(id)
     }
 

@@ -5,7 +5,7 @@
 use rustc_hash::{FxHashMap, FxHashSet};
 
 use super::{VerifyError, show};
-use crate::{Computation, InstId, Module};
+use crate::{Callee, Computation, InstId, Module};
 
 /// The checks of a module as a whole: unique computation and instruction
 /// names, and the entry computation layout against the entry computation.
@@ -18,7 +18,10 @@ pub fn verify_module_checks(module: &Module) -> Vec<VerifyError> {
     });
     let mut errors = verify_names(names, module.instruction_count());
     match module.computations.get(module.entry.index()) {
-        Some(entry) => errors.extend(verify_entry_layout(entry, &module.entry_computation_layout)),
+        Some(entry) => errors.extend(verify_entry_layout(
+            Callee::Whole(entry),
+            &module.entry_computation_layout,
+        )),
         None => errors.push(VerifyError {
             computation: String::new(),
             instruction: None,
@@ -71,7 +74,7 @@ pub fn verify_names<'a, I: Iterator<Item = &'a str>>(
 /// The entry computation layout against the entry computation: valid
 /// layouts, and the parameters' and root's logical shapes.
 pub fn verify_entry_layout(
-    entry: &Computation,
+    entry: Callee<'_>,
     layout: &crate::ComputationLayout,
 ) -> Vec<VerifyError> {
     let mut errors = Vec::new();
@@ -86,7 +89,7 @@ pub fn verify_entry_layout(
     // A leaf equal to the instruction's shape is checked with the
     // instruction; report only the layouts the header adds.
     for (i, s) in layout.parameters.iter().enumerate() {
-        let same = params.get(i).is_some_and(|&p| &entry.inst(p).shape == s);
+        let same = params.get(i).is_some_and(|&(_, p)| p == s);
         if let (false, Err(e)) = (same, s.validate()) {
             module_error(format!(
                 "entry_computation_layout parameter {i} {}: {e}",
@@ -94,10 +97,8 @@ pub fn verify_entry_layout(
             ));
         }
     }
-    let root_same = entry
-        .root()
-        .and_then(|r| entry.get(r))
-        .is_some_and(|r| r.shape == layout.result);
+    let root = entry.root();
+    let root_same = root.is_some_and(|(_, r)| *r == layout.result);
     if let (false, Err(e)) = (root_same, layout.result.validate()) {
         module_error(format!(
             "entry_computation_layout result {}: {e}",
@@ -108,30 +109,27 @@ pub fn verify_entry_layout(
         module_error(format!(
             "entry_computation_layout has {} parameters but the entry computation %{} has {}",
             layout.parameters.len(),
-            entry.name,
+            entry.name(),
             params.len()
         ));
     } else {
-        for (i, (&p, s)) in params.iter().zip(&layout.parameters).enumerate() {
-            let actual = &entry.inst(p).shape;
+        for (i, (&(name, actual), s)) in params.iter().zip(&layout.parameters).enumerate() {
             if !actual.same_logical_shape(s) {
                 module_error(format!(
-                    "entry_computation_layout parameter {i} is {} but parameter %{} is {}",
+                    "entry_computation_layout parameter {i} is {} but parameter %{name} is {}",
                     s.display_without_layout(),
-                    entry.inst(p).name,
                     actual.display_without_layout()
                 ));
             }
         }
     }
-    if let Some(root) = entry.root().and_then(|r| entry.get(r))
-        && !root.shape.same_logical_shape(&layout.result)
+    if let Some((name, shape)) = root
+        && !shape.same_logical_shape(&layout.result)
     {
         module_error(format!(
-            "entry_computation_layout result is {} but the entry root %{} is {}",
+            "entry_computation_layout result is {} but the entry root %{name} is {}",
             layout.result.display_without_layout(),
-            root.name,
-            root.shape.display_without_layout()
+            shape.display_without_layout()
         ));
     }
     errors
