@@ -131,11 +131,29 @@ impl SourceComputation {
 
 /// A parsed computation, or its first error (with positions relative to
 /// the computation's own text).
-#[derive(Clone, Debug)]
+///
+/// The computation is held until the steps after assignment take it for
+/// their copy (see [`take_parse`]): they are the last to read it in a run,
+/// and taking it spares them a copy of the whole computation. A reader
+/// that finds it taken parses the text again (see [`parse_of`]), so what
+/// any reader sees does not depend on the order they ran in.
+#[derive(Debug)]
 pub struct Parsed {
-    /// The result.
-    pub result: Result<Arc<Computation>, ParseError>,
+    held: Result<Mutex<Option<Arc<Computation>>>, ParseError>,
     fingerprint: u64,
+}
+
+impl Parsed {
+    /// Why the computation does not parse, if it does not.
+    pub fn error(&self) -> Option<&ParseError> {
+        self.held.as_ref().err()
+    }
+
+    /// The held computation, unless it was taken (or did not parse).
+    fn held(&self) -> Option<Arc<Computation>> {
+        let held = self.held.as_ref().ok()?;
+        held.lock().ok()?.clone()
+    }
 }
 
 impl PartialEq for Parsed {
@@ -146,8 +164,10 @@ impl PartialEq for Parsed {
 
 impl Drop for Parsed {
     fn drop(&mut self) {
-        if let Ok(comp) = &self.result {
-            let_go(comp);
+        if let Ok(held) = &mut self.held
+            && let Ok(Some(comp)) = held.get_mut().map(|c| c.take())
+        {
+            let_go(&comp);
         }
     }
 }
@@ -228,6 +248,16 @@ pub fn name_index(db: &dyn Db, m: SourceModule) -> FxHashMap<String, CompId> {
 /// only the edited computation.
 #[salsa::tracked(returns(ref), lru = 1)]
 pub fn parsed(db: &dyn Db, c: SourceComputation) -> Parsed {
+    let (result, fingerprint) = parse_text(db, c);
+    Parsed {
+        held: result.map(|comp| Mutex::new(Some(Arc::new(comp)))),
+        fingerprint,
+    }
+}
+
+/// Parses `c`'s text, looking up the computations it names in its module,
+/// with a fingerprint of what the result depends on.
+fn parse_text(db: &dyn Db, c: SourceComputation) -> (Result<Computation, ParseError>, u64) {
     let m = c.module(db);
     let index = name_index(db, m);
     let text = c.text(db);
@@ -247,13 +277,42 @@ pub fn parsed(db: &dyn Db, c: SourceComputation) -> Parsed {
         line: 1,
         col: 1,
     };
-    let result = hlo::parse_computation(text, &span, &resolve, "").map(Arc::new);
+    let result = hlo::parse_computation(text, &span, &resolve, "");
     let mut h = FxHasher::default();
     text.hash(&mut h);
     looked_up.into_inner().unwrap_or_default().hash(&mut h);
-    Parsed {
-        result,
-        fingerprint: h.finish(),
+    (result, h.finish())
+}
+
+/// The parse of `c`, or its first error: the one [`parsed`] holds, or, if
+/// the steps after assignment took it, the text parsed again.
+pub fn parse_of(db: &dyn Db, c: SourceComputation) -> Result<Arc<Computation>, ParseError> {
+    let parsed = parsed(db, c);
+    if let Some(e) = parsed.error() {
+        return Err(e.clone());
+    }
+    match parsed.held() {
+        Some(comp) => Ok(comp),
+        None => parse_text(db, c).0.map(Arc::new),
+    }
+}
+
+/// The parse of `c` as a computation of its own, for the steps that change
+/// it: taken from [`parsed`] when nothing else holds it, else a copy.
+pub(crate) fn take_parse(db: &dyn Db, c: SourceComputation) -> Result<Computation, ParseError> {
+    let parsed = parsed(db, c);
+    let held = match &parsed.held {
+        Ok(held) => held,
+        Err(e) => return Err(e.clone()),
+    };
+    let taken = held.lock().ok().and_then(|mut h| h.take());
+    match taken {
+        Some(comp) => {
+            Ok(Arc::try_unwrap(comp).unwrap_or_else(|shared| Computation::clone(&shared)))
+        }
+        // Taken by an earlier run, and kept since (salsa's LRU keeps the
+        // parse read last): the same inputs parse to the same computation.
+        None => parse_text(db, c).0,
     }
 }
 
@@ -291,15 +350,15 @@ pub struct InputFacts {
 /// graph, which is then found unchanged.
 #[salsa::tracked(returns(ref))]
 pub fn input_facts(db: &dyn Db, c: SourceComputation) -> InputFacts {
-    match &parsed(db, c).result {
+    match parse_of(db, c) {
         Ok(comp) => InputFacts {
-            roles: hlo::calls_of(comp),
-            named: pipeline::named(comp),
-            stub: pipeline::Stub(Some(hlo::CalleeSignature::of(comp))),
+            roles: hlo::calls_of(&comp),
+            named: pipeline::named(&comp),
+            stub: pipeline::Stub(Some(hlo::CalleeSignature::of(&comp))),
             parse_error: None,
         },
         Err(e) => InputFacts {
-            parse_error: Some(e.clone()),
+            parse_error: Some(e),
             ..InputFacts::default()
         },
     }
@@ -325,7 +384,7 @@ pub fn entry_layout(db: &dyn Db, m: SourceModule) -> ComputationLayout {
         return l.clone();
     }
     let entry = m.computations(db).get(m.entry(db) as usize).copied();
-    match entry.map(|c| &parsed(db, c).result) {
+    match entry.map(|c| parse_of(db, c)) {
         Some(Ok(comp)) => ComputationLayout {
             parameters: comp
                 .parameters()
@@ -508,10 +567,7 @@ fn assign(
 ) -> AssignmentResult {
     db.assigned(c);
     let m = c.module(db);
-    let comp = parsed(db, c)
-        .result
-        .clone()
-        .map_err(|e| AssignError::Parse(Box::new(e)))?;
+    let comp = parse_of(db, c).map_err(|e| AssignError::Parse(Box::new(e)))?;
     let ctx = ctx.clone()?;
     let all = names(db, m);
     let name_of = |c: CompId| all.get(c.index()).cloned().unwrap_or_default();
@@ -1211,11 +1267,11 @@ impl Database {
         let mut assignments = std::collections::BTreeMap::new();
         self.warm(m);
         for &c in m.computations(self) {
-            let comp = match &parsed(self, c).result {
+            let comp = match parse_of(self, c) {
                 Ok(comp) => comp,
-                Err(e) => return Err(AssignError::Parse(Box::new(absolute(e, c, self, m)))),
+                Err(e) => return Err(AssignError::Parse(Box::new(absolute(&e, c, self, m)))),
             };
-            computations.push(Computation::clone(comp));
+            computations.push(Computation::clone(&comp));
             let a = final_assignment(self, c).clone().map_err(|e| match e {
                 AssignError::Parse(p) => AssignError::Parse(Box::new(absolute(&p, c, self, m))),
                 other => other,
@@ -1233,9 +1289,9 @@ impl Database {
             .ok_or_else(|| AssignError::Pass(PassError::Module("no module is loaded".into())))?;
         let mut computations = Vec::new();
         for &c in m.computations(self) {
-            match &parsed(self, c).result {
-                Ok(comp) => computations.push(Computation::clone(comp)),
-                Err(e) => return Err(AssignError::Parse(Box::new(absolute(e, c, self, m)))),
+            match parse_of(self, c) {
+                Ok(comp) => computations.push(Computation::clone(&comp)),
+                Err(e) => return Err(AssignError::Parse(Box::new(absolute(&e, c, self, m)))),
             }
         }
         Ok(self.module_of(m, computations))
@@ -1393,8 +1449,31 @@ mod tests {
         let comps = db.module().unwrap().computations(db).clone();
         comps
             .iter()
-            .map(|&c| Arc::downgrade(parsed(db, c).result.as_ref().unwrap()))
+            .map(|&c| Arc::downgrade(&parse_of(db, c).unwrap()))
             .collect()
+    }
+
+    /// The steps after assignment take a computation's parse for their
+    /// copy instead of copying it, and a reader after them still finds
+    /// the same parse (made again).
+    #[test]
+    fn the_steps_take_the_parse_and_later_readers_parse_again() {
+        let target = Arc::new(target::load_str("name: generic\n", "generic.yaml").unwrap());
+        let mut db = Database::default();
+        db.load(MODULE, "m.hlo", target).unwrap();
+        let comps = db.module().unwrap().computations(&db).clone();
+        let weak = parses(&db);
+        let text = |c| format!("{:?}", parse_of(&db, c).unwrap());
+        let before: Vec<String> = comps.iter().map(|&c| text(c)).collect();
+        for &c in &comps {
+            assert!(pipeline::transformed(&db, c).comp.is_some());
+        }
+        assert!(
+            weak.iter().all(|w| w.upgrade().is_none()),
+            "a parse was copied, not taken"
+        );
+        let after: Vec<String> = comps.iter().map(|&c| text(c)).collect();
+        assert_eq!(before, after);
     }
 
     #[test]

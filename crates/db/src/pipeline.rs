@@ -223,9 +223,10 @@ pub struct InputCheck {
 /// The names and problems of one input computation.
 #[salsa::tracked(returns(ref))]
 pub fn input_check(db: &dyn Db, c: SourceComputation) -> InputCheck {
-    let Ok(comp) = &parsed(db, c).result else {
+    let Ok(comp) = crate::parse_of(db, c) else {
         return InputCheck::default();
     };
+    let comp = &*comp;
     let structural =
         hlo::verify_computation(&view(db, c, comp, input_stub, entry_layout), c.id(db), comp);
     let bitcasts = if structural.is_empty() {
@@ -366,9 +367,9 @@ pub fn transformed(db: &dyn Db, c: SourceComputation) -> Stepped<Transformed> {
             rewrites,
         },
     };
-    let Ok(comp) = &parsed(db, c).result else {
+    if parsed(db, c).error().is_some() {
         return failed(Ok(Vec::new()));
-    };
+    }
     let m = c.module(db);
     let steps = m.steps(db);
     let is_entry = c.index(db) == m.entry(db);
@@ -380,16 +381,19 @@ pub fn transformed(db: &dyn Db, c: SourceComputation) -> Stepped<Transformed> {
     } else {
         None
     };
+    // Taken after the assignment, which reads the parse too.
+    let Ok(mut out) = crate::take_parse(db, c) else {
+        return failed(Ok(Vec::new()));
+    };
     if final_assignment.is_none() && !steps.relayout {
         return Stepped {
-            comp: Some(comp.clone()),
+            comp: Some(Arc::new(out)),
             report: Transformed {
                 assignment: Ok(None),
                 rewrites: Ok(Vec::new()),
             },
         };
     }
-    let mut out = Computation::clone(comp);
     let applied = final_assignment
         .map(|a| layout_assignment::apply_computation(&mut out, a, is_entry))
         .transpose();
