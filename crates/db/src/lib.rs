@@ -133,7 +133,7 @@ impl SourceComputation {
 /// the computation's own text).
 ///
 /// The computation is held until the steps after assignment take it for
-/// their copy (see [`take_parse`]): they are the last to read it in a run,
+/// their copy (see `take_parse`): they are the last to read it in a run,
 /// and taking it spares them a copy of the whole computation. A reader
 /// that finds it taken parses the text again (see [`parse_of`]), so what
 /// any reader sees does not depend on the order they ran in.

@@ -338,16 +338,29 @@ async fn put_module(
     let job_id = id.clone();
     let job = state
         .run_blocking(move || {
-            // Parse and check the whole module first, so that a malformed
-            // module is refused here and a session never holds one.
-            let module = hlo::parse_module(&text, &file_name).map_err(|e| ApiError::parse(&e))?;
-            driver::check_input(&module, &text, &file_name).map_err(pipeline_error)?;
-            drop(module);
+            // The whole module is checked before a session holds it, so
+            // that a session never holds a malformed module. A session
+            // that exists is checked apart from its database, which keeps
+            // its last module until the new one passes.
+            if guard.is_some() {
+                let module =
+                    hlo::parse_module(&text, &file_name).map_err(|e| ApiError::parse(&e))?;
+                driver::check_input(&module, &text, &file_name).map_err(pipeline_error)?;
+            }
             let previous = guard.take();
             let existed = previous.is_some();
             let mut s = previous.unwrap_or_else(|| Session::new(target.clone(), file_name.clone()));
             match s.db.load(&text, &file_name, target.clone()) {
                 Ok(_) => {
+                    // A new session is checked through its own database
+                    // (and dropped if the check fails): its first run then
+                    // finds every computation's checks made, where a check
+                    // apart from it was thrown away. Its parses are let go
+                    // as after a run, and parsed again by the run.
+                    if !existed {
+                        driver::check_loaded_input(&s.db).map_err(pipeline_error)?;
+                        s.db.release_intermediates(false);
+                    }
                     s.target = target;
                     s.file_name = file_name;
                     s.refresh(text.len());
