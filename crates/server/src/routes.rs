@@ -257,7 +257,7 @@ fn session_too_large(text_bytes: usize, max: usize) -> ApiError {
         "session_too_large",
         format!(
             "a session of this module ({text_bytes} bytes of text, an estimated {} bytes once run) would not fit in the session memory limit of {max} bytes (max_session_bytes)",
-            estimated_bytes(text_bytes, true)
+            estimated_bytes(text_bytes)
         ),
     )
     .with("limit", max)
@@ -328,7 +328,7 @@ async fn put_module(
         .resolve_target(&target.unwrap_or_else(|| TargetWire::Name("cpu".into())))
         .await?;
     let max = state.shared.sessions.max_bytes();
-    if estimated_bytes(text.len(), true) > max {
+    if estimated_bytes(text.len()) > max {
         return Err(session_too_large(text.len(), max));
     }
     let existing = state.shared.sessions.get(&id);
@@ -354,12 +354,11 @@ async fn put_module(
                 Ok(_) => {
                     // A new session is checked through its own database
                     // (and dropped if the check fails): its first run then
-                    // finds every computation's checks made, where a check
-                    // apart from it was thrown away. Its parses are let go
-                    // as after a run, and parsed again by the run.
+                    // finds every computation parsed and checked, where a
+                    // check apart from it was thrown away. The run lets the
+                    // parses go.
                     if !existed {
                         driver::check_loaded_input(&s.db).map_err(pipeline_error)?;
-                        s.db.release_intermediates(false);
                     }
                     s.target = target;
                     s.file_name = file_name;
@@ -459,7 +458,7 @@ async fn patch_module(
                 bytes = bytes.saturating_sub(info.bytes) + text.len();
                 replacements.push((name, text));
             }
-            if estimated_bytes(bytes, true) > max {
+            if estimated_bytes(bytes) > max {
                 return Err(session_too_large(bytes, max));
             }
             let previous: Vec<(String, String)> = replacements
@@ -553,7 +552,6 @@ async fn session_run(
             s.db.clear_executions();
             let out = driver::run_loaded(&mut s.db, &opts);
             let recomputed = s.db.recomputed_computations();
-            s.ran = true;
             let answer = match &out {
                 Ok(o) => Some(session_answer(s, o, recomputed, changes, since.as_deref())?),
                 Err(_) => None,
@@ -709,7 +707,6 @@ impl Session {
             module_name: String::new(),
             computations: Vec::new(),
             bytes: 0,
-            ran: false,
             last_answer: None,
         }
     }

@@ -27,49 +27,38 @@ pub struct Session {
     pub computations: Vec<CompInfo>,
     /// The module text as loaded, adjusted by every replacement, in bytes.
     pub bytes: usize,
-    /// Whether the pipeline has run on it since it was created.
-    pub ran: bool,
     /// What its last successful run answered, for `response=changes`.
     pub last_answer: Option<crate::changes::LastAnswer>,
 }
 
 /// A session's cost before any module: the database and its tables.
 const BASE_BYTES: usize = 64 << 10;
-/// Memory per byte of module text once loaded: the text, each
-/// computation's own copy, names and the inputs' tables, and what a new
-/// session's check keeps for its first run (each computation's signature,
-/// names and problems; not its parse). Counted by `dhat` for the
-/// transformer: 1.25x its text loaded, 2.3x once checked.
-const LOADED_PER_TEXT_BYTE: usize = 4;
-/// Memory per byte of module text once the pipeline ran: what loading
-/// holds, plus every computation's assignments and signatures and the
-/// per-computation steps' small values (signature stubs, names, problems,
-/// counts, rewrites and printed text), the assembled output text, and
-/// salsa's record of what each of those read. Neither the parses nor the
-/// output computations are kept between runs (see
-/// `db::Database::release_intermediates`). A session of the 1.2 MB
-/// transformer added 12.6 MiB to the resident set of `tessera serve` (11.8
-/// MiB by deletion) and is charged 12.8 MiB; it added 22.3 to 27.6 MiB
-/// while the parses were kept. The record of the last answer
-/// (`response=changes`: a name and a hash per computation, about 0.1 MB for
-/// its 1,343 computations) is not charged on its own.
-const RUN_PER_TEXT_BYTE: usize = 11;
+/// Memory per byte of module text. A session is charged from its creation
+/// what it holds once the pipeline ran on it: what loading holds (the
+/// text, each computation's own copy, names and the inputs' tables), plus
+/// every computation's assignments and signatures and the per-computation
+/// steps' small values (signatures, names, problems, counts, rewrites and
+/// printed text), the assembled output text, and salsa's record of what
+/// each of those read. Neither the parses nor the output computations are
+/// kept between runs (see `db::Database::release_intermediates`); a new
+/// session holds its parses from its check until its first run (7.4x the
+/// transformer's text, counted by `dhat`), which is less. A session of the
+/// 1.2 MB transformer added 12.6 MiB to the resident set of `tessera serve`
+/// (11.8 MiB by deletion) and is charged 12.8 MiB; it added 22.3 to 27.6
+/// MiB while the parses were kept after runs. The record of the last
+/// answer (`response=changes`: a name and a hash per computation, about 0.1
+/// MB for its 1,343 computations) is not charged on its own.
+const PER_TEXT_BYTE: usize = 11;
 
-/// The memory a session holds, estimated from its module text and whether
-/// the pipeline ran on it.
-pub fn estimated_bytes(text_bytes: usize, ran: bool) -> usize {
-    let per_byte = if ran {
-        RUN_PER_TEXT_BYTE
-    } else {
-        LOADED_PER_TEXT_BYTE
-    };
-    BASE_BYTES.saturating_add(text_bytes.saturating_mul(per_byte))
+/// The memory a session holds, estimated from its module text.
+pub fn estimated_bytes(text_bytes: usize) -> usize {
+    BASE_BYTES.saturating_add(text_bytes.saturating_mul(PER_TEXT_BYTE))
 }
 
 impl Session {
     /// The memory this session is charged.
     pub fn held_bytes(&self) -> usize {
-        estimated_bytes(self.bytes, self.ran)
+        estimated_bytes(self.bytes)
     }
 }
 

@@ -706,69 +706,40 @@ async fn sessions_are_evicted_least_recently_used_first() {
 async fn sessions_are_charged_what_they_hold_and_capped() {
     let small = corpus("mlp_fwd");
     let big = corpus("mlp_fwd_bwd");
-    let loaded = |t: &str| server::estimated_session_bytes(t.len(), false);
-    let ran = |t: &str| server::estimated_session_bytes(t.len(), true);
+    let charge = |t: &str| server::estimated_session_bytes(t.len());
     assert!(
-        ran(&small) > loaded(&small) && loaded(&small) > small.len(),
-        "a session holds more than its text"
+        charge(&small) > 4 * small.len(),
+        "a session holds several times its text"
     );
-    let cap = ran(&small) + ran(&big) - 1;
+    let cap = charge(&small) + charge(&big) - 1;
     let (router, state) = app(Config {
         max_session_bytes: cap,
         ..Config::default()
     });
-    assert_eq!(
-        call(
-            &router,
-            request(
-                "PUT",
-                "/v1/modules/small",
-                Some("text/plain"),
-                small.clone()
-            )
+    let put = |id: &str, text: &str| {
+        request(
+            "PUT",
+            &format!("/v1/modules/{id}"),
+            Some("text/plain"),
+            text.to_string(),
         )
-        .await
-        .status,
-        201
-    );
-    assert_eq!(
-        call(
-            &router,
-            request("PUT", "/v1/modules/big", Some("text/plain"), big.clone())
-        )
-        .await
-        .status,
-        201
-    );
+    };
+    assert_eq!(call(&router, put("small", &small)).await.status, 201);
+    // A new session is charged from its creation what it holds once run:
+    // its check keeps its parses until then.
     let a = call(&router, get("/v1/modules/small")).await;
     assert_eq!(
         a.json()["memory_bytes"].as_u64(),
-        Some(loaded(&small) as u64)
+        Some(charge(&small) as u64)
     );
     assert_eq!(a.json()["bytes"].as_u64(), Some(small.len() as u64));
-    let m = call(&router, get("/metrics")).await.text();
-    assert!(
+    let session_bytes = |m: &str, want: usize| {
         m.lines()
-            .any(|l| l == format!("tessera_session_bytes {}", loaded(&small) + loaded(&big))),
-        "{m}"
-    );
-    // A run fills the database: the session is charged more.
-    assert_eq!(
-        call(
-            &router,
-            request("POST", "/v1/modules/big/layout-assignment", None, "")
-        )
-        .await
-        .status,
-        200
-    );
-    assert_eq!(
-        call(&router, get("/v1/modules/big")).await.json()["memory_bytes"].as_u64(),
-        Some(ran(&big) as u64)
-    );
-    assert_eq!(state.session_count(), 2);
-    // Running the other too would exceed the cap: the least recently used
-    // other session goes.
+            .any(|l| l == format!("tessera_session_bytes {want}"))
+    };
+    let m = call(&router, get("/metrics")).await.text();
+    assert!(session_bytes(&m, charge(&small)), "{m}");
+    // Its run does not charge it more.
     assert_eq!(
         call(
             &router,
@@ -778,8 +749,15 @@ async fn sessions_are_charged_what_they_hold_and_capped() {
         .status,
         200
     );
+    assert_eq!(
+        call(&router, get("/v1/modules/small")).await.json()["memory_bytes"].as_u64(),
+        Some(charge(&small) as u64)
+    );
+    // Both would exceed the cap: creating the second evicts the least
+    // recently used other session.
+    assert_eq!(call(&router, put("big", &big)).await.status, 201);
     assert_eq!(state.session_count(), 1);
-    call(&router, get("/v1/modules/big"))
+    call(&router, get("/v1/modules/small"))
         .await
         .error(404, "session_not_found");
     let m = call(&router, get("/metrics")).await.text();
@@ -787,26 +765,16 @@ async fn sessions_are_charged_what_they_hold_and_capped() {
         m.lines().any(|l| l == "tessera_sessions_evicted_total 1"),
         "{m}"
     );
-    assert!(
-        m.lines()
-            .any(|l| l == format!("tessera_session_bytes {}", ran(&small))),
-        "{m}"
-    );
-    // A module whose session would not fit on its own once run is refused.
+    assert!(session_bytes(&m, charge(&big)), "{m}");
+    // A module whose session would not fit on its own is refused.
     let (router, state) = app(Config {
-        max_session_bytes: ran(&small) - 1,
+        max_session_bytes: charge(&small) - 1,
         ..Config::default()
     });
-    let e = call(
-        &router,
-        request("PUT", "/v1/modules/huge", Some("text/plain"), small),
-    )
-    .await
-    .error(413, "session_too_large");
-    assert_eq!(
-        e["limit"].as_u64(),
-        Some(ran(&corpus("mlp_fwd")) as u64 - 1)
-    );
+    let e = call(&router, put("huge", &small))
+        .await
+        .error(413, "session_too_large");
+    assert_eq!(e["limit"].as_u64(), Some(charge(&small) as u64 - 1));
     assert_eq!(state.session_count(), 0);
 }
 
