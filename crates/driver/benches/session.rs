@@ -1,10 +1,11 @@
 //! The pipeline in a session on the largest bundled corpus module
 //! (`large_transformer_24_f32`, CPU target, the verifiers on, as the
-//! service runs it): a stateless run, a session's first run (a fresh
-//! database), a re-run with no change, and a re-run after editing one
-//! reduction region's body (its root alternates between `add` and
-//! `maximum`: the same signature, another body). Every re-run gives the
-//! text a stateless run of the same module gives
+//! service runs it): a stateless run, a session's first run (on a fresh
+//! database, and after the service's check of a new session, which parsed
+//! and checked the module in it), a re-run with no change, and a re-run
+//! after editing one reduction region's body (its root alternates between
+//! `add` and `maximum`: the same signature, another body). Every re-run
+//! gives the text a stateless run of the same module gives
 //! (`crates/driver/tests/session_equivalence.rs`,
 //! `crates/driver/tests/incremental_pipeline.rs`).
 //! `cargo xtask bench` runs this and records it.
@@ -54,6 +55,21 @@ fn session_first_run(bencher: Bencher<'_, '_>) {
                 db,
             )
         });
+}
+
+/// A session's first run after the service's `PUT` loaded and checked the
+/// module in its database (untimed): it neither parses nor checks again.
+#[divan::bench(sample_count = 20)]
+fn session_first_run_after_check(bencher: Bencher<'_, '_>) {
+    let (text, opts) = (text(), options());
+    bencher
+        .with_inputs(|| {
+            let mut db = Database::default();
+            db.load(&text, NAME, opts.target.clone()).expect("loads");
+            driver::check_loaded_input(&db).expect("a well-formed module");
+            db
+        })
+        .bench_local_values(|mut db| (driver::run_loaded(&mut db, &opts).expect("runs"), db));
 }
 
 #[divan::bench(sample_count = 20)]
