@@ -57,6 +57,20 @@ fn session_first_run(bencher: Bencher<'_, '_>) {
         });
 }
 
+/// What the service's `PUT` of a new session does in its database: load
+/// the module and check it (parsing every computation).
+#[divan::bench(sample_count = 20)]
+fn session_load_and_check(bencher: Bencher<'_, '_>) {
+    let (text, opts) = (text(), options());
+    bencher
+        .with_inputs(Database::default)
+        .bench_local_values(|mut db| {
+            db.load(&text, NAME, opts.target.clone()).expect("loads");
+            driver::check_loaded_input(&db).expect("a well-formed module");
+            db
+        });
+}
+
 /// A session's first run after the service's `PUT` loaded and checked the
 /// module in its database (untimed): it neither parses nor checks again.
 #[divan::bench(sample_count = 20)]
