@@ -57,16 +57,21 @@ fn session_first_run(bencher: Bencher<'_, '_>) {
         });
 }
 
-/// What the service's `PUT` of a new session does in its database: load
-/// the module and check it (parsing every computation).
+/// Loads `text` in `db` and checks it, as the service's `PUT` of a new
+/// session does (parsing every computation).
+fn load_and_check(db: &mut Database, text: &str, opts: &driver::Options) {
+    db.load(text, NAME, opts.target.clone()).expect("loads");
+    driver::check_loaded_input(db).expect("a well-formed module");
+}
+
+/// What the service's `PUT` of a new session does in its database.
 #[divan::bench(sample_count = 20)]
 fn session_load_and_check(bencher: Bencher<'_, '_>) {
     let (text, opts) = (text(), options());
     bencher
         .with_inputs(Database::default)
         .bench_local_values(|mut db| {
-            db.load(&text, NAME, opts.target.clone()).expect("loads");
-            driver::check_loaded_input(&db).expect("a well-formed module");
+            load_and_check(&mut db, &text, &opts);
             db
         });
 }
@@ -79,8 +84,7 @@ fn session_first_run_after_check(bencher: Bencher<'_, '_>) {
     bencher
         .with_inputs(|| {
             let mut db = Database::default();
-            db.load(&text, NAME, opts.target.clone()).expect("loads");
-            driver::check_loaded_input(&db).expect("a well-formed module");
+            load_and_check(&mut db, &text, &opts);
             db
         })
         .bench_local_values(|mut db| (driver::run_loaded(&mut db, &opts).expect("runs"), db));
