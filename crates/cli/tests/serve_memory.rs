@@ -235,16 +235,13 @@ fn metric(c: &mut Client, name: &str) -> u64 {
         .unwrap_or_else(|| panic!("{name} in {m}"))
 }
 
-#[test]
-fn a_session_is_charged_about_what_it_holds_and_the_budget_bounds_them() {
-    let text = corpus("large_transformer_24_f32");
-
-    // What a session of the transformer really costs, resident, measured
-    // two ways that both undercount a little (the allocator keeps some
-    // freed memory): the growth from the first session to the eighth, and
-    // the drop when all eight are deleted. The first session also pays for
-    // the allocator's warm-up and one run's transient memory, so the growth
-    // is counted from there.
+/// What a session of `text` really costs, resident, and what it is
+/// charged: `(per_session, charge)`. Measured two ways that both undercount
+/// a little (the allocator keeps some freed memory): the growth from the
+/// first session to the eighth, and the drop when all eight are deleted.
+/// The first session also pays for the allocator's warm-up and one run's
+/// transient memory, so the growth is counted from there.
+fn resident_per_session(what: &str, text: &str) -> (u64, u64) {
     let served = serve_with_config(
         "sessions-measured",
         "max_sessions: 100\nmax_session_bytes: 8589934592\n",
@@ -252,11 +249,11 @@ fn a_session_is_charged_about_what_it_holds_and_the_budget_bounds_them() {
     );
     let pid = served.child.id();
     let mut c = Client::new(served.addr, STEP);
-    let charge = session(&mut c, "s0", &text);
+    let charge = session(&mut c, "s0", text);
     let first = proc_status_kib(pid, "VmRSS");
     let k = 8;
     for i in 1..k {
-        assert_eq!(session(&mut c, &format!("s{i}"), &text), charge);
+        assert_eq!(session(&mut c, &format!("s{i}"), text), charge);
     }
     let loaded = proc_status_kib(pid, "VmRSS");
     for i in 0..k {
@@ -273,7 +270,7 @@ fn a_session_is_charged_about_what_it_holds_and_the_budget_bounds_them() {
     let ratio = charge as f64 / per_session as f64;
     let mib = |b: u64| b as f64 / (1 << 20) as f64;
     eprintln!(
-        "a transformer session ({} bytes of text): {:.1} MiB resident ({:.1} MiB by growth, {:.1} MiB by deletion), charged {:.1} MiB (ratio {ratio:.2})",
+        "a {what} session ({} bytes of text): {:.1} MiB resident ({:.1} MiB by growth, {:.1} MiB by deletion), charged {:.1} MiB (ratio {ratio:.2})",
         text.len(),
         mib(per_session),
         mib(growth),
@@ -282,10 +279,24 @@ fn a_session_is_charged_about_what_it_holds_and_the_budget_bounds_them() {
     );
     assert!(
         (0.5..=2.0).contains(&ratio),
-        "charged {charge} for {per_session} resident"
+        "a {what} session: charged {charge} for {per_session} resident"
     );
-    drop(c);
-    drop(served);
+    (per_session, charge)
+}
+
+/// A module of many small computations holds several times more per byte
+/// of text than the transformer (a record per query per computation):
+/// its charge must follow that too.
+#[test]
+fn a_session_of_many_small_computations_is_charged_about_what_it_holds() {
+    let text = test_support::scaling::Shape::ManyComputations.module(20_000);
+    resident_per_session("many-computations", &text);
+}
+
+#[test]
+fn a_session_is_charged_about_what_it_holds_and_the_budget_bounds_them() {
+    let text = corpus("large_transformer_24_f32");
+    let (per_session, charge) = resident_per_session("transformer", &text);
 
     // A budget of two and a half sessions: loading twelve keeps two, and
     // once the budget is reached the process holds no more, where twelve

@@ -251,13 +251,13 @@ fn session_not_found(id: &str) -> ApiError {
     .with("id", id)
 }
 
-fn session_too_large(text_bytes: usize, max: usize) -> ApiError {
+fn session_too_large(text_bytes: usize, computations: usize, max: usize) -> ApiError {
     ApiError::new(
         StatusCode::PAYLOAD_TOO_LARGE,
         "session_too_large",
         format!(
-            "a session of this module ({text_bytes} bytes of text, an estimated {} bytes once run) would not fit in the session memory limit of {max} bytes (max_session_bytes)",
-            estimated_bytes(text_bytes)
+            "a session of this module ({text_bytes} bytes of text, {computations} computations, an estimated {} bytes once run) would not fit in the session memory limit of {max} bytes (max_session_bytes)",
+            estimated_bytes(text_bytes, computations)
         ),
     )
     .with("limit", max)
@@ -328,8 +328,10 @@ async fn put_module(
         .resolve_target(&target.unwrap_or_else(|| TargetWire::Name("cpu".into())))
         .await?;
     let max = state.shared.sessions.max_bytes();
-    if estimated_bytes(text.len()) > max {
-        return Err(session_too_large(text.len(), max));
+    // Its text alone may be too much already; its computations are
+    // counted once it is read.
+    if estimated_bytes(text.len(), 0) > max {
+        return Err(session_too_large(text.len(), 0, max));
     }
     let existing = state.shared.sessions.get(&id);
     let created = existing.is_none();
@@ -345,6 +347,10 @@ async fn put_module(
             if guard.is_some() {
                 let module =
                     hlo::parse_module(&text, &file_name).map_err(|e| ApiError::parse(&e))?;
+                let computations = module.computations.len();
+                if estimated_bytes(text.len(), computations) > max {
+                    return Err(session_too_large(text.len(), computations, max));
+                }
                 driver::check_input(&module, &text, &file_name).map_err(pipeline_error)?;
             }
             let previous = guard.take();
@@ -358,6 +364,10 @@ async fn put_module(
                     // check apart from it was thrown away. The run lets the
                     // parses go.
                     if !existed {
+                        let computations = s.db.module().map_or(0, |m| m.computations(&s.db).len());
+                        if estimated_bytes(text.len(), computations) > max {
+                            return Err(session_too_large(text.len(), computations, max));
+                        }
                         driver::check_loaded_input(&s.db).map_err(pipeline_error)?;
                     }
                     s.target = target;
@@ -458,8 +468,8 @@ async fn patch_module(
                 bytes = bytes.saturating_sub(info.bytes) + text.len();
                 replacements.push((name, text));
             }
-            if estimated_bytes(bytes) > max {
-                return Err(session_too_large(bytes, max));
+            if estimated_bytes(bytes, s.computations.len()) > max {
+                return Err(session_too_large(bytes, s.computations.len(), max));
             }
             let previous: Vec<(String, String)> = replacements
                 .iter()

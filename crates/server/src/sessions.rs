@@ -2,11 +2,13 @@
 //! memory they hold, evicted least recently used first.
 //!
 //! A session is charged what its database holds, estimated from its module
-//! text: the text alone understates it by an order of magnitude once the
-//! pipeline has run (salsa keeps every computation's assignments,
-//! signatures, rewrites and printed text). The factors below were measured as the resident set of
-//! `tessera serve` per session (`crates/cli/tests/serve_memory.rs` checks
-//! that the estimate stays within a factor of two of it).
+//! text and its number of computations: the text alone understates it by
+//! an order of magnitude once the pipeline has run (salsa keeps every
+//! computation's assignments, signatures, rewrites and printed text, and a
+//! record per query per computation). The factors below were fitted on the
+//! resident set of `tessera serve` per session
+//! (`crates/cli/tests/serve_memory.rs` checks that the estimate stays
+//! within a factor of two of it, on two modules of different shapes).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
@@ -33,32 +35,44 @@ pub struct Session {
 
 /// A session's cost before any module: the database and its tables.
 const BASE_BYTES: usize = 64 << 10;
-/// Memory per byte of module text. A session is charged from its creation
-/// what it holds once the pipeline ran on it: what loading holds (the
-/// text, each computation's own copy, names and the inputs' tables), plus
-/// every computation's assignments and signatures and the per-computation
-/// steps' small values (signatures, names, problems, counts, rewrites and
-/// printed text), the assembled output text, and salsa's record of what
-/// each of those read. Neither the parses nor the output computations are
-/// kept between runs (see `db::Database::release_intermediates`); a new
-/// session holds its parses from its check until its first run (7.4x the
-/// transformer's text, counted by `dhat`), which is less. A session of the
-/// 1.2 MB transformer added 12.6 MiB to the resident set of `tessera serve`
-/// (11.8 MiB by deletion) and is charged 12.8 MiB; it added 22.3 to 27.6
-/// MiB while the parses were kept after runs. The record of the last
-/// answer (`response=changes`: a name and a hash per computation, about 0.1
-/// MB for its 1,343 computations) is not charged on its own.
-const PER_TEXT_BYTE: usize = 11;
+/// Memory per byte of module text, and per computation. A session is
+/// charged from its creation what it holds once the pipeline ran on it:
+/// what loading holds (the text, each computation's own copy, names and
+/// the inputs' tables), plus every computation's assignments and
+/// signatures and the per-computation steps' small values (signatures,
+/// names, problems, counts, rewrites and printed text), the assembled
+/// output text, and salsa's record of what each of those read. Neither the
+/// parses nor the output computations are kept between runs (see
+/// `db::Database::release_intermediates`); a new session holds its parses
+/// from its check until its first run (7.4x the transformer's text,
+/// counted by `dhat`), which is less.
+///
+/// Much of that is a record per query per computation, whatever the
+/// computation's size, so a session is charged per computation too. Fitted
+/// on two resident sets of `tessera serve` per session
+/// (`crates/cli/tests/serve_memory.rs`, which checks that the charge stays
+/// within a factor of two of them): the 1.2 MB transformer, 455
+/// computations, 8.4 to 11.8 MiB; a generated module of 0.87 MB in 3,333
+/// computations of six instructions, 39.7 MiB. Charged by its text alone
+/// (11 bytes per byte), the second was charged 9.2 MiB. The record of the
+/// last answer (`response=changes`: a name and a hash per computation) is
+/// not charged on its own.
+const PER_TEXT_BYTE: usize = 6;
+/// See [`PER_TEXT_BYTE`].
+const PER_COMPUTATION: usize = 12 << 10;
 
-/// The memory a session holds, estimated from its module text.
-pub fn estimated_bytes(text_bytes: usize) -> usize {
-    BASE_BYTES.saturating_add(text_bytes.saturating_mul(PER_TEXT_BYTE))
+/// The memory a session holds, estimated from its module text and its
+/// number of computations.
+pub fn estimated_bytes(text_bytes: usize, computations: usize) -> usize {
+    BASE_BYTES
+        .saturating_add(text_bytes.saturating_mul(PER_TEXT_BYTE))
+        .saturating_add(computations.saturating_mul(PER_COMPUTATION))
 }
 
 impl Session {
     /// The memory this session is charged.
     pub fn held_bytes(&self) -> usize {
-        estimated_bytes(self.bytes)
+        estimated_bytes(self.bytes, self.computations.len())
     }
 }
 

@@ -22,9 +22,12 @@ async fn a_call_chain_of_100000_levels_runs_through_every_route() {
     // Debug builds are slow; the limit is not what this test is about.
     // The semantic check must cover the whole chain: 2 instructions of 32
     // elements per level.
+    // A session of 100,002 computations is charged about 1.3 GB, over
+    // the default budget of 1 GiB.
     let config = Config {
         request_timeout: Duration::from_secs(900),
         semantic_max_elements: 1 << 24,
+        max_session_bytes: 4 << 30,
         ..Config::default()
     };
     let (router, _) = app(config);

@@ -706,7 +706,13 @@ async fn sessions_are_evicted_least_recently_used_first() {
 async fn sessions_are_charged_what_they_hold_and_capped() {
     let small = corpus("mlp_fwd");
     let big = corpus("mlp_fwd_bwd");
-    let charge = |t: &str| server::estimated_session_bytes(t.len());
+    let charge = |t: &str| {
+        let computations = hlo::parse_module(t, "m.hlo")
+            .expect("parses")
+            .computations
+            .len();
+        server::estimated_session_bytes(t.len(), computations)
+    };
     assert!(
         charge(&small) > 4 * small.len(),
         "a session holds several times its text"
