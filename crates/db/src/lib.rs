@@ -307,9 +307,7 @@ pub(crate) fn take_parse(db: &dyn Db, c: SourceComputation) -> Result<Computatio
     };
     let taken = held.lock().ok().and_then(|mut h| h.take());
     match taken {
-        Some(comp) => {
-            Ok(Arc::try_unwrap(comp).unwrap_or_else(|shared| Computation::clone(&shared)))
-        }
+        Some(comp) => Ok(Arc::unwrap_or_clone(comp)),
         // Taken by an earlier run, and kept since (salsa's LRU keeps the
         // parse read last): the same inputs parse to the same computation.
         None => parse_text(db, c).0,
@@ -1271,7 +1269,7 @@ impl Database {
                 Ok(comp) => comp,
                 Err(e) => return Err(AssignError::Parse(Box::new(absolute(&e, c, self, m)))),
             };
-            computations.push(Computation::clone(&comp));
+            computations.push(Arc::unwrap_or_clone(comp));
             let a = final_assignment(self, c).clone().map_err(|e| match e {
                 AssignError::Parse(p) => AssignError::Parse(Box::new(absolute(&p, c, self, m))),
                 other => other,
@@ -1290,7 +1288,7 @@ impl Database {
         let mut computations = Vec::new();
         for &c in m.computations(self) {
             match parse_of(self, c) {
-                Ok(comp) => computations.push(Computation::clone(&comp)),
+                Ok(comp) => computations.push(Arc::unwrap_or_clone(comp)),
                 Err(e) => return Err(AssignError::Parse(Box::new(absolute(&e, c, self, m)))),
             }
         }

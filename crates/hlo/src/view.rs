@@ -38,9 +38,9 @@ impl ModuleView for Module {
 }
 
 /// A computation as its callers see it: what the checks and the printing
-/// of a caller read of a computation it calls. That is its name, its
-/// parameters' shapes in parameter order and its root's shape, nothing
-/// else, so a caller looks only at these (see [`CalleeSignature`]).
+/// of a caller read of a computation it calls. That is its name, and the
+/// names and shapes of its parameters, in parameter order, and of its root,
+/// nothing else, so a caller looks only at these (see [`CalleeSignature`]).
 #[derive(Clone, Copy, Debug)]
 pub enum Callee<'a> {
     /// The whole computation, when the module is at hand.
@@ -83,7 +83,10 @@ impl<'a> Callee<'a> {
 
     /// The parameters' shapes, in parameter order.
     pub fn parameter_shapes(self) -> Vec<&'a Shape> {
-        self.parameters().into_iter().map(|(_, s)| s).collect()
+        match self {
+            Callee::Whole(_) => self.parameters().into_iter().map(|(_, s)| s).collect(),
+            Callee::Signature(s) => s.shapes[..s.parameter_count()].iter().collect(),
+        }
     }
 
     /// The root's shape, if the computation has a root.
@@ -114,11 +117,8 @@ impl CalleeSignature {
     /// The signature of `comp`.
     pub fn of(comp: &Computation) -> CalleeSignature {
         let callee = Callee::Whole(comp);
-        let parts: Vec<(&str, &Shape)> = callee
-            .parameters()
-            .into_iter()
-            .chain(callee.root())
-            .collect();
+        let root = callee.root();
+        let parts: Vec<(&str, &Shape)> = callee.parameters().into_iter().chain(root).collect();
         let mut names = String::with_capacity(
             comp.name.len() + parts.iter().map(|(n, _)| n.len()).sum::<usize>(),
         );
@@ -133,7 +133,7 @@ impl CalleeSignature {
             names: names.into_boxed_str(),
             ends: ends.into_boxed_slice(),
             shapes: parts.iter().map(|&(_, s)| s.clone()).collect(),
-            has_root: callee.root().is_some(),
+            has_root: root.is_some(),
         }
     }
 
