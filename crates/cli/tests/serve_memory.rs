@@ -330,3 +330,81 @@ fn a_session_is_charged_about_what_it_holds_and_the_budget_bounds_them() {
     );
     healthy(&mut c);
 }
+
+/// One session given module after module, each with computations of new
+/// names: its database keeps what each earlier module leaves behind
+/// (salsa cannot delete an input), so the session is charged for that and
+/// starts over in a new database before it outweighs the module. Before
+/// that, each such `PUT` grew the process (by 39 MiB over twelve of the
+/// transformer with its regions renamed), charged nothing.
+#[test]
+fn modules_put_one_after_another_into_one_session_stay_bounded() {
+    let text = corpus("large_transformer_24_f32");
+    let renamed = |i: usize| text.replace("%region_", &format!("%r{i}_region_"));
+    let served = serve_with_config(
+        "sessions-renamed",
+        "max_sessions: 100\nmax_session_bytes: 8589934592\n",
+        PROMPT_PURGE,
+    );
+    let pid = served.child.id();
+    let mut c = Client::new(served.addr, STEP);
+    let charge = session(&mut c, "s", &text);
+    let put_and_run = |c: &mut Client, text: &str| -> u64 {
+        let a = post(c, "PUT", "/v1/modules/s", "text/plain", text.as_bytes());
+        assert_eq!(a.status, 200, "{}", a.text());
+        let a = post(
+            c,
+            "POST",
+            "/v1/modules/s/layout-assignment",
+            "application/json",
+            b"",
+        );
+        assert_eq!(a.status, 200);
+        let a = c
+            .request("GET", "/v1/modules/s", &[], b"")
+            .expect("answered");
+        json(&a)["memory_bytes"].as_u64().expect("a charge")
+    };
+    // A run frees its intermediates on a thread of its own, which a busy
+    // machine may delay: the resident set is read once it stops falling.
+    let settled = || {
+        let mut low = proc_status_kib(pid, "VmRSS");
+        for _ in 0..20 {
+            std::thread::sleep(std::time::Duration::from_millis(50));
+            low = low.min(proc_status_kib(pid, "VmRSS"));
+        }
+        low
+    };
+    for i in 0..3 {
+        put_and_run(&mut c, &renamed(i));
+    }
+    let before = settled();
+    let mut charges = Vec::new();
+    let more = 12;
+    for i in 3..3 + more {
+        charges.push(put_and_run(&mut c, &renamed(i)));
+    }
+    let grew = settled().saturating_sub(before) * 1024;
+    eprintln!(
+        "{more} more modules of new names in one session: charged {:?} MiB (one module {} MiB); the resident set grew by {} MiB",
+        charges.iter().map(|b| b >> 20).collect::<Vec<_>>(),
+        charge >> 20,
+        grew >> 20
+    );
+    // What is left behind never outweighs the module: at most about
+    // twice the module's charge, and the session starts over in between.
+    assert!(
+        charges.iter().all(|&b| b <= 2 * charge + charge / 4),
+        "{charges:?}"
+    );
+    assert!(
+        charges.iter().any(|&b| b < charge + charge / 10),
+        "{charges:?}"
+    );
+    assert!(
+        grew < 2 * charge,
+        "the resident set grew by {} MiB",
+        grew >> 20
+    );
+    healthy(&mut c);
+}

@@ -779,6 +779,20 @@ pub struct Database {
     /// The thread freeing the last run's intermediates, while it runs (see
     /// [`Database::release_intermediates`]).
     freeing: Arc<Mutex<Option<std::thread::JoinHandle<()>>>>,
+    /// What earlier loads left behind (see [`Database::left_behind`]).
+    left_behind: LeftBehind,
+}
+
+/// The computations that loads left behind in a database: those of an
+/// earlier module that a later one does not name. salsa cannot delete an
+/// input, so each keeps its text and the values computed from it for as
+/// long as the database lives.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct LeftBehind {
+    /// How many computations.
+    pub computations: usize,
+    /// Their texts' bytes.
+    pub text_bytes: usize,
 }
 
 impl Default for Database {
@@ -832,6 +846,7 @@ impl Database {
             written: 0,
             smallest: None,
             freeing: Arc::default(),
+            left_behind: LeftBehind::default(),
         }
     }
 }
@@ -934,7 +949,7 @@ impl Database {
             m.set_target(self).to(target);
             self.wrote(all);
         }
-        let old: FxHashMap<String, SourceComputation> = m
+        let mut old: FxHashMap<String, SourceComputation> = m
             .computations(self)
             .iter()
             .map(|&c| (c.name(self).clone(), c))
@@ -943,8 +958,8 @@ impl Database {
         for (i, c) in outline.computations.iter().enumerate() {
             let body = c.span.text(text);
             let origin = (c.span.line, c.span.col, c.span.start);
-            let input = match old.get(&c.name) {
-                Some(&existing) => {
+            let input = match old.remove(&c.name) {
+                Some(existing) => {
                     if existing.index(self) != i as u32 {
                         existing.set_index(self).to(i as u32);
                         self.wrote(1);
@@ -970,6 +985,10 @@ impl Database {
                 }
             };
             comps.push(input);
+        }
+        for c in old.into_values() {
+            self.left_behind.computations += 1;
+            self.left_behind.text_bytes += c.text(self).len();
         }
         if *m.computations(self) != comps {
             m.set_computations(self).to(comps);
@@ -1129,6 +1148,32 @@ impl Database {
     /// The loaded module.
     pub fn module(&self) -> Option<SourceModule> {
         self.module
+    }
+
+    /// The computations earlier loads left behind (see [`LeftBehind`]):
+    /// what this database holds beyond its module. A session that loads
+    /// module after module into one database counts them, and starts a
+    /// new database before they outweigh the module.
+    pub fn left_behind(&self) -> LeftBehind {
+        self.left_behind
+    }
+
+    /// What would be left behind after loading a module whose
+    /// computations have these names: what is already, and each
+    /// computation of the loaded module that none of them names.
+    pub fn would_leave_behind<'a>(&self, names: impl IntoIterator<Item = &'a str>) -> LeftBehind {
+        let mut left = self.left_behind;
+        let Some(m) = self.module else {
+            return left;
+        };
+        let kept: rustc_hash::FxHashSet<&str> = names.into_iter().collect();
+        for &c in m.computations(self) {
+            if !kept.contains(c.name(self).as_str()) {
+                left.computations += 1;
+                left.text_bytes += c.text(self).len();
+            }
+        }
+        left
     }
 
     /// Forgets the recorded query executions and assignments.
@@ -1472,6 +1517,41 @@ mod tests {
         );
         let after: Vec<String> = comps.iter().map(|&c| text(c)).collect();
         assert_eq!(before, after);
+    }
+
+    /// A load counts the computations of the module before it that the
+    /// new one does not name, and `would_leave_behind` foresees them.
+    #[test]
+    fn loads_count_the_computations_they_leave_behind() {
+        let target = Arc::new(target::load_str("name: generic\n", "generic.yaml").unwrap());
+        let mut db = Database::default();
+        assert_eq!(db.would_leave_behind(["x"]), LeftBehind::default());
+        db.load(MODULE, "m.hlo", target.clone()).unwrap();
+        assert_eq!(db.left_behind(), LeftBehind::default());
+        // The same module again, and one with a body changed: nothing.
+        db.load(MODULE, "m.hlo", target.clone()).unwrap();
+        db.load(
+            &MODULE.replace("negate(x)", "abs(x)"),
+            "m.hlo",
+            target.clone(),
+        )
+        .unwrap();
+        assert_eq!(db.left_behind(), LeftBehind::default());
+        // `neg` renamed: its input stays behind, with its text.
+        let renamed = MODULE.replace("neg ", "neg2 ").replace("=neg\n", "=neg2\n");
+        let neg_text = db.computation_text("neg").unwrap();
+        let expected = LeftBehind {
+            computations: 1,
+            text_bytes: neg_text.len(),
+        };
+        assert_eq!(db.would_leave_behind(["add", "neg2", "main"]), expected);
+        db.load(&renamed, "m.hlo", target.clone()).unwrap();
+        assert_eq!(db.left_behind(), expected);
+        assert!(db.computation_text("neg").is_none());
+        // Back to `neg`: `neg2` is left behind too, and `neg` is a new
+        // input (salsa cannot bring the old one back by name).
+        db.load(MODULE, "m.hlo", target).unwrap();
+        assert_eq!(db.left_behind().computations, 2);
     }
 
     #[test]

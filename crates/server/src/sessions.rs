@@ -70,9 +70,20 @@ pub fn estimated_bytes(text_bytes: usize, computations: usize) -> usize {
 }
 
 impl Session {
-    /// The memory this session is charged.
+    /// The memory this session is charged: its module, and what earlier
+    /// modules left behind in its database (see [`db::LeftBehind`]).
     pub fn held_bytes(&self) -> usize {
-        estimated_bytes(self.bytes, self.computations.len())
+        self.charge_for(self.bytes)
+    }
+
+    /// The memory this session would be charged with a module text of
+    /// `text_bytes` bytes and the same computations.
+    pub fn charge_for(&self, text_bytes: usize) -> usize {
+        let left = self.db.left_behind();
+        estimated_bytes(
+            text_bytes.saturating_add(left.text_bytes),
+            self.computations.len().saturating_add(left.computations),
+        )
     }
 }
 

@@ -784,6 +784,80 @@ async fn sessions_are_charged_what_they_hold_and_capped() {
     assert_eq!(state.session_count(), 0);
 }
 
+/// A session's database keeps every computation it was ever given: salsa
+/// cannot delete an input. A `PUT` whose module drops computations of the
+/// one before leaves them behind; the session is charged for them, and
+/// starts over in a new database before they outweigh its module. Before
+/// this, a client that put module after module into one session grew the
+/// service's memory without bound, charged only for the last (see
+/// `crates/cli/tests/serve_memory.rs`).
+#[tokio::test]
+async fn modules_put_one_after_another_are_charged_what_they_leave_behind() {
+    let charge = |t: &str, extra_bytes: usize, extra: usize| {
+        let computations = hlo::parse_module(t, "m.hlo")
+            .expect("parses")
+            .computations
+            .len();
+        server::estimated_session_bytes(t.len() + extra_bytes, computations + extra)
+    };
+    let (router, _) = app(Config::default());
+    let put = |text: &str| request("PUT", "/v1/modules/x", Some("text/plain"), text.to_string());
+    let run_and_memory = async |text: &str| {
+        let a = call(
+            &router,
+            request("POST", "/v1/modules/x/layout-assignment", None, ""),
+        )
+        .await;
+        assert_eq!(
+            a.json()["module"].as_str(),
+            Some(expected(text, "cpu").0.as_str())
+        );
+        call(&router, get("/v1/modules/x")).await.json()["memory_bytes"].as_u64()
+    };
+    let first = corpus("mlp_fwd");
+    let region = "%region_1.4 (reduce_sum.3: f32[], reduce_sum.4: f32[]) -> f32[] {";
+    let region_text = first
+        .split(region)
+        .nth(1)
+        .and_then(|rest| rest.split("\n}\n").next())
+        .map(|body| format!("{region}{body}\n}}"))
+        .expect("mlp_fwd has region_1.4");
+    assert_eq!(call(&router, put(&first)).await.status, 201);
+    assert_eq!(
+        run_and_memory(&first).await,
+        Some(charge(&first, 0, 0) as u64)
+    );
+    // One region renamed: the session keeps its database, which holds the
+    // old region too, and is charged for it.
+    let renamed = first.replace("%region_1.4", "%region_9.9");
+    assert_eq!(call(&router, put(&renamed)).await.status, 200);
+    assert_eq!(
+        run_and_memory(&renamed).await,
+        Some(charge(&renamed, region_text.len(), 1) as u64)
+    );
+    // Every computation renamed: four left behind would outweigh three,
+    // so the session starts over, charged for its module alone.
+    let other = renamed
+        .replace("%region_", "%other_")
+        .replace("%main.6", "%main.7");
+    assert_eq!(call(&router, put(&other)).await.status, 200);
+    assert_eq!(
+        run_and_memory(&other).await,
+        Some(charge(&other, 0, 0) as u64)
+    );
+    // A refused module leaves nothing behind: it is checked apart.
+    call(
+        &router,
+        put(&other.replacen(" parameter(0)", " parameter(0", 1)),
+    )
+    .await
+    .error(400, "parse_error");
+    assert_eq!(
+        run_and_memory(&other).await,
+        Some(charge(&other, 0, 0) as u64)
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn concurrent_runs_on_one_session_are_serialized() {
     let (router, _) = app(Config::default());
