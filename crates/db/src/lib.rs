@@ -783,6 +783,46 @@ pub struct Database {
     left_behind: LeftBehind,
 }
 
+/// What warming a module's assignments reads ([`Database::warm_plan`]):
+/// its call graph, entry and computations, and the computations another
+/// thread warms.
+pub struct WarmPlan<'a> {
+    graph: &'a CallGraph,
+    entry: CompId,
+    comps: &'a [SourceComputation],
+    left: rustc_hash::FxHashSet<CompId>,
+}
+
+impl WarmPlan<'_> {
+    /// The plan's computations in levels, each level in the schedule's
+    /// order: first those of [`Database::warm_up`], callees first, then
+    /// those of [`Database::warm_down`], callers first (see
+    /// [`hlo::CallSchedule::bottom_up_levels`]). The computations of one
+    /// level read only values of earlier levels' computations, which are
+    /// then computed already, so they can be warmed side by side, each
+    /// level after the one before.
+    pub fn levels(&self) -> (Vec<Vec<SourceComputation>>, Vec<Vec<SourceComputation>>) {
+        let schedule = self.graph.schedule();
+        let levels = |levels: &[Vec<CompId>]| -> Vec<Vec<SourceComputation>> {
+            levels
+                .iter()
+                .map(|level| {
+                    level
+                        .iter()
+                        .filter(|id| !self.left.contains(id))
+                        .filter_map(|id| self.comps.get(id.index()).copied())
+                        .collect::<Vec<_>>()
+                })
+                .filter(|level| !level.is_empty())
+                .collect()
+        };
+        (
+            levels(&schedule.bottom_up_levels),
+            levels(&schedule.top_down_levels),
+        )
+    }
+}
+
 /// The computations that loads left behind in a database: those of an
 /// earlier module that a later one does not name. salsa cannot delete an
 /// input, so each keeps its text and the values computed from it for as
@@ -1369,46 +1409,65 @@ impl Database {
     /// [`Database::warm`], but for the computations `left` (independent
     /// leaves, which another thread warms).
     pub fn warm_but(&self, m: SourceModule, left: &[SourceComputation]) {
-        let graph = self.call_graph_aside(m);
-        let entry = m.entry_id(self);
-        let comps = m.computations(self);
-        let schedule = graph.schedule();
-        let left: rustc_hash::FxHashSet<CompId> = left.iter().map(|c| c.id(self)).collect();
-        for &id in &schedule.bottom_up {
-            let Some(&c) = comps.get(id.index()) else {
-                continue;
-            };
-            if left.contains(&id) {
-                continue;
-            }
-            if graph.is_branch(id) {
-                let _ = free_assignment(self, c);
-            }
-            if graph.is_condition(id) || graph.is_branch(id) {
-                continue;
-            }
-            for &callee in &graph.callees[id.index()] {
-                if graph.is_branch(callee)
-                    && let Some(&b) = comps.get(callee.index())
-                {
-                    let _ = alone_assignment(self, b);
-                }
-            }
-            let _ = alone_assignment(self, c);
-            if layout_assignment::bound_site(graph, entry, id).is_some() {
-                let _ = alone_cost(self, c);
+        let plan = self.warm_plan(m, left);
+        let schedule = plan.graph.schedule();
+        let wanted = |id: &&CompId| !plan.left.contains(id);
+        for &id in schedule.bottom_up.iter().filter(wanted) {
+            if let Some(&c) = plan.comps.get(id.index()) {
+                self.warm_up(c, &plan);
             }
         }
         // The entry's assignment, last above, reads every computation it
         // calls: the final assignments run on a handle of their own.
         let top = self.scratch();
-        for &id in &schedule.top_down {
-            if let Some(&c) = comps.get(id.index())
-                && !left.contains(&id)
-            {
-                let _ = final_assignment(&top, c);
+        for &id in schedule.top_down.iter().filter(wanted) {
+            if let Some(&c) = plan.comps.get(id.index()) {
+                top.warm_down(c);
             }
         }
+    }
+
+    /// What warming module `m` reads, the computations `left` left out
+    /// (see [`WarmPlan`]).
+    pub fn warm_plan(&self, m: SourceModule, left: &[SourceComputation]) -> WarmPlan<'_> {
+        let graph = self.call_graph_aside(m);
+        WarmPlan {
+            graph,
+            entry: m.entry_id(self),
+            comps: m.computations(self),
+            left: left.iter().map(|c| c.id(self)).collect(),
+        }
+    }
+
+    /// The assignments of `c` that its callers read, callees first (see
+    /// [`Database::warm`]): its alone assignment (and the free one, for a
+    /// branch; a branch's alone one and a loop condition's come with the
+    /// computation that holds them), and the cost its caller weighs.
+    pub fn warm_up(&self, c: SourceComputation, plan: &WarmPlan<'_>) {
+        let graph = plan.graph;
+        let id = c.id(self);
+        if graph.is_branch(id) {
+            let _ = free_assignment(self, c);
+        }
+        if graph.is_condition(id) || graph.is_branch(id) {
+            return;
+        }
+        for &callee in &graph.callees[id.index()] {
+            if graph.is_branch(callee)
+                && let Some(&b) = plan.comps.get(callee.index())
+            {
+                let _ = alone_assignment(self, b);
+            }
+        }
+        let _ = alone_assignment(self, c);
+        if layout_assignment::bound_site(graph, plan.entry, id).is_some() {
+            let _ = alone_cost(self, c);
+        }
+    }
+
+    /// The final assignment of `c`, callers first (see [`Database::warm`]).
+    pub fn warm_down(&self, c: SourceComputation) {
+        let _ = final_assignment(self, c);
     }
 
     /// The call graph of module `m`. It reads every computation, so it is

@@ -109,6 +109,29 @@ pub struct CallSchedule {
     /// final assignment reads its only caller's choice, and a loop
     /// condition its body's final parameters.
     pub top_down: Vec<CompId>,
+    /// `bottom_up` cut into levels: a computation comes after all those it
+    /// calls (and a loop body after its condition) in an earlier level,
+    /// so the computations of one level can be assigned side by side.
+    pub bottom_up_levels: Vec<Vec<CompId>>,
+    /// `top_down` cut into levels the same way: a computation comes after
+    /// all its callers (and a loop condition after its body) in an earlier
+    /// level.
+    pub top_down_levels: Vec<Vec<CompId>>,
+}
+
+/// `order` cut into levels by `level` (per computation), each level in
+/// `order`'s order.
+fn by_level(order: &[CompId], level: &[usize]) -> Vec<Vec<CompId>> {
+    let count = order
+        .iter()
+        .map(|c| level[c.index()] + 1)
+        .max()
+        .unwrap_or(0);
+    let mut levels = vec![Vec::new(); count];
+    for &c in order {
+        levels[level[c.index()]].push(c);
+    }
+    levels
 }
 
 impl CallGraph {
@@ -166,9 +189,38 @@ impl CallGraph {
                 }
             }
         }
+        let cyclic = top_down.len() < n;
         top_down.extend((0..n).filter(|&i| !placed[i]).map(|i| CompId(i as u32)));
-        let bottom_up = top_down.iter().rev().copied().collect();
+        let bottom_up: Vec<CompId> = top_down.iter().rev().copied().collect();
+        // A level is one past the deepest computation that must come
+        // before: callers (top down) or callees (bottom up). Computations
+        // on a cycle (refused by the input check) are ordered one per
+        // level, as a single list.
+        let (mut down, mut up) = (vec![0usize; n], vec![0usize; n]);
+        if cyclic {
+            for (level, c) in top_down.iter().enumerate() {
+                down[c.index()] = level;
+            }
+            for (level, c) in bottom_up.iter().enumerate() {
+                up[c.index()] = level;
+            }
+        } else {
+            for &c in &top_down {
+                for d in &after[c.index()] {
+                    down[d.index()] = down[d.index()].max(down[c.index()] + 1);
+                }
+            }
+            for &c in &bottom_up {
+                up[c.index()] = after[c.index()]
+                    .iter()
+                    .map(|d| up[d.index()] + 1)
+                    .max()
+                    .unwrap_or(0);
+            }
+        }
         CallSchedule {
+            bottom_up_levels: by_level(&bottom_up, &up),
+            top_down_levels: by_level(&top_down, &down),
             bottom_up,
             top_down,
         }
@@ -224,4 +276,61 @@ pub fn calls_of(comp: &Computation) -> Vec<(CompId, CallRole)> {
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The levels of a schedule: each holds only computations whose
+    /// callees (bottom up) or callers (top down) are in earlier levels,
+    /// and a loop condition sits after its body top down, before it
+    /// bottom up; the levels list the schedule's order.
+    #[test]
+    fn levels_cut_the_schedule_where_a_computation_waits_on_another() {
+        // 0 = entry: calls 1 and 2, and loops with body 3 and condition 4;
+        // 1 calls 5; 2, 3, 4 and 5 call nothing.
+        let c = |i: u32| CompId(i);
+        let calls = vec![
+            (
+                c(0),
+                vec![
+                    (c(1), CallRole::Called),
+                    (c(2), CallRole::Called),
+                    (c(3), CallRole::WhileBody),
+                    (c(4), CallRole::WhileCondition { body: c(3) }),
+                ],
+            ),
+            (c(1), vec![(c(5), CallRole::Called)]),
+        ];
+        let s = CallGraph::from_calls(6, calls).schedule();
+        assert_eq!(s.top_down, [c(0), c(1), c(2), c(3), c(4), c(5)]);
+        assert_eq!(
+            s.top_down_levels,
+            [vec![c(0)], vec![c(1), c(2), c(3)], vec![c(4), c(5)]]
+        );
+        assert_eq!(
+            s.bottom_up_levels,
+            [vec![c(5), c(4), c(2)], vec![c(3), c(1)], vec![c(0)]]
+        );
+        let flat = |levels: &[Vec<CompId>]| levels.concat();
+        assert_eq!(flat(&s.top_down_levels).len(), 6);
+        assert_eq!(flat(&s.bottom_up_levels).len(), 6);
+    }
+
+    /// Computations on a cycle of calls get a level each, in the
+    /// schedule's order: nothing runs beside them.
+    #[test]
+    fn a_cycle_is_scheduled_one_computation_per_level() {
+        let c = |i: u32| CompId(i);
+        let calls = vec![
+            (c(0), vec![(c(1), CallRole::Called)]),
+            (c(1), vec![(c(0), CallRole::Called)]),
+            (c(2), vec![]),
+        ];
+        let s = CallGraph::from_calls(3, calls).schedule();
+        assert_eq!(s.top_down, [c(2), c(0), c(1)]);
+        assert_eq!(s.top_down_levels, [vec![c(2)], vec![c(0)], vec![c(1)]]);
+        assert_eq!(s.bottom_up_levels, [vec![c(1)], vec![c(0)], vec![c(2)]]);
+    }
 }
