@@ -194,3 +194,33 @@ fn every_parallelism_policy_answers_the_same_on_all_testdata() {
     }
     assert!(compared > 300, "{compared} modules compared");
 }
+
+/// Every generated shape of module (see `test_support::scaling`), on cpu
+/// and tpu, gives the same answer under every [`hlo::Parallelism`] policy,
+/// stateless and in a session. The `many_computations` shape's entry calls
+/// a wide level of computations that both paths assign side by side, each
+/// worker with its own memo over the levels before (`Driver::warm` in the
+/// pass, `warm_beside` in the driver); the testdata modules have only
+/// narrow ones. (Their test above is the one that fails when a worker
+/// reads the wrong assignment of an earlier level: on these shapes a
+/// computation's alone and final assignments agree.)
+#[test]
+fn every_parallelism_policy_answers_the_same_on_every_generated_shape() {
+    use hlo::Parallelism;
+    for target_name in ["cpu", "tpu"] {
+        let target = Arc::new(target::load_builtin(target_name).expect("builtin target"));
+        let opts = Options::new(target.clone());
+        for shape in test_support::scaling::Shape::ALL {
+            let text = shape.module(1_200);
+            let file = format!("{}.hlo", shape.name());
+            let expected = Parallelism::Sequential.install(|| driver::run(&text, &file, &opts));
+            assert!(expected.is_ok(), "{file} on {target_name} runs");
+            let name = format!("{file} on {target_name} under Always");
+            let stateless = Parallelism::Always.install(|| driver::run(&text, &file, &opts));
+            let session = Parallelism::Always
+                .install(|| driver::run_in(&mut Database::default(), &text, &file, &opts));
+            same_answer(&name, &expected, &stateless);
+            same(&name, &expected, &session);
+        }
+    }
+}
