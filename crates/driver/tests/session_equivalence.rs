@@ -217,8 +217,15 @@ fn every_parallelism_policy_answers_the_same_on_every_generated_shape() {
             assert!(expected.is_ok(), "{file} on {target_name} runs");
             let name = format!("{file} on {target_name} under Always");
             let stateless = Parallelism::Always.install(|| driver::run(&text, &file, &opts));
-            let session = Parallelism::Always
-                .install(|| driver::run_in(&mut Database::default(), &text, &file, &opts));
+            // On this thread, not on the pool: `run_in` wants a caller
+            // that is not one of rayon's (a pool thread waiting inside a
+            // query may take another test's `install` job, which queries
+            // another database), and the test above has the pool's threads
+            // in queries of its own meanwhile.
+            let session = {
+                let _always = Parallelism::Always.enter();
+                driver::run_in(&mut Database::default(), &text, &file, &opts)
+            };
             same_answer(&name, &expected, &stateless);
             same(&name, &expected, &session);
         }
