@@ -313,15 +313,7 @@ async fn put_accepts_json_and_replaces() {
     )
     .await;
     assert_eq!(a.status, 200);
-    let a = call(
-        &router,
-        request("POST", "/v1/modules/j/layout-assignment", None, ""),
-    )
-    .await;
-    assert_eq!(
-        a.json()["module"].as_str(),
-        Some(expected(&other, "cpu").0.as_str())
-    );
+    run_session_expecting(&router, "j", &other).await;
 }
 
 #[tokio::test]
@@ -803,15 +795,7 @@ async fn modules_put_one_after_another_are_charged_what_they_leave_behind() {
     let (router, _) = app(Config::default());
     let put = |text: &str| request("PUT", "/v1/modules/x", Some("text/plain"), text.to_string());
     let run_and_memory = async |text: &str| {
-        let a = call(
-            &router,
-            request("POST", "/v1/modules/x/layout-assignment", None, ""),
-        )
-        .await;
-        assert_eq!(
-            a.json()["module"].as_str(),
-            Some(expected(text, "cpu").0.as_str())
-        );
+        run_session_expecting(&router, "x", text).await;
         call(&router, get("/v1/modules/x")).await.json()["memory_bytes"].as_u64()
     };
     let first = corpus("mlp_fwd");

@@ -145,6 +145,27 @@ pub fn without_timings(report: &Value) -> Value {
     r
 }
 
+/// Runs session `id` (CPU target) and checks that its output is the
+/// stateless output of `text`; returns the answer.
+pub async fn run_session_expecting(router: &Router, id: &str, text: &str) -> Answer {
+    let a = call(
+        router,
+        request(
+            "POST",
+            &format!("/v1/modules/{id}/layout-assignment"),
+            None,
+            "",
+        ),
+    )
+    .await;
+    assert_eq!(
+        a.json()["module"].as_str(),
+        Some(expected(text, "cpu").0.as_str()),
+        "session {id}"
+    );
+    a
+}
+
 /// The expected answer of a stateless run: what the library gives.
 pub fn expected(text: &str, target: &str) -> (String, Value) {
     let spec = target::load_builtin(target).expect("a built-in target");
