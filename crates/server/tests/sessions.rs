@@ -842,6 +842,39 @@ async fn modules_put_one_after_another_are_charged_what_they_leave_behind() {
     );
 }
 
+/// A session whose database would go over `max_session_bytes` with what
+/// a `PUT` leaves behind starts over, though what is left behind weighs
+/// less than the module: its charge stays under the cap.
+#[tokio::test]
+async fn a_put_that_would_leave_the_session_over_the_cap_starts_it_over() {
+    let first = corpus("mlp_fwd");
+    let renamed = first.replace("%region_1.4", "%region_9.9");
+    let computations = hlo::parse_module(&first, "m.hlo")
+        .expect("parses")
+        .computations
+        .len();
+    let region_bytes = first
+        .split("%region_1.4 (")
+        .nth(1)
+        .and_then(|rest| rest.split("\n}\n").next())
+        .map(|body| "%region_1.4 (".len() + body.len() + "\n}".len())
+        .expect("mlp_fwd has region_1.4");
+    let alone = server::estimated_session_bytes(renamed.len(), computations);
+    let kept = server::estimated_session_bytes(renamed.len() + region_bytes, computations + 1);
+    assert!(kept > alone);
+    let (router, _) = app(Config {
+        max_session_bytes: (alone + kept) / 2,
+        ..Config::default()
+    });
+    let put = |text: &str| request("PUT", "/v1/modules/x", Some("text/plain"), text.to_string());
+    assert_eq!(call(&router, put(&first)).await.status, 201);
+    run_session_expecting(&router, "x", &first).await;
+    assert_eq!(call(&router, put(&renamed)).await.status, 200);
+    run_session_expecting(&router, "x", &renamed).await;
+    let a = call(&router, get("/v1/modules/x")).await;
+    assert_eq!(a.json()["memory_bytes"].as_u64(), Some(alone as u64));
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn concurrent_runs_on_one_session_are_serialized() {
     let (router, _) = app(Config::default());
