@@ -698,13 +698,7 @@ async fn sessions_are_evicted_least_recently_used_first() {
 async fn sessions_are_charged_what_they_hold_and_capped() {
     let small = corpus("mlp_fwd");
     let big = corpus("mlp_fwd_bwd");
-    let charge = |t: &str| {
-        let computations = hlo::parse_module(t, "m.hlo")
-            .expect("parses")
-            .computations
-            .len();
-        server::estimated_session_bytes(t.len(), computations)
-    };
+    let charge = |t: &str| session_charge(t, 0, 0);
     assert!(
         charge(&small) > 4 * small.len(),
         "a session holds several times its text"
@@ -785,13 +779,7 @@ async fn sessions_are_charged_what_they_hold_and_capped() {
 /// `crates/cli/tests/serve_memory.rs`).
 #[tokio::test]
 async fn modules_put_one_after_another_are_charged_what_they_leave_behind() {
-    let charge = |t: &str, extra_bytes: usize, extra: usize| {
-        let computations = hlo::parse_module(t, "m.hlo")
-            .expect("parses")
-            .computations
-            .len();
-        server::estimated_session_bytes(t.len() + extra_bytes, computations + extra)
-    };
+    let charge = session_charge;
     let (router, _) = app(Config::default());
     let put = |text: &str| request("PUT", "/v1/modules/x", Some("text/plain"), text.to_string());
     let run_and_memory = async |text: &str| {
@@ -799,13 +787,7 @@ async fn modules_put_one_after_another_are_charged_what_they_leave_behind() {
         call(&router, get("/v1/modules/x")).await.json()["memory_bytes"].as_u64()
     };
     let first = corpus("mlp_fwd");
-    let region = "%region_1.4 (reduce_sum.3: f32[], reduce_sum.4: f32[]) -> f32[] {";
-    let region_text = first
-        .split(region)
-        .nth(1)
-        .and_then(|rest| rest.split("\n}\n").next())
-        .map(|body| format!("{region}{body}\n}}"))
-        .expect("mlp_fwd has region_1.4");
+    let region_text = computation_text(&first, "region_1.4");
     assert_eq!(call(&router, put(&first)).await.status, 201);
     assert_eq!(
         run_and_memory(&first).await,
@@ -849,18 +831,8 @@ async fn modules_put_one_after_another_are_charged_what_they_leave_behind() {
 async fn a_put_that_would_leave_the_session_over_the_cap_starts_it_over() {
     let first = corpus("mlp_fwd");
     let renamed = first.replace("%region_1.4", "%region_9.9");
-    let computations = hlo::parse_module(&first, "m.hlo")
-        .expect("parses")
-        .computations
-        .len();
-    let region_bytes = first
-        .split("%region_1.4 (")
-        .nth(1)
-        .and_then(|rest| rest.split("\n}\n").next())
-        .map(|body| "%region_1.4 (".len() + body.len() + "\n}".len())
-        .expect("mlp_fwd has region_1.4");
-    let alone = server::estimated_session_bytes(renamed.len(), computations);
-    let kept = server::estimated_session_bytes(renamed.len() + region_bytes, computations + 1);
+    let alone = session_charge(&renamed, 0, 0);
+    let kept = session_charge(&renamed, computation_text(&first, "region_1.4").len(), 1);
     assert!(kept > alone);
     let (router, _) = app(Config {
         max_session_bytes: (alone + kept) / 2,

@@ -166,6 +166,28 @@ pub async fn run_session_expecting(router: &Router, id: &str, text: &str) -> Ans
     a
 }
 
+/// What a session of module `text` is charged, with `extra_bytes` of
+/// text and `extra` computations that earlier modules left behind.
+pub fn session_charge(text: &str, extra_bytes: usize, extra: usize) -> usize {
+    let computations = hlo::outline(text, "m.hlo")
+        .expect("outlines")
+        .computations
+        .len();
+    server::estimated_session_bytes(text.len() + extra_bytes, computations + extra)
+}
+
+/// The text of computation `name` (without `%`) of module `text`, as a
+/// session holds it.
+pub fn computation_text<'a>(text: &'a str, name: &str) -> &'a str {
+    let outline = hlo::outline(text, "m.hlo").expect("outlines");
+    let c = outline
+        .computations
+        .iter()
+        .find(|c| c.name == name)
+        .unwrap_or_else(|| panic!("the module has no computation {name}"));
+    c.span.text(text)
+}
+
 /// The expected answer of a stateless run: what the library gives.
 pub fn expected(text: &str, target: &str) -> (String, Value) {
     let spec = target::load_builtin(target).expect("a built-in target");
