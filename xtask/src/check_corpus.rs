@@ -126,7 +126,7 @@ fn check_one(
     };
     let parse =
         |t: &str, label: &str| hlo::parse_module(t, label).map_err(|e| format!("{label}: {e:?}"));
-    let (before, after) = match (parse(text, name), parse(&output.text, "output")) {
+    let (before, after) = match (parse(text, name), parse(output.text(), "output")) {
         (Ok(b), Ok(a)) => (b, a),
         (Err(e), _) | (_, Err(e)) => return Outcome::NotChecked(e),
     };

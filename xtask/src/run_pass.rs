@@ -98,7 +98,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                 if let Some(parent) = dest.parent() {
                     std::fs::create_dir_all(parent)?;
                 }
-                std::fs::write(&dest, output.text.as_bytes())?;
+                std::fs::write(&dest, output.text().as_bytes())?;
                 let report = wire::report_json(&output.report);
                 std::fs::write(
                     dest.with_extension("report.json"),

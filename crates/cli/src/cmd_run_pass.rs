@@ -143,11 +143,11 @@ pub fn run(args: Args) -> ExitCode {
     }
     match &args.output {
         Some(path) => {
-            if let Err(e) = std::fs::write(path, output.text.as_bytes()) {
+            if let Err(e) = std::fs::write(path, output.text().as_bytes()) {
                 return fail(format!("cannot write {}: {e}", path.display()));
             }
         }
-        None => print!("{}", output.text),
+        None => print!("{}", output.text()),
     }
     ExitCode::SUCCESS
 }

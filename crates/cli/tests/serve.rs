@@ -85,7 +85,7 @@ fn stateless(text: &str) -> (String, serde_json::Value) {
     let out =
         driver::run(text, "request.hlo", &driver::Options::new(spec)).expect("the module runs");
     (
-        out.text.to_string(),
+        out.text().to_string(),
         without_timings(wire::report_json(&out.report)),
     )
 }

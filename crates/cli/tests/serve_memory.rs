@@ -53,7 +53,8 @@ fn healthy(c: &mut Client) {
     let spec = wire::resolve_target("cpu").expect("the cpu target");
     let want = driver::run(&text, "request.hlo", &driver::Options::new(spec))
         .expect("runs")
-        .text;
+        .text()
+        .to_string();
     let a = post(
         c,
         "POST",

@@ -1,53 +1,68 @@
 //! The incremental database: a module (its header and the source of each
-//! computation) and a target as salsa inputs, and per-computation tracked
-//! queries: the parsed graph, its calls, its constraints (the layouts
-//! fixed at its boundary and its callees' signatures), its assignment and
-//! its signature.
+//! computation) and a target as salsa inputs, per-computation tracked
+//! queries (the parsed graph, its calls, its constraints, its assignment,
+//! its signature, and the steps after assignment), and the engine that
+//! runs them ([`engine`]).
 //!
 //! Granularity is one computation. Re-sending a module with one computation
-//! changed re-parses and re-assigns that computation; its callers and the
-//! computations around it re-run only when its signature (parameter and
-//! result layouts) changed, because every query returns plain comparable
-//! data and salsa backdates equal results. A computation's constraints
-//! re-run when a signature, the call graph or the entry layout they read
-//! changed; its assignment re-runs only when the constraints differ (or its
-//! own text or the target changed).
+//! changed re-parses and re-assigns that computation; the computations
+//! around it run again only when what they read of it changed, because
+//! every query returns plain comparable data and salsa backdates equal
+//! results.
+//!
+//! No query reads another computation's assignment by asking for it.
+//! What a computation's assignment reads of the others is written into
+//! inputs of its own by the engine, which pushes a change from the
+//! computation it happened in to the ones that read it, and only there:
+//! the call graph ([`SourceModule::calls`]), what each computation exports
+//! to its callers ([`SourceComputation::exported`] and
+//! [`SourceComputation::free_exported`]), and the boundary its only caller
+//! chose for it ([`SourceComputation::boundary`]). So a query's
+//! dependencies stay within its own computation and these inputs, and
+//! salsa checks what an edit did not reach without walking the call
+//! graph. Three kinds of read still cross computations, each into a part
+//! that does not read further: an input check reads its callees' input
+//! signatures ([`InputFacts::stub`]), printing reads their output
+//! signatures ([`pipeline::output_stub`]), and the call-boundary rule
+//! weighs a callee under a boundary ([`bounded_cost`],
+//! [`bounded_signature`]), which the engine records
+//! ([`Db::consulted`]).
 //!
 //! The one pipeline option that changes a computation's assignment is the
 //! solver (heuristic or exact, with its time limit): a field of the module
 //! input, so changing it re-runs every assignment. The pass list and
 //! relayout's `expand_relayouts` are another field (`pipeline::Steps`),
-//! read by the steps after assignment ([`pipeline`]); `verify` only decides
-//! whether a run reads the output's problems ([`output::output_verdict`]).
-//! The tiling options (`keep_untiled_entry`, `combine_dimensions`) are
-//! fields of the target, which is an input.
-//!
-//! The steps after assignment are per-computation queries too (see
-//! [`pipeline`]), and the joins over the module are queries of their own
-//! (see [`output`]): the output text, its report and its problems are
-//! assembled from the computations' parts.
+//! read by the steps after assignment ([`pipeline`]); `verify` decides
+//! whether each computation's output is checked as it is printed. The
+//! tiling options (`keep_untiled_entry`, `combine_dimensions`) are fields
+//! of the target, which is an input.
 //!
 //! Architecture invariant: salsa values never hold a petgraph graph directly.
 //! A parsed computation sits behind an `Arc` and compares by a fingerprint
 //! of the text and names it was parsed from, which determine it.
 
+pub mod calls;
+pub mod engine;
 pub mod output;
 pub mod pipeline;
+mod place;
 
 use std::hash::{Hash, Hasher};
 use std::sync::{Arc, Mutex};
 
 use hlo::{
-    CallGraph, CallRole, CompId, Computation, ComputationLayout, IoAlias, Module, ModuleFacts,
-    ParseError,
+    CallRole, CompId, Computation, ComputationLayout, IoAlias, Module, ModuleFacts, ParseError,
 };
 use layout_assignment::{
     BoundSite, CallQueries, ComputationAssignment, Context, Moved, PassError, Phase, Signature,
     SolverOptions, WEIGH_LEVELS,
 };
 use rustc_hash::{FxHashMap, FxHasher};
-use salsa::Setter;
+use salsa::{Durability, Setter};
 use target::TargetSpec;
+
+pub use calls::{Calls, Rank};
+pub use engine::{Run, RunError, Step, Timing};
 
 /// The header of a module as the outline reads it: everything but the
 /// computations.
@@ -67,7 +82,48 @@ pub struct ModuleHeader {
     pub debug_tables: hlo::DebugTables,
 }
 
+/// The computations' names, in order, with each one's id: what a parse
+/// looks names up in. An input of the module rather than a query over its
+/// computations, which every parse would then read (and salsa check after
+/// every edit).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct NameTable {
+    names: Vec<String>,
+    index: FxHashMap<String, CompId>,
+}
+
+impl NameTable {
+    /// The table of these names, in computation order (the first of two
+    /// equal names is the one found).
+    pub fn new(names: Vec<String>) -> NameTable {
+        let mut index = FxHashMap::default();
+        for (i, n) in names.iter().enumerate() {
+            index.entry(n.clone()).or_insert(CompId(i as u32));
+        }
+        NameTable { names, index }
+    }
+
+    /// The names, in order.
+    pub fn names(&self) -> &[String] {
+        &self.names
+    }
+
+    /// The id of the computation named `name`.
+    pub fn get(&self, name: &str) -> Option<CompId> {
+        self.index.get(name).copied()
+    }
+
+    /// The name of computation `id` (empty when out of range).
+    pub fn name(&self, id: CompId) -> &str {
+        self.names.get(id.index()).map_or("", String::as_str)
+    }
+}
+
 /// A module: its header, its computations, the target and the file name.
+/// Every field is of high durability but the two the engine derives from
+/// the computations (their names and calls), so that the engine's writes
+/// during a run leave the values that read only texts and options as they
+/// were checked.
 #[salsa::input(debug)]
 pub struct SourceModule {
     /// The name errors cite.
@@ -91,9 +147,50 @@ pub struct SourceModule {
     /// The steps after assignment.
     #[returns(copy)]
     pub steps: pipeline::Steps,
+    /// The computations' names.
+    #[returns(ref)]
+    #[default]
+    pub names: Arc<NameTable>,
+    /// The call graph, written by the engine (see [`calls`]).
+    #[returns(ref)]
+    #[default]
+    pub calls: Arc<Calls>,
 }
 
-/// One computation's text.
+/// A computation's signature as its callers read it, or why its
+/// assignment failed.
+pub type SignatureResult = Result<Signature, AssignError>;
+
+/// What a computation's callers read of its assignment, as the engine
+/// wrote it after the assignment ran (`None` until then): its signature
+/// (for a computation whose boundary no caller decides, its final one; for
+/// one whose boundary its only caller decides, the one it chooses alone)
+/// and, for the latter, what its alone assignment moves.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Exported {
+    /// The signature.
+    pub signature: Option<SignatureResult>,
+    /// The cost alone, for a computation whose caller decides its boundary.
+    pub cost: Option<Result<Moved, AssignError>>,
+}
+
+/// The boundary a computation's only caller chose for it (`None` when it
+/// chose none, or the computation has no such caller), or why that
+/// caller's assignment failed: written by the engine from the caller's
+/// final assignment (for a loop condition, from its body's final
+/// signature).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Chosen(pub Result<Option<Signature>, AssignError>);
+
+impl Default for Chosen {
+    fn default() -> Self {
+        Chosen(Ok(None))
+    }
+}
+
+/// One computation's text. Its own fields are of high durability; the
+/// three the engine writes from the computations around it are of low
+/// durability (see [`SourceModule`]).
 #[salsa::input(debug)]
 pub struct SourceComputation {
     /// Its index in the module (its `CompId`).
@@ -105,14 +202,23 @@ pub struct SourceComputation {
     /// Its text, from `ENTRY`/name to the closing `}`.
     #[returns(ref)]
     pub text: String,
-    /// Where the text starts in the file: line, column and byte offset.
-    /// Read only when reporting an error, so that edits above a
-    /// computation do not re-parse it.
-    #[returns(copy)]
-    pub origin: (u32, u32, usize),
     /// The module it belongs to.
     #[returns(copy)]
     pub module: SourceModule,
+    /// What its callers read of its assignment (see [`Exported`]).
+    #[returns(ref)]
+    #[default]
+    pub exported: Exported,
+    /// For a conditional branch, the signature it would choose free of
+    /// the conditional's requirement on its result, which its sibling
+    /// branches read (see [`free_signature`]).
+    #[returns(ref)]
+    #[default]
+    pub free_exported: Option<SignatureResult>,
+    /// The boundary its only caller chose for it (see [`Chosen`]).
+    #[returns(ref)]
+    #[default]
+    pub boundary: Chosen,
 }
 
 impl SourceModule {
@@ -215,24 +321,8 @@ fn collecting_let_go(evict: impl FnOnce()) -> Vec<Arc<Computation>> {
 }
 
 /// The computation names of a module, in order.
-#[salsa::tracked(returns(ref))]
-pub fn names(db: &dyn Db, m: SourceModule) -> Vec<String> {
-    m.computations(db)
-        .iter()
-        .map(|c| c.name(db).clone())
-        .collect()
-}
-
-/// Each computation's id by name, built once per module (a parse looks
-/// the names it calls up here; building it per computation would make
-/// loading a module of many computations quadratic).
-#[salsa::tracked(returns(ref))]
-pub fn name_index(db: &dyn Db, m: SourceModule) -> FxHashMap<String, CompId> {
-    names(db, m)
-        .iter()
-        .enumerate()
-        .map(|(i, n)| (n.clone(), CompId(i as u32)))
-        .collect()
+pub fn names(db: &dyn Db, m: SourceModule) -> &[String] {
+    m.names(db).names()
 }
 
 /// Parses one computation.
@@ -242,8 +332,9 @@ pub fn name_index(db: &dyn Db, m: SourceModule) -> FxHashMap<String, CompId> {
 /// it keep what later runs read of the input (signature stubs, names,
 /// calls, problems, parse errors) in small queries of their own, and a run
 /// that needs a computation's parse again, after an edit of it or of a
-/// signature it reads, parses it again. Salsa drops values beyond the LRU's
-/// capacity only between revisions, so a run never parses a computation
+/// signature it reads, parses it again. The engine widens the LRU to the
+/// whole module while it runs (it writes inputs as it goes, and salsa
+/// evicts at every new revision), so a run never parses a computation
 /// twice. `tests/incremental.rs` checks that a re-run after an edit parses
 /// only the edited computation.
 #[salsa::tracked(returns(ref), lru = 1)]
@@ -255,17 +346,22 @@ pub fn parsed(db: &dyn Db, c: SourceComputation) -> Parsed {
     }
 }
 
+/// Sets how many parses salsa's LRU keeps (see [`parsed`]).
+pub(crate) fn keep_parses(db: &mut Database, n: usize) {
+    parsed::set_lru_capacity(db, n);
+}
+
 /// Parses `c`'s text, looking up the computations it names in its module,
 /// with a fingerprint of what the result depends on.
 fn parse_text(db: &dyn Db, c: SourceComputation) -> (Result<Computation, ParseError>, u64) {
     let m = c.module(db);
-    let index = name_index(db, m);
+    let table = m.names(db);
     let text = c.text(db);
     // The result depends on the text and on the ids of the computations
     // it names, nothing else: those are what the fingerprint hashes.
     let looked_up = Mutex::new(Vec::new());
     let resolve = |name: &str| {
-        let id = index.get(name).copied();
+        let id = table.get(name);
         if let Ok(mut l) = looked_up.lock() {
             l.push((name.to_string(), id));
         }
@@ -342,17 +438,15 @@ pub struct InputFacts {
 }
 
 /// The input facts of one computation: one query, since all come from one
-/// read of the parse, and a re-run after an edit re-reads every
-/// computation's memo of each query the module-wide steps read. The call
-/// graph reads it, so a computation's new signature rebuilds the call
-/// graph, which is then found unchanged.
+/// read of the parse. The engine builds the call graph from every
+/// computation's calls (see [`calls`]).
 #[salsa::tracked(returns(ref))]
 pub fn input_facts(db: &dyn Db, c: SourceComputation) -> InputFacts {
     match parse_of(db, c) {
         Ok(comp) => InputFacts {
             roles: hlo::calls_of(&comp),
             named: pipeline::named(&comp),
-            stub: pipeline::Stub(Some(hlo::CalleeSignature::of(&comp))),
+            stub: pipeline::Stub(Some(Arc::new(hlo::CalleeSignature::of(&comp)))),
             parse_error: None,
         },
         Err(e) => InputFacts {
@@ -360,18 +454,6 @@ pub fn input_facts(db: &dyn Db, c: SourceComputation) -> InputFacts {
             ..InputFacts::default()
         },
     }
-}
-
-/// The module's call graph.
-#[salsa::tracked(returns(ref))]
-pub fn call_graph(db: &dyn Db, m: SourceModule) -> CallGraph {
-    let comps = m.computations(db);
-    CallGraph::from_calls(
-        comps.len(),
-        comps
-            .iter()
-            .map(|&c| (c.id(db), input_facts(db, c).roles.clone())),
-    )
 }
 
 /// The entry computation layout: the header's, or derived from the entry
@@ -428,10 +510,7 @@ impl ModuleFacts for Facts<'_> {
         self.m.header(self.db).input_output_alias.clone()
     }
     fn name(&self, id: CompId) -> String {
-        names(self.db, self.m)
-            .get(id.index())
-            .cloned()
-            .unwrap_or_default()
+        self.m.names(self.db).name(id).to_string()
     }
 }
 
@@ -473,10 +552,10 @@ fn build_constraints(
     boundary: Option<&Signature>,
 ) -> ConstraintsResult {
     let m = c.module(db);
-    let graph = call_graph(db, m);
+    let graph = &m.calls(db).graph;
     let facts = Facts { db, m };
     let id = c.id(db);
-    let mut q = Queries { db, m };
+    let mut q = Queries { db, m, reader: c };
     let mut signature = |other: CompId, phase: Phase| q.signature(other, phase);
     layout_assignment::context_for(&facts, graph, id, phase, boundary, &mut signature)
         .map(Arc::new)
@@ -501,10 +580,15 @@ pub fn free_constraints(db: &dyn Db, c: SourceComputation) -> ConstraintsResult 
     build_constraints(db, c, Phase::Free, None)
 }
 
-/// The other queries, as the pass's call-boundary rule asks for them.
+/// The other computations, as the pass's call-boundary rule asks for them
+/// while `reader`'s queries run: signatures and costs from what each
+/// exported (inputs the engine wrote), and a callee weighed under a
+/// boundary from its bounded queries, which the database records as
+/// consulted by `reader` (see [`Db::consulted`]).
 struct Queries<'db> {
     db: &'db dyn Db,
     m: SourceModule,
+    reader: SourceComputation,
 }
 
 impl Queries<'_> {
@@ -515,15 +599,35 @@ impl Queries<'_> {
             .copied()
             .ok_or_else(|| PassError::Module(format!("computation #{} does not exist", id.0)))
     }
+
+    /// Whether the only caller of `c` decides its boundary.
+    fn bound(&self, c: SourceComputation) -> bool {
+        let graph = &self.m.calls(self.db).graph;
+        layout_assignment::bound_site(graph, self.m.entry_id(self.db), c.id(self.db)).is_some()
+    }
 }
 
 impl layout_assignment::CallQueries for Queries<'_> {
     fn signature(&mut self, c: CompId, phase: Phase) -> Result<Signature, PassError> {
         let c = self.comp(c)?;
-        let result = match phase {
-            Phase::Free => free_signature(self.db, c),
-            Phase::Final => final_signature(self.db, c),
-            Phase::Alone => alone_signature(self.db, c),
+        let db = self.db;
+        let is_branch = self.m.calls(db).graph.is_branch(c.id(db));
+        // What the engine wrote, which is what the query gives; a
+        // computation whose boundary its caller decides is never asked
+        // for its final or free signature by another (`context_for` asks
+        // for its alone one), but should it be, the query answers.
+        let exported = match phase {
+            Phase::Free if is_branch => c.free_exported(db).as_ref(),
+            Phase::Final | Phase::Free if self.bound(c) => None,
+            _ => c.exported(db).signature.as_ref(),
+        };
+        let result = match exported {
+            Some(s) => s,
+            None => match phase {
+                Phase::Free => free_signature(db, c),
+                Phase::Final => final_signature(db, c),
+                Phase::Alone => alone_signature(db, c),
+            },
         };
         result.clone().map_err(|e| pass_error(&e))
     }
@@ -536,10 +640,16 @@ impl layout_assignment::CallQueries for Queries<'_> {
     ) -> Result<Moved, PassError> {
         let c = self.comp(c)?;
         let result = match boundary {
-            None => alone_cost(self.db, c),
-            Some(b) => bounded_cost(self.db, BoundaryKey::new(self.db, c, b, levels)),
+            None => match &c.exported(self.db).cost {
+                Some(cost) => cost.clone(),
+                None => alone_cost(self.db, c).clone(),
+            },
+            Some(b) => {
+                self.db.consulted(c, self.reader);
+                bounded_cost(self.db, BoundaryKey::new(self.db, c, b, levels)).clone()
+            }
         };
-        result.clone().map_err(|e| pass_error(&e))
+        result.map_err(|e| pass_error(&e))
     }
 
     fn signature_under(
@@ -549,6 +659,7 @@ impl layout_assignment::CallQueries for Queries<'_> {
         levels: u8,
     ) -> Result<Signature, PassError> {
         let c = self.comp(c)?;
+        self.db.consulted(c, self.reader);
         bounded_signature(self.db, BoundaryKey::new(self.db, c, boundary, levels))
             .clone()
             .map_err(|e| pass_error(&e))
@@ -567,11 +678,11 @@ fn assign(
     let m = c.module(db);
     let comp = parse_of(db, c).map_err(|e| AssignError::Parse(Box::new(e)))?;
     let ctx = ctx.clone()?;
-    let all = names(db, m);
-    let name_of = |c: CompId| all.get(c.index()).cloned().unwrap_or_default();
-    let graph = call_graph(db, m);
+    let table = m.names(db);
+    let name_of = |c: CompId| table.name(c).to_string();
+    let graph = &m.calls(db).graph;
     let entry = m.entry_id(db);
-    let mut q = Queries { db, m };
+    let mut q = Queries { db, m, reader: c };
     layout_assignment::decide(
         &comp,
         &name_of,
@@ -609,52 +720,31 @@ pub fn bounded_assignment(db: &dyn Db, key: BoundaryKey) -> AssignmentResult {
     )
 }
 
-/// The boundary the only caller of `c` chose for it in its final
-/// assignment, when it chose one (for a loop condition, its body's final
-/// parameters). Read by [`final_assignment`] only.
-fn chosen_boundary(db: &dyn Db, c: SourceComputation) -> Result<Option<Signature>, AssignError> {
+/// Whether the only caller of `c` decides its boundary (see
+/// [`layout_assignment::bound_site`]).
+pub fn is_bound(db: &dyn Db, c: SourceComputation) -> bool {
     let m = c.module(db);
-    let graph = call_graph(db, m);
-    let entry = m.entry_id(db);
-    let comps = m.computations(db);
-    let comp_of = |id: CompId| {
-        comps.get(id.index()).copied().ok_or_else(|| {
-            AssignError::Pass(PassError::Module(format!(
-                "computation #{} does not exist",
-                id.0
-            )))
-        })
-    };
-    match layout_assignment::bound_site(graph, entry, c.id(db)) {
-        Some(BoundSite::Called { caller } | BoundSite::WhileBody { caller, .. }) => {
-            Ok(final_assignment(db, comp_of(caller)?)
-                .clone()?
-                .boundary_for(c.id(db))
-                .cloned())
-        }
-        Some(BoundSite::WhileCondition { body, .. }) => Ok(Some(
-            layout_assignment::condition_boundary(&final_signature(db, comp_of(body)?).clone()?),
-        )),
-        None => Ok(None),
-    }
+    layout_assignment::bound_site(&m.calls(db).graph, m.entry_id(db), c.id(db)).is_some()
 }
 
 /// The assignment callers see: every requirement applied. For a
 /// computation whose boundary its only caller decides, the bounded one
-/// when that caller's final assignment chose a boundary, else the alone
-/// one; a loop condition follows its body's final parameters.
-///
-/// It reads the caller's final assignment itself, so it runs again
-/// whenever that changes; but then it only looks up an assignment already
-/// made for the boundary read (the bounded or the alone one), and is found
-/// unchanged unless the boundary changed. One query rather than two (the
-/// boundary, then the assignment), since a re-run after an edit re-reads
-/// every computation's memo of each.
+/// for the boundary that caller chose ([`SourceComputation::boundary`],
+/// which the engine writes), else the alone one; a loop condition follows
+/// its body's final parameters.
 #[salsa::tracked(returns(ref))]
 pub fn final_assignment(db: &dyn Db, c: SourceComputation) -> AssignmentResult {
-    match chosen_boundary(db, c)? {
-        Some(b) => bounded_assignment(db, BoundaryKey::new(db, c, b, WEIGH_LEVELS)).clone(),
-        None => alone_assignment(db, c).clone(),
+    // Only a bound computation reads the boundary, so that the others'
+    // final assignments keep the durability of what they read.
+    if !is_bound(db, c) {
+        return alone_assignment(db, c).clone();
+    }
+    match &c.boundary(db).0 {
+        Err(e) => Err(e.clone()),
+        Ok(Some(b)) => {
+            bounded_assignment(db, BoundaryKey::new(db, c, b.clone(), WEIGH_LEVELS)).clone()
+        }
+        Ok(None) => alone_assignment(db, c).clone(),
     }
 }
 
@@ -663,11 +753,7 @@ pub fn final_assignment(db: &dyn Db, c: SourceComputation) -> AssignmentResult {
 #[salsa::tracked(returns(ref))]
 pub fn free_assignment(db: &dyn Db, c: SourceComputation) -> AssignmentResult {
     let m = c.module(db);
-    let is_branch = call_graph(db, m)
-        .roles
-        .get(c.index(db) as usize)
-        .is_some_and(|roles| roles.iter().any(|r| matches!(r, CallRole::Branch { .. })));
-    if is_branch {
+    if m.calls(db).graph.is_branch(c.id(db)) {
         assign(db, c, free_constraints(db, c), WEIGH_LEVELS)
     } else {
         final_assignment(db, c).clone()
@@ -675,34 +761,34 @@ pub fn free_assignment(db: &dyn Db, c: SourceComputation) -> AssignmentResult {
 }
 
 /// The signature part of an assignment's outcome.
-fn signature_of(a: &AssignmentResult) -> Result<Signature, AssignError> {
+fn signature_of(a: &AssignmentResult) -> SignatureResult {
     a.as_ref()
         .map(|a| a.signature.clone())
         .map_err(Clone::clone)
 }
 
-/// The final signature: what callers depend on.
+/// The final signature.
 #[salsa::tracked(returns(ref))]
-pub fn final_signature(db: &dyn Db, c: SourceComputation) -> Result<Signature, AssignError> {
+pub fn final_signature(db: &dyn Db, c: SourceComputation) -> SignatureResult {
     signature_of(final_assignment(db, c))
 }
 
 /// The free signature of a branch.
 #[salsa::tracked(returns(ref))]
-pub fn free_signature(db: &dyn Db, c: SourceComputation) -> Result<Signature, AssignError> {
+pub fn free_signature(db: &dyn Db, c: SourceComputation) -> SignatureResult {
     signature_of(free_assignment(db, c))
 }
 
 /// The signature a computation chooses without its only caller: what that
 /// caller reads first.
 #[salsa::tracked(returns(ref))]
-pub fn alone_signature(db: &dyn Db, c: SourceComputation) -> Result<Signature, AssignError> {
+pub fn alone_signature(db: &dyn Db, c: SourceComputation) -> SignatureResult {
     signature_of(alone_assignment(db, c))
 }
 
 /// The signature of a bounded assignment.
 #[salsa::tracked(returns(ref))]
-pub fn bounded_signature(db: &dyn Db, key: BoundaryKey) -> Result<Signature, AssignError> {
+pub fn bounded_signature(db: &dyn Db, key: BoundaryKey) -> SignatureResult {
     signature_of(bounded_assignment(db, key))
 }
 
@@ -729,10 +815,54 @@ fn subtree(
     levels: u8,
 ) -> Result<Moved, AssignError> {
     let m = c.module(db);
-    let mut q = Queries { db, m };
-    let (graph, entry) = (call_graph(db, m), m.entry_id(db));
+    let mut q = Queries { db, m, reader: c };
+    let (graph, entry) = (&m.calls(db).graph, m.entry_id(db));
     layout_assignment::subtree_cost(graph, entry, c.id(db), a, levels, &mut q)
         .map_err(AssignError::Pass)
+}
+
+/// What `c` exports to its callers once its alone assignment is made (see
+/// [`Exported`]): its signature alone, and its cost alone when its caller
+/// decides its boundary.
+pub fn exports_of(db: &dyn Db, c: SourceComputation) -> Exported {
+    Exported {
+        signature: Some(alone_signature(db, c).clone()),
+        cost: is_bound(db, c).then(|| alone_cost(db, c).clone()),
+    }
+}
+
+/// The boundaries `c`'s final assignment decides, for the computations it
+/// decides them for: each callee whose boundary it chooses (from its
+/// final assignment) and, when `c` is a loop body whose condition takes
+/// the loop state from it, that condition (from `c`'s final signature).
+pub fn boundaries_after(db: &dyn Db, c: SourceComputation) -> Vec<(SourceComputation, Chosen)> {
+    let m = c.module(db);
+    let (graph, entry, id) = (&m.calls(db).graph, m.entry_id(db), c.id(db));
+    let comps = m.computations(db);
+    let mut out = Vec::new();
+    for &callee in graph.callees.get(id.index()).map_or(&[][..], Vec::as_slice) {
+        let decided = matches!(
+            layout_assignment::bound_site(graph, entry, callee),
+            Some(BoundSite::Called { caller } | BoundSite::WhileBody { caller, .. }) if caller == id
+        );
+        if decided && let Some(&d) = comps.get(callee.index()) {
+            let chosen = final_assignment(db, c)
+                .as_ref()
+                .map(|a| a.boundary_for(callee).cloned())
+                .map_err(Clone::clone);
+            out.push((d, Chosen(chosen)));
+        }
+    }
+    if let Some(BoundSite::WhileBody { condition, .. }) =
+        layout_assignment::bound_site(graph, entry, id)
+        && let Some(&k) = comps.get(condition.index())
+    {
+        let chosen = final_signature(db, c)
+            .clone()
+            .map(|s| Some(layout_assignment::condition_boundary(&s)));
+        out.push((k, Chosen(chosen)));
+    }
+    out
 }
 
 /// One query execution, as salsa's event hook reported it.
@@ -744,33 +874,70 @@ struct Execution {
     ran: bool,
 }
 
-/// The database the queries run on: salsa's, and a record of the
-/// assignments computed, kept outside salsa because no query reads it.
+/// The database the queries run on: salsa's, and two records kept outside
+/// salsa because no query reads them.
 #[salsa::db]
 pub trait Db: salsa::Database {
     /// Notes that an assignment of `c` is being computed (see
     /// [`Database::recomputed_computations`]).
     fn assigned(&self, c: SourceComputation);
+
+    /// Notes that a query of `reader` weighed `callee` under a boundary
+    /// (its bounded cost or signature): a value of `callee` that is not
+    /// one of its inputs, which `reader`'s values now depend on. The engine
+    /// makes `reader` run again whenever `callee` might have changed.
+    fn consulted(&self, callee: SourceComputation, reader: SourceComputation);
 }
 
-/// The database.
+/// Who weighed each computation under a boundary (see [`Db::consulted`]):
+/// never forgotten, so that it holds every reader a value in the
+/// database was computed by (and perhaps some that moved on since).
+#[derive(Debug, Default)]
+pub(crate) struct Consulted(Mutex<FxHashMap<SourceComputation, Vec<SourceComputation>>>);
+
+impl Consulted {
+    fn add(&self, callee: SourceComputation, reader: SourceComputation) {
+        if let Ok(mut map) = self.0.lock() {
+            let readers = map.entry(callee).or_default();
+            if !readers.contains(&reader) {
+                readers.push(reader);
+            }
+        }
+    }
+
+    /// The computations that weighed `callee` under a boundary.
+    pub(crate) fn readers(&self, callee: SourceComputation) -> Vec<SourceComputation> {
+        self.0
+            .lock()
+            .ok()
+            .and_then(|m| m.get(&callee).cloned())
+            .unwrap_or_default()
+    }
+}
+
+/// The database: salsa's storage, the records of what ran, and (on the
+/// handle that runs the engine) the work pending and what the last run
+/// made of each computation (see [`engine`]).
 #[salsa::db]
-#[derive(Clone)]
 pub struct Database {
     storage: salsa::Storage<Self>,
     executions: Arc<Mutex<Vec<Execution>>>,
     /// The computations whose assignment ran since the last clear, in the
     /// order they ran, once per run of an assignment.
     assigned: Arc<Mutex<Vec<SourceComputation>>>,
+    consulted: Arc<Consulted>,
     module: Option<SourceModule>,
     /// The loaded text's `HloModule` line, by number (from 1) and text:
     /// where module-wide problems are reported. Kept out of salsa, since
     /// only error messages read it.
     header_at: Option<(usize, String)>,
-    /// How many computations' inputs were written since the last run
-    /// ended (every computation, for a module-wide input): how much a run
-    /// may have to redo, which decides whether it splits its work.
-    written: usize,
+    /// Where each computation starts in the module's text (see
+    /// [`place::Placement`]).
+    placement: place::Placement,
+    /// What the next run has to redo (see [`engine::Pending`]).
+    pending: engine::Pending,
+    /// What the last run made of each computation (see [`engine::Ledger`]).
+    ledger: engine::Ledger,
     /// The computation with the shortest text (the first of them), with
     /// its text's length, when known: what [`Database::release_intermediates`]
     /// reads last. Kept up to date by edits, so that a re-run after one
@@ -783,43 +950,25 @@ pub struct Database {
     left_behind: LeftBehind,
 }
 
-/// What warming a module's assignments reads ([`Database::warm_plan`]):
-/// its call graph, entry and computations, and the computations another
-/// thread warms.
-pub struct WarmPlan<'a> {
-    graph: &'a CallGraph,
-    entry: CompId,
-    comps: &'a [SourceComputation],
-    left: rustc_hash::FxHashSet<CompId>,
-}
-
-impl WarmPlan<'_> {
-    /// The plan's computations in levels, each level in the schedule's
-    /// order: first those of [`Database::warm_up`], callees first, then
-    /// those of [`Database::warm_down`], callers first (see
-    /// [`hlo::CallSchedule::bottom_up_levels`]). The computations of one
-    /// level read only values of earlier levels' computations, which are
-    /// then computed already, so they can be warmed side by side, each
-    /// level after the one before.
-    pub fn levels(&self) -> (Vec<Vec<SourceComputation>>, Vec<Vec<SourceComputation>>) {
-        let schedule = self.graph.schedule();
-        let levels = |levels: &[Vec<CompId>]| -> Vec<Vec<SourceComputation>> {
-            levels
-                .iter()
-                .map(|level| {
-                    level
-                        .iter()
-                        .filter(|id| !self.left.contains(id))
-                        .filter_map(|id| self.comps.get(id.index()).copied())
-                        .collect::<Vec<_>>()
-                })
-                .filter(|level| !level.is_empty())
-                .collect()
-        };
-        (
-            levels(&schedule.bottom_up_levels),
-            levels(&schedule.top_down_levels),
-        )
+impl Clone for Database {
+    /// Another handle on the same storage, for queries on another thread.
+    /// It shares the records of what ran, but not the engine's pending
+    /// work and ledger, which only the handle that runs the engine keeps.
+    fn clone(&self) -> Self {
+        Database {
+            storage: self.storage.clone(),
+            executions: Arc::clone(&self.executions),
+            assigned: Arc::clone(&self.assigned),
+            consulted: Arc::clone(&self.consulted),
+            module: self.module,
+            header_at: None,
+            placement: place::Placement::default(),
+            pending: engine::Pending::default(),
+            ledger: engine::Ledger::default(),
+            smallest: self.smallest,
+            freeing: Arc::clone(&self.freeing),
+            left_behind: self.left_behind,
+        }
     }
 }
 
@@ -848,10 +997,8 @@ impl Database {
     /// [`Database::validations`]: what the incrementality tests count.
     ///
     /// Not the default: with a recorder, salsa builds an event for every
-    /// query it looks up, not only those it runs. A re-run of the largest
-    /// corpus module after one body edit took 3.9 ms with the recorder and
-    /// 2.2 ms without. Sessions use [`Database::recomputed_computations`],
-    /// which every database records.
+    /// query it looks up, not only those it runs. Sessions use
+    /// [`Database::recomputed_computations`], which every database records.
     pub fn with_execution_log() -> Self {
         let executions: Arc<Mutex<Vec<Execution>>> = Arc::default();
         let log = executions.clone();
@@ -881,9 +1028,12 @@ impl Database {
             storage: salsa::Storage::new(record),
             executions: Arc::default(),
             assigned: Arc::default(),
+            consulted: Arc::default(),
             module: None,
             header_at: None,
-            written: 0,
+            placement: place::Placement::default(),
+            pending: engine::Pending::default(),
+            ledger: engine::Ledger::default(),
             smallest: None,
             freeing: Arc::default(),
             left_behind: LeftBehind::default(),
@@ -900,6 +1050,10 @@ impl Db for Database {
         if let Ok(mut log) = self.assigned.lock() {
             log.push(c);
         }
+    }
+
+    fn consulted(&self, callee: SourceComputation, reader: SourceComputation) {
+        self.consulted.add(callee, reader);
     }
 }
 
@@ -923,7 +1077,7 @@ pub enum LoadError {
     NoModule,
 }
 
-/// Sets an edited computation's text, and counts the write.
+/// Sets an edited computation's text, and marks it to be redone.
 fn edited_text(db: &mut Database, c: SourceComputation, text: String) {
     let len = text.len();
     db.smallest = match db.smallest {
@@ -933,12 +1087,19 @@ fn edited_text(db: &mut Database, c: SourceComputation, text: String) {
         kept => kept,
     };
     c.set_text(db).to(text);
-    db.wrote(1);
+    let i = c.index(db) as usize;
+    db.pending.edited(i);
+    db.placement.edited(i);
 }
 
 impl Database {
     /// Loads (or reloads) a module's text. Inputs whose content did not
-    /// change are left alone, so nothing depending on them re-runs.
+    /// change are left alone, so nothing depending on them re-runs: a text
+    /// that changes some computations' bodies has only those redone by the
+    /// next run; one that changes anything module-wide (the header, the
+    /// file name, which computations there are or their order) has the
+    /// next run redo everything, where salsa still finds most values
+    /// unchanged.
     pub fn load(
         &mut self,
         text: &str,
@@ -962,8 +1123,7 @@ impl Database {
         let m = match self.module {
             Some(m) => m,
             None => {
-                let m = SourceModule::new(
-                    self,
+                let m = SourceModule::builder(
                     file_name.to_string(),
                     header.clone(),
                     Vec::new(),
@@ -971,24 +1131,63 @@ impl Database {
                     target.clone(),
                     SolverOptions::default(),
                     pipeline::Steps::default(),
-                );
+                )
+                .durability(Durability::HIGH)
+                .names_durability(Durability::MEDIUM)
+                .calls_durability(Durability::MEDIUM)
+                .new(self);
                 self.module = Some(m);
                 m
             }
         };
-        let all = outline.computations.len();
         if m.file_name(self) != file_name {
             m.set_file_name(self).to(file_name.to_string());
-            self.wrote(all);
+            self.pending.everything();
         }
         if *m.header(self) != header {
             m.set_header(self).to(header);
-            self.wrote(all);
+            self.pending.everything();
         }
         if **m.target(self) != *target {
             m.set_target(self).to(target);
-            self.wrote(all);
+            self.pending.everything();
         }
+        let comps = self.load_computations(m, text, &outline);
+        if *m.computations(self) != comps {
+            m.set_computations(self).to(comps);
+            self.pending.everything();
+        }
+        let table = NameTable::new(
+            outline
+                .computations
+                .iter()
+                .map(|c| c.name.clone())
+                .collect(),
+        );
+        if **m.names(self) != table {
+            m.set_names(self).to(Arc::new(table));
+            self.pending.everything();
+        }
+        if m.entry(self) != outline.entry as u32 {
+            m.set_entry(self).to(outline.entry as u32);
+            self.pending.everything();
+        }
+        self.pending.resize(outline.computations.len());
+        self.placement = place::Placement::of(text, &outline);
+        // Computations may have come, gone or moved.
+        self.smallest = None;
+        Ok(m)
+    }
+
+    /// The inputs of the outline's computations, in order: those of the
+    /// same name kept (their text and place updated where they changed),
+    /// new ones made, and those no longer named counted as left behind.
+    fn load_computations(
+        &mut self,
+        m: SourceModule,
+        text: &str,
+        outline: &hlo::ModuleOutline,
+    ) -> Vec<SourceComputation> {
         let mut old: FxHashMap<String, SourceComputation> = m
             .computations(self)
             .iter()
@@ -997,31 +1196,25 @@ impl Database {
         let mut comps = Vec::with_capacity(outline.computations.len());
         for (i, c) in outline.computations.iter().enumerate() {
             let body = c.span.text(text);
-            let origin = (c.span.line, c.span.col, c.span.start);
             let input = match old.remove(&c.name) {
                 Some(existing) => {
                     if existing.index(self) != i as u32 {
                         existing.set_index(self).to(i as u32);
-                        self.wrote(1);
+                        self.pending.everything();
                     }
                     if existing.text(self) != body {
                         edited_text(self, existing, body.to_string());
                     }
-                    if existing.origin(self) != origin {
-                        existing.set_origin(self).to(origin);
-                    }
                     existing
                 }
                 None => {
-                    self.wrote(1);
-                    SourceComputation::new(
-                        self,
-                        i as u32,
-                        c.name.clone(),
-                        body.to_string(),
-                        origin,
-                        m,
-                    )
+                    self.pending.everything();
+                    SourceComputation::builder(i as u32, c.name.clone(), body.to_string(), m)
+                        .durability(Durability::HIGH)
+                        .exported_durability(Durability::LOW)
+                        .free_exported_durability(Durability::LOW)
+                        .boundary_durability(Durability::LOW)
+                        .new(self)
                 }
             };
             comps.push(input);
@@ -1030,17 +1223,7 @@ impl Database {
             self.left_behind.computations += 1;
             self.left_behind.text_bytes += c.text(self).len();
         }
-        if *m.computations(self) != comps {
-            m.set_computations(self).to(comps);
-            self.wrote(all);
-        }
-        if m.entry(self) != outline.entry as u32 {
-            m.set_entry(self).to(outline.entry as u32);
-            self.wrote(all);
-        }
-        // Computations may have come, gone or moved.
-        self.smallest = None;
-        Ok(m)
+        comps
     }
 
     /// Replaces the text of the named computations (each text is a whole
@@ -1050,12 +1233,12 @@ impl Database {
         replacements: &[(String, String)],
     ) -> Result<(), LoadError> {
         let m = self.module.ok_or(LoadError::NoModule)?;
+        let table = Arc::clone(m.names(self));
         let comps = m.computations(self).clone();
         for (name, text) in replacements {
-            let c = comps
-                .iter()
-                .copied()
-                .find(|c| c.name(self) == name)
+            let c = table
+                .get(name)
+                .and_then(|id| comps.get(id.index()).copied())
                 .ok_or_else(|| LoadError::UnknownComputation(name.clone()))?;
             if c.text(self) != text {
                 edited_text(self, c, text.clone());
@@ -1067,10 +1250,9 @@ impl Database {
     /// The text of the named computation of the loaded module.
     pub fn computation_text(&self, name: &str) -> Option<String> {
         let m = self.module?;
+        let id = m.names(self).get(name)?;
         m.computations(self)
-            .iter()
-            .copied()
-            .find(|c| c.name(self) == name)
+            .get(id.index())
             .map(|c| c.text(self).clone())
     }
 
@@ -1079,7 +1261,7 @@ impl Database {
         let m = self.module.ok_or(LoadError::NoModule)?;
         if **m.target(self) != *target {
             m.set_target(self).to(target);
-            self.wrote(m.computations(self).len());
+            self.pending.everything();
         }
         Ok(())
     }
@@ -1089,7 +1271,7 @@ impl Database {
         let m = self.module.ok_or(LoadError::NoModule)?;
         if m.solver(self) != solver {
             m.set_solver(self).to(solver);
-            self.wrote(m.computations(self).len());
+            self.pending.everything();
         }
         Ok(())
     }
@@ -1099,35 +1281,24 @@ impl Database {
         let m = self.module.ok_or(LoadError::NoModule)?;
         if m.steps(self) != steps {
             m.set_steps(self).to(steps);
-            self.wrote(m.computations(self).len());
+            self.pending.everything();
         }
         Ok(())
     }
 
-    /// Counts `n` computations' inputs as written.
-    fn wrote(&mut self, n: usize) {
-        self.written = self.written.saturating_add(n);
-    }
-
-    /// How many computations' inputs were written since the last run
-    /// ended ([`Database::ran`]); every computation's, for a module-wide
-    /// input such as the target. A run that has little to redo does it in
-    /// order rather than splitting it over threads.
+    /// How many computations the next run has to redo something of: every
+    /// one after a module-wide change (see [`Database::load`]). A run that
+    /// has little to redo does it in order rather than splitting it over
+    /// threads.
     pub fn written_since_run(&self) -> usize {
-        self.written
-    }
-
-    /// Marks the end of a run: what is written from now on is the next
-    /// run's to redo.
-    pub fn ran(&mut self) {
-        self.written = 0;
+        self.pending.count()
     }
 
     /// Drops the values of the steps a session does not keep between runs:
     /// each computation's parse ([`parsed`]) and each computation with its
     /// copies and after relayout ([`pipeline::transformed`]). A session then
     /// holds its module's text, assignments, small per-computation values
-    /// and output text, not copies of every computation. A later run that
+    /// and output parts, not copies of every computation. A later run that
     /// needs one again recomputes it.
     ///
     /// salsa's LRU keeps the value read last of each query (its capacity is
@@ -1137,6 +1308,7 @@ impl Database {
     /// `succeeded`, when it is already computed: after a failed run it
     /// could be an assignment of a module the input check refused.
     pub fn release_intermediates(&mut self, succeeded: bool) {
+        engine::narrow_lru(self);
         if self.smallest.is_none()
             && let Some(m) = self.module
         {
@@ -1315,7 +1487,7 @@ impl Database {
             .copied()
             .find(|c| *c.name(self) == problem.computation);
         let at = comp.and_then(|c| {
-            let (line, col, _) = c.origin(self);
+            let place::Start { line, col, .. } = self.start_of(c);
             let (l, k) = hlo::find_definition(
                 c.text(self),
                 &problem.computation,
@@ -1332,10 +1504,11 @@ impl Database {
         }
     }
 
-    /// Parses and assigns every computation, and returns the module with
+    /// Parses and assigns every computation (the engine's steps up to
+    /// assignment, see [`Database::assign`]), and returns the module with
     /// the assignments. Parse errors carry absolute positions.
     pub fn assigned_module(
-        &self,
+        &mut self,
     ) -> Result<
         (
             Module,
@@ -1346,9 +1519,9 @@ impl Database {
         let m = self
             .module
             .ok_or_else(|| AssignError::Pass(PassError::Module("no module is loaded".into())))?;
+        self.assign();
         let mut computations = Vec::new();
         let mut assignments = std::collections::BTreeMap::new();
-        self.warm(m);
         for &c in m.computations(self) {
             let comp = match parse_of(self, c) {
                 Ok(comp) => comp,
@@ -1380,132 +1553,16 @@ impl Database {
         Ok(self.module_of(m, computations))
     }
 
-    /// Runs the assignment queries in the pass's schedule
-    /// ([`CallGraph::schedule`]): alone (or free) assignments callees
-    /// first, then final ones callers first. Each query then finds the
-    /// queries it reads already computed, or already checked in this
-    /// revision, so that neither computing nor re-checking them recurses
-    /// as deep as the call graph. Failures stay memoised, to be reported
-    /// in computation order.
-    pub fn warm(&self, m: SourceModule) {
-        self.warm_but(m, &[]);
-    }
-
-    /// The independent leaves of module `m` (see
-    /// [`layout_assignment::is_independent_leaf`]): computations that are
-    /// only applied (by reductions, sorts, scatters) and call nothing.
-    /// Their final assignments read no other computation's and none reads
-    /// theirs, so they can be made beside the others' ([`Database::warm_but`]).
-    pub fn independent_leaves(&self, m: SourceModule) -> Vec<SourceComputation> {
-        let graph = self.call_graph_aside(m);
-        let entry = m.entry_id(self);
-        m.computations(self)
-            .iter()
-            .copied()
-            .filter(|c| layout_assignment::is_independent_leaf(graph, entry, c.id(self)))
-            .collect()
-    }
-
-    /// [`Database::warm`], but for the computations `left` (independent
-    /// leaves, which another thread warms).
-    pub fn warm_but(&self, m: SourceModule, left: &[SourceComputation]) {
-        let plan = self.warm_plan(m, left);
-        let schedule = plan.graph.schedule();
-        let wanted = |id: &&CompId| !plan.left.contains(id);
-        for &id in schedule.bottom_up.iter().filter(wanted) {
-            if let Some(&c) = plan.comps.get(id.index()) {
-                self.warm_up(c, &plan);
-            }
-        }
-        // The entry's assignment, last above, reads every computation it
-        // calls: the final assignments run on a handle of their own.
-        let top = self.scratch();
-        for &id in schedule.top_down.iter().filter(wanted) {
-            if let Some(&c) = plan.comps.get(id.index()) {
-                top.warm_down(c);
-            }
-        }
-    }
-
-    /// What warming module `m` reads, the computations `left` left out
-    /// (see [`WarmPlan`]).
-    pub fn warm_plan(&self, m: SourceModule, left: &[SourceComputation]) -> WarmPlan<'_> {
-        let graph = self.call_graph_aside(m);
-        WarmPlan {
-            graph,
-            entry: m.entry_id(self),
-            comps: m.computations(self),
-            left: left.iter().map(|c| c.id(self)).collect(),
-        }
-    }
-
-    /// The assignments of `c` that its callers read, callees first (see
-    /// [`Database::warm`]): its alone assignment (and the free one, for a
-    /// branch; a branch's alone one and a loop condition's come with the
-    /// computation that holds them), and the cost its caller weighs.
-    pub fn warm_up(&self, c: SourceComputation, plan: &WarmPlan<'_>) {
-        let graph = plan.graph;
-        let id = c.id(self);
-        if graph.is_branch(id) {
-            let _ = free_assignment(self, c);
-        }
-        if graph.is_condition(id) || graph.is_branch(id) {
-            return;
-        }
-        for &callee in &graph.callees[id.index()] {
-            if graph.is_branch(callee)
-                && let Some(&b) = plan.comps.get(callee.index())
-            {
-                let _ = alone_assignment(self, b);
-            }
-        }
-        let _ = alone_assignment(self, c);
-        if layout_assignment::bound_site(graph, plan.entry, id).is_some() {
-            let _ = alone_cost(self, c);
-        }
-    }
-
-    /// The final assignment of `c`, callers first (see [`Database::warm`]).
-    pub fn warm_down(&self, c: SourceComputation) {
-        let _ = final_assignment(self, c);
-    }
-
-    /// The call graph of module `m`. It reads every computation, so it is
-    /// computed on a handle of its own (see [`Database::scratch`]), then
-    /// looked up on this one.
-    fn call_graph_aside(&self, m: SourceModule) -> &CallGraph {
-        let _ = call_graph(&self.scratch(), m);
-        call_graph(self, m)
-    }
-
-    /// Another handle on the database, with its own record of the queries
-    /// running, for work that follows or precedes a query that reads every
-    /// computation (a join, the call graph, the entry's assignment).
-    ///
-    /// salsa keeps, per handle, one record of reads for each depth of
-    /// nested queries, and reuses it: each query that runs clears it, in
-    /// time proportional to the most reads the record ever held. On the
-    /// handle a join ran on, every later query at that depth would clear a
-    /// table the size of the module: quadratic on a module of many
-    /// computations (in a profile of a first run on one of 16,667, 6.6%
-    /// of the samples were clearing those tables; 0.4% with this). A
-    /// handle made for the work takes its record with it when dropped.
-    pub fn scratch(&self) -> Database {
-        self.clone()
-    }
-
-    /// A handle for work that reads every computation: a
-    /// [`scratch`](Database::scratch) one when an input was written since
-    /// the last successful run, else this one. With nothing written, every
-    /// value such work reads is looked up and no query runs, so there is no
-    /// record of reads to keep apart, and a re-run with no change does not
-    /// pay for a handle.
-    pub fn for_joins(&self) -> std::borrow::Cow<'_, Database> {
-        if self.written == 0 {
-            std::borrow::Cow::Borrowed(self)
-        } else {
-            std::borrow::Cow::Owned(self.scratch())
-        }
+    /// Where computation `c` starts in the module's text (see
+    /// [`place::Placement`]).
+    fn start_of(&self, c: SourceComputation) -> place::Start {
+        let Some(m) = self.module else {
+            return place::Start::default();
+        };
+        let comps = m.computations(self);
+        self.placement.start(c.index(self) as usize, |j| {
+            comps.get(j).map_or("", |c| c.text(self).as_str())
+        })
     }
 
     fn module_of(&self, m: SourceModule, computations: Vec<Computation>) -> Module {
@@ -1525,8 +1582,13 @@ impl Database {
 }
 
 /// A parse error re-based from its computation's text to the file.
-pub fn absolute(e: &ParseError, c: SourceComputation, db: &dyn Db, m: SourceModule) -> ParseError {
-    let (line, col, offset) = c.origin(db);
+pub fn absolute(
+    e: &ParseError,
+    c: SourceComputation,
+    db: &Database,
+    m: SourceModule,
+) -> ParseError {
+    let place::Start { line, col, offset } = db.start_of(c);
     let mut e = e.clone();
     if e.line == 1 {
         e.col += col - 1;
@@ -1563,6 +1625,7 @@ mod tests {
         let target = Arc::new(target::load_str("name: generic\n", "generic.yaml").unwrap());
         let mut db = Database::default();
         db.load(MODULE, "m.hlo", target).unwrap();
+        db.assign();
         let comps = db.module().unwrap().computations(&db).clone();
         let weak = parses(&db);
         let text = |c| format!("{:?}", parse_of(&db, c).unwrap());

@@ -51,9 +51,10 @@ impl Default for Steps {
 }
 
 /// A computation as its callers' checks and printing see it (`None` when
-/// it did not parse, or a step before its output failed).
+/// it did not parse, or a step before its output failed). Shared, so that
+/// the engine keeps the one it last saw to compare with.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Stub(pub Option<CalleeSignature>);
+pub struct Stub(pub Option<Arc<CalleeSignature>>);
 
 /// A computation after one step, with what the step reports. Never equal
 /// to another: the steps after it compare their own results.
@@ -103,6 +104,15 @@ impl ModuleView for View<'_> {
     }
 }
 
+/// Whether the module is scheduled: what each computation's checks and
+/// printing read of the header, as a query of its own, so that an edit of
+/// the rest of the header (the entry computation layout, say) does not
+/// check and print every computation again.
+#[salsa::tracked(returns(copy))]
+pub fn is_scheduled(db: &dyn Db, m: SourceModule) -> bool {
+    m.header(db).is_scheduled
+}
+
 /// The ids of the computations `comp` names, in order, once each.
 pub(crate) fn named(comp: &Computation) -> Vec<CompId> {
     let mut ids: Vec<CompId> = comp
@@ -139,13 +149,13 @@ fn view<'a>(
     debug_assert_eq!(named(comp), *callees);
     let callees = callees
         .iter()
-        .filter_map(|&id| Some((id, stub(db, *comps.get(id.index())?).0.as_ref()?)))
+        .filter_map(|&id| Some((id, &**stub(db, *comps.get(id.index())?).0.as_ref()?)))
         .collect();
     let entry = m.entry_id(db);
     View {
         callees,
         entry,
-        is_scheduled: m.header(db).is_scheduled,
+        is_scheduled: is_scheduled(db, m),
         entry_layout: if c.id(db) == entry {
             entry_layout(db, m)
         } else {
@@ -222,9 +232,9 @@ pub struct InputCheck {
 
 /// The names and problems of one input computation.
 #[salsa::tracked(returns(ref))]
-pub fn input_check(db: &dyn Db, c: SourceComputation) -> InputCheck {
+pub fn input_check(db: &dyn Db, c: SourceComputation) -> Arc<InputCheck> {
     let Ok(comp) = crate::parse_of(db, c) else {
-        return InputCheck::default();
+        return Arc::default();
     };
     let comp = &*comp;
     let structural =
@@ -234,11 +244,11 @@ pub fn input_check(db: &dyn Db, c: SourceComputation) -> InputCheck {
     } else {
         Vec::new()
     };
-    InputCheck {
+    Arc::new(InputCheck {
         names: Names::of(comp),
         structural,
         bitcasts,
-    }
+    })
 }
 
 /// The bitcasts of `comp` that move bytes (see [`InputCheck::bitcasts`]).
@@ -272,46 +282,36 @@ pub fn bitcast_problems(comp: &Computation) -> Vec<VerifyError> {
     problems
 }
 
-/// The problems of the instruction names of all computations `comps`,
-/// each computation's names read by `names_of` (the input's or the
-/// output's).
-fn name_problems<'db>(
-    db: &'db dyn Db,
-    comps: &[SourceComputation],
-    names_of: impl Fn(&'db dyn Db, SourceComputation) -> &'db Names,
+/// The problems of the instruction names of every computation, each
+/// given by its name and its instruction names (the input's or the
+/// output's): names are unique over the module.
+pub fn name_problems<'a>(
+    comps: impl Iterator<Item = (&'a str, &'a Names)> + Clone,
 ) -> Vec<VerifyError> {
-    let names: Vec<(&str, &Names)> = comps
-        .iter()
-        .map(|&c| (c.name(db).as_str(), names_of(db, c)))
-        .collect();
-    let count = names.iter().map(|(_, n)| n.len()).sum();
-    hlo::verify_names(names.iter().map(|(c, n)| (*c, n.iter())), count)
+    let count = comps.clone().map(|(_, n)| n.len()).sum();
+    hlo::verify_names(comps.map(|(c, n)| (c, n.iter())), count)
 }
 
-/// The module-wide problems of the input: names, and the entry layout
-/// against the entry computation.
-#[salsa::tracked(returns(ref))]
-pub fn input_module_problems(db: &dyn Db, m: SourceModule) -> Vec<VerifyError> {
-    let comps = m.computations(db);
-    let mut problems = name_problems(db, comps, |db, c| &input_check(db, c).names);
-    let entry = comps.get(m.entry(db) as usize).copied();
-    match entry.map(|c| &input_stub(db, c).0) {
-        Some(Some(e)) => problems.extend(hlo::verify_entry_layout(
-            Callee::Signature(e),
-            entry_layout(db, m),
-        )),
-        Some(None) => {}
-        None => problems.push(VerifyError {
+/// The problems of the entry computation's signature `entry` (its input
+/// or its output stub) against the entry computation layout `layout`, or
+/// that there is no entry computation when `entry` is out of range.
+pub fn entry_problems(
+    entry: Option<&Stub>,
+    layout: &ComputationLayout,
+    entry_id: u32,
+    comps: usize,
+) -> Vec<VerifyError> {
+    match entry.map(|s| &s.0) {
+        Some(Some(e)) => hlo::verify_entry_layout(Callee::Signature(e), layout),
+        Some(None) => Vec::new(),
+        None => vec![VerifyError {
             computation: String::new(),
             instruction: None,
             message: format!(
-                "the entry computation id {} is out of range ({} computations)",
-                m.entry(db),
-                comps.len()
+                "the entry computation id {entry_id} is out of range ({comps} computations)"
             ),
-        }),
+        }],
     }
-    problems
 }
 
 /// The entry computation layout of the output: the input's, with every
@@ -432,13 +432,19 @@ pub fn transformed(db: &dyn Db, c: SourceComputation) -> Stepped<Transformed> {
     }
 }
 
+/// Sets how many transformed computations salsa's LRU keeps (see
+/// [`transformed`]).
+pub(crate) fn keep_transformed(db: &mut crate::Database, n: usize) {
+    transformed::set_lru_capacity(db, n);
+}
+
 /// What the steps after assignment report of one computation, kept when
 /// the computation itself is dropped (see [`transformed`]): one query for
 /// both reports, because the module's reports read both of every
 /// computation, and a re-run after an edit re-reads each memo they read.
 #[salsa::tracked(returns(ref))]
-pub fn reports(db: &dyn Db, c: SourceComputation) -> Transformed {
-    transformed(db, c).report.clone()
+pub fn reports(db: &dyn Db, c: SourceComputation) -> Arc<Transformed> {
+    Arc::new(transformed(db, c).report.clone())
 }
 
 /// One computation's part of the assignment report (`None` without
@@ -466,7 +472,7 @@ pub fn output_stub(db: &dyn Db, c: SourceComputation) -> Stub {
         transformed(db, c)
             .comp
             .as_ref()
-            .map(|comp| CalleeSignature::of(comp)),
+            .map(|comp| Arc::new(CalleeSignature::of(comp))),
     )
 }
 
@@ -475,7 +481,8 @@ pub fn output_stub(db: &dyn Db, c: SourceComputation) -> Stub {
 /// problems (part of [`Printed`]).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct OutputCheck {
-    /// Its instruction names, in order (shared with [`output_names`]).
+    /// Its instruction names, in order, which must be unique over the
+    /// module (the engine checks them all when one computation's change).
     pub names: Arc<Names>,
     /// Its structural problems.
     pub structural: Vec<VerifyError>,
@@ -507,34 +514,9 @@ fn output_check(
     }
 }
 
-/// The instruction names of one output computation, as the module's check
-/// of unique names reads them: apart from its printed part, so that an edit
-/// that changes a computation's text but not its names does not check the
-/// names of the whole module again.
-#[salsa::tracked(returns(ref))]
-pub fn output_names(db: &dyn Db, c: SourceComputation) -> Arc<Names> {
-    Arc::clone(&printed(db, c).check.names)
-}
-
 /// The output entry layout, as the entry's checks read it.
 fn output_entry(db: &dyn Db, m: SourceModule) -> &ComputationLayout {
     &output_entry_layout(db, m).0
-}
-
-/// The module-wide problems of the output.
-#[salsa::tracked(returns(ref))]
-pub fn output_module_problems(db: &dyn Db, m: SourceModule) -> Vec<VerifyError> {
-    let comps = m.computations(db);
-    let mut problems = name_problems(db, comps, |db, c| &**output_names(db, c));
-    if let Some(&c) = comps.get(m.entry(db) as usize)
-        && let Some(entry) = &output_stub(db, c).0
-    {
-        problems.extend(hlo::verify_entry_layout(
-            Callee::Signature(entry),
-            &output_entry_layout(db, m).0,
-        ));
-    }
-    problems
 }
 
 /// One output computation as the module's text shows it: its text, with
@@ -581,14 +563,14 @@ fn failure(db: &dyn Db, c: SourceComputation) -> Option<Box<OutputError>> {
 /// The output computation's text, its hash, its counts, its failure and
 /// its check.
 #[salsa::tracked(returns(ref))]
-pub fn printed(db: &dyn Db, c: SourceComputation) -> Printed {
+pub fn printed(db: &dyn Db, c: SourceComputation) -> Arc<Printed> {
     let failure = failure(db, c);
     let Some(comp) = &transformed(db, c).comp else {
-        return Printed {
+        return Arc::new(Printed {
             hash: crate::output::text_hash(""),
             failure,
             ..Printed::default()
-        };
+        });
     };
     let m = c.module(db);
     let steps = m.steps(db);
@@ -623,13 +605,13 @@ pub fn printed(db: &dyn Db, c: SourceComputation) -> Printed {
     };
     let mut stats = ModuleStats::default();
     stats.add_computation(comp, id.0 == m.entry(db));
-    Printed {
+    Arc::new(Printed {
         hash: crate::output::text_hash(&text),
         text,
         stats,
         failure,
         check,
-    }
+    })
 }
 
 /// The output module's header and debug tables.
@@ -692,6 +674,19 @@ impl ModuleStats {
             s.add_computation(comp, id == module.entry);
         }
         s
+    }
+
+    /// Takes away the counts of a part added before.
+    pub fn remove(&mut self, o: &ModuleStats) {
+        self.instructions -= o.instructions;
+        self.copies -= o.copies;
+        self.bitcasts -= o.bitcasts;
+        self.transposes -= o.transposes;
+        self.copy_bytes -= o.copy_bytes;
+        self.movement_bytes -= o.movement_bytes;
+        self.padding_bytes -= o.padding_bytes;
+        self.storage_bytes -= o.storage_bytes;
+        self.logical_bytes -= o.logical_bytes;
     }
 
     /// Adds another part's counts.

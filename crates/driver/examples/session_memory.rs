@@ -53,7 +53,9 @@ fn measure() -> Result<(), String> {
     // The run's intermediates are freed on a thread of their own.
     db.settle();
     let first = live() - before;
-    drop(driver::run_in(&mut db, &edited, file, &opts).map_err(|e| e.to_string())?);
+    // The output shares its parts and reports with the session's ledger;
+    // kept to measure those.
+    let out = driver::run_in(&mut db, &edited, file, &opts).map_err(|e| e.to_string())?;
     db.settle();
     let after_edit = live() - before;
     println!(
@@ -63,9 +65,10 @@ fn measure() -> Result<(), String> {
         times(first),
         times(after_edit)
     );
-    for (part, bytes) in parts(&db) {
+    for (part, bytes) in parts(&db, &out) {
         eprintln!("  {part:>18}: {}", times(bytes));
     }
+    drop(out);
     drop(db);
     let (ran, checked, computations) = work(&text, &edited, file, &opts)?;
     eprintln!(
@@ -98,8 +101,9 @@ fn work(
 }
 
 /// The live bytes of copies of the largest values the session holds, per
-/// query over every computation (each measured alone, then dropped).
-fn parts(db: &Database) -> Vec<(&'static str, f64)> {
+/// query over every computation (each measured alone, then dropped), and
+/// of the joins the last output `out` shares with the session's ledger.
+fn parts(db: &Database, out: &driver::Output) -> Vec<(&'static str, f64)> {
     let Some(m) = db.module() else {
         return Vec::new();
     };
@@ -110,7 +114,9 @@ fn parts(db: &Database) -> Vec<(&'static str, f64)> {
         ("printed text", &|c| {
             Box::new(pipeline::printed(db, c).text.clone())
         }),
-        ("reports", &|c| Box::new(pipeline::reports(db, c).clone())),
+        ("reports", &|c| {
+            Box::new(pipeline::Transformed::clone(pipeline::reports(db, c)))
+        }),
         ("final assignment", &|c| {
             Box::new(
                 db::final_assignment(db, c)
@@ -120,10 +126,15 @@ fn parts(db: &Database) -> Vec<(&'static str, f64)> {
             )
         }),
         ("input checks", &|c| {
-            Box::new(pipeline::input_check(db, c).clone())
+            Box::new(pipeline::InputCheck::clone(pipeline::input_check(db, c)))
         }),
         ("output checks", &|c| {
-            Box::new(pipeline::printed(db, c).check.clone())
+            let check = &pipeline::printed(db, c).check;
+            Box::new((
+                pipeline::Names::clone(&check.names),
+                check.structural.clone(),
+                check.layouts.clone(),
+            ))
         }),
         ("input facts", &|c| Box::new(db::input_facts(db, c).clone())),
         ("constraints", &|c| {
@@ -136,26 +147,26 @@ fn parts(db: &Database) -> Vec<(&'static str, f64)> {
             Box::new(db::final_signature(db, c).clone())
         }),
     ];
-    let mut out = Vec::new();
+    let mut parts = Vec::new();
     for (part, copy) in copies {
         let before = live();
         let held: Vec<Box<dyn Any>> = comps.iter().map(|&c| copy(c)).collect();
-        out.push((part, live() - before));
+        parts.push((part, live() - before));
         drop(held);
     }
     let before = live();
     let merged = (
-        db::output::merged_rewrites(db, m).as_deref().cloned(),
-        db::output::merged_assignment(db, m).as_deref().cloned(),
+        out.report.relayout.as_deref().cloned(),
+        out.report.assignment.as_deref().cloned(),
     );
-    out.push(("merged reports", live() - before));
+    parts.push(("merged reports", live() - before));
     drop(merged);
     let before = live();
-    let assembled = db::output::assembled(db, m)
-        .as_ref()
-        .ok()
-        .map(|a| (a.text.as_str().to_owned(), a.computations.to_vec()));
-    out.push(("assembled output", live() - before));
+    let assembled = out.parts().map(|a| {
+        let names: Vec<String> = a.computations.iter().map(|p| p.name.to_string()).collect();
+        (a.header.to_string(), names)
+    });
+    parts.push(("output header and names", live() - before));
     drop(assembled);
-    out
+    parts
 }

@@ -4,17 +4,18 @@
 //!
 //! Two paths call the same per-computation functions: [`run`] (stateless,
 //! on a parsed module) and [`run_in`] / [`run_loaded`] (through the
-//! incremental [`db::Database`], whose per-computation queries cover every
-//! step from parse to print, so that a re-run redoes only what an edit
-//! touched). `tests/session_equivalence.rs` checks that both give the same
-//! text, reports and errors on every testdata module; making the stateless
-//! run a run on a fresh database waits until that is as fast.
+//! incremental [`db::Database`] and its engine, whose per-computation
+//! queries cover every step from parse to print, so that a re-run redoes
+//! only what an edit reached). `tests/session_equivalence.rs` checks that
+//! both give the same text, reports and errors on every testdata module,
+//! and `tests/edits.rs` that a session edited again and again answers as
+//! a stateless run of its text does.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use db::Database;
-use hlo::{Module, Parallelism, ParseError, Split};
+use hlo::{Module, Parallelism, ParseError};
 use strum::{EnumString, IntoStaticStr, VariantArray};
 use target::TargetSpec;
 
@@ -81,62 +82,7 @@ impl Options {
     }
 }
 
-/// How long a step took.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Timing {
-    /// The step.
-    pub step: Step,
-    /// Wall time.
-    pub duration: Duration,
-}
-
-/// A step of the pipeline, as timings name it: one vocabulary for a
-/// stateless run and a database run. A database run applies an
-/// assignment together with relayout, and checks the output together with
-/// printing it, per computation, so it has steps of its own for those.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum Step {
-    /// Parsing (and, in a database, loading) the text.
-    Parse,
-    /// The input's structural check.
-    VerifyInput,
-    /// Layout assignment (with its copies, in a stateless run).
-    LayoutAssignment,
-    /// The relayout pass (a stateless run).
-    Relayout,
-    /// Applying each computation's assignment, then relayout (a database
-    /// run).
-    ApplyRelayout,
-    /// Checking, printing and counting each output computation (a
-    /// database run).
-    CheckPrint,
-    /// Printing the output.
-    Print,
-    /// The output's structural and layout checks.
-    Verify,
-}
-
-impl Step {
-    /// The step's name in reports: `parse`, `verify-input`, ...
-    pub fn name(self) -> &'static str {
-        match self {
-            Step::Parse => "parse",
-            Step::VerifyInput => "verify-input",
-            Step::LayoutAssignment => "layout-assignment",
-            Step::Relayout => "relayout",
-            Step::ApplyRelayout => "apply+relayout",
-            Step::CheckPrint => "check+print",
-            Step::Print => "print",
-            Step::Verify => "verify",
-        }
-    }
-}
-
-impl std::fmt::Display for Step {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.name())
-    }
-}
+pub use db::{Step, Timing};
 
 pub use db::pipeline::ModuleStats;
 
@@ -164,36 +110,50 @@ pub struct PipelineReport {
 /// The result of a run.
 #[derive(Clone, Debug)]
 pub struct Output {
-    /// The output module as canonical HLO text (shared: a session's
-    /// re-run with no change hands out the text it kept).
-    pub text: Arc<String>,
     /// The report.
     pub report: PipelineReport,
-    /// Where the text's parts lie, when the run assembled the text from
-    /// them (a database run: [`run_in`], [`run_loaded`]); `None` from
-    /// [`run`], which prints the module whole.
-    pub parts: Option<OutputParts>,
+    body: Body,
 }
 
-/// The parts of an output text: the header (the module line, with the
-/// entry computation layout, and the debug tables) and each computation's
-/// text, with the blank line after it. The text is the header followed by
-/// every computation, in order.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct OutputParts {
-    /// The header's byte range in the text.
-    pub header: std::ops::Range<usize>,
-    /// The entry computation layout the header prints.
-    pub entry_layout: Arc<hlo::ComputationLayout>,
-    /// Each computation's name, byte range and text hash, in order.
-    pub computations: Arc<[Part]>,
+/// An output's text: printed whole (a stateless run), or assembled from
+/// its computations' parts (a database run), whose whole text is made the
+/// first time it is asked for.
+#[derive(Clone, Debug)]
+enum Body {
+    Whole(Arc<String>),
+    Parts(Arc<db::output::Assembled>),
 }
 
 impl Output {
+    /// The output module as canonical HLO text.
+    pub fn text(&self) -> &str {
+        self.shared_text()
+    }
+
+    /// The text, shared (a session's re-run with no change hands out the
+    /// text of the output it kept).
+    pub fn shared_text(&self) -> &Arc<String> {
+        match &self.body {
+            Body::Whole(text) => text,
+            Body::Parts(parts) => parts.text(),
+        }
+    }
+
+    /// The output's header and computations, when the run assembled it
+    /// from them (a database run: [`run_in`], [`run_loaded`]); `None`
+    /// from [`run`], which prints the module whole. The text is the
+    /// header followed by every computation's text, in order.
+    pub fn parts(&self) -> Option<&db::output::Assembled> {
+        match &self.body {
+            Body::Whole(_) => None,
+            Body::Parts(parts) => Some(parts),
+        }
+    }
+
     /// The output module, parsed back from its text (canonical text
     /// parses to the module it was printed from).
     pub fn module(&self) -> Result<Module, ParseError> {
-        hlo::parse_module(&self.text, &self.report.module)
+        hlo::parse_module(self.text(), &self.report.module)
     }
 }
 
@@ -327,24 +287,14 @@ fn run_here(text: &str, file_name: &str, opts: &Options) -> Result<Output, Pipel
 /// On the caller's thread, which should not be one of rayon's: while a
 /// rayon thread waits inside a query for work it split, it may run another
 /// queued job, and salsa refuses a job that queries another database there
-/// (see `fan_out`). Its parallel steps run on threads of their own and on
-/// rayon's pool.
+/// (see `db::engine`). Its parallel steps run on threads of their own and
+/// on rayon's pool.
 pub fn run_in(
     db: &mut Database,
     text: &str,
     file_name: &str,
     opts: &Options,
 ) -> Result<Output, PipelineError> {
-    run_in_here(db, text, file_name, opts)
-}
-
-fn run_in_here(
-    db: &mut Database,
-    text: &str,
-    file_name: &str,
-    opts: &Options,
-) -> Result<Output, PipelineError> {
-    let mut timings = Vec::new();
     let start = Instant::now();
     let loaded = db.load(text, file_name, opts.target.clone());
     if let Err(db::LoadError::Parse(e)) = loaded {
@@ -353,13 +303,26 @@ fn run_in_here(
     loaded.map_err(|e| PipelineError::Assign(AssignFailure::Load(e)))?;
     db.set_solver(opts.solver)
         .map_err(|e| PipelineError::Assign(AssignFailure::Load(e)))?;
-    finish(db, opts, start, &mut timings)
+    let loading = start.elapsed();
+    let mut out = finish(db, opts);
+    // Loading the text (outlining it and comparing each computation's) is
+    // part of parsing, in a run given the text.
+    if let Ok(out) = &mut out
+        && let Some(parse) = out
+            .report
+            .timings
+            .iter_mut()
+            .find(|t| t.step == Step::Parse)
+    {
+        parse.duration += loading;
+    }
+    out
 }
 
 /// Runs the pipeline on the module already loaded in `db`, on the caller's
 /// thread (see [`run_in`]).
 pub fn run_loaded(db: &mut Database, opts: &Options) -> Result<Output, PipelineError> {
-    finish(db, opts, Instant::now(), &mut Vec::new())
+    finish(db, opts)
 }
 
 /// The input check of [`run`] on text already parsed: the problems of a
@@ -371,22 +334,9 @@ pub fn check_input(module: &Module, text: &str, file_name: &str) -> Result<(), P
 
 /// The input check of [`run_loaded`]: parses what changed in `db` and
 /// refuses a module the structural verifier rejects. A session checks an
-/// edit with this before keeping it.
-pub fn check_loaded_input(db: &Database) -> Result<(), PipelineError> {
-    let Some(m) = db.module() else {
-        return Err(PipelineError::Assign(AssignFailure::Load(
-            db::LoadError::NoModule,
-        )));
-    };
-    // On the caller's thread, as `run_loaded`; on a handle of its own, as
-    // there (see `db::Database::for_joins`).
-    checked_input(
-        &db.for_joins(),
-        m,
-        splits(db.written_since_run()),
-        Instant::now(),
-        &mut Vec::new(),
-    )
+/// edit with this before keeping it; the run that follows finds it done.
+pub fn check_loaded_input(db: &mut Database) -> Result<(), PipelineError> {
+    db.check_input().map_err(|e| run_error(db, e))
 }
 
 /// The input's bitcasts that move bytes. The passes keep an input bitcast
@@ -416,29 +366,30 @@ fn verify_input(
     if problems.is_empty() {
         Ok(())
     } else {
-        Err(PipelineError::InvalidInput(
-            problems
-                .into_iter()
-                .map(|problem| InputProblem {
-                    located: located(&problem),
-                    problem,
-                })
-                .collect(),
-        ))
+        Err(invalid_input(problems, located))
     }
 }
 
-fn finish(
-    db: &mut Database,
-    opts: &Options,
-    start: Instant,
-    timings: &mut Vec<Timing>,
-) -> Result<Output, PipelineError> {
-    let Some(m) = db.module() else {
-        return Err(PipelineError::Assign(AssignFailure::Load(
-            db::LoadError::NoModule,
-        )));
-    };
+/// The input's problems, each located by `located`.
+fn invalid_input(
+    problems: Vec<hlo::VerifyError>,
+    located: &dyn Fn(&hlo::VerifyError) -> String,
+) -> PipelineError {
+    PipelineError::InvalidInput(
+        problems
+            .into_iter()
+            .map(|problem| InputProblem {
+                located: located(&problem),
+                problem,
+            })
+            .collect(),
+    )
+}
+
+/// The run of the module loaded in `db` with `opts`' steps, after which
+/// the run's intermediates are released (see
+/// [`db::Database::release_intermediates`]).
+fn finish(db: &mut Database, opts: &Options) -> Result<Output, PipelineError> {
     let steps = db::pipeline::Steps {
         assign: opts.passes.contains(&PassName::LayoutAssignment),
         relayout: opts.passes.contains(&PassName::Relayout),
@@ -447,330 +398,54 @@ fn finish(
     };
     db.set_steps(steps)
         .map_err(|e| PipelineError::Assign(AssignFailure::Load(e)))?;
-    let written = db.written_since_run();
-    let out = assemble(db, m, opts, written, start, timings);
-    // With nothing written since a successful run, that run released what
-    // it made and this one only looked values up: nothing to release.
-    if written > 0 {
-        db.release_intermediates(out.is_ok());
+    let busy = db.written_since_run() > 0;
+    let run = db.run();
+    // With nothing to redo, the run only read what the last one made:
+    // nothing to release.
+    if busy {
+        db.release_intermediates(run.is_ok());
     }
-    // A run that failed is redone in full next time (its joins may not
-    // have been reached in the call graph's order).
-    if out.is_ok() {
-        db.ran();
-    }
-    out
-}
-
-/// Whether a run on `db` splits its work over threads: when it may have
-/// more to redo than a few computations. A re-run after a small edit
-/// reads every unchanged computation's parts at a glance, and threads
-/// would cost more to start than they save (each also begins with an
-/// empty allocator heap).
-fn splits(written: usize) -> bool {
-    Parallelism::splits(Split::Computations, written).is_some()
-}
-
-/// The input check of the module `m` loaded in `db`, from its
-/// computations' parts (see [`db::output::input_verdict`]). Only what
-/// changed since the last check is recomputed; with `parallel`, the
-/// computations are first parsed and checked side by side.
-fn checked_input(
-    db: &Database,
-    m: db::SourceModule,
-    parallel: bool,
-    start: Instant,
-    timings: &mut Vec<Timing>,
-) -> Result<(), PipelineError> {
-    use db::pipeline;
-    // Only a parallel check parses and checks ahead of the verdict.
-    let comps = if parallel {
-        largest_first(db, m.computations(db))
-    } else {
-        Vec::new()
-    };
-    if parallel {
-        each_computation(db, &comps, |db, c| {
-            let _ = db::parsed(db, c);
-        });
-    }
-    timings.push(Timing {
-        step: Step::Parse,
-        duration: start.elapsed(),
-    });
-    let t = Instant::now();
-    // The checks run only on a module whose computations all parse.
-    if parallel && comps.iter().all(|&c| db::parse_error(db, c).is_none()) {
-        each_computation(db, &comps, |db, c| {
-            let _ = pipeline::input_check(db, c);
-        });
-    }
-    match db::output::input_verdict(db, m) {
-        Ok(()) => {}
-        Err(db::output::InputRefusal::Parse(e)) => return Err(PipelineError::Parse(e.clone())),
-        Err(db::output::InputRefusal::Problems(problems)) => {
-            return Err(PipelineError::InvalidInput(
-                problems
-                    .iter()
-                    .map(|p| InputProblem {
-                        problem: p.clone(),
-                        located: db.located(p),
-                    })
-                    .collect(),
-            ));
-        }
-    }
-    timings.push(Timing {
-        step: Step::VerifyInput,
-        duration: t.elapsed(),
-    });
-    Ok(())
-}
-
-/// The output of the module `m` loaded in `db` (see
-/// [`db::output::assembled`]), `written` computations' inputs having been
-/// written since the last successful run. When that is many, each
-/// computation's steps are first run side by side, a step at a time;
-/// when few, the joins compute what they read, in order; when none, the
-/// joins are looked up.
-fn assemble(
-    db: &Database,
-    m: db::SourceModule,
-    opts: &Options,
-    written: usize,
-    start: Instant,
-    timings: &mut Vec<Timing>,
-) -> Result<Output, PipelineError> {
-    use db::pipeline;
-    let parallel = splits(written);
-    // The input's check ends with a join over every computation, and the
-    // joins below read every computation: each on a handle of its own
-    // when they may run (see `db::Database::for_joins`).
-    checked_input(&db.for_joins(), m, parallel, start, timings)?;
-    // Assignments are computed (or re-checked) in the call graph's order,
-    // parallel or not: a computation's assignment reads its callers' and
-    // callees', so asking for them in any other order would make salsa
-    // follow the call chain down, a recursion as deep as the input's.
-    let t = Instant::now();
-    if m.steps(db).assign && written > 0 {
-        if parallel {
-            warm_beside(db, m);
-        } else {
-            db.warm(m);
-        }
-    }
-    timings.push(Timing {
-        step: Step::LayoutAssignment,
-        duration: t.elapsed(),
-    });
-    if parallel {
-        let comps = largest_first(db, m.computations(db));
-        // Each computation's steps after assignment depend on no other
-        // computation's but through signatures: they run side by side.
-        let t = Instant::now();
-        each_computation(db, &comps, |db, c| {
-            let _ = pipeline::reports(db, c);
-        });
-        timings.push(Timing {
-            step: Step::ApplyRelayout,
-            duration: t.elapsed(),
-        });
-        // Checking, printing and counting a computation only read it: one
-        // query, which checks and prints a large computation side by side.
-        let t = Instant::now();
-        each_computation(db, &comps, |db, c| {
-            let _ = pipeline::printed(db, c);
-            if opts.verify {
-                let _ = pipeline::output_names(db, c);
-            }
-        });
-        timings.push(Timing {
-            step: Step::CheckPrint,
-            duration: t.elapsed(),
-        });
-    }
-    let t = Instant::now();
-    // Each join on a handle of its own: where the steps did not run
-    // first (a run on one thread, a small re-run), a join computes what it
-    // reads, in queries nested in it, and on a shared handle each of those
-    // would clear the record of reads the join before left at its depth
-    // (the output's module-wide check reads every computation's names, and
-    // the merged report then ran every computation's `reports` under it:
-    // quadratic in the number of computations).
-    let out = match db::output::assembled(&*db.for_joins(), m) {
-        Ok(out) => Arc::clone(out),
-        Err(db::output::OutputError::Assign(db::AssignError::Parse(e))) => {
-            return Err(PipelineError::Parse(e.clone()));
-        }
-        Err(db::output::OutputError::Assign(e)) => {
-            return Err(PipelineError::Assign(AssignFailure::Computation(e.clone())));
-        }
-        Err(db::output::OutputError::Apply(e)) => {
-            return Err(PipelineError::Assign(AssignFailure::Apply(e.clone())));
-        }
-        Err(db::output::OutputError::Relayout(e)) => {
-            return Err(PipelineError::Relayout(e.clone()));
-        }
-    };
-    timings.push(Timing {
-        step: Step::Print,
-        duration: t.elapsed(),
-    });
-    if opts.verify {
-        let t = Instant::now();
-        let joins = db.for_joins();
-        let problems = db::output::output_verdict(&*joins, m);
-        timings.push(Timing {
-            step: Step::Verify,
-            duration: t.elapsed(),
-        });
-        if !problems.is_empty() {
-            return Err(PipelineError::Verify(problems.clone()));
-        }
-    }
+    let run = run.map_err(|e| run_error(db, e))?;
+    let m = db.module().map(|m| m.header(db).name.clone());
     let report = PipelineReport {
-        module: m.header(db).name.clone(),
+        module: m.unwrap_or_default(),
         target: opts.target.name.clone(),
         passes: opts.passes.iter().map(|p| p.name()).collect(),
-        assignment: db::output::merged_assignment(&*db.for_joins(), m).clone(),
-        relayout: db::output::merged_rewrites(&*db.for_joins(), m).clone(),
-        stats: out.stats.clone(),
-        timings: std::mem::take(timings),
-    };
-    let parts = OutputParts {
-        header: out.header.clone(),
-        entry_layout: Arc::clone(&out.entry_layout),
-        computations: Arc::clone(&out.computations),
+        assignment: run.assignment,
+        relayout: run.relayout,
+        stats: run.output.stats.clone(),
+        timings: run.timings,
     };
     Ok(Output {
-        text: Arc::clone(&out.text),
         report,
-        parts: Some(parts),
+        body: Body::Parts(run.output),
     })
 }
 
-/// The assignments of module `m` in the call graph's order (see
-/// [`db::Database::warm`]), level by level, the computations of a level
-/// side by side (see [`db::WarmPlan::levels`]): on a module whose entry
-/// calls 16,666 computations, their alone assignments were two thirds of
-/// a first run's assignment step, one after the other. The independent
-/// leaves (reduction regions and the like, which read no other
-/// computation's assignment and whose assignments none reads) are
-/// assigned on another thread meanwhile, as the stateless pass assigns
-/// them: beside the entry, most of a module like the transformer. A
-/// scoped thread, for the reason [`fan_out`] gives.
-fn warm_beside(db: &Database, m: db::SourceModule) {
-    let leaves = db.independent_leaves(m);
-    let policy = Parallelism::current();
-    std::thread::scope(|scope| {
-        if !leaves.is_empty() {
-            let handle = db.scratch();
-            let leaves = &leaves;
-            scope.spawn(move || {
-                let _policy = policy.enter();
-                for &c in leaves {
-                    let _ = db::final_assignment(&handle, c);
-                }
-            });
+/// A database run's error as the pipeline's, input problems located in
+/// the loaded text.
+fn run_error(db: &Database, e: db::RunError) -> PipelineError {
+    use db::output::{InputRefusal, OutputError};
+    match e {
+        db::RunError::NoModule => {
+            PipelineError::Assign(AssignFailure::Load(db::LoadError::NoModule))
         }
-        let plan = db.warm_plan(m, &leaves);
-        let (up, down) = plan.levels();
-        for level in &up {
-            each_computation(db, &largest_first(db, level), |db, c| {
-                db.warm_up(c, &plan);
-            });
+        db::RunError::Input(InputRefusal::Parse(e)) => PipelineError::Parse(e),
+        db::RunError::Input(InputRefusal::Problems(problems)) => {
+            invalid_input(problems, &|p| db.located(p))
         }
-        // The entry's assignment, last above, reads every computation it
-        // calls: the final assignments run on a handle of their own.
-        let top = db.scratch();
-        for level in &down {
-            each_computation(&top, &largest_first(db, level), |db, c| db.warm_down(c));
+        db::RunError::Output(OutputError::Assign(db::AssignError::Parse(e))) => {
+            PipelineError::Parse(e)
         }
-    });
-}
-
-/// Runs `step` for every computation of `comps`, on all cores, each
-/// thread with its own handle on the database (salsa then computes each
-/// query once, whichever thread asks first, and the others wait for it).
-/// The threads take the computations in the order given, which should be
-/// [`largest_first`]. The results stay in the database, to be read in
-/// module order.
-fn each_computation(
-    db: &Database,
-    comps: &[db::SourceComputation],
-    step: impl Fn(&Database, db::SourceComputation) + Sync,
-) {
-    fan_out(db, comps.len(), |db, i| step(db, comps[i]));
-}
-
-/// Computations `comps`, the longest text first (ties in their order),
-/// for [`each_computation`]. The entry is often most of a module
-/// and comes last in its text: taken last, it ran alone on one thread
-/// while the other had nothing left to take (on the transformer, a fresh
-/// database's run took 1.7x a stateless run with two threads and 1.3x
-/// with one). Taken first, the small computations fill the other thread
-/// meanwhile.
-fn largest_first(db: &Database, comps: &[db::SourceComputation]) -> Vec<db::SourceComputation> {
-    let sizes: Vec<usize> = comps.iter().map(|c| c.text(db).len()).collect();
-    by_size_descending(&sizes)
-        .into_iter()
-        .map(|i| comps[i])
-        .collect()
-}
-
-/// The indices of `sizes`, largest first; equal sizes keep their order.
-fn by_size_descending(sizes: &[usize]) -> Vec<usize> {
-    let mut order: Vec<usize> = (0..sizes.len()).collect();
-    order.sort_by_key(|&i| std::cmp::Reverse(sizes[i]));
-    order
-}
-
-/// Runs `step` for every index below `n`, on as many threads as rayon's
-/// pool has (the caller's thread one of them), each taking the next index
-/// from a shared counter and running it with its own handle on the
-/// database.
-///
-/// Scoped threads, not rayon's pool: the queries split large computations
-/// on rayon's pool (parsing, relayout, verifying), and a pool thread that
-/// waits for such a split inside a query runs other queued jobs meanwhile.
-/// Were the fan-out's jobs on that pool, such a thread could start one of
-/// them, with another database handle, in the middle of a query, which
-/// salsa refuses with a panic ("cannot change database mid-query"); two
-/// sessions running at once made that happen. A scoped thread waits for
-/// rayon without taking its jobs, and runs only its own handle's queries.
-fn fan_out(db: &Database, n: usize, step: impl Fn(&Database, usize) + Sync) {
-    use std::sync::atomic::{AtomicUsize, Ordering};
-    let policy = Parallelism::current();
-    let threads = policy.split(Split::Computations, n).map_or(1, |grain| {
-        rayon::current_num_threads().min(n.div_ceil(grain))
-    });
-    let next = AtomicUsize::new(0);
-    let work = |db: &Database| {
-        loop {
-            let i = next.fetch_add(1, Ordering::Relaxed);
-            if i >= n {
-                break;
-            }
-            step(db, i);
+        db::RunError::Output(OutputError::Assign(e)) => {
+            PipelineError::Assign(AssignFailure::Computation(e))
         }
-    };
-    if threads == 1 {
-        work(db);
-        return;
+        db::RunError::Output(OutputError::Apply(e)) => {
+            PipelineError::Assign(AssignFailure::Apply(e))
+        }
+        db::RunError::Output(OutputError::Relayout(e)) => PipelineError::Relayout(e),
+        db::RunError::Verify(problems) => PipelineError::Verify(problems),
     }
-    std::thread::scope(|scope| {
-        for _ in 1..threads {
-            let handle = db.clone();
-            let work = &work;
-            // The thread decides its splits under the caller's policy;
-            // what it hands to rayon runs on the global pool.
-            scope.spawn(move || {
-                let _policy = policy.enter();
-                work(&handle)
-            });
-        }
-        work(db);
-    });
 }
 
 /// Verifies, prints and reports an assigned module.
@@ -839,9 +514,8 @@ fn finish_module(
         timings: std::mem::take(timings),
     };
     Ok(Output {
-        text: Arc::new(text),
         report,
-        parts: None,
+        body: Body::Whole(Arc::new(text)),
     })
 }
 
@@ -898,13 +572,6 @@ mod relayout_tests {
     use super::*;
 
     #[test]
-    fn computations_are_handed_out_largest_first_ties_in_module_order() {
-        // An entry of 900 bytes after small regions: it is taken first.
-        assert_eq!(by_size_descending(&[10, 30, 10, 900, 30]), [3, 1, 4, 0, 2]);
-        assert!(by_size_descending(&[]).is_empty());
-    }
-
-    #[test]
     fn pass_names_round_trip_in_pipeline_order() {
         let names: Vec<&str> = PassName::all().iter().map(|p| p.name()).collect();
         assert_eq!(names, ["layout-assignment", "relayout"]);
@@ -946,9 +613,9 @@ ENTRY %main (x: f32[2,3,4], y: f32[4,6]) -> (f32[6,4], f32[4,6]) {
         assert_eq!(out.report.stats.bitcasts, 2);
         assert_eq!(out.report.stats.transposes, 1);
         assert!(
-            out.text.contains("%r = f32[6,4]{1,0} bitcast(%x)"),
+            out.text().contains("%r = f32[6,4]{1,0} bitcast(%x)"),
             "{}",
-            out.text
+            out.text()
         );
         assert!(out.report.timings.iter().any(|t| t.step == Step::Relayout));
     }
@@ -960,9 +627,9 @@ ENTRY %main (x: f32[2,3,4], y: f32[4,6]) -> (f32[6,4], f32[4,6]) {
         assert_eq!(out.report.stats.bitcasts, 0);
         assert_eq!(out.report.stats.transposes, 2);
         assert!(
-            out.text.contains("%r = f32[6,4]{1,0} reshape(%x)"),
+            out.text().contains("%r = f32[6,4]{1,0} reshape(%x)"),
             "{}",
-            out.text
+            out.text()
         );
     }
 
@@ -974,9 +641,9 @@ ENTRY %main (x: f32[2,3,4], y: f32[4,6]) -> (f32[6,4], f32[4,6]) {
         assert_eq!(out.report.stats.copies, 1);
         assert_eq!(out.report.stats.copy_bytes, 128);
         assert!(
-            out.text.contains("%a = f32[4,8]{1,0} add(%p.copy, %q)"),
+            out.text().contains("%a = f32[4,8]{1,0} add(%p.copy, %q)"),
             "{}",
-            out.text
+            out.text()
         );
     }
 
@@ -986,7 +653,7 @@ ENTRY %main (x: f32[2,3,4], y: f32[4,6]) -> (f32[6,4], f32[4,6]) {
         let fresh = run(TEXT, "t.hlo", &o).expect("run");
         let mut db = Database::default();
         let incremental = run_in(&mut db, TEXT, "t.hlo", &o).expect("run_in");
-        assert_eq!(fresh.text, incremental.text);
+        assert_eq!(fresh.text(), incremental.text());
         assert_eq!(fresh.report.relayout, incremental.report.relayout);
     }
 
@@ -998,9 +665,9 @@ ENTRY %main (x: f32[2,3,4], y: f32[4,6]) -> (f32[6,4], f32[4,6]) {
         let out = run(text, "t.hlo", &o).expect("run");
         assert_eq!(out.report.stats.copies, 0);
         assert!(
-            out.text.contains("pad(%p, %x.zero), padding=0_5x0_56"),
+            out.text().contains("pad(%p, %x.zero), padding=0_5x0_56"),
             "{}",
-            out.text
+            out.text()
         );
     }
 

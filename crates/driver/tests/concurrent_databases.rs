@@ -17,7 +17,10 @@ fn databases_run_side_by_side_without_interfering() {
         test_support::testdata_dir().join("xla-cpu/large_transformer_24_f32/before_layout.hlo");
     let text = std::fs::read_to_string(&path).expect("bundled module");
     let opts = driver::Options::new(Arc::new(target::load_builtin("cpu").expect("cpu target")));
-    let want = driver::run(&text, "m.hlo", &opts).expect("runs").text;
+    let want = driver::run(&text, "m.hlo", &opts)
+        .expect("runs")
+        .text()
+        .to_string();
     std::thread::scope(|scope| {
         let runs: Vec<_> = (0..3)
             .map(|_| {
@@ -25,7 +28,7 @@ fn databases_run_side_by_side_without_interfering() {
                     let mut db = Database::default();
                     for _ in 0..2 {
                         let out = driver::run_in(&mut db, &text, "m.hlo", &opts);
-                        assert!(out.is_ok_and(|o| o.text == want), "a run differs");
+                        assert!(out.is_ok_and(|o| o.text() == want), "a run differs");
                     }
                 })
             })

@@ -51,11 +51,11 @@ fn check(text: &str, name: &str, target_name: &str) -> usize {
         .as_ref()
         .map_or(0, |r| r.count(driver::RelayoutKind::ExpandedRelayout));
     let before = hlo::parse_module(text, name).unwrap();
-    let after = hlo::parse_module(&out.text, "out.hlo").unwrap();
+    let after = hlo::parse_module(out.text(), "out.hlo").unwrap();
     if let Err(e) = interp::check_equivalent(&before, &after, &[1], &interp::Limits::default()) {
         panic!(
             "{name} on {target_name}: the expanded output is not equivalent to the input:\n{e}\n{}",
-            out.text
+            out.text()
         );
     }
     expanded

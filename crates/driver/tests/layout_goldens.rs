@@ -40,7 +40,7 @@ fn summary(name: &str, target: &str, out: &driver::Output) -> String {
         stats.copy_bytes + stats.movement_bytes,
         stats.padding_bytes,
     );
-    for line in out.text.lines() {
+    for line in out.text().lines() {
         let pinned =
             line.starts_with("HloModule") || line.contains(" copy(") || line.contains(" bitcast(");
         if pinned {

@@ -17,7 +17,7 @@ fn same_answer<'o>(
 ) -> Option<(&'o Output, &'o Output)> {
     match (a, b) {
         (Ok(a), Ok(b)) => {
-            assert!(a.text == b.text, "{name}: the texts differ");
+            assert!(a.text() == b.text(), "{name}: the texts differ");
             assert_eq!(
                 a.report.assignment, b.report.assignment,
                 "{name}: the assignment reports differ"
@@ -49,31 +49,42 @@ fn same(
     session: &Result<Output, PipelineError>,
 ) {
     if let Some((a, b)) = same_answer(name, stateless, session) {
-        assert!(a.parts.is_none(), "{name}: a stateless run has no parts");
-        let parts = b.parts.as_ref().expect("a database run has parts");
-        parts_tile_the_text(name, &b.text, parts);
+        assert!(a.parts().is_none(), "{name}: a stateless run has no parts");
+        let parts = b.parts().expect("a database run has parts");
+        parts_tile_the_text(name, b.text(), parts);
     }
 }
 
 /// The parts of a database run's text are its header and computations,
 /// as the outliner finds them in that text, and the header's entry layout
 /// is the one the text prints.
-fn parts_tile_the_text(name: &str, text: &str, parts: &driver::OutputParts) {
+fn parts_tile_the_text(name: &str, text: &str, parts: &db::output::Assembled) {
     let outline = hlo::outline(text, name).expect("output text outlines");
-    assert_eq!(parts.header.start, 0, "{name}");
-    let mut at = parts.header.end;
+    let (header, ranges) = parts.ranges();
+    assert_eq!(header.start, 0, "{name}");
+    assert_eq!(
+        &text[header.clone()],
+        parts.header.as_str(),
+        "{name}: the header"
+    );
+    let mut at = header.end;
     assert_eq!(
         parts.computations.len(),
         outline.computations.len(),
         "{name}: computations"
     );
-    for (part, c) in parts.computations.iter().zip(&outline.computations) {
-        let (n, range) = (&part.name, &part.range);
+    for ((part, range), c) in parts
+        .computations
+        .iter()
+        .zip(&ranges)
+        .zip(&outline.computations)
+    {
+        let n = &part.name;
         assert_eq!(
             range.start, at,
             "{name}: {n} does not follow the part before it"
         );
-        assert_eq!(n, &c.name, "{name}: the part's name");
+        assert_eq!(&**n, c.name.as_str(), "{name}: the part's name");
         assert_eq!(
             range.start, c.span.start,
             "{name}: {n} starts where the outline says"
@@ -83,8 +94,9 @@ fn parts_tile_the_text(name: &str, text: &str, parts: &driver::OutputParts) {
             c.span.text(text).trim_end(),
             "{name}: {n}'s text"
         );
+        assert_eq!(part.text(), &text[range.clone()], "{name}: {n}'s text");
         assert_eq!(
-            part.hash,
+            part.hash(),
             db::output::text_hash(&text[range.clone()]),
             "{name}: {n}'s hash is its text's"
         );

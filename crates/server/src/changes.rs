@@ -89,11 +89,8 @@ fn render(v: &impl Serialize) -> Result<Arc<RawValue>, serde_json::Error> {
 impl Rendered {
     /// The fields of `out`, taken from `kept` where they are the same.
     fn of(out: &driver::Output, kept: Option<&Rendered>) -> Result<Rendered, serde_json::Error> {
-        let header = out
-            .parts
-            .as_ref()
-            .map_or("", |p| &out.text[p.header.clone()]);
-        let entry_layout = out.parts.as_ref().map(|p| Arc::clone(&p.entry_layout));
+        let header = out.parts().map_or("", |p| p.header.as_str());
+        let entry_layout = out.parts().map(|p| Arc::clone(&p.entry_layout));
         // The very entry layout kept is that of the very output rendered
         // (each output has its own), so its header is the same too.
         let same_output = kept.is_some_and(|k| match (&k.entry_layout, &entry_layout) {
@@ -123,7 +120,7 @@ impl Rendered {
         let names = parts(out);
         let computations = match kept {
             Some(k) if same_names(&k.names, &names) => Arc::clone(&k.computations),
-            _ => render(&names.iter().map(|p| p.name.as_str()).collect::<Vec<_>>())?,
+            _ => render(&names.iter().map(|p| &*p.name).collect::<Vec<_>>())?,
         };
         Ok(Rendered {
             header_key,
@@ -165,12 +162,11 @@ pub fn new_run_token() -> String {
     format!("{:08x}-{n}", prefix >> 32)
 }
 
-/// The output's computations, in order, each with its name, byte range
-/// and text hash (kept with each computation's output, so a run hashes
-/// only what it printed again).
+/// The output's computations, in order, each with its name, text and
+/// text hash (kept with each computation's output, so a run hashes only
+/// what it printed again).
 fn parts(out: &driver::Output) -> Arc<[Part]> {
-    out.parts
-        .as_ref()
+    out.parts()
         .map_or_else(|| Arc::from(Vec::new()), |p| Arc::clone(&p.computations))
 }
 
@@ -213,12 +209,12 @@ fn unchanged(base: &Arc<[Part]>, now: &Arc<[Part]>) -> Vec<bool> {
         return base
             .iter()
             .zip(now.iter())
-            .map(|(b, n)| b.hash == n.hash)
+            .map(|(b, n)| b.same(n) || b.hash() == n.hash())
             .collect();
     }
-    let by_name: HashMap<&str, u64> = base.iter().map(|b| (b.name.as_str(), b.hash)).collect();
+    let by_name: HashMap<&str, u64> = base.iter().map(|b| (&*b.name, b.hash())).collect();
     now.iter()
-        .map(|n| by_name.get(n.name.as_str()) == Some(&n.hash))
+        .map(|n| by_name.get(&*n.name) == Some(&n.hash()))
         .collect()
 }
 
@@ -242,19 +238,16 @@ pub fn changes_fields(
     let mut changed = Map::new();
     for (p, same) in comps.iter().zip(same) {
         if !same {
-            changed.insert(
-                p.name.clone(),
-                Value::String(out.text[p.range.clone()].to_string()),
-            );
+            changed.insert(p.name.to_string(), Value::String(p.text().to_string()));
         }
     }
     let mut removed: Vec<&str> = match base {
         Some(b) if same_names(&b.computations, &comps) => Vec::new(),
         Some(b) => {
-            let now: HashSet<&str> = comps.iter().map(|p| p.name.as_str()).collect();
+            let now: HashSet<&str> = comps.iter().map(|p| &*p.name).collect();
             b.computations
                 .iter()
-                .map(|p| p.name.as_str())
+                .map(|p| &*p.name)
                 .filter(|n| !now.contains(n))
                 .collect()
         }

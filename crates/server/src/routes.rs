@@ -102,7 +102,7 @@ fn run_answer(
                 header::CONTENT_TYPE,
                 HeaderValue::from_static("text/plain; charset=utf-8"),
             )],
-            axum::body::Bytes::from_owner(SharedText(out.text)),
+            axum::body::Bytes::from_owner(SharedText(Arc::clone(out.shared_text()))),
         )
             .into_response();
     }
@@ -114,7 +114,7 @@ fn run_answer(
     let mut session = session;
     let mut body = match session.as_mut().and_then(|s| s.changes.take()) {
         Some(fields) => fields,
-        None => Fields::from([("module", Field::Text(Arc::clone(&out.text)))]),
+        None => Fields::from([("module", Field::Text(Arc::clone(out.shared_text())))]),
     };
     // A changes answer carries its own report, without the sections the
     // client holds.
@@ -400,7 +400,7 @@ fn checked_session(
     if estimated_bytes(text.len(), computations) > max {
         return Err(session_too_large(text.len(), computations, max));
     }
-    driver::check_loaded_input(&s.db).map_err(pipeline_error)?;
+    driver::check_loaded_input(&mut s.db).map_err(pipeline_error)?;
     Ok(s)
 }
 
@@ -538,7 +538,7 @@ async fn patch_module(
             s.db.replace_computations(&replacements).map_err(|e| ApiError::invalid_request(e.to_string()))?;
             // An edit that leaves the module malformed is refused, and the
             // session keeps the module it had.
-            if let Err(e) = driver::check_loaded_input(&s.db) {
+            if let Err(e) = driver::check_loaded_input(&mut s.db) {
                 s.db.replace_computations(&previous).map_err(|e| ApiError::invalid_request(e.to_string()))?;
                 return Err(pipeline_error(e));
             }

@@ -227,7 +227,7 @@ async fn json_body_with_target_and_options() {
     let mut opts = driver::Options::new(spec);
     opts.passes = vec![driver::PassName::LayoutAssignment];
     let out = driver::run(&text, "request.hlo", &opts).expect("runs");
-    assert_eq!(v["module"].as_str(), Some(out.text.as_str()));
+    assert_eq!(v["module"].as_str(), Some(out.text()));
 }
 
 #[tokio::test]
@@ -275,7 +275,7 @@ async fn yaml_body_and_query_options() {
     let out = driver::run(&text, "request.hlo", &opts).expect("runs");
     assert_eq!(
         v["module"].as_str(),
-        Some(out.text.as_str()),
+        Some(out.text()),
         "expand_relayouts reaches the driver"
     );
     assert_eq!(
@@ -306,7 +306,7 @@ async fn expand_relayouts_reaches_the_relayout_pass() {
             .as_str()
             .map(str::to_string)
             .unwrap_or_default();
-        assert_eq!(module, out.text.as_str(), "expand_relayouts={expand}");
+        assert_eq!(module, out.text(), "expand_relayouts={expand}");
         outputs.push(module);
     }
     assert!(!outputs[0].contains("transpose("), "{}", outputs[0]);
@@ -1309,7 +1309,7 @@ async fn the_solver_is_an_option_and_its_optimality_is_reported() {
     ));
     opts.solver = driver::SolverOptions::exact();
     let out = driver::run(&text, "request.hlo", &opts).expect("runs");
-    assert_eq!(v["module"].as_str(), Some(out.text.as_str()));
+    assert_eq!(v["module"].as_str(), Some(out.text()));
     // Bad values are 400s.
     let a = call(
         &router,

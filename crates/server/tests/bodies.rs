@@ -144,7 +144,10 @@ async fn aliases_within_the_limits_still_decode() {
         target::load_builtin("gpu").expect("gpu"),
     ));
     opts.passes = vec![driver::PassName::LayoutAssignment];
-    let want = driver::run(&text, "request.hlo", &opts).expect("runs").text;
+    let want = driver::run(&text, "request.hlo", &opts)
+        .expect("runs")
+        .text()
+        .to_string();
     assert_eq!(a.json()["module"].as_str(), Some(&want[..]));
     // A patch whose two computations share one text through an alias.
     let a = call(

@@ -193,7 +193,7 @@ pub fn expected(text: &str, target: &str) -> (String, Value) {
     let spec = target::load_builtin(target).expect("a built-in target");
     let opts = driver::Options::new(std::sync::Arc::new(spec));
     let out = driver::run(text, "request.hlo", &opts).expect("the corpus module runs");
-    (out.text.to_string(), wire::report_json(&out.report))
+    (out.text().to_string(), wire::report_json(&out.report))
 }
 
 /// Healthy corpus modules with their stateless answers (CPU target), for
