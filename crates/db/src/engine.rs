@@ -45,11 +45,12 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use hlo::{CallRole, CompId, ComputationLayout, Parallelism, ParseError, Split, VerifyError};
+use hlo::{CallRole, CompId, ComputationLayout, Parallelism, Split, VerifyError};
 use layout_assignment::{Report as AssignmentReport, TiledEntryLayout};
 use relayout::Report as RelayoutReport;
 use salsa::Setter;
 
+use crate::InputFacts;
 use crate::calls::{Calls, Rank};
 use crate::output::{Assembled, InputRefusal, OutputError, Part};
 use crate::pipeline::{self, InputCheck, ModuleStats, Printed, Stub, Transformed};
@@ -217,11 +218,9 @@ impl Pending {
 #[derive(Clone, Debug, Default)]
 struct Kept {
     name: Arc<str>,
-    roles: Vec<(CompId, CallRole)>,
-    named: Vec<CompId>,
-    /// Its signature as its callers' input checks read it.
-    in_stub: Stub,
-    parse_error: Option<ParseError>,
+    /// Its calls, what it names, its signature as its callers' input
+    /// checks read it, and its parse error.
+    facts: Arc<InputFacts>,
     input: Arc<InputCheck>,
     reports: Option<Arc<Transformed>>,
     /// Its signature as its callers' printing reads it.
@@ -434,10 +433,11 @@ impl Engine<'_> {
         });
         timings.push(timing(Step::Parse, t));
         let t = Instant::now();
-        let mut check = todo.clone();
+        let mut check = Marked::new(comps.len(), &todo);
         for &i in &todo {
             self.take_facts(i, comps[i], &mut check);
         }
+        let check = check.list;
         each(self.db, &work(self.db, &comps, &check), |db, c| {
             let _ = pipeline::input_check(db, c);
         });
@@ -469,14 +469,14 @@ impl Engine<'_> {
     /// change makes the call graph stale), what it names, its parse error,
     /// and its input signature, whose change adds the computations that
     /// name it to those to `check`.
-    fn take_facts(&mut self, i: usize, c: SourceComputation, check: &mut Vec<usize>) {
-        let facts = crate::input_facts(self.db, c);
-        let kept = &mut self.ledger.comps[i];
+    fn take_facts(&mut self, i: usize, c: SourceComputation, check: &mut Marked) {
+        let facts = Arc::clone(crate::input_facts(self.db, c));
+        let kept = &self.ledger.comps[i].facts;
         if kept.roles != facts.roles {
-            kept.roles = facts.roles.clone();
             self.ledger.calls_stale = true;
         }
-        if kept.named != facts.named {
+        let (named_changed, stub_changed) = (kept.named != facts.named, kept.stub != facts.stub);
+        if named_changed {
             for &d in &kept.named {
                 if let Some(list) = self.ledger.namers.get_mut(d.index()) {
                     list.retain(|&n| n as usize != i);
@@ -487,18 +487,17 @@ impl Engine<'_> {
                     list.push(i as u32);
                 }
             }
-            self.ledger.comps[i].named = facts.named.clone();
         }
-        let kept = &mut self.ledger.comps[i];
-        kept.parse_error = facts.parse_error.clone();
-        set_member(&mut self.ledger.parse_errors, i, kept.parse_error.is_some());
-        if kept.in_stub != facts.stub {
-            kept.in_stub = facts.stub.clone();
+        set_member(
+            &mut self.ledger.parse_errors,
+            i,
+            facts.parse_error.is_some(),
+        );
+        self.ledger.comps[i].facts = facts;
+        if stub_changed {
             for &n in &self.ledger.namers[i] {
-                let n = n as usize;
-                if !check.contains(&n) {
-                    check.push(n);
-                    self.pending.mark(n, Redo::INPUT);
+                if check.add(n as usize) {
+                    self.pending.mark(n as usize, Redo::INPUT);
                 }
             }
         }
@@ -512,7 +511,7 @@ impl Engine<'_> {
         let entry = self.m.entry(self.db);
         let layout = crate::entry_layout(self.db, self.m);
         problems.extend(pipeline::entry_problems(
-            kept.get(entry as usize).map(|k| &k.in_stub),
+            kept.get(entry as usize).map(|k| &k.facts.stub),
             layout,
             entry,
             kept.len(),
@@ -527,7 +526,7 @@ impl Engine<'_> {
     fn input_verdict(&self) -> Result<(), InputRefusal> {
         let comps = self.m.computations(self.db);
         if let Some(&i) = self.ledger.parse_errors.first()
-            && let Some(e) = &self.ledger.comps[i as usize].parse_error
+            && let Some(e) = &self.ledger.comps[i as usize].facts.parse_error
         {
             let c = comps[i as usize];
             return Err(InputRefusal::Parse(Box::new(absolute(
@@ -585,7 +584,7 @@ impl Engine<'_> {
             kept.len(),
             kept.iter()
                 .enumerate()
-                .map(|(i, k)| (CompId(i as u32), k.roles.as_slice())),
+                .map(|(i, k)| (CompId(i as u32), k.facts.roles.as_slice())),
         );
         if **self.m.calls(self.db) != calls {
             self.m.set_calls(self.db).to(Arc::new(calls));
@@ -659,19 +658,19 @@ impl Engine<'_> {
         rank: &impl Fn(usize) -> Rank,
     ) {
         let level = members.first().map_or(0, |&i| rank(i).level);
-        let mut done: BTreeSet<usize> = BTreeSet::new();
-        loop {
+        let mut listed = Marked::new(comps.len(), members);
+        let mut done = Marked::new(comps.len(), &[]);
+        let mut scanned = 0;
+        while scanned < listed.list.len() {
             let mut branches: Vec<usize> = Vec::new();
-            for &i in members.iter() {
+            for &i in &listed.list[scanned..] {
                 for &b in calls.graph.callees.get(i).map_or(&[][..], Vec::as_slice) {
-                    if calls.graph.is_branch(b) && done.insert(b.index()) {
+                    if calls.graph.is_branch(b) && done.add(b.index()) {
                         branches.push(b.index());
                     }
                 }
             }
-            if branches.is_empty() {
-                return;
-            }
+            scanned = listed.list.len();
             let exports = each(self.db, &work(self.db, comps, &branches), |db, c| {
                 crate::exports_of(db, c)
             });
@@ -681,20 +680,20 @@ impl Engine<'_> {
                     continue;
                 }
                 c.set_exported(self.db).to(exported);
+                // A caller of this level not listed yet joins it (its own
+                // branches are then made too); one of another level is
+                // redone when its level comes.
                 for &p in calls.callers(CompId(b as u32)) {
                     let p = p.index();
-                    if members.contains(&p) {
-                        continue;
-                    }
-                    if rank(p).level == level {
-                        self.pending.mark(p, Redo::FROM_UP);
-                        members.push(p);
-                    } else {
+                    if rank(p).level != level {
                         self.redo_from_up(p, queue, rank);
+                    } else if listed.add(p) {
+                        self.pending.mark(p, Redo::FROM_UP);
                     }
                 }
             }
         }
+        *members = listed.list;
     }
 
     /// Marks the readers of computation `i`'s exports to be redone from
@@ -1041,6 +1040,41 @@ fn timing(step: Step, t: Instant) -> Timing {
     Timing {
         step,
         duration: t.elapsed(),
+    }
+}
+
+/// A list of computations with a mark for each, so that adding one is
+/// constant time however long the list (a full run lists them all).
+struct Marked {
+    list: Vec<usize>,
+    marked: Vec<bool>,
+}
+
+impl Marked {
+    /// The list `first`, of computations below `n`.
+    fn new(n: usize, first: &[usize]) -> Marked {
+        let mut marked = vec![false; n];
+        for &i in first {
+            if let Some(m) = marked.get_mut(i) {
+                *m = true;
+            }
+        }
+        Marked {
+            list: first.to_vec(),
+            marked,
+        }
+    }
+
+    /// Adds `i` unless it is listed; whether it was added.
+    fn add(&mut self, i: usize) -> bool {
+        match self.marked.get_mut(i) {
+            Some(m) if !*m => {
+                *m = true;
+                self.list.push(i);
+                true
+            }
+            _ => false,
+        }
     }
 }
 

@@ -439,10 +439,11 @@ pub struct InputFacts {
 
 /// The input facts of one computation: one query, since all come from one
 /// read of the parse. The engine builds the call graph from every
-/// computation's calls (see [`calls`]).
+/// computation's calls (see [`calls`]), and keeps the facts (shared) to
+/// compare a later run's with.
 #[salsa::tracked(returns(ref))]
-pub fn input_facts(db: &dyn Db, c: SourceComputation) -> InputFacts {
-    match parse_of(db, c) {
+pub fn input_facts(db: &dyn Db, c: SourceComputation) -> Arc<InputFacts> {
+    Arc::new(match parse_of(db, c) {
         Ok(comp) => InputFacts {
             roles: hlo::calls_of(&comp),
             named: pipeline::named(&comp),
@@ -453,7 +454,7 @@ pub fn input_facts(db: &dyn Db, c: SourceComputation) -> InputFacts {
             parse_error: Some(e),
             ..InputFacts::default()
         },
-    }
+    })
 }
 
 /// The entry computation layout: the header's, or derived from the entry

@@ -136,7 +136,9 @@ fn parts(db: &Database, out: &driver::Output) -> Vec<(&'static str, f64)> {
                 check.layouts.clone(),
             ))
         }),
-        ("input facts", &|c| Box::new(db::input_facts(db, c).clone())),
+        ("input facts", &|c| {
+            Box::new(db::InputFacts::clone(db::input_facts(db, c)))
+        }),
         ("constraints", &|c| {
             Box::new(db::constraints(db, c).as_deref().ok().cloned())
         }),
