@@ -45,7 +45,7 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use hlo::{CallRole, CompId, ComputationLayout, Parallelism, Split, VerifyError};
+use hlo::{CallRole, CompId, ComputationLayout, VerifyError};
 use layout_assignment::{Report as AssignmentReport, TiledEntryLayout};
 use relayout::Report as RelayoutReport;
 use salsa::Setter;
@@ -54,6 +54,7 @@ use crate::InputFacts;
 use crate::calls::{Calls, Rank};
 use crate::output::{Assembled, InputRefusal, OutputError, Part};
 use crate::pipeline::{self, InputCheck, ModuleStats, Printed, Stub, Transformed};
+use crate::pool::{Work, each};
 use crate::{
     AssignError, Database, Exported, SignatureResult, SourceComputation, SourceModule, absolute,
 };
@@ -428,7 +429,7 @@ impl Engine<'_> {
         let t = Instant::now();
         let comps = self.comps();
         let todo = self.pending.having(Redo::INPUT);
-        each(self.db, &work(self.db, &comps, &todo), |db, c| {
+        each(self.db, work(self.db, &comps, &todo), |db, c| {
             let _ = crate::input_facts(db, c);
         });
         timings.push(timing(Step::Parse, t));
@@ -438,7 +439,7 @@ impl Engine<'_> {
             self.take_facts(i, comps[i], &mut check);
         }
         let check = check.list;
-        each(self.db, &work(self.db, &comps, &check), |db, c| {
+        each(self.db, work(self.db, &comps, &check), |db, c| {
             let _ = pipeline::input_check(db, c);
         });
         let entry = self.m.entry(self.db) as usize;
@@ -615,8 +616,9 @@ impl Engine<'_> {
                 members.push(i as usize);
             }
             self.branch_exports(&calls, &comps, &mut members, &mut queue, &rank);
-            let own = each(self.db, &work(self.db, &comps, &members), |db, c| {
-                up_own(db, &calls, c)
+            let shared = Arc::clone(&calls);
+            let own = each(self.db, work(self.db, &comps, &members), move |db, c| {
+                up_own(db, &shared, c)
             });
             for (&i, own) in members.iter().zip(own) {
                 let c = comps[i];
@@ -671,7 +673,7 @@ impl Engine<'_> {
                 }
             }
             scanned = listed.list.len();
-            let exports = each(self.db, &work(self.db, comps, &branches), |db, c| {
+            let exports = each(self.db, work(self.db, comps, &branches), |db, c| {
                 crate::exports_of(db, c)
             });
             for (&b, exported) in branches.iter().zip(exports) {
@@ -761,7 +763,7 @@ impl Engine<'_> {
                 queue.pop_first();
                 members.push(i as usize);
             }
-            let decided = each(self.db, &work(self.db, &comps, &members), |db, c| {
+            let decided = each(self.db, work(self.db, &comps, &members), |db, c| {
                 let _ = crate::final_assignment(db, c);
                 crate::boundaries_after(db, c)
             });
@@ -785,7 +787,7 @@ impl Engine<'_> {
         let t = Instant::now();
         let comps = self.comps();
         let todo = self.pending.having(Redo::STEPS);
-        each(self.db, &work(self.db, &comps, &todo), |db, c| {
+        each(self.db, work(self.db, &comps, &todo), |db, c| {
             let _ = pipeline::reports(db, c);
             let _ = pipeline::output_stub(db, c);
         });
@@ -824,7 +826,7 @@ impl Engine<'_> {
         timings.push(timing(Step::ApplyRelayout, t));
         let t = Instant::now();
         let todo = self.pending.having(Redo::PRINT);
-        each(self.db, &work(self.db, &comps, &todo), |db, c| {
+        each(self.db, work(self.db, &comps, &todo), |db, c| {
             let _ = pipeline::printed(db, c);
         });
         for &i in &todo {
@@ -1142,15 +1144,7 @@ fn up_own(db: &Database, calls: &Calls, c: SourceComputation) -> UpOwn {
     }
 }
 
-/// One computation of a phase's work, with what [`each`] orders and
-/// places it by.
-struct Work {
-    comp: SourceComputation,
-    /// Its text's length: the longest go first.
-    size: usize,
-}
-
-/// The computations `todo` (indices into `comps`) as work.
+/// The computations `todo` (indices into `comps`) as a batch's work.
 fn work(db: &Database, comps: &[SourceComputation], todo: &[usize]) -> Vec<Work> {
     todo.iter()
         .map(|&i| Work {
@@ -1158,108 +1152,4 @@ fn work(db: &Database, comps: &[SourceComputation], todo: &[usize]) -> Vec<Work>
             size: comps[i].text(db).len(),
         })
         .collect()
-}
-
-/// The length of text from which a computation's queries run on a handle
-/// of their own (see [`each`]).
-const WIDE_TEXT: usize = 64 * 1024;
-
-/// Runs `step` for every computation of `todo` and returns the results in
-/// `todo`'s order: side by side on as many threads as the
-/// [`Parallelism`] policy splits so many computations over, each taking
-/// the longest text left (the entry is often most of a module and last in
-/// its text; taken last, it ran alone while the other threads had nothing
-/// left), else in order on this thread.
-///
-/// Every thread works on a handle of its own, never on the engine's,
-/// which writes inputs between phases (salsa waits for every other handle
-/// to be dropped). And a computation with a long text (so, often, one
-/// that reads many others' values) runs on a handle made for it: salsa
-/// keeps, per handle, one record of reads for each depth of nested
-/// queries, and clears it for every query after, in time proportional to
-/// the most reads it ever held. On one handle, every small query after
-/// the entry of a module of 16,667 computations cleared a table of
-/// 16,667 reads.
-///
-/// Scoped threads, not rayon's pool: the queries split large computations
-/// on rayon's pool (parsing, relayout, verifying), and a pool thread that
-/// waits for such a split inside a query runs other queued jobs meanwhile.
-/// Were these jobs on that pool, such a thread could start one of them,
-/// with another database handle, in the middle of a query, which salsa
-/// refuses with a panic ("cannot change database mid-query"). A scoped
-/// thread waits for rayon without taking its jobs.
-fn each<T: Send>(
-    db: &Database,
-    todo: &[Work],
-    step: impl Fn(&Database, SourceComputation) -> T + Sync,
-) -> Vec<T> {
-    use std::sync::Mutex;
-    use std::sync::atomic::{AtomicUsize, Ordering};
-    if todo.is_empty() {
-        return Vec::new();
-    }
-    let order = by_size_descending(&todo.iter().map(|w| w.size).collect::<Vec<_>>());
-    let policy = Parallelism::current();
-    let threads = policy
-        .split(Split::Computations, todo.len())
-        .map_or(1, |grain| {
-            rayon::current_num_threads().min(todo.len().div_ceil(grain))
-        });
-    let results: Vec<Mutex<Option<T>>> = (0..todo.len()).map(|_| Mutex::new(None)).collect();
-    let next = AtomicUsize::new(0);
-    let work = |handle: &Database| {
-        loop {
-            let k = next.fetch_add(1, Ordering::Relaxed);
-            let Some(&i) = order.get(k) else { break };
-            let w = &todo[i];
-            let out = if w.size > WIDE_TEXT {
-                step(&handle.clone(), w.comp)
-            } else {
-                step(handle, w.comp)
-            };
-            if let Ok(mut slot) = results[i].lock() {
-                *slot = Some(out);
-            }
-        }
-    };
-    if threads <= 1 {
-        work(&db.clone());
-    } else {
-        std::thread::scope(|scope| {
-            for _ in 1..threads {
-                let handle = db.clone();
-                let work = &work;
-                // The thread decides its splits under the caller's policy;
-                // what it hands to rayon runs on the global pool.
-                scope.spawn(move || {
-                    let _policy = policy.enter();
-                    work(&handle)
-                });
-            }
-            work(&db.clone());
-        });
-    }
-    results
-        .into_iter()
-        .filter_map(|slot| slot.into_inner().ok().flatten())
-        .collect()
-}
-
-/// The indices of `sizes`, largest first; equal sizes keep their order.
-fn by_size_descending(sizes: &[usize]) -> Vec<usize> {
-    let mut order: Vec<usize> = (0..sizes.len()).collect();
-    order.sort_by_key(|&i| std::cmp::Reverse(sizes[i]));
-    order
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn computations_are_handed_out_largest_first_ties_in_module_order() {
-        // An entry of 900 bytes after small regions: it is taken first.
-        assert_eq!(by_size_descending(&[10, 30, 10, 900, 30]), [3, 1, 4, 0, 2]);
-        assert!(by_size_descending(&[]).is_empty());
-    }
 }

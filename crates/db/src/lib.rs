@@ -46,6 +46,7 @@ pub mod engine;
 pub mod output;
 pub mod pipeline;
 mod place;
+mod pool;
 
 use std::hash::{Hash, Hasher};
 use std::sync::{Arc, Mutex};
