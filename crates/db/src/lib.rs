@@ -1159,15 +1159,16 @@ impl Database {
             m.set_computations(self).to(comps);
             self.pending.everything();
         }
-        let table = NameTable::new(
-            outline
-                .computations
-                .iter()
-                .map(|c| c.name.clone())
-                .collect(),
-        );
-        if **m.names(self) != table {
-            m.set_names(self).to(Arc::new(table));
+        let same_names = m
+            .names(self)
+            .names()
+            .iter()
+            .map(String::as_str)
+            .eq(outline.computations.iter().map(|c| c.name.as_str()));
+        if !same_names {
+            let names = outline.computations.iter().map(|c| c.name.clone());
+            m.set_names(self)
+                .to(Arc::new(NameTable::new(names.collect())));
             self.pending.everything();
         }
         if m.entry(self) != outline.entry as u32 {
@@ -1176,8 +1177,11 @@ impl Database {
         }
         self.pending.resize(outline.computations.len());
         self.placement = place::Placement::of(text, &outline);
-        // Computations may have come, gone or moved.
-        self.smallest = None;
+        if !same_names {
+            // Computations came, went or moved: which is smallest is not
+            // known (an edit of a text keeps it known, see `edited_text`).
+            self.smallest = None;
+        }
         Ok(m)
     }
 
