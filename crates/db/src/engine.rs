@@ -53,7 +53,7 @@ use salsa::Setter;
 use crate::InputFacts;
 use crate::calls::{Calls, Rank};
 use crate::output::{Assembled, InputRefusal, OutputError, Part};
-use crate::pipeline::{self, InputCheck, ModuleStats, Printed, Stub, Transformed};
+use crate::pipeline::{self, InputCheck, ModuleStats, Printed, Stub};
 use crate::pool::{Work, each};
 use crate::{
     AssignError, Database, Exported, SignatureResult, SourceComputation, SourceModule, absolute,
@@ -223,7 +223,6 @@ struct Kept {
     /// checks read it, and its parse error.
     facts: Arc<InputFacts>,
     input: Arc<InputCheck>,
-    reports: Option<Arc<Transformed>>,
     /// Its signature as its callers' printing reads it.
     out_stub: Stub,
     printed: Option<Arc<Printed>>,
@@ -788,19 +787,12 @@ impl Engine<'_> {
         let comps = self.comps();
         let todo = self.pending.having(Redo::STEPS);
         each(self.db, work(self.db, &comps, &todo), |db, c| {
-            let _ = pipeline::reports(db, c);
             let _ = pipeline::output_stub(db, c);
         });
         let entry = self.m.entry(self.db) as usize;
         for &i in &todo {
-            let c = comps[i];
-            let reports = Arc::clone(pipeline::reports(self.db, c));
-            let stub = pipeline::output_stub(self.db, c);
+            let stub = pipeline::output_stub(self.db, comps[i]);
             let kept = &mut self.ledger.comps[i];
-            if kept.reports.as_ref() != Some(&reports) {
-                kept.reports = Some(reports);
-                self.ledger.reports = None;
-            }
             if kept.out_stub != *stub {
                 kept.out_stub = stub.clone();
                 for &n in &self.ledger.namers[i] {
@@ -847,12 +839,16 @@ impl Engine<'_> {
                 kept.printed = Some(printed);
                 return;
             }
+            if old.reports != printed.reports {
+                l.reports = None;
+            }
             l.stats.remove(&old.stats);
             if old.check.names != printed.check.names {
                 l.output_module_stale = true;
             }
         } else {
             l.output_module_stale = true;
+            l.reports = None;
         }
         l.stats.add(&printed.stats);
         set_member(&mut l.failures, i, printed.failure.is_some());
@@ -1007,7 +1003,8 @@ impl Engine<'_> {
             self.ledger
                 .comps
                 .iter()
-                .filter_map(|k| k.reports.as_deref())
+                .filter_map(|k| k.printed.as_deref())
+                .map(|p| &*p.reports)
         };
         let assignment = steps.assign.then(|| {
             let mut report = AssignmentReport::default();
@@ -1125,7 +1122,7 @@ fn up_own(db: &Database, calls: &Calls, c: SourceComputation) -> UpOwn {
     let id = c.id(db);
     if calls.graph.is_branch(id) {
         return UpOwn {
-            free: Some(crate::free_signature(db, c).clone()),
+            free: Some(crate::free_signature(db, c)),
             exported: None,
         };
     }

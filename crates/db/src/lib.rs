@@ -624,14 +624,14 @@ impl layout_assignment::CallQueries for Queries<'_> {
             _ => c.exported(db).signature.as_ref(),
         };
         let result = match exported {
-            Some(s) => s,
+            Some(s) => s.clone(),
             None => match phase {
                 Phase::Free => free_signature(db, c),
                 Phase::Final => final_signature(db, c),
                 Phase::Alone => alone_signature(db, c),
             },
         };
-        result.clone().map_err(|e| pass_error(&e))
+        result.map_err(|e| pass_error(&e))
     }
 
     fn cost(
@@ -644,7 +644,7 @@ impl layout_assignment::CallQueries for Queries<'_> {
         let result = match boundary {
             None => match &c.exported(self.db).cost {
                 Some(cost) => cost.clone(),
-                None => alone_cost(self.db, c).clone(),
+                None => alone_cost(self.db, c),
             },
             Some(b) => {
                 self.db.consulted(c, self.reader);
@@ -733,11 +733,11 @@ pub fn is_bound(db: &dyn Db, c: SourceComputation) -> bool {
 /// computation whose boundary its only caller decides, the bounded one
 /// for the boundary that caller chose ([`SourceComputation::boundary`],
 /// which the engine writes), else the alone one; a loop condition follows
-/// its body's final parameters.
-#[salsa::tracked(returns(ref))]
+/// its body's final parameters. Not a query of its own: it picks one of
+/// two queries' values, and what reads it depends on the one it picked.
 pub fn final_assignment(db: &dyn Db, c: SourceComputation) -> AssignmentResult {
     // Only a bound computation reads the boundary, so that the others'
-    // final assignments keep the durability of what they read.
+    // readers keep the durability of what they read.
     if !is_bound(db, c) {
         return alone_assignment(db, c).clone();
     }
@@ -751,15 +751,10 @@ pub fn final_assignment(db: &dyn Db, c: SourceComputation) -> AssignmentResult {
 }
 
 /// The assignment of a conditional branch before the conditional fixes its
-/// result; for any other computation, the final one.
+/// result (asked only for branches: see [`free_signature`]).
 #[salsa::tracked(returns(ref))]
 pub fn free_assignment(db: &dyn Db, c: SourceComputation) -> AssignmentResult {
-    let m = c.module(db);
-    if m.calls(db).graph.is_branch(c.id(db)) {
-        assign(db, c, free_constraints(db, c), WEIGH_LEVELS)
-    } else {
-        final_assignment(db, c).clone()
-    }
+    assign(db, c, free_constraints(db, c), WEIGH_LEVELS)
 }
 
 /// The signature part of an assignment's outcome.
@@ -769,34 +764,39 @@ fn signature_of(a: &AssignmentResult) -> SignatureResult {
         .map_err(Clone::clone)
 }
 
-/// The final signature.
-#[salsa::tracked(returns(ref))]
+/// The final signature (see [`final_assignment`]).
 pub fn final_signature(db: &dyn Db, c: SourceComputation) -> SignatureResult {
-    signature_of(final_assignment(db, c))
+    signature_of(&final_assignment(db, c))
 }
 
-/// The free signature of a branch.
-#[salsa::tracked(returns(ref))]
+/// The free signature of a branch: its assignment before the conditional
+/// fixes its result; for any other computation, its final signature.
 pub fn free_signature(db: &dyn Db, c: SourceComputation) -> SignatureResult {
-    signature_of(free_assignment(db, c))
+    let m = c.module(db);
+    if m.calls(db).graph.is_branch(c.id(db)) {
+        signature_of(free_assignment(db, c))
+    } else {
+        final_signature(db, c)
+    }
 }
 
 /// The signature a computation chooses without its only caller: what that
 /// caller reads first.
-#[salsa::tracked(returns(ref))]
 pub fn alone_signature(db: &dyn Db, c: SourceComputation) -> SignatureResult {
     signature_of(alone_assignment(db, c))
 }
 
-/// The signature of a bounded assignment.
+/// The signature of a bounded assignment: a query of its own, since a
+/// caller weighing a callee under a boundary reads it, and should run
+/// again only when it changed, not whenever the assignment did.
 #[salsa::tracked(returns(ref))]
 pub fn bounded_signature(db: &dyn Db, key: BoundaryKey) -> SignatureResult {
     signature_of(bounded_assignment(db, key))
 }
 
 /// What a computation's alone assignment moves, with the callees whose
-/// boundary it decides.
-#[salsa::tracked]
+/// boundary it decides: what the engine exports to its callers (see
+/// [`exports_of`]), computed when it does.
 pub fn alone_cost(db: &dyn Db, c: SourceComputation) -> Result<Moved, AssignError> {
     let a = alone_assignment(db, c).clone()?;
     subtree(db, c, &a, WEIGH_LEVELS)
@@ -804,7 +804,7 @@ pub fn alone_cost(db: &dyn Db, c: SourceComputation) -> Result<Moved, AssignErro
 
 /// What a computation's bounded assignment moves, with the callees whose
 /// boundary it decides.
-#[salsa::tracked]
+#[salsa::tracked(returns(ref))]
 pub fn bounded_cost(db: &dyn Db, key: BoundaryKey) -> Result<Moved, AssignError> {
     let a = bounded_assignment(db, key).clone()?;
     subtree(db, key.comp(db), &a, key.levels(db))
@@ -828,8 +828,8 @@ fn subtree(
 /// decides its boundary.
 pub fn exports_of(db: &dyn Db, c: SourceComputation) -> Exported {
     Exported {
-        signature: Some(alone_signature(db, c).clone()),
-        cost: is_bound(db, c).then(|| alone_cost(db, c).clone()),
+        signature: Some(alone_signature(db, c)),
+        cost: is_bound(db, c).then(|| alone_cost(db, c)),
     }
 }
 
@@ -842,13 +842,15 @@ pub fn boundaries_after(db: &dyn Db, c: SourceComputation) -> Vec<(SourceComputa
     let (graph, entry, id) = (&m.calls(db).graph, m.entry_id(db), c.id(db));
     let comps = m.computations(db);
     let mut out = Vec::new();
+    let mut assignment = None;
     for &callee in graph.callees.get(id.index()).map_or(&[][..], Vec::as_slice) {
         let decided = matches!(
             layout_assignment::bound_site(graph, entry, callee),
             Some(BoundSite::Called { caller } | BoundSite::WhileBody { caller, .. }) if caller == id
         );
         if decided && let Some(&d) = comps.get(callee.index()) {
-            let chosen = final_assignment(db, c)
+            let chosen = assignment
+                .get_or_insert_with(|| final_assignment(db, c))
                 .as_ref()
                 .map(|a| a.boundary_for(callee).cloned())
                 .map_err(Clone::clone);
@@ -859,9 +861,8 @@ pub fn boundaries_after(db: &dyn Db, c: SourceComputation) -> Vec<(SourceComputa
         layout_assignment::bound_site(graph, entry, id)
         && let Some(&k) = comps.get(condition.index())
     {
-        let chosen = final_signature(db, c)
-            .clone()
-            .map(|s| Some(layout_assignment::condition_boundary(&s)));
+        let chosen =
+            final_signature(db, c).map(|s| Some(layout_assignment::condition_boundary(&s)));
         out.push((k, Chosen(chosen)));
     }
     out
@@ -1534,7 +1535,7 @@ impl Database {
                 Err(e) => return Err(AssignError::Parse(Box::new(absolute(&e, c, self, m)))),
             };
             computations.push(Arc::unwrap_or_clone(comp));
-            let a = final_assignment(self, c).clone().map_err(|e| match e {
+            let a = final_assignment(self, c).map_err(|e| match e {
                 AssignError::Parse(p) => AssignError::Parse(Box::new(absolute(&p, c, self, m))),
                 other => other,
             })?;

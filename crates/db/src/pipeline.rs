@@ -349,6 +349,16 @@ pub struct Transformed {
     pub rewrites: Result<Vec<Arc<Rewrite>>, Box<RelayoutError>>,
 }
 
+impl Default for Transformed {
+    /// No report: no assignment, and no rewrite.
+    fn default() -> Self {
+        Transformed {
+            assignment: Ok(None),
+            rewrites: Ok(Vec::new()),
+        }
+    }
+}
+
 /// One computation after the steps that change it: its assignment applied
 /// (its copies), then the relayout pass, each when it runs. Both work on
 /// one copy of the parsed computation: the steps are one query so that
@@ -395,7 +405,7 @@ pub fn transformed(db: &dyn Db, c: SourceComputation) -> Stepped<Transformed> {
         };
     }
     let applied = final_assignment
-        .map(|a| layout_assignment::apply_computation(&mut out, a, is_entry))
+        .map(|a| layout_assignment::apply_computation(&mut out, &a, is_entry))
         .transpose();
     let assignment = match applied {
         Ok(report) => report.map(Arc::new),
@@ -436,33 +446,6 @@ pub fn transformed(db: &dyn Db, c: SourceComputation) -> Stepped<Transformed> {
 /// [`transformed`]).
 pub(crate) fn keep_transformed(db: &mut crate::Database, n: usize) {
     transformed::set_lru_capacity(db, n);
-}
-
-/// What the steps after assignment report of one computation, kept when
-/// the computation itself is dropped (see [`transformed`]): one query for
-/// both reports, because the module's reports read both of every
-/// computation, and a re-run after an edit re-reads each memo they read.
-#[salsa::tracked(returns(ref))]
-pub fn reports(db: &dyn Db, c: SourceComputation) -> Arc<Transformed> {
-    Arc::new(transformed(db, c).report.clone())
-}
-
-/// One computation's part of the assignment report (`None` without
-/// assignment, or when it was not assigned), or why its assignment could
-/// not be applied.
-pub fn assignment_part(
-    db: &dyn Db,
-    c: SourceComputation,
-) -> &Result<Option<Arc<AssignmentReport>>, ApplyError> {
-    &reports(db, c).assignment
-}
-
-/// One computation's relayout rewrites, or why relayout failed on it.
-pub fn rewrites(
-    db: &dyn Db,
-    c: SourceComputation,
-) -> &Result<Vec<Arc<Rewrite>>, Box<RelayoutError>> {
-    &reports(db, c).rewrites
 }
 
 /// The output computation's signature as its callers see it.
@@ -525,7 +508,7 @@ fn output_entry(db: &dyn Db, m: SourceModule) -> &ComputationLayout {
 /// found in it. One query rather than five, because the module's joins
 /// read all of them of every computation, and a re-run after an edit
 /// re-reads each memo the joins read.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct Printed {
     /// The text, with the blank line after it.
     pub text: String,
@@ -540,6 +523,10 @@ pub struct Printed {
     /// Its names and problems, when the output is checked
     /// ([`Steps::verify`]); empty otherwise.
     pub check: OutputCheck,
+    /// What the steps after assignment report of it (kept here, since the
+    /// computation itself is dropped once the run is over, see
+    /// [`transformed`]).
+    pub reports: Arc<Transformed>,
 }
 
 /// Why the steps before printing stopped on computation `c`, if they did:
@@ -548,7 +535,7 @@ fn failure(db: &dyn Db, c: SourceComputation) -> Option<Box<OutputError>> {
     if c.module(db).steps(db).assign
         && let Err(e) = final_assignment(db, c)
     {
-        return Some(Box::new(OutputError::Assign(e.clone())));
+        return Some(Box::new(OutputError::Assign(e)));
     }
     let report = &transformed(db, c).report;
     if let Err(e) = &report.assignment {
@@ -565,10 +552,13 @@ fn failure(db: &dyn Db, c: SourceComputation) -> Option<Box<OutputError>> {
 #[salsa::tracked(returns(ref))]
 pub fn printed(db: &dyn Db, c: SourceComputation) -> Arc<Printed> {
     let failure = failure(db, c);
-    let Some(comp) = &transformed(db, c).comp else {
+    let stepped = transformed(db, c);
+    let reports = Arc::new(stepped.report.clone());
+    let Some(comp) = &stepped.comp else {
         return Arc::new(Printed {
             hash: crate::output::text_hash(""),
             failure,
+            reports,
             ..Printed::default()
         });
     };
@@ -611,6 +601,7 @@ pub fn printed(db: &dyn Db, c: SourceComputation) -> Arc<Printed> {
         stats,
         failure,
         check,
+        reports,
     })
 }
 

@@ -115,14 +115,15 @@ fn parts(db: &Database, out: &driver::Output) -> Vec<(&'static str, f64)> {
             Box::new(pipeline::printed(db, c).text.clone())
         }),
         ("reports", &|c| {
-            Box::new(pipeline::Transformed::clone(pipeline::reports(db, c)))
+            Box::new(pipeline::Transformed::clone(
+                &pipeline::printed(db, c).reports,
+            ))
         }),
         ("final assignment", &|c| {
             Box::new(
                 db::final_assignment(db, c)
-                    .as_ref()
                     .ok()
-                    .map(|a| layout_assignment::ComputationAssignment::clone(a)),
+                    .map(|a| layout_assignment::ComputationAssignment::clone(&a)),
             )
         }),
         ("input checks", &|c| {
@@ -146,7 +147,7 @@ fn parts(db: &Database, out: &driver::Output) -> Vec<(&'static str, f64)> {
             Box::new(pipeline::output_stub(db, c).clone())
         }),
         ("final signature", &|c| {
-            Box::new(db::final_signature(db, c).clone())
+            Box::new(db::final_signature(db, c).map(|s| s.into_parts()))
         }),
     ];
     let mut parts = Vec::new();
