@@ -606,14 +606,7 @@ impl Engine<'_> {
             .into_iter()
             .map(|i| (rank(i), i as u32))
             .collect();
-        while let Some(&(first, _)) = queue.first() {
-            let mut members: Vec<usize> = Vec::new();
-            while let Some(&(r, i)) = queue.first()
-                && r.level == first.level
-            {
-                queue.pop_first();
-                members.push(i as usize);
-            }
+        while let Some(mut members) = lowest_level(&mut queue) {
             self.branch_exports(&calls, &comps, &mut members, &mut queue, &rank);
             let shared = Arc::clone(&calls);
             let own = each(self.db, work(self.db, &comps, &members), move |db, c| {
@@ -754,14 +747,7 @@ impl Engine<'_> {
             .into_iter()
             .map(|i| (calls.down_rank(CompId(i as u32)), i as u32))
             .collect();
-        while let Some(&(first, _)) = queue.first() {
-            let mut members: Vec<usize> = Vec::new();
-            while let Some(&(r, i)) = queue.first()
-                && r.level == first.level
-            {
-                queue.pop_first();
-                members.push(i as usize);
-            }
+        while let Some(members) = lowest_level(&mut queue) {
             let decided = each(self.db, work(self.db, &comps, &members), |db, c| {
                 let _ = crate::final_assignment(db, c);
                 crate::boundaries_after(db, c)
@@ -1084,6 +1070,20 @@ fn set_member(set: &mut BTreeSet<u32>, i: usize, member: bool) {
     } else {
         set.remove(&(i as u32));
     }
+}
+
+/// Takes the computations of the lowest level out of `queue`, in rank
+/// order (`None` when it is empty).
+fn lowest_level(queue: &mut BTreeSet<(Rank, u32)>) -> Option<Vec<usize>> {
+    let &(first, _) = queue.first()?;
+    let mut members = Vec::new();
+    while let Some(&(r, i)) = queue.first()
+        && r.level == first.level
+    {
+        queue.pop_first();
+        members.push(i as usize);
+    }
+    Some(members)
 }
 
 /// Where each computation is visited in phase 2: its bottom-up rank, but

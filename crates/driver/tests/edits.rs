@@ -20,59 +20,18 @@
 
 use std::sync::Arc;
 
-use db::Database;
-use driver::{Options, Output, PipelineError};
+mod common;
 
-/// SplitMix64: a small generator, so that every run makes the same edits.
-struct Rng(u64);
+use common::same_answer;
+use db::Database;
+use driver::Options;
+
+/// A seeded generator, so that every run makes the same edits.
+struct Rng(interp::SplitMix64);
 
 impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
     fn below(&mut self, n: usize) -> usize {
-        (self.next() % n.max(1) as u64) as usize
-    }
-}
-
-/// The two runs give the same text, reports and counts, or the same error.
-fn same(
-    name: &str,
-    stateless: &Result<Output, PipelineError>,
-    session: &Result<Output, PipelineError>,
-) {
-    match (stateless, session) {
-        (Ok(a), Ok(b)) => {
-            if a.text() != b.text() {
-                let first = a
-                    .text()
-                    .lines()
-                    .zip(b.text().lines())
-                    .enumerate()
-                    .find(|(_, (x, y))| x != y);
-                panic!("{name}: the texts differ, first at (line, stateless, session): {first:?}");
-            }
-            assert_eq!(
-                a.report.assignment, b.report.assignment,
-                "{name}: assignment reports"
-            );
-            assert_eq!(
-                a.report.relayout, b.report.relayout,
-                "{name}: relayout reports"
-            );
-            assert_eq!(a.report.stats, b.report.stats, "{name}: counts");
-        }
-        (Err(a), Err(b)) => assert_eq!(a, b, "{name}: the errors differ"),
-        (a, b) => panic!(
-            "{name}: {:?} against {:?}",
-            a.as_ref().err(),
-            b.as_ref().err()
-        ),
+        (self.0.next_u64() % n.max(1) as u64) as usize
     }
 }
 
@@ -258,14 +217,14 @@ fn edit(rng: &mut Rng, comp: &str, original: &str, others: &[String]) -> Option<
 /// answer with a stateless run of the text it stands for.
 fn edit_and_compare(label: &str, text: &str, opts: &Options, seed: u64, steps: usize) -> usize {
     let file = "m.hlo";
-    let mut rng = Rng(seed);
+    let mut rng = Rng(interp::SplitMix64::new(seed));
     let mut db = Database::default();
     let mut current = text.to_string();
     let originals: Vec<(String, String)> = computations(text)
         .into_iter()
         .map(|(n, r)| (n, text[r].to_string()))
         .collect();
-    same(
+    same_answer(
         &format!("{label}: first run"),
         &driver::run(&current, file, opts),
         &driver::run_in(&mut db, &current, file, opts),
@@ -301,7 +260,7 @@ fn edit_and_compare(label: &str, text: &str, opts: &Options, seed: u64, steps: u
         match sent {
             Sent::Module => {
                 let session = driver::run_in(&mut db, &edited, file, opts);
-                same(&what, &stateless, &session);
+                same_answer(&what, &stateless, &session);
                 // A text the outline refuses is not loaded.
                 if hlo::outline(&edited, file).is_ok() {
                     current = edited;
@@ -326,7 +285,7 @@ fn edit_and_compare(label: &str, text: &str, opts: &Options, seed: u64, steps: u
                     }
                     Ok(()) => {
                         let session = driver::run_loaded(&mut db, opts);
-                        same(&what, &stateless, &session);
+                        same_answer(&what, &stateless, &session);
                         current = edited;
                     }
                 }
@@ -336,7 +295,7 @@ fn edit_and_compare(label: &str, text: &str, opts: &Options, seed: u64, steps: u
         // Now and then a run with nothing changed, which reads only what
         // the last run kept.
         if rng.below(4) == 0 {
-            same(
+            same_answer(
                 &format!("{what}, then again"),
                 &driver::run(&current, file, opts),
                 &driver::run_loaded(&mut db, opts),

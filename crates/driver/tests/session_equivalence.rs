@@ -5,42 +5,11 @@
 
 use std::sync::Arc;
 
+mod common;
+
+use common::same_answer;
 use db::Database;
 use driver::{Options, Output, PipelineError};
-
-/// The two runs give the same text, reports and counts, or the same
-/// error; both outputs, when both succeeded.
-fn same_answer<'o>(
-    name: &str,
-    a: &'o Result<Output, PipelineError>,
-    b: &'o Result<Output, PipelineError>,
-) -> Option<(&'o Output, &'o Output)> {
-    match (a, b) {
-        (Ok(a), Ok(b)) => {
-            assert!(a.text() == b.text(), "{name}: the texts differ");
-            assert_eq!(
-                a.report.assignment, b.report.assignment,
-                "{name}: the assignment reports differ"
-            );
-            assert_eq!(
-                a.report.relayout, b.report.relayout,
-                "{name}: the relayout reports differ"
-            );
-            assert_eq!(a.report.stats, b.report.stats, "{name}: the counts differ");
-            assert_eq!(a.report.module, b.report.module, "{name}");
-            Some((a, b))
-        }
-        (Err(a), Err(b)) => {
-            assert_eq!(a, b, "{name}: the errors differ");
-            None
-        }
-        (a, b) => panic!(
-            "{name}: {:?} against {:?}",
-            a.as_ref().err(),
-            b.as_ref().err()
-        ),
-    }
-}
 
 /// A session's answer is the stateless one, and its parts tile its text.
 fn same(
