@@ -674,6 +674,10 @@ impl Engine<'_> {
                     continue;
                 }
                 c.set_exported(self.db).to(exported);
+                // Its final assignment is the one just made. (Whatever
+                // changed it marked it already; this does not rely on
+                // that.)
+                self.pending.mark(b, Redo::DOWN | Redo::STEPS | Redo::PRINT);
                 // A caller of this level not listed yet joins it (its own
                 // branches are then made too); one of another level is
                 // redone when its level comes.
