@@ -418,7 +418,7 @@ pub async fn serve(
     let mut http = hyper::server::conn::http1::Builder::new();
     http.keep_alive(true)
         .max_header_size(config.max_header_bytes)
-        .writev(false)
+        .writev(true)
         .header_read_timeout(None);
     if config.max_headers != 100 {
         // hyper's default; setting it moves the header array to the heap.

@@ -26,15 +26,22 @@ pub enum Shape {
     /// module of about `instructions / 6` computations, each a 5-instruction
     /// block with a transpose and a reshape across its boundary.
     ManyComputations,
+    /// One entry computation of 2-instruction blocks: a parameter the
+    /// entry computation layout fixes in `{0,1}`, and a `dot` of it with
+    /// itself, which the CPU target needs in `{1,0}`; every dot goes into
+    /// one root tuple. Each block needs a copy of its own, so there are as
+    /// many inserted copies as blocks.
+    ManyCopies,
 }
 
 impl Shape {
     /// Every shape, in the order the benchmarks list them.
-    pub const ALL: [Shape; 4] = [
+    pub const ALL: [Shape; 5] = [
         Shape::Chain,
         Shape::Shared,
         Shape::WideTuple,
         Shape::ManyComputations,
+        Shape::ManyCopies,
     ];
 
     /// The shape's name in benchmark tables.
@@ -44,6 +51,7 @@ impl Shape {
             Shape::Shared => "shared",
             Shape::WideTuple => "wide_tuple",
             Shape::ManyComputations => "many_computations",
+            Shape::ManyCopies => "many_copies",
         }
     }
 
@@ -54,6 +62,7 @@ impl Shape {
             Shape::Shared => shared(instructions),
             Shape::WideTuple => wide_tuple(instructions),
             Shape::ManyComputations => many_computations(instructions),
+            Shape::ManyCopies => many_copies(instructions),
         }
     }
 }
@@ -180,6 +189,31 @@ fn many_computations(instructions: usize) -> String {
         let _ = writeln!(s, "  x{} = f32[64,32] call(x{k}), to_apply=f{k}", k + 1);
     }
     let _ = writeln!(s, "  ROOT out = f32[64,32] negate(x{blocks})\n}}");
+    s
+}
+
+fn many_copies(instructions: usize) -> String {
+    let blocks = instructions.div_ceil(2).max(1);
+    let list = |layout: &str| vec![format!("f32[8,8]{layout}"); blocks].join(", ");
+    let mut s = String::with_capacity(blocks * 130);
+    let _ = write!(
+        s,
+        "HloModule scaling_many_copies, entry_computation_layout={{({})->({})}}\n\nENTRY main {{\n",
+        list("{0,1}"),
+        list("{1,0}")
+    );
+    for k in 0..blocks {
+        let _ = write!(
+            s,
+            "  p{k} = f32[8,8] parameter({k})\n\
+             \x20 d{k} = f32[8,8] dot(p{k}, p{k}), lhs_contracting_dims={{1}}, rhs_contracting_dims={{0}}\n"
+        );
+    }
+    let _ = write!(s, "  ROOT out = ({}) tuple(", list(""));
+    for k in 0..blocks {
+        let _ = write!(s, "{}d{k}", if k == 0 { "" } else { ", " });
+    }
+    s.push_str(")\n}\n");
     s
 }
 

@@ -538,8 +538,11 @@ pub fn apply_computation(
             bytes,
         });
     }
+    // The copies this call inserted, looked up once per copy of the input:
+    // searching the list made a computation with many copies quadratic.
+    let inserted: std::collections::HashSet<&str> = names.iter().map(String::as_str).collect();
     for (_, inst) in comp.instructions() {
-        if inst.opcode != Opcode::Copy || names.contains(&inst.name) {
+        if inst.opcode != Opcode::Copy || inserted.contains(inst.name.as_str()) {
             continue;
         }
         let operand = inst

@@ -79,3 +79,39 @@ fn an_edit_that_fails_is_an_error() {
         }
     );
 }
+
+/// The report tells the input's own copies that move bytes from the copies
+/// the pass inserted, whichever it made them in: here three parameters
+/// fixed in `{0,1}` each need a copy for an `add`, and the input copies
+/// `p3` into the result's `{0,1}` (and `p4` into its own layout, which
+/// moves nothing).
+#[test]
+fn input_copies_are_reported_apart_from_inserted_ones() {
+    let text = "HloModule m, entry_computation_layout={(f32[42,12]{1,0}, f32[42,12]{0,1}, \
+        f32[42,12]{0,1}, f32[42,12]{1,0}, f32[42,12]{1,0})->(f32[42,12]{1,0}, f32[42,12]{0,1}, \
+        f32[42,12]{1,0})}
+ENTRY e {
+  p0 = f32[42,12] parameter(0)
+  p1 = f32[42,12] parameter(1)
+  p2 = f32[42,12] parameter(2)
+  p3 = f32[42,12] parameter(3)
+  p4 = f32[42,12] parameter(4)
+  a1 = f32[42,12] add(p0, p1)
+  a2 = f32[42,12] add(a1, p2)
+  c = f32[42,12] copy(p3)
+  same = f32[42,12] copy(p4)
+  ROOT t = (f32[42,12], f32[42,12], f32[42,12]) tuple(a2, c, same)
+}
+";
+    let mut module = hlo::parse_module(text, "t.hlo").unwrap();
+    let target = target::load_builtin("cpu").unwrap();
+    let report = layout_assignment::run(&mut module, &target).unwrap();
+    let inserted: Vec<&str> = report.copies.iter().map(|c| c.name.as_str()).collect();
+    assert_eq!(inserted, ["p1.copy", "p2.copy"]);
+    let input: Vec<(&str, u64)> = report
+        .input_copies
+        .iter()
+        .map(|m| (m.name.as_str(), m.bytes))
+        .collect();
+    assert_eq!(input, [("c", 42 * 12 * 4)]);
+}

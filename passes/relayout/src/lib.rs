@@ -151,24 +151,25 @@ impl Report {
     /// Bytes moved by the instructions the pass inserted or expanded. A
     /// copy the pass inserted and then expanded counts once, as its
     /// expansion.
+    ///
+    /// The expanded copies are gathered first: looking each inserted copy
+    /// up among all rewrites made every JSON answer quadratic in the
+    /// number of copies.
     pub fn bytes_moved(&self) -> u64 {
+        let expanded: std::collections::HashSet<(&str, &str)> = self
+            .rewrites
+            .iter()
+            .filter(|r| r.kind == RewriteKind::ExpandedRelayout)
+            .map(|r| (r.computation.as_str(), r.instruction.as_str()))
+            .collect();
         self.rewrites
             .iter()
             .filter(|r| {
                 !(r.kind == RewriteKind::InsertedCopy
-                    && self.expanded(&r.computation, &r.instruction))
+                    && expanded.contains(&(r.computation.as_str(), r.instruction.as_str())))
             })
             .map(|r| r.bytes)
             .sum()
-    }
-
-    /// True when the copy `instruction` of `computation` was expanded.
-    fn expanded(&self, computation: &str, instruction: &str) -> bool {
-        self.rewrites.iter().any(|r| {
-            r.kind == RewriteKind::ExpandedRelayout
-                && r.computation == computation
-                && r.instruction == instruction
-        })
     }
 
     /// Bytes moved by the copies the pass inserted.
@@ -334,7 +335,52 @@ pub(crate) fn storage_bytes(a: &ArrayShape) -> u64 {
 
 #[cfg(test)]
 mod tests {
-    use super::RewriteKind;
+    use std::sync::Arc;
+
+    use super::{Report, Rewrite, RewriteKind};
+
+    fn rewrite(
+        kind: RewriteKind,
+        computation: &str,
+        instruction: &str,
+        bytes: u64,
+    ) -> Arc<Rewrite> {
+        let a = shape::ArrayShape::new(shape::PrimitiveType::F32, &[2, 3]);
+        Arc::new(Rewrite {
+            kind,
+            computation: computation.into(),
+            instruction: instruction.into(),
+            operand: "p".into(),
+            from: a.clone(),
+            to: a,
+            transpose_dims: None,
+            bytes,
+            users: Vec::new(),
+            why: String::new(),
+            steps: Vec::new(),
+        })
+    }
+
+    #[test]
+    fn an_expanded_copy_counts_once_as_its_expansion_in_its_own_computation() {
+        use RewriteKind::{ExpandedRelayout, InsertedBitcast, InsertedCopy};
+        let report = Report {
+            rewrites: vec![
+                // Expanded in `main`: counted as the expansion (40), not as
+                // the copy (24).
+                rewrite(InsertedCopy, "main", "copy.1", 24),
+                rewrite(ExpandedRelayout, "main", "copy.1", 40),
+                // The same name in another computation, not expanded there.
+                rewrite(InsertedCopy, "body", "copy.1", 24),
+                // Expanded under another name: the copy still counts.
+                rewrite(InsertedCopy, "main", "copy.2", 8),
+                rewrite(ExpandedRelayout, "main", "copy.3", 16),
+                rewrite(InsertedBitcast, "main", "bitcast.1", 0),
+            ],
+        };
+        assert_eq!(report.bytes_moved(), 40 + 24 + 8 + 16);
+        assert_eq!(report.inserted_copy_bytes(), 24 + 24 + 8);
+    }
 
     #[test]
     fn kinds_keep_their_report_names_and_order() {
