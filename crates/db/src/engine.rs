@@ -958,8 +958,8 @@ impl Engine<'_> {
             None => (
                 Arc::default(),
                 Arc::new(ComputationLayout {
-                    parameters: Vec::new(),
-                    result: shape::Shape::Tuple(Vec::new()),
+                    parameters: Arc::default(),
+                    result: shape::Shape::Tuple(Vec::new()).into(),
                 }),
             ),
         };

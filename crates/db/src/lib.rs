@@ -472,14 +472,18 @@ pub fn entry_layout(db: &dyn Db, m: SourceModule) -> ComputationLayout {
                 .parameters()
                 .into_iter()
                 .map(|p| comp.inst(p).shape.clone())
-                .collect(),
-            result: comp.root().map_or(shape::Shape::Tuple(Vec::new()), |r| {
-                comp.inst(r).shape.clone()
-            }),
+                .collect::<Vec<_>>()
+                .into(),
+            result: comp
+                .root()
+                .map_or(shape::Shape::Tuple(Vec::new()), |r| {
+                    comp.inst(r).shape.clone()
+                })
+                .into(),
         },
         _ => ComputationLayout {
-            parameters: Vec::new(),
-            result: shape::Shape::Tuple(Vec::new()),
+            parameters: Arc::default(),
+            result: shape::Shape::Tuple(Vec::new()).into(),
         },
     }
 }

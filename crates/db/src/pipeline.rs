@@ -128,10 +128,11 @@ pub(crate) fn named(comp: &Computation) -> Vec<CompId> {
 /// shown: the checks ask for the entry layout only when checking the entry
 /// (the layout check compares its parameters and root with it), so the
 /// other computations' checks and printing do not depend on it.
-static NOT_THE_ENTRY: ComputationLayout = ComputationLayout {
-    parameters: Vec::new(),
-    result: shape::Shape::Tuple(Vec::new()),
-};
+static NOT_THE_ENTRY: std::sync::LazyLock<ComputationLayout> =
+    std::sync::LazyLock::new(|| ComputationLayout {
+        parameters: Arc::default(),
+        result: shape::Shape::Tuple(Vec::new()).into(),
+    });
 
 /// The module around computation `c` (parsed or output as `comp`): its
 /// callees' signatures as `stub` gives them and, when `c` is the entry,

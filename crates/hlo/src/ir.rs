@@ -7,6 +7,8 @@
 //! the instruction (fast, no sorting) and walk users or run graph
 //! algorithms on the edges.
 
+use std::sync::Arc;
+
 use petgraph::Direction;
 use petgraph::stable_graph::{NodeIndex, StableDiGraph};
 use petgraph::visit::EdgeRef;
@@ -652,12 +654,18 @@ impl Computation {
 
 /// The parameter and result shapes of a computation, layouts included.
 /// A leaf without a layout is AUTO: the pass chooses it.
+///
+/// The parameters are shared: an entry computation can have thousands,
+/// and a session keeps its entry layout in many places (the header, the
+/// entry's constraints and assignment, the output's header), each of
+/// which used to hold a copy. Change them through [`Arc::make_mut`].
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct ComputationLayout {
     /// One shape per parameter.
-    pub parameters: Vec<Shape>,
-    /// The result shape.
-    pub result: Shape,
+    pub parameters: Arc<Vec<Shape>>,
+    /// The result shape (shared too: an entry's result is often a tuple
+    /// of as many leaves).
+    pub result: Arc<Shape>,
 }
 
 /// How strongly an `input_output_alias` entry aliases.

@@ -338,7 +338,12 @@ fn computation_layout(c: &mut Cursor<'_>) -> Result<ComputationLayout, RawError>
     c.arrow("before the result shape of entry_computation_layout")?;
     let result = parse_shape(c)?;
     c.expect(b'}', "'}' to close entry_computation_layout")?;
-    Ok(ComputationLayout { parameters, result })
+    // Kept for the module's life, with no room to grow.
+    parameters.shrink_to_fit();
+    Ok(ComputationLayout {
+        parameters: std::sync::Arc::new(parameters),
+        result: std::sync::Arc::new(result),
+    })
 }
 
 /// A shape index `{0,1}`.

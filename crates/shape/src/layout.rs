@@ -12,7 +12,7 @@ use smallvec::SmallVec;
 use crate::{PrimitiveType, Shape};
 
 /// Dimension numbers in minor-to-major or major-to-minor order.
-pub type DimVec = SmallVec<[usize; 6]>;
+pub type DimVec = SmallVec<[usize; 4]>;
 
 /// One tile of a tiling: its sizes, most major first, covering a suffix of
 /// the physical dimensions of the shape being tiled.

@@ -9,7 +9,7 @@ use crate::{Layout, LayoutError, PrimitiveType};
 pub const MAX_RANK: usize = 64;
 
 /// Dimension sizes, dimension 0 first.
-pub type Dims = SmallVec<[i64; 6]>;
+pub type Dims = SmallVec<[i64; 4]>;
 
 /// The type of an HLO value.
 // Arrays are by far the most common variant; boxing them would cost an

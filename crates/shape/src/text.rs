@@ -190,6 +190,10 @@ impl<'a> ShapeParser<'a> {
                         self.expect(b',', "',' or ')' in a tuple shape")?;
                     }
                 }
+                // A shape is kept for as long as its value lives, and each
+                // element is some 200 bytes: a tuple of many elements
+                // would keep up to half its size again in spare capacity.
+                elements.shrink_to_fit();
                 Ok(Shape::Tuple(elements))
             }
             Some(b'a'..=b'z' | b'A'..=b'Z') => {
@@ -220,7 +224,7 @@ impl<'a> ShapeParser<'a> {
             return Err(self.error(format!("expected '[' after element type {element_type}")));
         }
         self.pos += 1;
-        let mut dims = SmallVec::<[i64; 6]>::new();
+        let mut dims = crate::Dims::new();
         let mut dynamic = 0u64;
         if !self.eat(b']') {
             loop {

@@ -94,7 +94,7 @@ pub fn relayout_json(r: &driver::RelayoutReport) -> Value {
                 "from": w.from.to_string(),
                 "to": w.to.to_string(),
                 "bytes": w.bytes,
-                "why": w.why,
+                "why": &*w.why,
             });
             if !w.users.is_empty() {
                 o["users"] = json!(w.users);

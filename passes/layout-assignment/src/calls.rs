@@ -304,10 +304,16 @@ fn preferred(
     // Keep the boundary callers see.
     let mut pctx = ctx.clone();
     if pctx.params.is_none() {
-        pctx.params = Some((today.signature.params.clone(), BoundaryReason::Kept));
+        pctx.params = Some((
+            std::sync::Arc::new(today.signature.params.clone()),
+            BoundaryReason::Kept,
+        ));
     }
     if pctx.result.is_none() {
-        pctx.result = Some((today.signature.result.clone(), BoundaryReason::Kept));
+        pctx.result = Some((
+            std::sync::Arc::new(today.signature.result.clone()),
+            BoundaryReason::Kept,
+        ));
     }
     pctx.preferred = callees.clone();
     let mut alone = Vec::with_capacity(callees.len());

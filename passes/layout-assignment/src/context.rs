@@ -74,10 +74,11 @@ pub struct Context {
     /// True for the entry computation.
     pub is_entry: bool,
     /// Fixed parameter layouts, per parameter (array leaves without a
-    /// layout are free, as AUTO entry layouts are).
-    pub params: Option<(Vec<Shape>, BoundaryReason)>,
+    /// layout are free, as AUTO entry layouts are). Shared with the
+    /// entry computation layout, for the entry.
+    pub params: Option<(Arc<Vec<Shape>>, BoundaryReason)>,
     /// A required result layout (leaves without a layout are free).
-    pub result: Option<(Shape, BoundaryReason)>,
+    pub result: Option<(Arc<Shape>, BoundaryReason)>,
     /// True for a while body: the root must keep the parameter's layout.
     pub loop_body: bool,
     /// The module's `input_output_alias` (entry only).

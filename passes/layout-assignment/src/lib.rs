@@ -173,7 +173,7 @@ pub fn context_for(
         match bound_site(graph, entry, id) {
             Some(BoundSite::WhileCondition { body, .. }) => {
                 ctx.params = Some((
-                    b.params.clone(),
+                    Arc::new(b.params.clone()),
                     BoundaryReason::LoopState {
                         body: module.name(body),
                     },
@@ -183,8 +183,8 @@ pub fn context_for(
                 let reason = BoundaryReason::Caller {
                     caller: module.name(caller),
                 };
-                ctx.params = Some((b.params.clone(), reason.clone()));
-                ctx.result = Some((b.result.clone(), reason));
+                ctx.params = Some((Arc::new(b.params.clone()), reason.clone()));
+                ctx.result = Some((Arc::new(b.result.clone()), reason));
             }
             None => {}
         }
@@ -195,7 +195,7 @@ pub fn context_for(
             CallRole::WhileCondition { body } if ctx.params.is_none() => {
                 let sig = signature(*body, Phase::Final)?;
                 ctx.params = Some((
-                    sig.into_parts().params,
+                    Arc::new(sig.into_parts().params),
                     BoundaryReason::LoopState {
                         body: module.name(*body),
                     },
@@ -239,7 +239,7 @@ fn branch_result(
     conditional: &str,
     branches: &[CompId],
     signature: &mut dyn FnMut(CompId, Phase) -> Result<Signature, PassError>,
-) -> Result<Option<(Shape, BoundaryReason)>, PassError> {
+) -> Result<Option<(Arc<Shape>, BoundaryReason)>, PassError> {
     let mut results = Vec::with_capacity(branches.len());
     for &b in branches {
         results.push(signature(b, Phase::Free)?.into_parts().result);
@@ -273,7 +273,7 @@ fn branch_result(
         i += 1;
     });
     Ok(Some((
-        chosen,
+        Arc::new(chosen),
         BoundaryReason::ConditionalResult {
             conditional: conditional.to_string(),
         },
@@ -596,17 +596,17 @@ pub fn apply_computation(
 /// Fills the entry computation layout from the entry's assigned
 /// signature, so that it names every layout; returns the leaves that got
 /// the target's tiling that way (the report's `tiled_entry`).
+///
+/// The parameters and the result stay shared with the input's layout
+/// when filling changes none of them (an entry layout that named every
+/// layout already): each is filled in a copy, kept only if it differs.
 pub fn fill_entry_layout(
     layout: &mut hlo::ComputationLayout,
     signature: &Signature,
 ) -> Vec<TiledEntryLayout> {
     let mut tiled_entry = Vec::new();
-    for (n, (given, chosen)) in layout
-        .parameters
-        .iter_mut()
-        .zip(&signature.params)
-        .enumerate()
-    {
+    let mut filled: Option<Vec<Shape>> = None;
+    for (n, (given, chosen)) in layout.parameters.iter().zip(&signature.params).enumerate() {
         let is_tuple = given.is_tuple();
         let position = |leaf: usize| {
             if is_tuple {
@@ -615,10 +615,20 @@ pub fn fill_entry_layout(
                 format!("parameter {n}")
             }
         };
-        tiled_entry.extend(fill_auto(given, chosen, position));
+        let mut shape = given.clone();
+        tiled_entry.extend(fill_auto(&mut shape, chosen, position));
+        if shape != *given
+            && let Some(slot) = filled
+                .get_or_insert_with(|| layout.parameters.to_vec())
+                .get_mut(n)
+        {
+            *slot = shape;
+        }
     }
-    let result = &mut layout.result;
-    let is_tuple = result.is_tuple();
+    if let Some(parameters) = filled {
+        layout.parameters = Arc::new(parameters);
+    }
+    let is_tuple = layout.result.is_tuple();
     let position = |leaf: usize| {
         if is_tuple {
             format!("result leaf {leaf}")
@@ -626,7 +636,11 @@ pub fn fill_entry_layout(
             "result".to_string()
         }
     };
-    tiled_entry.extend(fill_auto(result, &signature.result, position));
+    let mut result = Shape::clone(&layout.result);
+    tiled_entry.extend(fill_auto(&mut result, &signature.result, position));
+    if result != *layout.result {
+        layout.result = Arc::new(result);
+    }
     tiled_entry
 }
 

@@ -115,3 +115,42 @@ ENTRY e {
         .collect();
     assert_eq!(input, [("c", 42 * 12 * 4)]);
 }
+
+#[test]
+fn filling_an_entry_layout_that_names_every_layout_keeps_it_shared() {
+    use std::sync::Arc;
+    // Every layout given: the output's entry layout is the input's, and a
+    // session keeps one copy of it (the parameters can number thousands).
+    let module = hlo::parse_module(ADD, "add.hlo").unwrap();
+    let plan = assignment(&module);
+    let given = module.entry_computation_layout.clone();
+    let mut filled = given.clone();
+    let tiled = layout_assignment::fill_entry_layout(&mut filled, &plan.signature);
+    assert!(tiled.is_empty());
+    assert_eq!(filled, given);
+    assert!(Arc::ptr_eq(&filled.parameters, &given.parameters));
+    assert!(Arc::ptr_eq(&filled.result, &given.result));
+
+    // No entry layout in the header: the derived one leaves every leaf
+    // AUTO, and filling it makes new parameters and result.
+    let auto = "HloModule m
+ENTRY e {
+  p0 = f32[42,12] parameter(0)
+  p1 = f32[42,12] parameter(1)
+  ROOT add = f32[42,12] add(p0, p1)
+}
+";
+    let module = hlo::parse_module(auto, "auto.hlo").unwrap();
+    let plan = assignment(&module);
+    let given = module.entry_computation_layout.clone();
+    let mut filled = given.clone();
+    layout_assignment::fill_entry_layout(&mut filled, &plan.signature);
+    assert!(!Arc::ptr_eq(&filled.parameters, &given.parameters));
+    assert!(!Arc::ptr_eq(&filled.result, &given.result));
+    for shape in filled.parameters.iter().chain([&*filled.result]) {
+        assert!(
+            shape.as_array().is_some_and(|a| a.layout.is_some()),
+            "{shape}"
+        );
+    }
+}

@@ -100,7 +100,7 @@ fn every_corpus_module_is_tiled_by_the_tpu_policy() {
             }
         }
         // The printed entry layout names the tiles too.
-        for p in &module.entry_computation_layout.parameters {
+        for p in module.entry_computation_layout.parameters.iter() {
             p.for_each_array(&mut |_, a| {
                 if a.element_type.bit_width().is_some_and(|b| b >= 8) {
                     assert!(

@@ -284,10 +284,11 @@ pub fn expand_copies(
             why: format!(
                 "{from} and {to} are tiled differently; the copy is spelled out as its relayout plan: {} instructions, {moves} of them moving data",
                 steps.len()
-            ),
+            )
+            .into(),
             bytes,
-            from,
-            to,
+            from: Arc::new(from),
+            to: Arc::new(to),
             transpose_dims: None,
             users: Vec::new(),
             steps,

@@ -22,12 +22,18 @@ use crate::{Rewrite, RewriteKind, laid_out, same_memory_space};
 /// A bitcast found for one instruction.
 struct Found {
     kind: RewriteKind,
-    /// The report's sentence: it depends only on the key below, so it is
-    /// written once per distinct movement.
-    why: String,
     dims: Option<DimVec>,
-    from: ArrayShape,
-    to: ArrayShape,
+    movement: Movement,
+}
+
+/// The report's shapes and sentence of one distinct movement: they depend
+/// only on the key below, so they are made once and shared by every
+/// rewrite of that movement.
+#[derive(Clone)]
+struct Movement {
+    from: Arc<ArrayShape>,
+    to: Arc<ArrayShape>,
+    why: Arc<str>,
 }
 
 /// Verdicts already reached in one computation, by (kind, from, to,
@@ -36,7 +42,7 @@ struct Found {
 /// many times (the 24-layer transformer has 884 reshapes of 11 distinct
 /// shape pairs), and the exact test and the sentence cost far more than a
 /// lookup.
-type Verdicts = FxHashMap<(RewriteKind, ArrayShape, ArrayShape, Option<DimVec>), Option<String>>;
+type Verdicts = FxHashMap<(RewriteKind, ArrayShape, ArrayShape, Option<DimVec>), Option<Movement>>;
 
 fn verdict(comp: &Computation, id: InstId, seen: &mut Verdicts) -> Option<Found> {
     let inst = comp.inst(id);
@@ -77,8 +83,8 @@ fn verdict(comp: &Computation, id: InstId, seen: &mut Verdicts) -> Option<Found>
         _ => return None,
     };
     let key = (kind, from, to, dims);
-    let why = match seen.get(&key) {
-        Some(why) => why.clone(),
+    let movement = match seen.get(&key) {
+        Some(movement) => movement.clone(),
         None => {
             let (_, from, to, dims) = &key;
             let verdict = match (kind, dims) {
@@ -89,23 +95,24 @@ fn verdict(comp: &Computation, id: InstId, seen: &mut Verdicts) -> Option<Found>
                 _ => shape::layout_change_is_bitcast(from, to),
             }
             .ok();
-            let why = verdict.filter(|v| v.bitcast).map(|v| {
-                format!(
+            let movement = verdict.filter(|v| v.bitcast).map(|v| Movement {
+                why: format!(
                     "the {} from {from} to {to} moves no byte: {}",
                     inst.opcode, v.reason
                 )
+                .into(),
+                from: Arc::new(from.clone()),
+                to: Arc::new(to.clone()),
             });
-            seen.insert(key.clone(), why.clone());
-            why
+            seen.insert(key.clone(), movement.clone());
+            movement
         }
     }?;
-    let (_, from, to, dims) = key;
+    let (_, _, _, dims) = key;
     Some(Found {
         kind,
-        why,
         dims,
-        from,
-        to,
+        movement,
     })
 }
 
@@ -155,10 +162,8 @@ pub fn movements_to_bitcasts(comp: &mut Computation) -> Vec<Arc<Rewrite>> {
 fn rewrite_for(comp: &Computation, id: InstId, found: Found) -> Rewrite {
     let Found {
         kind,
-        why,
         dims,
-        from,
-        to,
+        movement: Movement { from, to, why },
     } = found;
     let operand = comp
         .operands(id)

@@ -351,9 +351,9 @@ impl Inserter {
             computation: self.computation.clone(),
             instruction: name,
             operand: operand_name.clone(),
-            why: format!("{consumer} needs {layout} ({because}), but %{operand_name} is {}; {verb}: {reason}", from.layout_or_default()),
-            from,
-            to,
+            why: format!("{consumer} needs {layout} ({because}), but %{operand_name} is {}; {verb}: {reason}", from.layout_or_default()).into(),
+            from: Arc::new(from),
+            to: Arc::new(to),
             transpose_dims: None,
             bytes,
             users: vec![consumer.to_string()],
@@ -505,7 +505,7 @@ pub fn fix_uses(
     // As in XLA, a memory space in the entry result (`S(n)`, host memory)
     // says where the caller keeps the buffer; the root itself lives in the
     // default memory space, so only the rest of the layout must match.
-    let required_result = facts.result.as_ref().map(in_default_memory_space);
+    let required_result = facts.result.as_deref().map(in_default_memory_space);
     let root_needs_work = match (&required_result, comp.root()) {
         (Some(r), Some(root)) => {
             leaf_differs(&comp.inst(root).shape, r) || !comp.inst(root).shape.same_logical_shape(r)

@@ -437,3 +437,40 @@ ENTRY %main (p: f32[4,8]) -> f32[4,8] {
     assert!(r.rewrites.is_empty(), "{:?}", r.rewrites);
     assert_eq!(find(&m, "c").opcode, Opcode::Copy);
 }
+
+#[test]
+fn reports_of_one_movement_share_their_shapes_and_sentence() {
+    // Two reshapes of the same shapes and one transpose: the reshapes'
+    // reports hold one copy of their shapes and sentence between them
+    // (a session keeps every report), the transpose's its own.
+    let text = r#"HloModule shared_movements
+
+ENTRY %main (p: f32[4,8], q: f32[4,8]) -> (f32[32], f32[32], f32[8,4]) {
+  %p = f32[4,8]{1,0} parameter(0)
+  %q = f32[4,8]{1,0} parameter(1)
+  %a = f32[32]{0} reshape(%p)
+  %b = f32[32]{0} reshape(%q)
+  %t = f32[8,4]{0,1} transpose(%p), dimensions={1,0}
+  ROOT %out = (f32[32]{0}, f32[32]{0}, f32[8,4]{0,1}) tuple(%a, %b, %t)
+}
+"#;
+    let (_, r) = relayout_alone(text, "cpu", false);
+    let report = |name: &str| {
+        r.rewrites
+            .iter()
+            .find(|w| w.instruction == name)
+            .unwrap_or_else(|| panic!("no rewrite for %{name}: {:?}", r.rewrites))
+    };
+    let (a, b, t) = (report("a"), report("b"), report("t"));
+    assert_eq!(a.kind, RewriteKind::ReshapeToBitcast);
+    assert_eq!(b.kind, RewriteKind::ReshapeToBitcast);
+    assert_eq!(t.kind, RewriteKind::TransposeToBitcast);
+    assert_eq!((a.operand.as_str(), b.operand.as_str()), ("p", "q"));
+    assert!(std::sync::Arc::ptr_eq(&a.from, &b.from));
+    assert!(std::sync::Arc::ptr_eq(&a.to, &b.to));
+    assert!(std::sync::Arc::ptr_eq(&a.why, &b.why));
+    assert!(!std::sync::Arc::ptr_eq(&a.from, &t.from));
+    assert!(a.why.contains("moves no byte"), "{}", a.why);
+    assert_eq!(a.from.to_string(), "f32[4,8]{1,0}");
+    assert_eq!(a.to.to_string(), "f32[32]{0}");
+}

@@ -179,18 +179,20 @@ fn parse_in_order(
 fn derived_entry_layout(entry: Option<&Computation>) -> ComputationLayout {
     let Some(comp) = entry else {
         return ComputationLayout {
-            parameters: Vec::new(),
-            result: Shape::Tuple(Vec::new()),
+            parameters: Default::default(),
+            result: Shape::Tuple(Vec::new()).into(),
         };
     };
     let parameters = comp
         .parameters()
         .into_iter()
         .map(|id| comp.inst(id).shape.clone())
-        .collect();
+        .collect::<Vec<_>>()
+        .into();
     let result = comp
         .root()
-        .map_or(Shape::Tuple(Vec::new()), |r| comp.inst(r).shape.clone());
+        .map_or(Shape::Tuple(Vec::new()), |r| comp.inst(r).shape.clone())
+        .into();
     ComputationLayout { parameters, result }
 }
 

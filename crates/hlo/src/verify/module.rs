@@ -98,7 +98,7 @@ pub fn verify_entry_layout(
         }
     }
     let root = entry.root();
-    let root_same = root.is_some_and(|(_, r)| *r == layout.result);
+    let root_same = root.is_some_and(|(_, r)| *r == *layout.result);
     if let (false, Err(e)) = (root_same, layout.result.validate()) {
         module_error(format!(
             "entry_computation_layout result {}: {e}",
@@ -113,7 +113,7 @@ pub fn verify_entry_layout(
             params.len()
         ));
     } else {
-        for (i, (&(name, actual), s)) in params.iter().zip(&layout.parameters).enumerate() {
+        for (i, (&(name, actual), s)) in params.iter().zip(layout.parameters.iter()).enumerate() {
             if !actual.same_logical_shape(s) {
                 module_error(format!(
                     "entry_computation_layout parameter {i} is {} but parameter %{name} is {}",

@@ -575,7 +575,7 @@ pub fn prove_bitcasts(
             };
             let from = array_of(comp, comp.operands(id)[0]);
             let to = array_of(comp, id);
-            if from != r.from || to != r.to {
+            if from != *r.from || to != *r.to {
                 return Err(format!(
                     "%{}: the report says {} -> {}, the module has {from} -> {to}",
                     inst.name, r.from, r.to
