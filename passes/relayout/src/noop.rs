@@ -11,7 +11,7 @@
 //! The instruction keeps its name, metadata and every other attribute;
 //! only a transpose's `dimensions` go, as a bitcast has none.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, OnceLock, PoisonError, Weak};
 
 use hlo::{Computation, InstId, KnownAttr, Opcode, Parallelism, Split};
 use rustc_hash::FxHashMap;
@@ -36,13 +36,92 @@ struct Movement {
     why: Arc<str>,
 }
 
-/// Verdicts already reached in one computation, by (kind, from, to,
-/// transpose dimensions): the report's sentence when the movement is a
-/// bitcast, `None` when it is not. Large modules repeat a few movements
-/// many times (the 24-layer transformer has 884 reshapes of 11 distinct
-/// shape pairs), and the exact test and the sentence cost far more than a
-/// lookup.
-type Verdicts = FxHashMap<(RewriteKind, ArrayShape, ArrayShape, Option<DimVec>), Option<Movement>>;
+/// A movement: its kind, the shapes it moves between, and a transpose's
+/// dimensions.
+type Key = (RewriteKind, ArrayShape, ArrayShape, Option<DimVec>);
+
+/// Verdicts already reached in one run over a computation, by movement:
+/// the report's shapes and sentence when the movement is a bitcast,
+/// `None` when it is not. Large modules repeat a few movements many times
+/// (the 24-layer transformer has 884 reshapes of 11 distinct shape pairs),
+/// and the exact test and the sentence cost far more than a lookup.
+type Verdicts = FxHashMap<Key, Option<Movement>>;
+
+/// The movements found to be bitcasts in every computation this process
+/// has relayouted, for as long as a report holds them: a module of many
+/// small computations repeats the same few movements in each (the
+/// generated module of 16,667 computations has two per computation, both
+/// alike in all of them), and a session keeps every report, so each
+/// computation making its own copies made them a sixth of the session.
+///
+/// Held weakly, so that the cache keeps nothing alive; the entries whose
+/// reports are gone are dropped whenever the map has doubled since the
+/// last sweep, which keeps it within twice the live movements.
+#[derive(Default)]
+struct Shared {
+    map: FxHashMap<Key, WeakMovement>,
+    swept_at: usize,
+}
+
+struct WeakMovement {
+    from: Weak<ArrayShape>,
+    to: Weak<ArrayShape>,
+    why: Weak<str>,
+}
+
+impl WeakMovement {
+    fn of(m: &Movement) -> WeakMovement {
+        WeakMovement {
+            from: Arc::downgrade(&m.from),
+            to: Arc::downgrade(&m.to),
+            why: Arc::downgrade(&m.why),
+        }
+    }
+
+    fn upgrade(&self) -> Option<Movement> {
+        Some(Movement {
+            from: self.from.upgrade()?,
+            to: self.to.upgrade()?,
+            why: self.why.upgrade()?,
+        })
+    }
+
+    fn is_live(&self) -> bool {
+        self.from.strong_count() > 0 && self.to.strong_count() > 0 && self.why.strong_count() > 0
+    }
+}
+
+impl Shared {
+    fn get() -> std::sync::MutexGuard<'static, Shared> {
+        static SHARED: OnceLock<Mutex<Shared>> = OnceLock::new();
+        // The map is consistent between any two statements that touch it,
+        // so a panic elsewhere while it was held leaves it usable.
+        SHARED
+            .get_or_init(Mutex::default)
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The live movement `key` names, if a report holds one.
+    fn find(key: &Key) -> Option<Movement> {
+        Shared::get().map.get(key).and_then(WeakMovement::upgrade)
+    }
+
+    /// `made`, or the live movement `key` names if another run made one
+    /// meanwhile.
+    fn keep(key: &Key, made: Movement) -> Movement {
+        let mut shared = Shared::get();
+        if let Some(live) = shared.map.get(key).and_then(WeakMovement::upgrade) {
+            return live;
+        }
+        shared.map.insert(key.clone(), WeakMovement::of(&made));
+        if shared.map.len() > 2 * shared.swept_at + 64 {
+            shared.map.retain(|_, m| m.is_live());
+            shared.swept_at = shared.map.len();
+        }
+        made
+    }
+}
 
 fn verdict(comp: &Computation, id: InstId, seen: &mut Verdicts) -> Option<Found> {
     let inst = comp.inst(id);
@@ -86,24 +165,11 @@ fn verdict(comp: &Computation, id: InstId, seen: &mut Verdicts) -> Option<Found>
     let movement = match seen.get(&key) {
         Some(movement) => movement.clone(),
         None => {
-            let (_, from, to, dims) = &key;
-            let verdict = match (kind, dims) {
-                (RewriteKind::TransposeToBitcast, Some(dims)) => {
-                    shape::transpose_is_bitcast(from, to, dims)
-                }
-                (RewriteKind::ReshapeToBitcast, _) => shape::reshape_is_bitcast(from, to),
-                _ => shape::layout_change_is_bitcast(from, to),
-            }
-            .ok();
-            let movement = verdict.filter(|v| v.bitcast).map(|v| Movement {
-                why: format!(
-                    "the {} from {from} to {to} moves no byte: {}",
-                    inst.opcode, v.reason
-                )
-                .into(),
-                from: Arc::new(from.clone()),
-                to: Arc::new(to.clone()),
-            });
+            // Another computation's run may have judged it already; a
+            // movement that is no bitcast is judged again, as it has no
+            // report to share.
+            let movement = Shared::find(&key)
+                .or_else(|| judge(&key, inst.opcode).map(|m| Shared::keep(&key, m)));
             seen.insert(key.clone(), movement.clone());
             movement
         }
@@ -113,6 +179,29 @@ fn verdict(comp: &Computation, id: InstId, seen: &mut Verdicts) -> Option<Found>
         kind,
         dims,
         movement,
+    })
+}
+
+/// The exact test of movement `key` (by an instruction of `opcode`), and
+/// its report's shapes and sentence when it is a bitcast.
+fn judge(key: &Key, opcode: Opcode) -> Option<Movement> {
+    let (kind, from, to, dims) = key;
+    let verdict = match (kind, dims) {
+        (RewriteKind::TransposeToBitcast, Some(dims)) => {
+            shape::transpose_is_bitcast(from, to, dims)
+        }
+        (RewriteKind::ReshapeToBitcast, _) => shape::reshape_is_bitcast(from, to),
+        _ => shape::layout_change_is_bitcast(from, to),
+    }
+    .ok()?;
+    verdict.bitcast.then(|| Movement {
+        why: format!(
+            "the {opcode} from {from} to {to} moves no byte: {}",
+            verdict.reason
+        )
+        .into(),
+        from: Arc::new(from.clone()),
+        to: Arc::new(to.clone()),
     })
 }
 
@@ -181,5 +270,49 @@ fn rewrite_for(comp: &Computation, id: InstId, found: Found) -> Rewrite {
         bytes: 0,
         users: Vec::new(),
         steps: Vec::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use shape::PrimitiveType::F32;
+
+    fn key(n: i64) -> Key {
+        (
+            RewriteKind::ReshapeToBitcast,
+            ArrayShape::new(F32, &[n, 2]),
+            ArrayShape::new(F32, &[2 * n]),
+            None,
+        )
+    }
+
+    fn movement(k: &Key) -> Movement {
+        Movement {
+            from: Arc::new(k.1.clone()),
+            to: Arc::new(k.2.clone()),
+            why: Arc::from("a sentence"),
+        }
+    }
+
+    #[test]
+    fn shared_movements_keep_nothing_alive_and_stay_bounded() {
+        // Sizes no other test uses, since the map is the process's.
+        let k = key(1_000_001);
+        let held = Shared::keep(&k, movement(&k));
+        let found = Shared::find(&k).expect("held by a report");
+        assert!(Arc::ptr_eq(&found.from, &held.from));
+        // A second run's own copy gives way to the live one.
+        let again = Shared::keep(&k, movement(&k));
+        assert!(Arc::ptr_eq(&again.why, &held.why));
+        drop((held, found, again));
+        assert!(Shared::find(&k).is_none());
+        // Movements whose reports are gone are swept as the map grows.
+        for n in 0..10_000 {
+            let k = key(2_000_000 + n);
+            drop(Shared::keep(&k, movement(&k)));
+        }
+        let len = Shared::get().map.len();
+        assert!(len < 1_000, "{len} entries kept for no live movement");
     }
 }

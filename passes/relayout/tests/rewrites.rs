@@ -474,3 +474,39 @@ ENTRY %main (p: f32[4,8], q: f32[4,8]) -> (f32[32], f32[32], f32[8,4]) {
     assert_eq!(a.from.to_string(), "f32[4,8]{1,0}");
     assert_eq!(a.to.to_string(), "f32[32]{0}");
 }
+
+#[test]
+fn reports_of_one_movement_share_it_across_computations() {
+    // The same reshape in two computations: one copy of its shapes and
+    // sentence while both reports live (a module of many small
+    // computations repeats a few movements in each).
+    let text = r#"HloModule across
+
+%f (x: f32[4,8]) -> f32[32] {
+  %x = f32[4,8]{1,0} parameter(0)
+  ROOT %inner = f32[32]{0} reshape(%x)
+}
+
+ENTRY %main (p: f32[4,8]) -> (f32[32], f32[32]) {
+  %p = f32[4,8]{1,0} parameter(0)
+  %outer = f32[32]{0} reshape(%p)
+  %c = f32[32]{0} call(%p), to_apply=%f
+  ROOT %out = (f32[32]{0}, f32[32]{0}) tuple(%outer, %c)
+}
+"#;
+    let (_, r) = relayout_alone(text, "cpu", false);
+    let report = |name: &str| {
+        r.rewrites
+            .iter()
+            .find(|w| w.instruction == name)
+            .unwrap_or_else(|| panic!("no rewrite for %{name}: {:?}", r.rewrites))
+    };
+    let (inner, outer) = (report("inner"), report("outer"));
+    assert_eq!(
+        (inner.computation.as_str(), outer.computation.as_str()),
+        ("f", "main")
+    );
+    assert!(std::sync::Arc::ptr_eq(&inner.from, &outer.from));
+    assert!(std::sync::Arc::ptr_eq(&inner.to, &outer.to));
+    assert!(std::sync::Arc::ptr_eq(&inner.why, &outer.why));
+}
