@@ -30,12 +30,15 @@ fn operand_names(m: &hlo::Module, name: &str) -> Vec<String> {
         .collect()
 }
 
-fn kind_of(r: &relayout::Report, name: &str) -> RewriteKind {
+fn rewrite_of<'r>(r: &'r relayout::Report, name: &str) -> &'r relayout::Rewrite {
     r.rewrites
         .iter()
         .find(|w| w.instruction == name)
-        .unwrap_or_else(|| panic!("no rewrite for %{name}"))
-        .kind
+        .unwrap_or_else(|| panic!("no rewrite for %{name}: {:?}", r.rewrites))
+}
+
+fn kind_of(r: &relayout::Report, name: &str) -> RewriteKind {
+    rewrite_of(r, name).kind
 }
 
 #[test]
@@ -455,12 +458,7 @@ ENTRY %main (p: f32[4,8], q: f32[4,8]) -> (f32[32], f32[32], f32[8,4]) {
 }
 "#;
     let (_, r) = relayout_alone(text, "cpu", false);
-    let report = |name: &str| {
-        r.rewrites
-            .iter()
-            .find(|w| w.instruction == name)
-            .unwrap_or_else(|| panic!("no rewrite for %{name}: {:?}", r.rewrites))
-    };
+    let report = |name: &str| rewrite_of(&r, name);
     let (a, b, t) = (report("a"), report("b"), report("t"));
     assert_eq!(a.kind, RewriteKind::ReshapeToBitcast);
     assert_eq!(b.kind, RewriteKind::ReshapeToBitcast);
@@ -495,12 +493,7 @@ ENTRY %main (p: f32[4,8]) -> (f32[32], f32[32]) {
 }
 "#;
     let (_, r) = relayout_alone(text, "cpu", false);
-    let report = |name: &str| {
-        r.rewrites
-            .iter()
-            .find(|w| w.instruction == name)
-            .unwrap_or_else(|| panic!("no rewrite for %{name}: {:?}", r.rewrites))
-    };
+    let report = |name: &str| rewrite_of(&r, name);
     let (inner, outer) = (report("inner"), report("outer"));
     assert_eq!(
         (inner.computation.as_str(), outer.computation.as_str()),
