@@ -309,13 +309,20 @@ impl Database {
     /// Computes every assignment (the phases up to the final assignments),
     /// whatever the input's verdict: for reading assignments directly.
     pub fn assign(&mut self) {
+        self.assign_widened();
+        narrow_lru(self);
+    }
+
+    /// [`Database::assign`], leaving the LRU-kept queries widened to the
+    /// whole module, for a caller that reads every computation's parse and
+    /// assignment next (then [`narrow_lru`]).
+    pub(crate) fn assign_widened(&mut self) {
         if let Some(m) = self.module {
             self.with_engine(m, |e| {
                 widen_lru(e.db, e.ledger.comps.len());
                 let _ = e.input(&mut Vec::new());
                 e.assignments();
             });
-            narrow_lru(self);
         }
     }
 
@@ -352,6 +359,7 @@ impl Database {
 /// beyond the LRU's capacity); [`narrow_lru`] puts them back to one.
 fn widen_lru(db: &mut Database, n: usize) {
     crate::keep_parses(db, n.max(1));
+    crate::keep_assignments(db, n.max(1));
     pipeline::keep_transformed(db, n.max(1));
 }
 
@@ -359,6 +367,7 @@ fn widen_lru(db: &mut Database, n: usize) {
 /// [`crate::Database::release_intermediates`]).
 pub(crate) fn narrow_lru(db: &mut Database) {
     crate::keep_parses(db, 1);
+    crate::keep_assignments(db, 1);
     pipeline::keep_transformed(db, 1);
 }
 
@@ -666,7 +675,7 @@ impl Engine<'_> {
             }
             scanned = listed.list.len();
             let exports = each(self.db, work(self.db, comps, &branches), |db, c| {
-                crate::exports_of(db, c)
+                crate::exports_of(db, c).clone()
             });
             for (&b, exported) in branches.iter().zip(exports) {
                 let c = comps[b];
@@ -753,7 +762,14 @@ impl Engine<'_> {
             .collect();
         while let Some(members) = lowest_level(&mut queue) {
             let decided = each(self.db, work(self.db, &comps, &members), |db, c| {
-                let _ = crate::final_assignment(db, c);
+                // A bound computation's final assignment is made here, in
+                // the assignment phase (any other's is its alone one, made
+                // in phase 2). Its signature rather than the assignment:
+                // salsa finds it unchanged without the assignment, which a
+                // session does not keep (see `crate::alone_assignment`).
+                if crate::is_bound(db, c) {
+                    let _ = crate::final_signature(db, c);
+                }
                 crate::boundaries_after(db, c)
             });
             for (&i, decided) in members.iter().zip(decided) {
@@ -1133,11 +1149,11 @@ fn up_own(db: &Database, calls: &Calls, c: SourceComputation) -> UpOwn {
     if !calls.unread(id) {
         return UpOwn {
             free: None,
-            exported: Some(crate::exports_of(db, c)),
+            exported: Some(crate::exports_of(db, c).clone()),
         };
     }
     if !calls.graph.is_condition(id) {
-        let _ = crate::alone_assignment(db, c);
+        let _ = crate::alone_error(db, c);
     }
     UpOwn {
         free: None,

@@ -352,6 +352,12 @@ pub(crate) fn keep_parses(db: &mut Database, n: usize) {
     parsed::set_lru_capacity(db, n);
 }
 
+/// Sets how many alone assignments, and the constraints they were made
+/// under, salsa's LRU keeps (see [`alone_assignment`]).
+pub(crate) fn keep_assignments(db: &mut Database, n: usize) {
+    alone_assignment::set_lru_capacity(db, n);
+}
+
 /// Parses `c`'s text, looking up the computations it names in its module,
 /// with a fingerprint of what the result depends on.
 fn parse_text(db: &dyn Db, c: SourceComputation) -> (Result<Computation, ParseError>, u64) {
@@ -707,7 +713,15 @@ fn assign(
 
 /// The assignment of a computation without its only caller's choice (for
 /// any other computation, its final assignment).
-#[salsa::tracked(returns(ref))]
+///
+/// Like a parse, it is not kept between runs (the engine widens the LRU
+/// while it runs): it was the largest value a session held after the
+/// texts, and a later run reads it only to redo the computation's steps.
+/// What other computations and the engine read of it are queries of their
+/// own, kept: its signature ([`alone_signature`]), its cost
+/// ([`alone_cost`]) and the boundaries it decides ([`boundaries_after`]),
+/// which salsa finds unchanged without it.
+#[salsa::tracked(returns(ref), lru = 1)]
 pub fn alone_assignment(db: &dyn Db, c: SourceComputation) -> AssignmentResult {
     assign(db, c, constraints(db, c), WEIGH_LEVELS)
 }
@@ -768,9 +782,21 @@ fn signature_of(a: &AssignmentResult) -> SignatureResult {
         .map_err(Clone::clone)
 }
 
-/// The final signature (see [`final_assignment`]).
+/// The final signature (see [`final_assignment`]), from the signature
+/// queries rather than the assignments: those are small and kept, where
+/// an alone assignment is dropped after the run that made it (see
+/// [`alone_assignment`]).
 pub fn final_signature(db: &dyn Db, c: SourceComputation) -> SignatureResult {
-    signature_of(&final_assignment(db, c))
+    if !is_bound(db, c) {
+        return alone_signature(db, c);
+    }
+    match &c.boundary(db).0 {
+        Err(e) => Err(e.clone()),
+        Ok(Some(b)) => {
+            bounded_signature(db, BoundaryKey::new(db, c, b.clone(), WEIGH_LEVELS)).clone()
+        }
+        Ok(None) => alone_signature(db, c),
+    }
 }
 
 /// The free signature of a branch: its assignment before the conditional
@@ -785,9 +811,13 @@ pub fn free_signature(db: &dyn Db, c: SourceComputation) -> SignatureResult {
 }
 
 /// The signature a computation chooses without its only caller: what that
-/// caller reads first.
+/// caller reads first (from [`exports_of`], which is kept when the
+/// assignment is not).
 pub fn alone_signature(db: &dyn Db, c: SourceComputation) -> SignatureResult {
-    signature_of(alone_assignment(db, c))
+    match &exports_of(db, c).signature {
+        Some(signature) => signature.clone(),
+        None => signature_of(alone_assignment(db, c)),
+    }
 }
 
 /// The signature of a bounded assignment: a query of its own, since a
@@ -796,6 +826,15 @@ pub fn alone_signature(db: &dyn Db, c: SourceComputation) -> SignatureResult {
 #[salsa::tracked(returns(ref))]
 pub fn bounded_signature(db: &dyn Db, key: BoundaryKey) -> SignatureResult {
     signature_of(bounded_assignment(db, key))
+}
+
+/// Why a computation's alone assignment failed, if it did: what the
+/// engine's phase 2 asks of a computation nothing reads, which makes its
+/// assignment when it changed. A query of its own, as [`exports_of`] is,
+/// and smaller: nothing reads such a computation's signature.
+#[salsa::tracked(returns(ref))]
+pub fn alone_error(db: &dyn Db, c: SourceComputation) -> Option<AssignError> {
+    alone_assignment(db, c).as_ref().err().cloned()
 }
 
 /// What a computation's alone assignment moves, with the callees whose
@@ -830,37 +869,37 @@ fn subtree(
 /// What `c` exports to its callers once its alone assignment is made (see
 /// [`Exported`]): its signature alone, and its cost alone when its caller
 /// decides its boundary.
+///
+/// A query of its own, kept when the assignment is dropped (see
+/// [`alone_assignment`]): what other computations and the engine read of
+/// an alone assignment is this, and the boundaries it decides
+/// ([`boundaries_after`]), and salsa finds those unchanged without the
+/// assignment.
+#[salsa::tracked(returns(ref))]
 pub fn exports_of(db: &dyn Db, c: SourceComputation) -> Exported {
     Exported {
-        signature: Some(alone_signature(db, c)),
+        signature: Some(signature_of(alone_assignment(db, c))),
         cost: is_bound(db, c).then(|| alone_cost(db, c)),
     }
 }
 
 /// The boundaries `c`'s final assignment decides, for the computations it
 /// decides them for: each callee whose boundary it chooses (from its
-/// final assignment) and, when `c` is a loop body whose condition takes
-/// the loop state from it, that condition (from `c`'s final signature).
+/// final assignment, see [`callee_boundaries`]) and, when `c` is a loop
+/// body whose condition takes the loop state from it, that condition
+/// (from `c`'s final signature).
 pub fn boundaries_after(db: &dyn Db, c: SourceComputation) -> Vec<(SourceComputation, Chosen)> {
     let m = c.module(db);
     let (graph, entry, id) = (&m.calls(db).graph, m.entry_id(db), c.id(db));
     let comps = m.computations(db);
-    let mut out = Vec::new();
-    let mut assignment = None;
-    for &callee in graph.callees.get(id.index()).map_or(&[][..], Vec::as_slice) {
-        let decided = matches!(
-            layout_assignment::bound_site(graph, entry, callee),
-            Some(BoundSite::Called { caller } | BoundSite::WhileBody { caller, .. }) if caller == id
-        );
-        if decided && let Some(&d) = comps.get(callee.index()) {
-            let chosen = assignment
-                .get_or_insert_with(|| final_assignment(db, c))
-                .as_ref()
-                .map(|a| a.boundary_for(callee).cloned())
-                .map_err(Clone::clone);
-            out.push((d, Chosen(chosen)));
-        }
-    }
+    // Asked only of a computation that decides a callee's boundary, so
+    // that the others (most, on a module of many small computations) have
+    // no memo of it.
+    let mut out = if decided_callees(db, c).next().is_some() {
+        callee_boundaries(db, c).clone()
+    } else {
+        Vec::new()
+    };
     if let Some(BoundSite::WhileBody { condition, .. }) =
         layout_assignment::bound_site(graph, entry, id)
         && let Some(&k) = comps.get(condition.index())
@@ -870,6 +909,43 @@ pub fn boundaries_after(db: &dyn Db, c: SourceComputation) -> Vec<(SourceComputa
         out.push((k, Chosen(chosen)));
     }
     out
+}
+
+/// The callees whose boundary `c` decides (see
+/// [`layout_assignment::bound_site`]), as ids and inputs.
+fn decided_callees(
+    db: &dyn Db,
+    c: SourceComputation,
+) -> impl Iterator<Item = (CompId, SourceComputation)> + '_ {
+    let m = c.module(db);
+    let (graph, entry, id) = (&m.calls(db).graph, m.entry_id(db), c.id(db));
+    let comps = m.computations(db);
+    let callees = graph.callees.get(id.index()).map_or(&[][..], Vec::as_slice);
+    callees.iter().filter_map(move |&callee| {
+        let decided = matches!(
+            layout_assignment::bound_site(graph, entry, callee),
+            Some(BoundSite::Called { caller } | BoundSite::WhileBody { caller, .. }) if caller == id
+        );
+        let d = comps.get(callee.index()).copied();
+        d.filter(|_| decided).map(|d| (callee, d))
+    })
+}
+
+/// The boundaries `c`'s final assignment chose for the callees whose
+/// boundary it decides. A query of its own, kept when the assignment is
+/// not (see [`exports_of`]).
+#[salsa::tracked(returns(ref))]
+pub fn callee_boundaries(db: &dyn Db, c: SourceComputation) -> Vec<(SourceComputation, Chosen)> {
+    let assignment = final_assignment(db, c);
+    decided_callees(db, c)
+        .map(|(callee, d)| {
+            let chosen = assignment
+                .as_ref()
+                .map(|a| a.boundary_for(callee).cloned())
+                .map_err(Clone::clone);
+            (d, Chosen(chosen))
+        })
+        .collect()
 }
 
 /// One query execution, as salsa's event hook reported it.
@@ -1530,7 +1606,26 @@ impl Database {
         let m = self
             .module
             .ok_or_else(|| AssignError::Pass(PassError::Module("no module is loaded".into())))?;
-        self.assign();
+        // Read while the LRU keeps every computation's parse and
+        // assignment, so that none is made twice.
+        self.assign_widened();
+        let read = self.read_assigned(m);
+        engine::narrow_lru(self);
+        read
+    }
+
+    /// Every computation of `m` with its final assignment (see
+    /// [`Database::assigned_module`]).
+    fn read_assigned(
+        &self,
+        m: SourceModule,
+    ) -> Result<
+        (
+            Module,
+            std::collections::BTreeMap<CompId, ComputationAssignment>,
+        ),
+        AssignError,
+    > {
         let mut computations = Vec::new();
         let mut assignments = std::collections::BTreeMap::new();
         for &c in m.computations(self) {
@@ -1685,6 +1780,43 @@ mod tests {
         // input (salsa cannot bring the old one back by name).
         db.load(MODULE, "m.hlo", target).unwrap();
         assert_eq!(db.left_behind().computations, 2);
+    }
+
+    /// After a run a session keeps one alone assignment (the LRU's one),
+    /// and a re-run with nothing changed makes none again: what it reads
+    /// of the dropped ones (signatures, costs, decided boundaries) salsa
+    /// finds unchanged without them.
+    #[test]
+    fn a_session_drops_its_assignments_after_a_run() {
+        let target = Arc::new(target::load_str("name: generic\n", "generic.yaml").unwrap());
+        let mut db = Database::default();
+        db.load(MODULE, "m.hlo", target.clone()).unwrap();
+        db.set_steps(pipeline::Steps {
+            assign: true,
+            relayout: true,
+            expand_relayouts: false,
+            verify: true,
+        })
+        .unwrap();
+        let first = db.run().unwrap();
+        let comps = db.module().unwrap().computations(&db).clone();
+        let weak: Vec<_> = comps
+            .iter()
+            .map(|&c| Arc::downgrade(alone_assignment(&db, c).as_ref().unwrap()))
+            .collect();
+        db.release_intermediates(true);
+        // Eviction happens when the next revision starts.
+        db.load(MODULE, "other.hlo", target.clone()).unwrap();
+        db.load(MODULE, "m.hlo", target).unwrap();
+        assert_eq!(weak.iter().filter(|w| w.upgrade().is_some()).count(), 1);
+        db.clear_executions();
+        let again = db.run().unwrap();
+        assert_eq!(first.output.text(), again.output.text());
+        assert!(
+            db.recomputed_computations().is_empty(),
+            "{:?}",
+            db.recomputed_computations()
+        );
     }
 
     #[test]

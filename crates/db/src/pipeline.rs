@@ -177,17 +177,25 @@ pub fn input_stub(db: &dyn Db, c: SourceComputation) -> &Stub {
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Names {
     text: String,
-    ends: Vec<usize>,
+    /// Where each name ends in `text`: `u32`, as a computation's text is
+    /// far below 4 GiB (the parser's spans are `u32` too).
+    ends: Vec<u32>,
 }
 
 impl Names {
     /// The names of `comp`'s instructions, in order.
     pub fn of(comp: &Computation) -> Names {
-        let mut names = Names::default();
+        let mut names = Names {
+            text: String::new(),
+            ends: Vec::with_capacity(comp.len()),
+        };
         for (_, inst) in comp.instructions() {
             names.text.push_str(&inst.name);
-            names.ends.push(names.text.len());
+            names
+                .ends
+                .push(u32::try_from(names.text.len()).unwrap_or(u32::MAX));
         }
+        names.text.shrink_to_fit();
         names
     }
 
@@ -206,7 +214,7 @@ impl Names {
         let starts = std::iter::once(0).chain(self.ends.iter().copied());
         starts
             .zip(&self.ends)
-            .map(|(start, &end)| self.text.get(start..end).unwrap_or(""))
+            .map(|(start, &end)| self.text.get(start as usize..end as usize).unwrap_or(""))
     }
 }
 

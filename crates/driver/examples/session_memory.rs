@@ -101,7 +101,9 @@ fn work(
 }
 
 /// The live bytes of copies of the largest values the session holds, per
-/// query over every computation (each measured alone, then dropped), and
+/// query over every computation (each measured alone, then dropped; an
+/// assignment is not among them, since a session drops it after the run
+/// that made it, see `db::alone_assignment`), and
 /// of the joins the last output `out` shares with the session's ledger.
 fn parts(db: &Database, out: &driver::Output) -> Vec<(&'static str, f64)> {
     let Some(m) = db.module() else {
@@ -109,7 +111,7 @@ fn parts(db: &Database, out: &driver::Output) -> Vec<(&'static str, f64)> {
     };
     let comps = m.computations(db).clone();
     type Part<'a> = (&'static str, &'a dyn Fn(SourceComputation) -> Box<dyn Any>);
-    let copies: [Part<'_>; 10] = [
+    let copies: [Part<'_>; 9] = [
         ("input text", &|c| Box::new(c.text(db).clone())),
         ("printed text", &|c| {
             Box::new(pipeline::printed(db, c).text.clone())
@@ -118,13 +120,6 @@ fn parts(db: &Database, out: &driver::Output) -> Vec<(&'static str, f64)> {
             Box::new(pipeline::Transformed::clone(
                 &pipeline::printed(db, c).reports,
             ))
-        }),
-        ("final assignment", &|c| {
-            Box::new(
-                db::final_assignment(db, c)
-                    .ok()
-                    .map(|a| layout_assignment::ComputationAssignment::clone(&a)),
-            )
         }),
         ("input checks", &|c| {
             Box::new(pipeline::InputCheck::clone(pipeline::input_check(db, c)))

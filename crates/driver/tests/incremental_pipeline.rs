@@ -94,6 +94,7 @@ fn a_body_edit_reruns_only_that_computations_steps() {
         &module("ROOT lr = f32[8,4] exponential(ln)"),
         expect![[r#"
             [
+                "exports_of(leaf)",
                 "input_check(leaf)",
                 "input_facts(leaf)",
                 "output_stub(leaf)",
@@ -118,6 +119,11 @@ fn a_signature_edit_reruns_the_neighbours_steps_too() {
         ),
         expect![[r#"
             [
+                "alone_error(main)",
+                "callee_boundaries(f)",
+                "callee_boundaries(main)",
+                "exports_of(f)",
+                "exports_of(leaf)",
                 "input_check(f)",
                 "input_check(leaf)",
                 "input_facts(leaf)",
@@ -149,6 +155,7 @@ fn renaming_an_instruction_reruns_only_that_computations_steps() {
         &module("ROOT lr = f32[8,4] abs(ln2)").replace("ln = f32", "ln2 = f32"),
         expect![[r#"
             [
+                "exports_of(leaf)",
                 "input_check(leaf)",
                 "input_facts(leaf)",
                 "output_stub(leaf)",
@@ -200,11 +207,14 @@ fn a_body_edit_checks_each_value_it_keeps_once() {
     expect![[r#"
         {
             "alone_assignment": 2,
+            "alone_error": 1,
             "bounded_assignment": 8,
             "bounded_cost": 6,
-            "bounded_signature": 10,
+            "bounded_signature": 12,
+            "callee_boundaries": 2,
             "constraints": 3,
             "entry_layout": 1,
+            "exports_of": 1,
             "input_facts": 2,
             "is_scheduled": 1,
             "output_entry_layout": 1,

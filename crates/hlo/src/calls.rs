@@ -93,6 +93,12 @@ impl CallGraph {
                 }
             }
         }
+        // A session keeps the graph: its lists, mostly of one or two
+        // entries, without the room growing left.
+        for lists in [&mut g.callees, &mut g.sites] {
+            lists.iter_mut().for_each(Vec::shrink_to_fit);
+        }
+        g.roles.iter_mut().for_each(Vec::shrink_to_fit);
         g
     }
 }

@@ -342,7 +342,9 @@ fn computation_layout(c: &mut Cursor<'_>) -> Result<ComputationLayout, RawError>
     parameters.shrink_to_fit();
     Ok(ComputationLayout {
         parameters: std::sync::Arc::new(parameters),
-        result: std::sync::Arc::new(result),
+        // Shared: the entry computation's root has this shape too, and a
+        // session keeps both.
+        result: crate::shared_shape(&result),
     })
 }
 

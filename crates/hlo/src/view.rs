@@ -5,6 +5,8 @@
 //! computation's callees, so that a change inside a callee's body does not
 //! reach its callers.
 
+use std::sync::Arc;
+
 use shape::Shape;
 
 use crate::{CompId, Computation, ComputationLayout, IoAlias, Module};
@@ -85,7 +87,10 @@ impl<'a> Callee<'a> {
     pub fn parameter_shapes(self) -> Vec<&'a Shape> {
         match self {
             Callee::Whole(_) => self.parameters().into_iter().map(|(_, s)| s).collect(),
-            Callee::Signature(s) => s.shapes[..s.parameter_count()].iter().collect(),
+            Callee::Signature(s) => s.shapes[..s.parameter_count()]
+                .iter()
+                .map(|s| &**s)
+                .collect(),
         }
     }
 
@@ -108,8 +113,10 @@ pub struct CalleeSignature {
     /// Where each name in `names` ends.
     ends: Box<[u32]>,
     /// The parameters' shapes in parameter order, then the root's when
-    /// there is a root.
-    shapes: Box<[Shape]>,
+    /// there is a root, each shared with every signature of the process
+    /// that has it (see [`crate::shared_shape`]): signatures repeat a few
+    /// shapes, and a session keeps two of every computation.
+    shapes: Box<[Arc<Shape>]>,
     has_root: bool,
 }
 
@@ -132,7 +139,7 @@ impl CalleeSignature {
         CalleeSignature {
             names: names.into_boxed_str(),
             ends: ends.into_boxed_slice(),
-            shapes: parts.iter().map(|&(_, s)| s.clone()).collect(),
+            shapes: shared_shapes(parts.iter().map(|&(_, s)| s)),
             has_root: root.is_some(),
         }
     }
@@ -158,6 +165,17 @@ impl CalleeSignature {
     fn entry(&self, k: usize) -> (&str, &Shape) {
         (self.name_at(k + 1), &self.shapes[k])
     }
+}
+
+/// Each of `shapes`, shared (see [`crate::shared_shape`]); a shape equal
+/// to the one before it is the same copy without a lookup.
+fn shared_shapes<'a>(shapes: impl Iterator<Item = &'a Shape>) -> Box<[Arc<Shape>]> {
+    let mut out: Vec<Arc<Shape>> = Vec::with_capacity(shapes.size_hint().0);
+    for shape in shapes {
+        let same = out.last().filter(|last| ***last == *shape).cloned();
+        out.push(same.unwrap_or_else(|| crate::shared_shape(shape)));
+    }
+    out.into_boxed_slice()
 }
 
 /// The module-level facts a pass needs of the module around one

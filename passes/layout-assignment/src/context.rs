@@ -27,9 +27,16 @@ pub struct SignatureParts {
 }
 
 impl Signature {
-    /// The signature of parameters `params` and result `result`.
+    /// The signature of parameters `params` and result `result`, shared
+    /// with every equal signature of the process that is alive (see
+    /// [`hlo::WeakCache`]): a session keeps every computation's signature,
+    /// and a module of many computations repeats a few.
     pub fn new(params: Vec<Shape>, result: Shape) -> Signature {
-        Signature(Arc::new(SignatureParts { params, result }))
+        static SHARED: hlo::WeakCache<u64, Arc<SignatureParts>> = hlo::WeakCache::new();
+        Signature(hlo::shared_by_hash(
+            &SHARED,
+            SignatureParts { params, result },
+        ))
     }
 
     /// The parts, to change (copied first when shared).

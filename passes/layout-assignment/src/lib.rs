@@ -590,6 +590,8 @@ pub fn apply_computation(
         report.filled.extend(a.filled.iter().cloned());
     }
     report.computations.push(a.stats.clone());
+    // A session keeps every computation's report: no spare room.
+    report.shrink_to_fit();
     Ok(report)
 }
 
@@ -639,7 +641,9 @@ pub fn fill_entry_layout(
     let mut result = Shape::clone(&layout.result);
     tiled_entry.extend(fill_auto(&mut result, &signature.result, position));
     if result != *layout.result {
-        layout.result = Arc::new(result);
+        // Shared: the output entry computation's root has this shape too,
+        // and a session keeps both.
+        layout.result = hlo::shared_shape(&result);
     }
     tiled_entry
 }

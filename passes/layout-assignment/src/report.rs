@@ -240,6 +240,19 @@ pub struct Optimality {
 }
 
 impl Report {
+    /// Drops the lists' spare room (a report kept for a long time holds a
+    /// computation's few records, in lists that grew to four at least).
+    pub fn shrink_to_fit(&mut self) {
+        self.copies.shrink_to_fit();
+        self.movements.shrink_to_fit();
+        self.input_copies.shrink_to_fit();
+        self.retilings.shrink_to_fit();
+        self.orientations.shrink_to_fit();
+        self.filled.shrink_to_fit();
+        self.tiled_entry.shrink_to_fit();
+        self.computations.shrink_to_fit();
+    }
+
     /// [`Report::extend`] with a copy of `other`'s records, made in place:
     /// a session merges every computation's report on each run, and
     /// cloning each whole report first allocated its lists twice.

@@ -11,9 +11,9 @@
 //! The instruction keeps its name, metadata and every other attribute;
 //! only a transpose's `dimensions` go, as a bitcast has none.
 
-use std::sync::{Arc, Mutex, OnceLock, PoisonError, Weak};
+use std::sync::{Arc, Weak};
 
-use hlo::{Computation, InstId, KnownAttr, Opcode, Parallelism, Split};
+use hlo::{Computation, Downgrade, InstId, KnownAttr, Opcode, Parallelism, Split, WeakCache};
 use rustc_hash::FxHashMap;
 use shape::{ArrayShape, DimVec};
 
@@ -48,78 +48,42 @@ type Key = (RewriteKind, ArrayShape, ArrayShape, Option<DimVec>);
 type Verdicts = FxHashMap<Key, Option<Movement>>;
 
 /// The movements found to be bitcasts in every computation this process
-/// has relayouted, for as long as a report holds them: a module of many
-/// small computations repeats the same few movements in each (the
-/// generated module of 16,667 computations has two per computation, both
-/// alike in all of them), and a session keeps every report, so each
-/// computation making its own copies made them a sixth of the session.
-///
-/// Held weakly, so that the cache keeps nothing alive; the entries whose
-/// reports are gone are dropped whenever the map has doubled since the
-/// last sweep, which keeps it within twice the live movements.
-#[derive(Default)]
-struct Shared {
-    map: FxHashMap<Key, WeakMovement>,
-    swept_at: usize,
-}
+/// has relayouted, for as long as a report holds them (see
+/// [`hlo::WeakCache`]): a module of many small computations repeats the
+/// same few movements in each (the generated module of 16,667
+/// computations has two per computation, both alike in all of them), and
+/// a session keeps every report, so each computation making its own
+/// copies made them a sixth of the session.
+static SHARED: WeakCache<Key, Movement> = WeakCache::new();
 
+/// A movement as [`SHARED`] holds it.
 struct WeakMovement {
     from: Weak<ArrayShape>,
     to: Weak<ArrayShape>,
     why: Weak<str>,
 }
 
-impl WeakMovement {
-    fn of(m: &Movement) -> WeakMovement {
+impl Downgrade for Movement {
+    type Weak = WeakMovement;
+
+    fn downgrade(&self) -> WeakMovement {
         WeakMovement {
-            from: Arc::downgrade(&m.from),
-            to: Arc::downgrade(&m.to),
-            why: Arc::downgrade(&m.why),
+            from: Arc::downgrade(&self.from),
+            to: Arc::downgrade(&self.to),
+            why: Arc::downgrade(&self.why),
         }
     }
 
-    fn upgrade(&self) -> Option<Movement> {
+    fn upgrade(weak: &WeakMovement) -> Option<Movement> {
         Some(Movement {
-            from: self.from.upgrade()?,
-            to: self.to.upgrade()?,
-            why: self.why.upgrade()?,
+            from: weak.from.upgrade()?,
+            to: weak.to.upgrade()?,
+            why: weak.why.upgrade()?,
         })
     }
 
-    fn is_live(&self) -> bool {
-        self.from.strong_count() > 0 && self.to.strong_count() > 0 && self.why.strong_count() > 0
-    }
-}
-
-impl Shared {
-    fn get() -> std::sync::MutexGuard<'static, Shared> {
-        static SHARED: OnceLock<Mutex<Shared>> = OnceLock::new();
-        // The map is consistent between any two statements that touch it,
-        // so a panic elsewhere while it was held leaves it usable.
-        SHARED
-            .get_or_init(Mutex::default)
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-    }
-
-    /// The live movement `key` names, if a report holds one.
-    fn find(key: &Key) -> Option<Movement> {
-        Shared::get().map.get(key).and_then(WeakMovement::upgrade)
-    }
-
-    /// `made`, or the live movement `key` names if another run made one
-    /// meanwhile.
-    fn keep(key: &Key, made: Movement) -> Movement {
-        let mut shared = Shared::get();
-        if let Some(live) = shared.map.get(key).and_then(WeakMovement::upgrade) {
-            return live;
-        }
-        shared.map.insert(key.clone(), WeakMovement::of(&made));
-        if shared.map.len() > 2 * shared.swept_at + 64 {
-            shared.map.retain(|_, m| m.is_live());
-            shared.swept_at = shared.map.len();
-        }
-        made
+    fn is_live(weak: &WeakMovement) -> bool {
+        weak.from.strong_count() > 0 && weak.to.strong_count() > 0 && weak.why.strong_count() > 0
     }
 }
 
@@ -168,8 +132,9 @@ fn verdict(comp: &Computation, id: InstId, seen: &mut Verdicts) -> Option<Found>
             // Another computation's run may have judged it already; a
             // movement that is no bitcast is judged again, as it has no
             // report to share.
-            let movement = Shared::find(&key)
-                .or_else(|| judge(&key, inst.opcode).map(|m| Shared::keep(&key, m)));
+            let movement = SHARED
+                .find(&key)
+                .or_else(|| judge(&key, inst.opcode).map(|m| SHARED.keep(key.clone(), m)));
             seen.insert(key.clone(), movement.clone());
             movement
         }
@@ -296,23 +261,21 @@ mod tests {
     }
 
     #[test]
-    fn shared_movements_keep_nothing_alive_and_stay_bounded() {
-        // Sizes no other test uses, since the map is the process's.
+    fn shared_movements_live_while_a_report_holds_them() {
+        // Sizes no other test uses, since the cache is the process's.
         let k = key(1_000_001);
-        let held = Shared::keep(&k, movement(&k));
-        let found = Shared::find(&k).expect("held by a report");
+        let held = SHARED.keep(k.clone(), movement(&k));
+        let found = SHARED.find(&k).expect("held by a report");
         assert!(Arc::ptr_eq(&found.from, &held.from));
+        assert!(Arc::ptr_eq(&found.to, &held.to));
+        assert!(Arc::ptr_eq(&found.why, &held.why));
         // A second run's own copy gives way to the live one.
-        let again = Shared::keep(&k, movement(&k));
+        let again = SHARED.keep(k.clone(), movement(&k));
         assert!(Arc::ptr_eq(&again.why, &held.why));
+        // A report that kept only the sentence keeps no movement.
+        let why = Arc::clone(&held.why);
         drop((held, found, again));
-        assert!(Shared::find(&k).is_none());
-        // Movements whose reports are gone are swept as the map grows.
-        for n in 0..10_000 {
-            let k = key(2_000_000 + n);
-            drop(Shared::keep(&k, movement(&k)));
-        }
-        let len = Shared::get().map.len();
-        assert!(len < 1_000, "{len} entries kept for no live movement");
+        assert!(SHARED.find(&k).is_none());
+        drop(why);
     }
 }
