@@ -516,7 +516,8 @@ impl Engine<'_> {
     /// module, then the entry computation against the entry layout.
     fn input_module_problems(&self) -> Vec<VerifyError> {
         let kept = &self.ledger.comps;
-        let mut problems = pipeline::name_problems(kept.iter().map(|k| (&*k.name, &k.input.names)));
+        let mut problems =
+            pipeline::name_problems(kept.iter().map(|k| (&*k.name, &*k.input.names)));
         let entry = self.m.entry(self.db);
         let layout = crate::entry_layout(self.db, self.m);
         problems.extend(pipeline::entry_problems(

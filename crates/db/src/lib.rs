@@ -422,7 +422,7 @@ pub(crate) fn take_parse(db: &dyn Db, c: SourceComputation) -> Result<Computatio
 /// other input facts (see [`input_facts`]), so that the check does not
 /// need the parses themselves (see [`parsed`]).
 pub fn parse_error(db: &dyn Db, c: SourceComputation) -> Option<&ParseError> {
-    input_facts(db, c).parse_error.as_ref()
+    input_facts(db, c).parse_error.as_deref()
 }
 
 /// What the rest of the module reads of one computation's parse: the
@@ -441,7 +441,8 @@ pub struct InputFacts {
     /// checks read it.
     pub stub: pipeline::Stub,
     /// Why it does not parse (then it makes no call and has no stub).
-    pub parse_error: Option<ParseError>,
+    /// Boxed: rare, and a session keeps the facts of every computation.
+    pub parse_error: Option<Box<ParseError>>,
 }
 
 /// The input facts of one computation: one query, since all come from one
@@ -458,7 +459,7 @@ pub fn input_facts(db: &dyn Db, c: SourceComputation) -> Arc<InputFacts> {
             parse_error: None,
         },
         Err(e) => InputFacts {
-            parse_error: Some(e),
+            parse_error: Some(Box::new(e)),
             ..InputFacts::default()
         },
     })
@@ -502,8 +503,17 @@ pub type AssignmentResult = Result<Arc<ComputationAssignment>, AssignError>;
 pub enum AssignError {
     #[error("{0}")]
     Parse(Box<ParseError>),
+    /// Boxed, as the parse error is: an error is rare, and every kept
+    /// signature, cost and boundary is as large as its error variant (a
+    /// session keeps several of each computation).
     #[error("{0}")]
-    Pass(PassError),
+    Pass(Box<PassError>),
+}
+
+impl From<PassError> for AssignError {
+    fn from(e: PassError) -> AssignError {
+        AssignError::Pass(Box::new(e))
+    }
 }
 
 struct Facts<'db> {
@@ -547,7 +557,7 @@ pub type ConstraintsResult = Result<Arc<Context>, AssignError>;
 
 fn pass_error(e: &AssignError) -> PassError {
     match e {
-        AssignError::Pass(p) => p.clone(),
+        AssignError::Pass(p) => PassError::clone(p),
         AssignError::Parse(p) => PassError::Module(p.message.clone()),
     }
 }
@@ -571,7 +581,7 @@ fn build_constraints(
     let mut signature = |other: CompId, phase: Phase| q.signature(other, phase);
     layout_assignment::context_for(&facts, graph, id, phase, boundary, &mut signature)
         .map(Arc::new)
-        .map_err(AssignError::Pass)
+        .map_err(AssignError::from)
 }
 
 /// The constraints of a computation as its callers see it (without its
@@ -708,7 +718,7 @@ fn assign(
         &mut q,
     )
     .map(Arc::new)
-    .map_err(AssignError::Pass)
+    .map_err(AssignError::from)
 }
 
 /// The assignment of a computation without its only caller's choice (for
@@ -863,7 +873,7 @@ fn subtree(
     let mut q = Queries { db, m, reader: c };
     let (graph, entry) = (&m.calls(db).graph, m.entry_id(db));
     layout_assignment::subtree_cost(graph, entry, c.id(db), a, levels, &mut q)
-        .map_err(AssignError::Pass)
+        .map_err(AssignError::from)
 }
 
 /// What `c` exports to its callers once its alone assignment is made (see
@@ -1605,7 +1615,7 @@ impl Database {
     > {
         let m = self
             .module
-            .ok_or_else(|| AssignError::Pass(PassError::Module("no module is loaded".into())))?;
+            .ok_or_else(|| AssignError::from(PassError::Module("no module is loaded".into())))?;
         // Read while the LRU keeps every computation's parse and
         // assignment, so that none is made twice.
         self.assign_widened();
@@ -1648,7 +1658,7 @@ impl Database {
     pub fn parsed_module(&self) -> Result<Module, AssignError> {
         let m = self
             .module
-            .ok_or_else(|| AssignError::Pass(PassError::Module("no module is loaded".into())))?;
+            .ok_or_else(|| AssignError::from(PassError::Module("no module is loaded".into())))?;
         let mut computations = Vec::new();
         for &c in m.computations(self) {
             match parse_of(self, c) {
@@ -1782,6 +1792,15 @@ mod tests {
         assert_eq!(db.left_behind().computations, 2);
     }
 
+    /// What a session keeps of every computation is as large as its error
+    /// variants: errors are boxed so that it stays small.
+    #[test]
+    fn kept_results_stay_small() {
+        assert!(std::mem::size_of::<AssignError>() <= 16);
+        assert!(std::mem::size_of::<Exported>() <= 40);
+        assert!(std::mem::size_of::<InputFacts>() <= 96);
+    }
+
     /// After a run a session keeps one alone assignment (the LRU's one),
     /// and a re-run with nothing changed makes none again: what it reads
     /// of the dropped ones (signatures, costs, decided boundaries) salsa
@@ -1804,6 +1823,12 @@ mod tests {
             .iter()
             .map(|&c| Arc::downgrade(alone_assignment(&db, c).as_ref().unwrap()))
             .collect();
+        // A computation the steps add no instruction to keeps one list of
+        // names for its input and output checks.
+        for &c in &comps {
+            let (input, output) = (pipeline::input_check(&db, c), pipeline::printed(&db, c));
+            assert!(Arc::ptr_eq(&input.names, &output.check.names));
+        }
         db.release_intermediates(true);
         // Eviction happens when the next revision starts.
         db.load(MODULE, "other.hlo", target.clone()).unwrap();

@@ -226,7 +226,9 @@ impl Names {
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct InputCheck {
     /// Its instruction names, in order.
-    pub names: Names,
+    /// Its instruction names, in order (shared with the output's when the
+    /// steps add none).
+    pub names: Arc<Names>,
     /// Its structural problems.
     pub structural: Vec<VerifyError>,
     /// Its bitcasts that move bytes, checked only when it has no
@@ -254,7 +256,7 @@ pub fn input_check(db: &dyn Db, c: SourceComputation) -> Arc<InputCheck> {
         Vec::new()
     };
     Arc::new(InputCheck {
-        names: Names::of(comp),
+        names: Arc::new(Names::of(comp)),
         structural,
         bitcasts,
     })
@@ -492,6 +494,7 @@ fn output_check(
     comp: &Computation,
     assign: bool,
     target: &target::TargetSpec,
+    input_names: &Arc<Names>,
 ) -> OutputCheck {
     let structural = hlo::verify_computation(v, id, comp);
     let layouts = if structural.is_empty() && assign {
@@ -499,8 +502,16 @@ fn output_check(
     } else {
         Vec::new()
     };
+    // Most computations come out with the names they came in with: a
+    // session then keeps one list for both.
+    let names = Names::of(comp);
+    let names = if names == **input_names {
+        Arc::clone(input_names)
+    } else {
+        Arc::new(names)
+    };
     OutputCheck {
-        names: Arc::new(Names::of(comp)),
+        names,
         structural,
         layouts,
     }
@@ -576,9 +587,10 @@ pub fn printed(db: &dyn Db, c: SourceComputation) -> Arc<Printed> {
     let id = c.id(db);
     let v = view(db, c, comp, output_stub, output_entry);
     let target = m.target(db);
+    let input_names = Arc::clone(&input_check(db, c).names);
     let check = || {
         if steps.verify {
-            output_check(&v, id, comp, steps.assign, target)
+            output_check(&v, id, comp, steps.assign, target, &input_names)
         } else {
             OutputCheck::default()
         }

@@ -141,8 +141,11 @@ fn parts(db: &Database, out: &driver::Output) -> Vec<(&'static str, f64)> {
         ("output stubs", &|c| {
             Box::new(pipeline::output_stub(db, c).clone())
         }),
-        ("final signature", &|c| {
-            Box::new(db::final_signature(db, c).map(|s| s.into_parts()))
+        // What callers read of a computation's assignment, kept (the
+        // assignment itself is not).
+        ("exported signature", &|c| {
+            let exported = &c.exported(db).signature;
+            Box::new(exported.clone().map(|s| s.map(|s| s.into_parts())))
         }),
     ];
     let mut parts = Vec::new();
