@@ -3,9 +3,9 @@
 //!
 //! A session is charged what its database holds, estimated from its module
 //! text and its number of computations: the text alone understates it by
-//! an order of magnitude once the pipeline has run (salsa keeps every
-//! computation's assignments, signatures, rewrites and printed text, and a
-//! record per query per computation). The factors below were fitted on the
+//! several times once it is checked or run (its parses until the first
+//! run; then every computation's signatures, rewrites and printed text,
+//! and a record per query per computation). The factors below were fitted on the
 //! resident set of `tessera serve` per session
 //! (`crates/cli/tests/serve_memory.rs` checks that the estimate stays
 //! within a factor of two of it, on two modules of different shapes).
@@ -36,30 +36,26 @@ pub struct Session {
 /// A session's cost before any module: the database and its tables.
 const BASE_BYTES: usize = 64 << 10;
 /// Memory per byte of module text, and per computation. A session is
-/// charged from its creation what it holds once the pipeline ran on it:
-/// what loading holds (the text, each computation's own copy, names and
-/// the inputs' tables), plus every computation's assignments and
-/// signatures and the per-computation steps' small values (signatures,
-/// names, problems, counts, rewrites and printed text), the assembled
-/// output text, and salsa's record of what each of those read. Neither the
-/// parses nor the output computations are kept between runs (see
-/// `db::Database::release_intermediates`); a new session holds its parses
-/// from its check until its first run (7.4x the transformer's text,
-/// counted by `dhat`), which is less.
+/// charged from its creation the larger of its two states: from its check
+/// until its first run it holds its parses (on the transformer, 7.8x its
+/// text resident); after a run it drops them (and its assignments, see
+/// `db::Database::release_intermediates`) and holds its texts, the
+/// per-computation steps' small values, its reports and salsa's record of
+/// what each of those read (3.8x on the transformer, by `dhat` 3.91x).
 ///
 /// Much of that is a record per query per computation, whatever the
 /// computation's size, so a session is charged per computation too. Fitted
-/// on two resident sets of `tessera serve` per session
-/// (`crates/cli/tests/serve_memory.rs`, which checks that the charge stays
-/// within a factor of two of them): the 1.2 MB transformer, 455
-/// computations, 8.4 to 11.8 MiB; a generated module of 0.87 MB in 3,333
-/// computations of six instructions, 39.7 MiB. Charged by its text alone
-/// (11 bytes per byte), the second was charged 9.2 MiB. The record of the
-/// last answer (`response=changes`: a name and a hash per computation) is
-/// not charged on its own.
+/// on two resident sets of `tessera serve` per session, at the larger of
+/// the two states (`crates/cli/tests/serve_memory.rs`, which checks that
+/// the charge stays within a factor of two of them): the 1.2 MB
+/// transformer, 455 computations, 9.0 MiB once checked and 4.4 MiB once
+/// run; a generated module of 0.87 MB in 3,333 computations of six
+/// instructions, 20.0 MiB and 19.6 MiB (2026-11-29, 8e8483a). The record
+/// of the last answer (`response=changes`: a name and a hash per
+/// computation) is not charged on its own.
 const PER_TEXT_BYTE: usize = 6;
 /// See [`PER_TEXT_BYTE`].
-const PER_COMPUTATION: usize = 12 << 10;
+const PER_COMPUTATION: usize = 5 << 10;
 
 /// The memory a session holds, estimated from its module text and its
 /// number of computations.
