@@ -352,8 +352,10 @@ pub(crate) fn keep_parses(db: &mut Database, n: usize) {
     parsed::set_lru_capacity(db, n);
 }
 
-/// Sets how many alone assignments, and the constraints they were made
-/// under, salsa's LRU keeps (see [`alone_assignment`]).
+/// Sets how many alone assignments salsa's LRU keeps (see
+/// [`alone_assignment`]). Not their constraints: an evicted value cannot
+/// be compared with the next one, and the constraints are what keeps an
+/// assignment from running again when what it reads did not change.
 pub(crate) fn keep_assignments(db: &mut Database, n: usize) {
     alone_assignment::set_lru_capacity(db, n);
 }
@@ -728,9 +730,10 @@ fn assign(
 /// while it runs): it was the largest value a session held after the
 /// texts, and a later run reads it only to redo the computation's steps.
 /// What other computations and the engine read of it are queries of their
-/// own, kept: its signature ([`alone_signature`]), its cost
-/// ([`alone_cost`]) and the boundaries it decides ([`boundaries_after`]),
-/// which salsa finds unchanged without it.
+/// own, kept: its signature and cost alone ([`exports_of`]), the
+/// boundaries it decides ([`callee_boundaries`]) and, for a computation
+/// nothing reads, whether it failed ([`alone_error`]); salsa finds those
+/// unchanged without it.
 #[salsa::tracked(returns(ref), lru = 1)]
 pub fn alone_assignment(db: &dyn Db, c: SourceComputation) -> AssignmentResult {
     assign(db, c, constraints(db, c), WEIGH_LEVELS)

@@ -225,7 +225,6 @@ impl Names {
 /// check read.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct InputCheck {
-    /// Its instruction names, in order.
     /// Its instruction names, in order (shared with the output's when the
     /// steps add none).
     pub names: Arc<Names>,
