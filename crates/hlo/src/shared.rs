@@ -16,6 +16,7 @@
 //! whenever a shard has doubled since its last sweep, which keeps each
 //! shard within about twice the live values.
 
+use std::borrow::Cow;
 use std::hash::{BuildHasher, Hash};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
 
@@ -124,28 +125,13 @@ impl<K: Hash + Eq, V: Downgrade> WeakCache<K, V> {
         made
     }
 
-    /// The live value equal to `key`, or one made by `make` and kept.
-    pub fn share(&self, key: &K, make: impl FnOnce() -> V) -> V
-    where
-        K: Clone,
-    {
-        match self.find(key) {
-            Some(live) => live,
-            None => self.keep(key.clone(), make()),
-        }
-    }
-
     /// How many entries the cache holds, live or not yet swept.
-    pub fn len(&self) -> usize {
+    #[cfg(test)]
+    fn len(&self) -> usize {
         self.shards
             .iter()
             .map(|s| s.lock().unwrap_or_else(PoisonError::into_inner).map.len())
             .sum()
-    }
-
-    /// Whether the cache holds no entry.
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
     }
 }
 
@@ -158,20 +144,22 @@ impl<K: Hash + Eq, V: Downgrade> Default for WeakCache<K, V> {
 /// The live value of `cache` equal to `value`, or `value` kept, with the
 /// cache keyed by the value's hash (see [`WeakCache::keep_if`]), so that
 /// it holds no copy of a value as its key.
-pub fn shared_by_hash<T: Hash + Eq>(cache: &WeakCache<u64, Arc<T>>, value: T) -> Arc<T> {
-    match find_by_hash(cache, &value) {
-        Ok(live) => live,
-        Err(hash) => cache.keep_if(hash, Arc::new(value), |live, made| live == made),
-    }
+pub fn shared_by_hash<T: Hash + Eq + Clone>(cache: &WeakCache<u64, Arc<T>>, value: T) -> Arc<T> {
+    share_by_hash(cache, Cow::Owned(value))
 }
 
-/// The live value of `cache` equal to `value`, or `value`'s hash to keep
-/// a copy under.
-fn find_by_hash<T: Hash + Eq>(cache: &WeakCache<u64, Arc<T>>, value: &T) -> Result<Arc<T>, u64> {
-    let hash = FxBuildHasher.hash_one(value);
+/// [`shared_by_hash`] for a value owned or borrowed: a borrowed one is
+/// copied only when no live one is equal.
+fn share_by_hash<T: Hash + Eq + Clone>(
+    cache: &WeakCache<u64, Arc<T>>,
+    value: Cow<'_, T>,
+) -> Arc<T> {
+    let hash = FxBuildHasher.hash_one(&*value);
     match cache.find(&hash) {
-        Some(live) if *live == *value => Ok(live),
-        _ => Err(hash),
+        Some(live) if *live == *value => live,
+        _ => cache.keep_if(hash, Arc::new(value.into_owned()), |live, made| {
+            live == made
+        }),
     }
 }
 
@@ -179,10 +167,7 @@ fn find_by_hash<T: Hash + Eq>(cache: &WeakCache<u64, Arc<T>>, value: &T) -> Resu
 /// long time holds, where many such values repeat a few shapes.
 pub fn shared_shape(shape: &shape::Shape) -> Arc<shape::Shape> {
     static SHAPES: WeakCache<u64, Arc<shape::Shape>> = WeakCache::new();
-    match find_by_hash(&SHAPES, shape) {
-        Ok(live) => live,
-        Err(hash) => SHAPES.keep_if(hash, Arc::new(shape.clone()), |live, made| live == made),
-    }
+    share_by_hash(&SHAPES, Cow::Borrowed(shape))
 }
 
 #[cfg(test)]
@@ -192,8 +177,8 @@ mod tests {
     #[test]
     fn a_cache_shares_live_values_keeps_none_alive_and_stays_bounded() {
         let cache: WeakCache<u64, Arc<String>> = WeakCache::new();
-        let held = cache.share(&1, || Arc::new("one".to_string()));
-        let found = cache.share(&1, || Arc::new("another".to_string()));
+        let held = cache.keep(1, Arc::new("one".to_string()));
+        let found = cache.find(&1).expect("held");
         assert!(Arc::ptr_eq(&held, &found));
         // A caller's own copy gives way to the live one.
         let again = cache.keep(1, Arc::new("one".to_string()));
@@ -202,7 +187,7 @@ mod tests {
         assert!(cache.find(&1).is_none());
         // Entries whose values are gone are swept as the shards grow.
         for n in 0..100_000 {
-            drop(cache.share(&n, || Arc::new(n.to_string())));
+            drop(cache.keep(n, Arc::new(n.to_string())));
         }
         let len = cache.len();
         assert!(
