@@ -361,13 +361,22 @@ pub(crate) fn keep_assignments(db: &mut Database, n: usize) {
 }
 
 /// Parses `c`'s text, looking up the computations it names in its module,
-/// with a fingerprint of what the result depends on.
+/// with a fingerprint of what the result depends on. The first parse of a
+/// computation loaded into an empty database takes the parse made with
+/// the module's outline (see [`Seeds`]), which is what parsing its text
+/// gives.
 fn parse_text(db: &dyn Db, c: SourceComputation) -> (Result<Computation, ParseError>, u64) {
     let m = c.module(db);
     let table = m.names(db);
     let text = c.text(db);
-    // The result depends on the text and on the ids of the computations
-    // it names, nothing else: those are what the fingerprint hashes.
+    if let Some(comp) = db.take_seed(c) {
+        let looked_up = pipeline::named(&comp)
+            .into_iter()
+            .map(|id| (table.name(id).to_string(), Some(id)))
+            .collect();
+        let fingerprint = parse_fingerprint(text, looked_up);
+        return (Ok(comp), fingerprint);
+    }
     let looked_up = Mutex::new(Vec::new());
     let resolve = |name: &str| {
         let id = table.get(name);
@@ -383,10 +392,23 @@ fn parse_text(db: &dyn Db, c: SourceComputation) -> (Result<Computation, ParseEr
         col: 1,
     };
     let result = hlo::parse_computation(text, &span, &resolve, "");
+    let looked_up = looked_up.into_inner().unwrap_or_default();
+    (result, parse_fingerprint(text, looked_up))
+}
+
+/// The fingerprint of a parse: its text and the computations it looked up
+/// by name, with the ids found. A parse depends on nothing else. The names
+/// are taken once each, in id order, since a large computation is parsed
+/// in pieces that look names up in no fixed order; a parse that succeeded
+/// looked up exactly the computations it names (a name not found is an
+/// error), which is how a seeded parse counts them.
+fn parse_fingerprint(text: &str, mut looked_up: Vec<(String, Option<CompId>)>) -> u64 {
+    looked_up.sort_unstable_by(|a, b| (a.1, &a.0).cmp(&(b.1, &b.0)));
+    looked_up.dedup();
     let mut h = FxHasher::default();
     text.hash(&mut h);
-    looked_up.into_inner().unwrap_or_default().hash(&mut h);
-    (result, h.finish())
+    looked_up.hash(&mut h);
+    h.finish()
 }
 
 /// The parse of `c`, or its first error: the one [`parsed`] holds, or, if
@@ -983,6 +1005,37 @@ pub trait Db: salsa::Database {
     /// one of its inputs, which `reader`'s values now depend on. The engine
     /// makes `reader` run again whenever `callee` might have changed.
     fn consulted(&self, callee: SourceComputation, reader: SourceComputation);
+
+    /// Takes the parse of `c` made when its module was loaded, if one is
+    /// left (see [`Seeds`]).
+    fn take_seed(&self, c: SourceComputation) -> Option<Computation>;
+}
+
+/// Computations parsed while their module was loaded into an empty
+/// database, beside the outline scan, as a stateless parse of a large
+/// module does (see [`hlo::outline_and_parse`]); each computation's first
+/// parse takes its own ([`parse_text`]). Made only for a first load, and
+/// dropped as soon as any text is loaded or edited again, so that a seed
+/// is always the parse of its computation's text under the module's
+/// names.
+#[derive(Debug, Default)]
+pub(crate) struct Seeds(Mutex<FxHashMap<SourceComputation, Computation>>);
+
+impl Seeds {
+    fn take(&self, c: SourceComputation) -> Option<Computation> {
+        self.0.lock().ok()?.remove(&c)
+    }
+
+    fn set(&self, seeds: FxHashMap<SourceComputation, Computation>) {
+        if let Ok(mut held) = self.0.lock() {
+            *held = seeds;
+        }
+    }
+
+    /// Drops every seed left (see [`Seeds`]).
+    fn clear(&self) {
+        self.set(FxHashMap::default());
+    }
 }
 
 /// Who weighed each computation under a boundary (see [`Db::consulted`]):
@@ -1022,6 +1075,7 @@ pub struct Database {
     /// order they ran, once per run of an assignment.
     assigned: Arc<Mutex<Vec<SourceComputation>>>,
     consulted: Arc<Consulted>,
+    seeds: Arc<Seeds>,
     module: Option<SourceModule>,
     /// The loaded text's `HloModule` line, by number (from 1) and text:
     /// where module-wide problems are reported. Kept out of salsa, since
@@ -1056,6 +1110,7 @@ impl Clone for Database {
             executions: Arc::clone(&self.executions),
             assigned: Arc::clone(&self.assigned),
             consulted: Arc::clone(&self.consulted),
+            seeds: Arc::clone(&self.seeds),
             module: self.module,
             header_at: None,
             placement: place::Placement::default(),
@@ -1125,6 +1180,7 @@ impl Database {
             executions: Arc::default(),
             assigned: Arc::default(),
             consulted: Arc::default(),
+            seeds: Arc::default(),
             module: None,
             header_at: None,
             placement: place::Placement::default(),
@@ -1151,6 +1207,10 @@ impl Db for Database {
     fn consulted(&self, callee: SourceComputation, reader: SourceComputation) {
         self.consulted.add(callee, reader);
     }
+
+    fn take_seed(&self, c: SourceComputation) -> Option<Computation> {
+        self.seeds.take(c)
+    }
 }
 
 /// A query that ran, by name and the computation it ran for.
@@ -1175,6 +1235,7 @@ pub enum LoadError {
 
 /// Sets an edited computation's text, and marks it to be redone.
 fn edited_text(db: &mut Database, c: SourceComputation, text: String) {
+    db.seeds.take(c);
     let len = text.len();
     db.smallest = match db.smallest {
         // The smallest grew: which one is smallest now is not known.
@@ -1202,7 +1263,15 @@ impl Database {
         file_name: &str,
         target: Arc<TargetSpec>,
     ) -> Result<SourceModule, LoadError> {
-        let outline = hlo::outline(text, file_name).map_err(|e| LoadError::Parse(Box::new(e)))?;
+        self.seeds.clear();
+        // A first load parses a large module beside its outline scan, as a
+        // stateless parse does; a later one parses only what changed.
+        let (outline, parsed) = if self.module.is_none() {
+            hlo::outline_and_parse(text, file_name)
+        } else {
+            hlo::outline(text, file_name).map(|o| (o, None))
+        }
+        .map_err(|e| LoadError::Parse(Box::new(e)))?;
         self.header_at = text
             .lines()
             .enumerate()
@@ -1249,6 +1318,9 @@ impl Database {
             self.pending.everything();
         }
         let comps = self.load_computations(m, text, &outline);
+        if let Some(parsed) = parsed {
+            self.seeds.set(comps.iter().copied().zip(parsed).collect());
+        }
         if *m.computations(self) != comps {
             m.set_computations(self).to(comps);
             self.pending.everything();
@@ -1871,5 +1943,115 @@ mod tests {
         assert_eq!(alive(&weak), 3);
         drop(kept);
         assert_eq!(alive(&weak), 1);
+    }
+
+    /// A module whose entry names two computations, and a name looked up
+    /// twice: what a seeded parse's fingerprint must count as a parse does.
+    const CALLS: &str = "HloModule m\n\n\
+        add {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n  ROOT s = f32[] add(a, b)\n}\n\n\
+        neg {\n  x = f32[4] parameter(0)\n  ROOT n = f32[4] negate(x)\n}\n\n\
+        ENTRY main {\n  p = f32[4] parameter(0)\n  c = f32[4] call(p), to_apply=neg\n  \
+        z = f32[] constant(0)\n  r = f32[] reduce(c, z), dimensions={0}, to_apply=add\n  \
+        ROOT t = f32[] reduce(p, z), dimensions={0}, to_apply=add\n}\n";
+
+    fn generic() -> Arc<TargetSpec> {
+        Arc::new(target::load_str("name: generic\n", "generic.yaml").unwrap())
+    }
+
+    fn seeds_left(db: &Database) -> usize {
+        db.seeds.0.lock().unwrap().len()
+    }
+
+    /// Each computation's parse, as text, and its fingerprint.
+    fn parses_and_fingerprints(db: &Database) -> Vec<(String, u64)> {
+        let comps = db.module().unwrap().computations(db).clone();
+        comps
+            .iter()
+            .map(|&c| {
+                let p = parsed(db, c);
+                (format!("{:?}", p.held()), p.fingerprint)
+            })
+            .collect()
+    }
+
+    /// A first load of a module its policy parses on the pool (under
+    /// `Always`, any module) seeds every computation, and each first parse
+    /// takes its seed: the computation and fingerprint parsing its text
+    /// gives (a fingerprint that differed would make a later parse of the
+    /// same text look like a change). Under `Sequential` nothing is seeded.
+    #[test]
+    fn a_first_load_seeds_each_parse_with_the_parse_of_its_text() {
+        let seeded = {
+            let _always = hlo::Parallelism::Always.enter();
+            let mut db = Database::default();
+            db.load(CALLS, "m.hlo", generic()).unwrap();
+            assert_eq!(seeds_left(&db), 3);
+            let parses = parses_and_fingerprints(&db);
+            assert_eq!(seeds_left(&db), 0, "every parse took its seed");
+            parses
+        };
+        let _sequential = hlo::Parallelism::Sequential.enter();
+        let mut db = Database::default();
+        db.load(CALLS, "m.hlo", generic()).unwrap();
+        assert_eq!(seeds_left(&db), 0);
+        let plain = parses_and_fingerprints(&db);
+        assert!(plain.iter().all(|(p, _)| p.starts_with("Some(")));
+        assert_eq!(seeded, plain);
+    }
+
+    /// A seed is dropped when its text changes before it is taken: by an
+    /// edit of that computation, or by any load after the first (which
+    /// parses only what changed). The parses are then those of the new
+    /// texts.
+    #[test]
+    fn seeds_go_when_the_text_changes_before_the_parse() {
+        let _always = hlo::Parallelism::Always.enter();
+        let edited = CALLS.replace("ROOT n = f32[4] negate(x)", "ROOT n = f32[4] abs(x)");
+        let neg = "neg {\n  x = f32[4] parameter(0)\n  ROOT n = f32[4] abs(x)\n}";
+        let fresh = |text: &str| {
+            let mut db = Database::default();
+            db.load(text, "m.hlo", generic()).unwrap();
+            parses_and_fingerprints(&db)
+        };
+        let want = fresh(&edited);
+        assert_ne!(want, fresh(CALLS));
+
+        let mut db = Database::default();
+        db.load(CALLS, "m.hlo", generic()).unwrap();
+        db.replace_computations(&[("neg".to_string(), neg.to_string())])
+            .unwrap();
+        assert_eq!(seeds_left(&db), 2);
+        assert_eq!(parses_and_fingerprints(&db), want);
+
+        let mut db = Database::default();
+        db.load(CALLS, "m.hlo", generic()).unwrap();
+        db.load(&edited, "m.hlo", generic()).unwrap();
+        assert_eq!(seeds_left(&db), 0);
+        assert_eq!(parses_and_fingerprints(&db), want);
+    }
+
+    /// A printed computation's hash is made when first asked for, and is
+    /// the hash of its text; whether it was made takes no part in comparing
+    /// two printed values (salsa keeps an equal value, hashed or not).
+    #[test]
+    fn a_printed_text_is_hashed_when_asked_and_compares_by_its_text() {
+        let target = generic();
+        let mut db = Database::default();
+        db.load(MODULE, "m.hlo", target).unwrap();
+        db.run().unwrap();
+        let comps = db.module().unwrap().computations(&db).clone();
+        let printed = Arc::clone(pipeline::printed(&db, comps[1]));
+        assert!(printed.hash.0.get().is_none(), "not hashed before asked");
+        let copy = pipeline::Printed::clone(&printed);
+        let hash = printed.hash.of(&printed.text);
+        assert_eq!(hash, output::text_hash(&printed.text));
+        assert_eq!(printed.hash.0.get(), Some(&hash));
+        assert!(copy.hash.0.get().is_none());
+        assert_eq!(*printed, copy);
+        let other = pipeline::Printed {
+            text: "other\n\n".to_string(),
+            ..copy.clone()
+        };
+        assert_ne!(*printed, other);
     }
 }

@@ -71,7 +71,7 @@ impl Part {
     /// Its text's hash (see [`text_hash`]): pipelines that keep an
     /// earlier answer compare computations by it.
     pub fn hash(&self) -> u64 {
-        self.printed.hash
+        self.printed.hash.of(&self.printed.text)
     }
 
     /// Whether `other` is the very part this is (the same printed value),

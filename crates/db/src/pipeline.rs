@@ -531,9 +531,11 @@ fn output_entry(db: &dyn Db, m: SourceModule) -> &ComputationLayout {
 pub struct Printed {
     /// The text, with the blank line after it.
     pub text: String,
-    /// The text's hash ([`crate::output::text_hash`]): pipelines that keep
-    /// an earlier answer compare computations by it.
-    pub hash: u64,
+    /// The text's hash ([`crate::output::text_hash`]), made the first time
+    /// it is asked for: pipelines that keep an earlier answer compare
+    /// computations by it, and a run nothing compares (a stateless one)
+    /// does not hash its text.
+    pub hash: TextHash,
     /// Counts over the computation.
     pub stats: ModuleStats,
     /// Why the computation has no output: its assignment failed, applying
@@ -546,6 +548,25 @@ pub struct Printed {
     /// computation itself is dropped once the run is over, see
     /// [`transformed`]).
     pub reports: Arc<Transformed>,
+}
+
+/// A printed text's hash, made when first asked for ([`Printed::hash`]).
+/// It says nothing the text does not, so it takes no part in comparing
+/// two printed values: equal texts are equal, hashed or not.
+#[derive(Clone, Debug, Default)]
+pub struct TextHash(pub(crate) std::sync::OnceLock<u64>);
+
+impl TextHash {
+    /// The hash of `text`, which must be the text this hash belongs to.
+    pub fn of(&self, text: &str) -> u64 {
+        *self.0.get_or_init(|| crate::output::text_hash(text))
+    }
+}
+
+impl PartialEq for TextHash {
+    fn eq(&self, _: &TextHash) -> bool {
+        true
+    }
 }
 
 /// Why the steps before printing stopped on computation `c`, if they did:
@@ -575,7 +596,6 @@ pub fn printed(db: &dyn Db, c: SourceComputation) -> Arc<Printed> {
     let reports = Arc::new(stepped.report.clone());
     let Some(comp) = &stepped.comp else {
         return Arc::new(Printed {
-            hash: crate::output::text_hash(""),
             failure,
             reports,
             ..Printed::default()
@@ -616,7 +636,7 @@ pub fn printed(db: &dyn Db, c: SourceComputation) -> Arc<Printed> {
     let mut stats = ModuleStats::default();
     stats.add_computation(comp, id.0 == m.entry(db));
     Arc::new(Printed {
-        hash: crate::output::text_hash(&text),
+        hash: TextHash::default(),
         text,
         stats,
         failure,

@@ -43,8 +43,8 @@ pub use opcode::Opcode;
 pub use outline::{ComputationOutline, ModuleOutline, Span, outline};
 pub use parallelism::{Entered, Parallelism, Split};
 pub use parse::{
-    ParseOptions, ResolveComputation, attr_group, parse_computation, parse_computation_with,
-    parse_module, parse_module_bytes, parse_module_with,
+    ParseOptions, ResolveComputation, attr_group, outline_and_parse, parse_computation,
+    parse_computation_with, parse_module, parse_module_bytes, parse_module_with,
 };
 pub use petgraph;
 pub use print::{

@@ -34,7 +34,7 @@ use shape::{PrimitiveType, Shape};
 
 use crate::diag::{Origin, ParseError, RawError, make_error, source_line};
 use crate::lex::{Cursor, describe};
-use crate::outline::{Span, boolean, outline, shape_index};
+use crate::outline::{ModuleOutline, Span, boolean, outline, shape_index};
 use crate::parallelism::{Parallelism, Split};
 use crate::print::attr_is_default;
 use crate::{
@@ -114,6 +114,29 @@ pub fn parse_module_with(
         computations,
         entry,
     })
+}
+
+/// A module's outline and, for a text large enough that the thread's
+/// [`Parallelism`] policy parses it on the pool ([`Split::ParseText`]),
+/// its computations in module order, parsed beside the outline scan as
+/// [`parse_module`] parses them (called computations resolved by their
+/// position in the module). `None` for a smaller text, and when any
+/// computation fails to parse: the caller then parses them one by one
+/// with [`parse_computation`], which gives the same computations and
+/// places the errors.
+///
+/// For an incremental database loading a module: it parses each
+/// computation on its own later (after an edit, only that one), but its
+/// first parse of a large module need not wait for the outline scan.
+pub fn outline_and_parse(
+    text: &str,
+    file_name: &str,
+) -> Result<(ModuleOutline, Option<Vec<Computation>>), ParseError> {
+    if Parallelism::splits(Split::ParseText, text.len()).is_none() {
+        return Ok((outline(text, file_name)?, None));
+    }
+    let (outline, parsed) = parse_in_parallel(text, file_name, &ParseOptions::default())?;
+    Ok((outline, parsed.ok()))
 }
 
 /// Parses a module given as bytes, reporting invalid UTF-8 with its
