@@ -81,8 +81,7 @@ impl Gap {
         let seconds = t.elapsed().as_secs_f64();
         let o = out
             .report
-            .assignment
-            .as_ref()
+            .assignment()
             .map(|a| a.optimality())
             .unwrap_or_default();
         let lower = o
@@ -367,8 +366,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         let bitcasts = bitcasts::compare(&parsed, &after, &ours_out.module()?);
         let optimality = |o: &driver::Output| {
             o.report
-                .assignment
-                .as_ref()
+                .assignment()
                 .map(|a| a.optimality())
                 .unwrap_or_default()
         };

@@ -46,13 +46,12 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use hlo::{CallRole, CompId, ComputationLayout, VerifyError};
-use layout_assignment::{Report as AssignmentReport, TiledEntryLayout};
-use relayout::Report as RelayoutReport;
+use layout_assignment::TiledEntryLayout;
 use salsa::Setter;
 
 use crate::InputFacts;
 use crate::calls::{Calls, Rank};
-use crate::output::{Assembled, InputRefusal, OutputError, Part};
+use crate::output::{Assembled, InputRefusal, LazyReports, OutputError, Part};
 use crate::pipeline::{self, InputCheck, ModuleStats, Printed, Stub};
 use crate::pool::{Work, each};
 use crate::{
@@ -254,24 +253,18 @@ pub struct Ledger {
     output_structural: BTreeSet<u32>,
     output_layouts: BTreeSet<u32>,
     stats: ModuleStats,
-    reports: Option<Reports>,
+    /// The reports of the outputs made since no part's reports changed.
+    reports: Option<Arc<LazyReports>>,
     /// The last output, while no part of it changed.
     output: Option<Arc<Assembled>>,
 }
 
-/// The module's reports: layout assignment's and relayout's, each when its
-/// pass runs.
-type Reports = (Option<Arc<AssignmentReport>>, Option<Arc<RelayoutReport>>);
-
-/// A successful run: the output, its reports and the steps' timings.
+/// A successful run: the output (with its reports, see
+/// [`Assembled::reports`]) and the steps' timings.
 #[derive(Clone, Debug)]
 pub struct Run {
     /// The output module, from its parts.
     pub output: Arc<Assembled>,
-    /// The layout assignment report, when assignment runs.
-    pub assignment: Option<Arc<AssignmentReport>>,
-    /// The relayout report, when relayout runs.
-    pub relayout: Option<Arc<RelayoutReport>>,
     /// How long each step took.
     pub timings: Vec<Timing>,
 }
@@ -437,22 +430,23 @@ impl Engine<'_> {
         let t = Instant::now();
         let comps = self.comps();
         let todo = self.pending.having(Redo::INPUT);
-        each(self.db, work(self.db, &comps, &todo), |db, c| {
-            let _ = crate::input_facts(db, c);
+        // Each phase's results come back from the threads that made them,
+        // rather than being looked up again here, one computation at a time.
+        let facts = each(self.db, work(self.db, &comps, &todo), |db, c| {
+            Arc::clone(crate::input_facts(db, c))
         });
         timings.push(timing(Step::Parse, t));
         let t = Instant::now();
         let mut check = Marked::new(comps.len(), &todo);
-        for &i in &todo {
-            self.take_facts(i, comps[i], &mut check);
+        for (&i, facts) in todo.iter().zip(facts) {
+            self.take_facts(i, facts, &mut check);
         }
         let check = check.list;
-        each(self.db, work(self.db, &comps, &check), |db, c| {
-            let _ = pipeline::input_check(db, c);
+        let checks = each(self.db, work(self.db, &comps, &check), |db, c| {
+            Arc::clone(pipeline::input_check(db, c))
         });
         let entry = self.m.entry(self.db) as usize;
-        for &i in &check {
-            let new = Arc::clone(pipeline::input_check(self.db, comps[i]));
+        for (&i, new) in check.iter().zip(checks) {
             if self.ledger.comps[i].input.names != new.names || i == entry {
                 self.ledger.input_module_stale = true;
             }
@@ -478,8 +472,7 @@ impl Engine<'_> {
     /// change makes the call graph stale), what it names, its parse error,
     /// and its input signature, whose change adds the computations that
     /// name it to those to `check`.
-    fn take_facts(&mut self, i: usize, c: SourceComputation, check: &mut Marked) {
-        let facts = Arc::clone(crate::input_facts(self.db, c));
+    fn take_facts(&mut self, i: usize, facts: Arc<InputFacts>, check: &mut Marked) {
         let kept = &self.ledger.comps[i].facts;
         if kept.roles != facts.roles {
             self.ledger.calls_stale = true;
@@ -793,15 +786,14 @@ impl Engine<'_> {
         let t = Instant::now();
         let comps = self.comps();
         let todo = self.pending.having(Redo::STEPS);
-        each(self.db, work(self.db, &comps, &todo), |db, c| {
-            let _ = pipeline::output_stub(db, c);
+        let stubs = each(self.db, work(self.db, &comps, &todo), |db, c| {
+            pipeline::output_stub(db, c).clone()
         });
         let entry = self.m.entry(self.db) as usize;
-        for &i in &todo {
-            let stub = pipeline::output_stub(self.db, comps[i]);
+        for (&i, stub) in todo.iter().zip(stubs) {
             let kept = &mut self.ledger.comps[i];
-            if kept.out_stub != *stub {
-                kept.out_stub = stub.clone();
+            if kept.out_stub != stub {
+                kept.out_stub = stub;
                 for &n in &self.ledger.namers[i] {
                     self.pending.mark(n as usize, Redo::PRINT);
                 }
@@ -825,11 +817,10 @@ impl Engine<'_> {
         timings.push(timing(Step::ApplyRelayout, t));
         let t = Instant::now();
         let todo = self.pending.having(Redo::PRINT);
-        each(self.db, work(self.db, &comps, &todo), |db, c| {
-            let _ = pipeline::printed(db, c);
+        let printed = each(self.db, work(self.db, &comps, &todo), |db, c| {
+            Arc::clone(pipeline::printed(db, c))
         });
-        for &i in &todo {
-            let printed = Arc::clone(pipeline::printed(self.db, comps[i]));
+        for (&i, printed) in todo.iter().zip(printed) {
             self.take_printed(i, printed);
             self.pending.done(i, Redo::PRINT);
         }
@@ -887,11 +878,8 @@ impl Engine<'_> {
                 return Err(RunError::Verify(problems));
             }
         }
-        let (assignment, relayout) = self.reports();
         Ok(Run {
             output,
-            assignment,
-            relayout,
             timings: std::mem::take(timings),
         })
     }
@@ -989,55 +977,25 @@ impl Engine<'_> {
                 printed: k.printed.clone().unwrap_or_default(),
             })
             .collect();
+        let steps = self.m.steps(self.db);
+        let tiled = self
+            .ledger
+            .header
+            .as_ref()
+            .map(|(_, _, tiled)| tiled.clone());
+        let reports = self
+            .ledger
+            .reports
+            .get_or_insert_with(|| Arc::new(LazyReports::new(steps.assign, steps.relayout, tiled)));
         let out = Arc::new(Assembled::new(
             header,
             layout,
             parts,
             self.ledger.stats.clone(),
+            Arc::clone(reports),
         ));
         self.ledger.output = Some(Arc::clone(&out));
         out
-    }
-
-    /// The reports: the last ones while no computation's part changed,
-    /// else made of every computation's part, in order.
-    fn reports(&mut self) -> Reports {
-        if let Some(r) = &self.ledger.reports {
-            return r.clone();
-        }
-        let steps = self.m.steps(self.db);
-        let parts = || {
-            self.ledger
-                .comps
-                .iter()
-                .filter_map(|k| k.printed.as_deref())
-                .map(|p| &*p.reports)
-        };
-        let assignment = steps.assign.then(|| {
-            let mut report = AssignmentReport::default();
-            for part in parts() {
-                if let Ok(Some(a)) = &part.assignment {
-                    report.extend_from(a);
-                }
-            }
-            if let Some((_, layout, tiled)) = &self.ledger.header {
-                report.tiled_entry = tiled.clone();
-                report.entry_layout = Some(ComputationLayout::clone(layout));
-            }
-            Arc::new(report)
-        });
-        let relayout = steps.relayout.then(|| {
-            let mut rewrites = Vec::new();
-            for part in parts() {
-                if let Ok(r) = &part.rewrites {
-                    rewrites.extend(r.iter().cloned());
-                }
-            }
-            Arc::new(RelayoutReport { rewrites })
-        });
-        let r = (assignment, relayout);
-        self.ledger.reports = Some(r.clone());
-        r
     }
 }
 

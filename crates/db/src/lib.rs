@@ -2054,4 +2054,58 @@ mod tests {
         };
         assert_ne!(*printed, other);
     }
+
+    /// A run joins the module's reports only when they are asked for, and
+    /// the outputs of later runs whose parts report the same share them:
+    /// after a rename of an instruction (the text changes, no report does)
+    /// the reports are the very same, after an edit that adds an
+    /// instruction (the computation's counts change) they are joined anew.
+    #[test]
+    fn reports_are_joined_when_asked_and_shared_while_no_part_changes_them() {
+        let mut db = Database::default();
+        db.load(MODULE, "m.hlo", generic()).unwrap();
+        let first = db.run().unwrap().output;
+        let lazy = Arc::clone(first.lazy_reports());
+        assert!(lazy.made.get().is_none(), "not joined before asked");
+        let (assignment, relayout) = first.reports().clone();
+        let assignment = assignment.expect("layout assignment ran");
+        assert!(relayout.is_some());
+        assert_eq!(assignment.computations.len(), 3);
+
+        let renamed = "neg {\n  x = f32[4] parameter(0)\n  ROOT m = f32[4] negate(x)\n}";
+        db.replace_computations(&[("neg".to_string(), renamed.to_string())])
+            .unwrap();
+        let second = db.run().unwrap().output;
+        assert!(!Arc::ptr_eq(&first, &second), "a new output");
+        assert!(Arc::ptr_eq(second.lazy_reports(), &lazy));
+        assert!(Arc::ptr_eq(
+            second.reports().0.as_ref().unwrap(),
+            &assignment
+        ));
+
+        let grown = "neg {\n  x = f32[4] parameter(0)\n  n = f32[4] negate(x)\n  \
+                     ROOT m = f32[4] negate(n)\n}";
+        db.replace_computations(&[("neg".to_string(), grown.to_string())])
+            .unwrap();
+        let third = db.run().unwrap().output;
+        assert!(!Arc::ptr_eq(third.lazy_reports(), &lazy));
+        assert!(third.lazy_reports().made.get().is_none());
+        let again = third.reports().0.clone().unwrap();
+        assert_ne!(again, assignment);
+        let fresh = {
+            let mut db = Database::default();
+            db.load(
+                &MODULE.replace(
+                    "ROOT n = f32[4] negate(x)",
+                    "n = f32[4] negate(x)\n  ROOT m = f32[4] negate(n)",
+                ),
+                "m.hlo",
+                generic(),
+            )
+            .unwrap();
+            db.run().unwrap().output.reports().clone()
+        };
+        assert_eq!(Some(&again), fresh.0.as_ref());
+        assert_eq!(third.reports().1, fresh.1);
+    }
 }

@@ -12,8 +12,8 @@ use std::ops::Range;
 use std::sync::{Arc, OnceLock};
 
 use hlo::{ComputationLayout, ParseError, VerifyError};
-use layout_assignment::ApplyError;
-use relayout::RelayoutError;
+use layout_assignment::{ApplyError, Report as AssignmentReport, TiledEntryLayout};
+use relayout::{RelayoutError, Report as RelayoutReport};
 
 use crate::AssignError;
 use crate::pipeline::{ModuleStats, Printed};
@@ -107,6 +107,49 @@ pub struct Assembled {
     /// Counts over the output.
     pub stats: ModuleStats,
     text: OnceLock<Arc<String>>,
+    reports: Arc<LazyReports>,
+}
+
+/// The module's reports: layout assignment's and relayout's, each when its
+/// pass runs.
+pub type Reports = (Option<Arc<AssignmentReport>>, Option<Arc<RelayoutReport>>);
+
+/// The module's reports, made of the parts' own the first time they are
+/// asked for ([`Assembled::reports`]): a pipeline that asks for the text
+/// alone never has them joined, which takes as long as the module is
+/// large. Outputs whose parts report the same share one, so that the
+/// reports are joined once for all of them (the engine starts a new one
+/// when a part's reports change).
+#[derive(Debug, Default)]
+pub struct LazyReports {
+    /// Whether layout assignment ran, and relayout.
+    pub(crate) assign: bool,
+    pub(crate) relayout: bool,
+    /// The entry leaves the header tiled (see [`AssignmentReport`]), once
+    /// there is a header.
+    pub(crate) tiled: Option<Vec<TiledEntryLayout>>,
+    pub(crate) made: OnceLock<Reports>,
+}
+
+impl LazyReports {
+    /// Whether layout assignment's report is one of them (the pass ran).
+    pub fn has_assignment(&self) -> bool {
+        self.assign
+    }
+
+    /// Whether relayout's report is one of them.
+    pub fn has_relayout(&self) -> bool {
+        self.relayout
+    }
+
+    pub(crate) fn new(assign: bool, relayout: bool, tiled: Option<Vec<TiledEntryLayout>>) -> Self {
+        LazyReports {
+            assign,
+            relayout,
+            tiled,
+            made: OnceLock::new(),
+        }
+    }
 }
 
 impl Assembled {
@@ -116,6 +159,7 @@ impl Assembled {
         entry_layout: Arc<ComputationLayout>,
         computations: Arc<[Part]>,
         stats: ModuleStats,
+        reports: Arc<LazyReports>,
     ) -> Assembled {
         Assembled {
             header,
@@ -123,7 +167,48 @@ impl Assembled {
             computations,
             stats,
             text: OnceLock::new(),
+            reports,
         }
+    }
+
+    /// The reports this output shares with the outputs whose parts report
+    /// the same (see [`LazyReports`]): one value for all of them, made or
+    /// not, which a pipeline keeping an earlier answer compares by
+    /// identity.
+    pub fn lazy_reports(&self) -> &Arc<LazyReports> {
+        &self.reports
+    }
+
+    /// The module's reports: every computation's, in order (see
+    /// [`LazyReports`]).
+    pub fn reports(&self) -> &Reports {
+        let lazy = &self.reports;
+        lazy.made.get_or_init(|| {
+            let parts = || self.computations.iter().map(|p| &*p.printed.reports);
+            let assignment = lazy.assign.then(|| {
+                let mut report = AssignmentReport::default();
+                for part in parts() {
+                    if let Ok(Some(a)) = &part.assignment {
+                        report.extend_from(a);
+                    }
+                }
+                if let Some(tiled) = &lazy.tiled {
+                    report.tiled_entry = tiled.clone();
+                    report.entry_layout = Some(ComputationLayout::clone(&self.entry_layout));
+                }
+                Arc::new(report)
+            });
+            let relayout = lazy.relayout.then(|| {
+                let mut rewrites = Vec::new();
+                for part in parts() {
+                    if let Ok(r) = &part.rewrites {
+                        rewrites.extend(r.iter().cloned());
+                    }
+                }
+                Arc::new(RelayoutReport { rewrites })
+            });
+            (assignment, relayout)
+        })
     }
 
     /// The whole text: the header followed by every part, in order.

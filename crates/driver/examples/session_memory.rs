@@ -157,8 +157,8 @@ fn parts(db: &Database, out: &driver::Output) -> Vec<(&'static str, f64)> {
     }
     let before = live();
     let merged = (
-        out.report.relayout.as_deref().cloned(),
-        out.report.assignment.as_deref().cloned(),
+        out.report.relayout().map(|r| (**r).clone()),
+        out.report.assignment().map(|a| (**a).clone()),
     );
     parts.push(("merged reports", live() - before));
     drop(merged);

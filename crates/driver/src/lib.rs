@@ -95,16 +95,80 @@ pub struct PipelineReport {
     pub target: String,
     /// The passes that ran.
     pub passes: Vec<&'static str>,
-    /// Layout assignment's report, when it ran (shared: a session's
-    /// re-run hands out the report its database keeps).
-    pub assignment: Option<Arc<AssignmentReport>>,
-    /// The relayout pass's report, when it ran (shared, as the
-    /// assignment's).
-    pub relayout: Option<Arc<RelayoutReport>>,
     /// Counts over the output.
     pub stats: ModuleStats,
     /// Step timings.
     pub timings: Vec<Timing>,
+    /// The passes' reports (see [`PipelineReport::assignment`]).
+    reports: PassReports,
+}
+
+/// The passes' reports: made by a stateless run as it goes, or joined
+/// from a database run's parts the first time they are asked for (see
+/// [`db::output::Assembled::reports`]), so that a run whose caller wants
+/// only the text never joins them.
+#[derive(Clone, Debug)]
+enum PassReports {
+    Made(db::output::Reports),
+    Parts(Arc<db::output::Assembled>),
+}
+
+/// What identifies a run's reports (see [`PipelineReport::reports_key`]).
+/// A stateless run's are never the same as another run's.
+#[derive(Clone, Debug)]
+pub struct ReportsKey(Option<Arc<db::output::LazyReports>>);
+
+impl ReportsKey {
+    /// Whether layout assignment's report is the very one `other`'s is.
+    pub fn same_assignment(&self, other: &ReportsKey) -> bool {
+        self.same(other) && self.0.as_ref().is_some_and(|r| r.has_assignment())
+    }
+
+    /// Whether relayout's report is the very one `other`'s is.
+    pub fn same_relayout(&self, other: &ReportsKey) -> bool {
+        self.same(other) && self.0.as_ref().is_some_and(|r| r.has_relayout())
+    }
+
+    fn same(&self, other: &ReportsKey) -> bool {
+        matches!((&self.0, &other.0), (Some(a), Some(b)) if Arc::ptr_eq(a, b))
+    }
+}
+
+impl Default for PassReports {
+    fn default() -> Self {
+        PassReports::Made((None, None))
+    }
+}
+
+impl PipelineReport {
+    /// Layout assignment's report, when it ran (shared: a session's re-run
+    /// hands out the report its database keeps).
+    pub fn assignment(&self) -> Option<&Arc<AssignmentReport>> {
+        self.reports().0.as_ref()
+    }
+
+    /// The relayout pass's report, when it ran (shared, as the
+    /// assignment's).
+    pub fn relayout(&self) -> Option<&Arc<RelayoutReport>> {
+        self.reports().1.as_ref()
+    }
+
+    /// What identifies these reports without making them: the same for
+    /// two runs of one session whose reports are the very same values (the
+    /// later run's parts report as the earlier's did).
+    pub fn reports_key(&self) -> ReportsKey {
+        match &self.reports {
+            PassReports::Made(_) => ReportsKey(None),
+            PassReports::Parts(out) => ReportsKey(Some(Arc::clone(out.lazy_reports()))),
+        }
+    }
+
+    fn reports(&self) -> &db::output::Reports {
+        match &self.reports {
+            PassReports::Made(r) => r,
+            PassReports::Parts(out) => out.reports(),
+        }
+    }
 }
 
 /// The result of a run.
@@ -304,6 +368,9 @@ pub fn run_in(
     db.set_solver(opts.solver)
         .map_err(|e| PipelineError::Assign(AssignFailure::Load(e)))?;
     let loading = start.elapsed();
+    if std::env::var_os("TMP_T").is_some() {
+        eprintln!("TMPT load {:.2}", loading.as_secs_f64() * 1e3);
+    }
     let mut out = finish(db, opts);
     // Loading the text (outlining it and comparing each computation's) is
     // part of parsing, in a run given the text.
@@ -411,10 +478,9 @@ fn finish(db: &mut Database, opts: &Options) -> Result<Output, PipelineError> {
         module: m.unwrap_or_default(),
         target: opts.target.name.clone(),
         passes: opts.passes.iter().map(|p| p.name()).collect(),
-        assignment: run.assignment,
-        relayout: run.relayout,
         stats: run.output.stats.clone(),
         timings: run.timings,
+        reports: PassReports::Parts(Arc::clone(&run.output)),
     };
     Ok(Output {
         report,
@@ -508,10 +574,9 @@ fn finish_module(
         module: module.name.clone(),
         target: opts.target.name.clone(),
         passes: opts.passes.iter().map(|p| p.name()).collect(),
-        assignment: assignment.map(Arc::new),
-        relayout: relayout.map(Arc::new),
         stats,
         timings: std::mem::take(timings),
+        reports: PassReports::Made((assignment.map(Arc::new), relayout.map(Arc::new))),
     };
     Ok(Output {
         report,
@@ -607,7 +672,7 @@ ENTRY %main (x: f32[2,3,4], y: f32[4,6]) -> (f32[6,4], f32[4,6]) {
     fn relayout_runs_after_assignment_and_the_counts_are_after_it() {
         let out = run(TEXT, "t.hlo", &opts(PassName::all())).expect("run");
         assert_eq!(out.report.passes, ["layout-assignment", "relayout"]);
-        let r = out.report.relayout.as_ref().expect("relayout report");
+        let r = out.report.relayout().expect("relayout report");
         assert_eq!(r.count(RelayoutKind::ReshapeToBitcast), 1);
         assert_eq!(r.count(RelayoutKind::TransposeToBitcast), 1);
         assert_eq!(out.report.stats.bitcasts, 2);
@@ -623,7 +688,7 @@ ENTRY %main (x: f32[2,3,4], y: f32[4,6]) -> (f32[6,4], f32[4,6]) {
     #[test]
     fn layout_assignment_alone_leaves_movements() {
         let out = run(TEXT, "t.hlo", &opts(&[PassName::LayoutAssignment])).expect("run");
-        assert!(out.report.relayout.is_none());
+        assert!(out.report.relayout().is_none());
         assert_eq!(out.report.stats.bitcasts, 0);
         assert_eq!(out.report.stats.transposes, 2);
         assert!(
@@ -637,7 +702,7 @@ ENTRY %main (x: f32[2,3,4], y: f32[4,6]) -> (f32[6,4], f32[4,6]) {
     fn relayout_alone_counts_its_copies() {
         let text = "HloModule alone\n\nENTRY %main (p: f32[4,8], q: f32[4,8]) -> f32[4,8] {\n  %p = f32[4,8]{0,1} parameter(0)\n  %q = f32[4,8]{1,0} parameter(1)\n  ROOT %a = f32[4,8]{1,0} add(%p, %q)\n}\n";
         let out = run(text, "t.hlo", &opts(&[PassName::Relayout])).expect("run");
-        assert!(out.report.assignment.is_none());
+        assert!(out.report.assignment().is_none());
         assert_eq!(out.report.stats.copies, 1);
         assert_eq!(out.report.stats.copy_bytes, 128);
         assert!(
@@ -654,7 +719,7 @@ ENTRY %main (x: f32[2,3,4], y: f32[4,6]) -> (f32[6,4], f32[4,6]) {
         let mut db = Database::default();
         let incremental = run_in(&mut db, TEXT, "t.hlo", &o).expect("run_in");
         assert_eq!(fresh.text(), incremental.text());
-        assert_eq!(fresh.report.relayout, incremental.report.relayout);
+        assert_eq!(fresh.report.relayout(), incremental.report.relayout());
     }
 
     #[test]

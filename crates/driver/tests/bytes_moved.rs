@@ -9,13 +9,10 @@
 use std::sync::Arc;
 
 fn recorded(report: &driver::PipelineReport) -> u64 {
-    let la = report.assignment.as_ref().map_or(0, |a| {
+    let la = report.assignment().map_or(0, |a| {
         a.copy_bytes() + a.movement_bytes() + a.input_copy_bytes()
     });
-    let relayout = report
-        .relayout
-        .as_ref()
-        .map_or(0, |r| r.inserted_copy_bytes());
+    let relayout = report.relayout().map_or(0, |r| r.inserted_copy_bytes());
     la + relayout
 }
 

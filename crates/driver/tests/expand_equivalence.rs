@@ -47,8 +47,7 @@ fn check(text: &str, name: &str, target_name: &str) -> usize {
         driver::run(text, name, &opts).unwrap_or_else(|e| panic!("{name} on {target_name}: {e}"));
     let expanded = out
         .report
-        .relayout
-        .as_ref()
+        .relayout()
         .map_or(0, |r| r.count(driver::RelayoutKind::ExpandedRelayout));
     let before = hlo::parse_module(text, name).unwrap();
     let after = hlo::parse_module(out.text(), "out.hlo").unwrap();

@@ -69,8 +69,8 @@ fn check(before: &str, after: &str, expected: Expect) {
     expected.assert_debug_eq(&ran);
     let fresh = driver::run(after, "m.hlo", &opts).expect("runs");
     assert_eq!(out.text(), fresh.text());
-    assert_eq!(out.report.assignment, fresh.report.assignment);
-    assert_eq!(out.report.relayout, fresh.report.relayout);
+    assert_eq!(out.report.assignment(), fresh.report.assignment());
+    assert_eq!(out.report.relayout(), fresh.report.relayout());
     assert_eq!(out.report.stats, fresh.report.stats);
 }
 

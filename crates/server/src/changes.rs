@@ -140,11 +140,11 @@ pub struct LastAnswer {
     /// Its output computations' names and text hashes, in order (shared
     /// with the output it answered).
     computations: Arc<[Part]>,
-    /// Its report's sections, shared with the database that made them: a
-    /// later run whose section is the very same value did not rebuild it,
-    /// so the section is unchanged.
-    assignment: Option<Arc<driver::AssignmentReport>>,
-    relayout: Option<Arc<driver::RelayoutReport>>,
+    /// Which reports it carried, shared with the database that made them
+    /// (made or not: a text answer never joins them): a later run whose
+    /// reports are the very same value did not rebuild them, so their
+    /// sections are unchanged.
+    reports: driver::ReportsKey,
     /// The fields of the last changes answer, to send again where they
     /// are the same.
     rendered: Option<Rendered>,
@@ -177,8 +177,7 @@ pub fn remember(run: String, out: &driver::Output, rendered: Option<Rendered>) -
     LastAnswer {
         run,
         computations: parts(out),
-        assignment: out.report.assignment.clone(),
-        relayout: out.report.relayout.clone(),
+        reports: out.report.reports_key(),
         rendered,
     }
 }
@@ -188,11 +187,6 @@ impl LastAnswer {
     pub fn into_rendered(self) -> Option<Rendered> {
         self.rendered
     }
-}
-
-/// Whether a report section is the very value an earlier answer carried.
-fn same_section<T>(held: &Option<Arc<T>>, now: &Option<Arc<T>>) -> bool {
-    matches!((held, now), (Some(a), Some(b)) if Arc::ptr_eq(a, b))
 }
 
 /// Whether two outputs list the same computations in the same order.
@@ -270,9 +264,10 @@ pub fn changes_fields(
     );
     m.insert("changed", Value::Object(changed).into());
     m.insert("removed", json!(removed).into());
+    let key = out.report.reports_key();
     let sections = wire::ReportSections {
-        assignment: !base.is_some_and(|b| same_section(&b.assignment, &out.report.assignment)),
-        relayout: !base.is_some_and(|b| same_section(&b.relayout, &out.report.relayout)),
+        assignment: !base.is_some_and(|b| b.reports.same_assignment(&key)),
+        relayout: !base.is_some_and(|b| b.reports.same_relayout(&key)),
     };
     let mut unchanged = Vec::new();
     if !sections.assignment {

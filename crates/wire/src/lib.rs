@@ -68,10 +68,10 @@ pub fn report_json_sections(report: &driver::PipelineReport, sections: ReportSec
         },
         "timings_us": timings_json(&report.timings),
     });
-    if let Some(a) = report.assignment.as_ref().filter(|_| sections.assignment) {
+    if let Some(a) = report.assignment().filter(|_| sections.assignment) {
         out["layout_assignment"] = assignment_json(a);
     }
-    if let Some(r) = report.relayout.as_ref().filter(|_| sections.relayout) {
+    if let Some(r) = report.relayout().filter(|_| sections.relayout) {
         out["relayout"] = relayout_json(r);
     }
     out

@@ -27,11 +27,13 @@ pub fn same_answer<'o>(
                 );
             }
             assert_eq!(
-                a.report.assignment, b.report.assignment,
+                a.report.assignment(),
+                b.report.assignment(),
                 "{name}: the assignment reports differ"
             );
             assert_eq!(
-                a.report.relayout, b.report.relayout,
+                a.report.relayout(),
+                b.report.relayout(),
                 "{name}: the relayout reports differ"
             );
             assert_eq!(a.report.stats, b.report.stats, "{name}: the counts differ");
