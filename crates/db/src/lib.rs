@@ -1023,7 +1023,14 @@ pub(crate) struct Seeds(Mutex<FxHashMap<SourceComputation, Computation>>);
 
 impl Seeds {
     fn take(&self, c: SourceComputation) -> Option<Computation> {
-        self.0.lock().ok()?.remove(&c)
+        let mut seeds = self.0.lock().ok()?;
+        let seed = seeds.remove(&c);
+        if seed.is_some() && seeds.is_empty() {
+            // The table of a large module's seeds outlives them otherwise
+            // (a session would hold it: about 250 bytes a computation).
+            *seeds = FxHashMap::default();
+        }
+        seed
     }
 
     fn set(&self, seeds: FxHashMap<SourceComputation, Computation>) {
@@ -1480,6 +1487,9 @@ impl Database {
     /// `succeeded`, when it is already computed: after a failed run it
     /// could be an assignment of a module the input check refused.
     pub fn release_intermediates(&mut self, succeeded: bool) {
+        // A run parses every computation it loaded: a seed left is one no
+        // run will take.
+        self.seeds.clear();
         engine::narrow_lru(self);
         if self.smallest.is_none()
             && let Some(m) = self.module
@@ -1988,6 +1998,11 @@ mod tests {
             assert_eq!(seeds_left(&db), 3);
             let parses = parses_and_fingerprints(&db);
             assert_eq!(seeds_left(&db), 0, "every parse took its seed");
+            assert_eq!(
+                db.seeds.0.lock().unwrap().capacity(),
+                0,
+                "nor is their table kept"
+            );
             parses
         };
         let _sequential = hlo::Parallelism::Sequential.enter();
