@@ -20,8 +20,15 @@
 //!
 //! Every session answer must be byte-identical to the stateless answer of
 //! the same text; the command fails otherwise.
+//!
+//! Then, in process and without HTTP, a stateless run against a first run
+//! on a fresh database (what a session's `PUT` and first run do together:
+//! load, check, run), alternating the two run by run, so that the
+//! machine's drift, as large as the effect on a shared machine, weighs on
+//! both alike. Dropping the database is timed apart: a session keeps it.
 
 use std::process::ExitCode;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
@@ -298,6 +305,54 @@ fn measure_changes(
     Ok((median(unchanged), median(edited)))
 }
 
+/// A stateless run against a first run on a fresh database, in process,
+/// alternating which goes first; prints a row. True if the outputs match.
+fn in_process(s: &Subject, runs: usize) -> anyhow::Result<bool> {
+    let target = target::load_builtin("cpu").map_err(|e| anyhow::anyhow!("{e}"))?;
+    let opts = driver::Options::new(Arc::new(target));
+    let file = "bench.hlo";
+    let (mut stateless, mut fresh, mut dropped) = (Vec::new(), Vec::new(), Vec::new());
+    let mut identical = true;
+    for i in 0..runs {
+        let mut texts = [String::new(), String::new()];
+        for k in 0..2 {
+            if (i + k) % 2 == 0 {
+                let t = Instant::now();
+                let out = driver::run(&s.text, file, &opts).map_err(|e| anyhow::anyhow!("{e}"))?;
+                stateless.push(t.elapsed());
+                texts[0] = out.text().to_string();
+            } else {
+                let mut db = db::Database::default();
+                let t = Instant::now();
+                let out = driver::run_in(&mut db, &s.text, file, &opts)
+                    .map_err(|e| anyhow::anyhow!("{e}"))?;
+                fresh.push(t.elapsed());
+                texts[1] = out.text().to_string();
+                let t = Instant::now();
+                drop(out);
+                drop(db);
+                dropped.push(t.elapsed());
+            }
+        }
+        identical &= texts[0] == texts[1];
+    }
+    let fastest = |v: &[Duration]| v.iter().min().copied().unwrap_or_default();
+    let ratio = |a: Duration, b: Duration| a.as_secs_f64() / b.as_secs_f64().max(1e-9);
+    let (fastest_st, fastest_fr) = (fastest(&stateless), fastest(&fresh));
+    let (st, fr) = (median(stateless), median(fresh));
+    println!(
+        "| {} | {} | {} | {:.2}x | {:.2}x | {} | {} |",
+        s.name,
+        ms(st),
+        ms(fr),
+        ratio(fr, st),
+        ratio(fastest_fr, fastest_st),
+        ms(median(dropped)),
+        if identical { "yes" } else { "NO" }
+    );
+    Ok(identical)
+}
+
 /// The name a computation's text declares (without `%`).
 fn computation_name(text: &str) -> String {
     let head = text
@@ -337,6 +392,17 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     }
     let _ = stop.send(());
     let _ = thread.join();
+    println!(
+        "\nIn process, alternating, {} runs of each (the database's drop timed apart):\n",
+        3 * runs
+    );
+    println!(
+        "| module | stateless | fresh database | median ratio | fastest ratio | dropping the database | outputs identical |"
+    );
+    println!("|---|---:|---:|---:|---:|---:|:---:|");
+    for subject in [transformer()?, generated()?] {
+        ok &= in_process(&subject, 3 * runs)?;
+    }
     Ok(if ok {
         ExitCode::SUCCESS
     } else {

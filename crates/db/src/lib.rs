@@ -1006,8 +1006,9 @@ pub trait Db: salsa::Database {
     /// makes `reader` run again whenever `callee` might have changed.
     fn consulted(&self, callee: SourceComputation, reader: SourceComputation);
 
-    /// Takes the parse of `c` made when its module was loaded, if one is
-    /// left (see [`Seeds`]).
+    /// Takes the parse of `c` made when its module was loaded into an
+    /// empty database, if one is left: its first parse takes it rather
+    /// than parsing the text again.
     fn take_seed(&self, c: SourceComputation) -> Option<Computation>;
 }
 
