@@ -607,6 +607,7 @@ async fn session_run(
         .semantic()
         .then_some(state.config().semantic_max_elements);
     let job_id = id.clone();
+    let text_only = wants_text(&headers);
     let job = state
         .run_blocking(move || {
             let Some(s) = guard.as_mut() else {
@@ -621,6 +622,14 @@ async fn session_run(
                 .map_err(|e| ApiError::internal(e.to_string()))?;
             s.db.clear_executions();
             let out = driver::run_loaded(&mut s.db, &opts);
+            // A database run joins its reports when first asked for; a
+            // JSON answer carries them, so they are joined here, on the
+            // blocking pool, rather than where the answer is written.
+            if let Ok(o) = &out
+                && !text_only
+            {
+                let _ = o.report.assignment();
+            }
             let recomputed = s.db.recomputed_computations();
             let answer = match &out {
                 Ok(o) => Some(session_answer(s, o, recomputed, changes, since.as_deref())?),
@@ -651,14 +660,7 @@ async fn session_run(
     let evicted = state.shared.sessions.recharge(&id, &handle, held);
     state.metrics().record_evictions(evicted);
     let out = out.map_err(pipeline_error)?;
-    Ok(run_answer(
-        &state,
-        out,
-        wants_text(&headers),
-        started,
-        answer,
-        check,
-    ))
+    Ok(run_answer(&state, out, text_only, started, answer, check))
 }
 
 /// What a successful run of session `s` adds to its answer `o`, with the
