@@ -162,6 +162,11 @@ fn median(mut v: Vec<Duration>) -> Duration {
     v[v.len() / 2]
 }
 
+/// How many times `b` fits in `a`.
+fn ratio(a: Duration, b: Duration) -> f64 {
+    a.as_secs_f64() / b.as_secs_f64().max(1e-9)
+}
+
 fn ms(d: Duration) -> String {
     format!("{:.2} ms", d.as_secs_f64() * 1e3)
 }
@@ -222,7 +227,6 @@ fn measure(client: &mut Client, s: &Subject, runs: usize) -> anyhow::Result<bool
         median(edit_run),
         median(edit_total),
     );
-    let ratio = |a: Duration, b: Duration| a.as_secs_f64() / b.as_secs_f64().max(1e-9);
     println!(
         "| {} | {:.1} MB | {} | {} ({:.2}x) | {} ({:.2}x) | {} ({:.0}x faster) | {} ({:.0}x faster) | {} ({:.0}x faster) | {} |",
         s.name,
@@ -314,20 +318,20 @@ fn in_process(s: &Subject, runs: usize) -> anyhow::Result<bool> {
     let (mut stateless, mut fresh, mut dropped) = (Vec::new(), Vec::new(), Vec::new());
     let mut identical = true;
     for i in 0..runs {
-        let mut texts = [String::new(), String::new()];
+        let mut texts: [Arc<String>; 2] = Default::default();
         for k in 0..2 {
             if (i + k) % 2 == 0 {
                 let t = Instant::now();
                 let out = driver::run(&s.text, file, &opts).map_err(|e| anyhow::anyhow!("{e}"))?;
                 stateless.push(t.elapsed());
-                texts[0] = out.text().to_string();
+                texts[0] = Arc::clone(out.shared_text());
             } else {
                 let mut db = db::Database::default();
                 let t = Instant::now();
                 let out = driver::run_in(&mut db, &s.text, file, &opts)
                     .map_err(|e| anyhow::anyhow!("{e}"))?;
                 fresh.push(t.elapsed());
-                texts[1] = out.text().to_string();
+                texts[1] = Arc::clone(out.shared_text());
                 let t = Instant::now();
                 drop(out);
                 drop(db);
@@ -337,7 +341,6 @@ fn in_process(s: &Subject, runs: usize) -> anyhow::Result<bool> {
         identical &= texts[0] == texts[1];
     }
     let fastest = |v: &[Duration]| v.iter().min().copied().unwrap_or_default();
-    let ratio = |a: Duration, b: Duration| a.as_secs_f64() / b.as_secs_f64().max(1e-9);
     let (fastest_st, fastest_fr) = (fastest(&stateless), fastest(&fresh));
     let (st, fr) = (median(stateless), median(fresh));
     println!(

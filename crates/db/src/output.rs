@@ -120,7 +120,7 @@ pub type Reports = (Option<Arc<AssignmentReport>>, Option<Arc<RelayoutReport>>);
 /// large. Outputs whose parts report the same share one, so that the
 /// reports are joined once for all of them (the engine starts a new one
 /// when a part's reports change).
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct LazyReports {
     /// Whether layout assignment ran, and relayout.
     pub(crate) assign: bool,
