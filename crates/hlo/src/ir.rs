@@ -389,6 +389,16 @@ impl Computation {
         Ok(id)
     }
 
+    /// Makes room for `instructions` more instructions and `edges` more
+    /// operand edges, exactly: a pass that knows how many it will add
+    /// reserves them, since growing by doubling left a computation of a
+    /// million instructions, given half as many copies, with room for a
+    /// million more, some 340 MB never used.
+    pub fn reserve(&mut self, instructions: usize, edges: usize) {
+        self.graph.reserve_exact_nodes(instructions);
+        self.graph.reserve_exact_edges(edges);
+    }
+
     /// Adds an instruction to the graph but not to the schedule; the caller
     /// must later give a full schedule with [`Computation::set_schedule`].
     pub fn add_unscheduled(

@@ -158,7 +158,7 @@ pub fn assignment_json(r: &layout_assignment::Report) -> Value {
             "bytes": c.bytes,
             "users": c.users,
             "cause": c.cause.name(),
-            "why": c.why,
+            "why": &*c.why,
         })).collect::<Vec<_>>(),
         "copy_bytes": r.copy_bytes(),
         "data_movements": r.movements.iter().map(movement_json).collect::<Vec<_>>(),

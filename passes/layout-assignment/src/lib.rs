@@ -504,6 +504,7 @@ pub fn apply_computation(
     let names = apply(comp, a, &order)?;
     let comp: &Computation = comp;
     let mut report = Report::default();
+    report.copies.reserve_exact(a.copies.len());
     for (c, name) in a.copies.iter().zip(names.iter()) {
         let value = comp.inst(c.def);
         let value_name = if value.shape.is_tuple() {

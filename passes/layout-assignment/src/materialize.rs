@@ -1,6 +1,8 @@
 //! From a solution to an edited computation: layouts on every array leaf,
 //! and one shared copy per (value, layout) that a use needs.
 
+use std::sync::Arc;
+
 use hlo::{
     AttrValue, Attrs, Computation, CycleError, EditError, FreshNames, InstId, Instruction,
     KnownAttr, Opcode, Placement,
@@ -23,18 +25,19 @@ pub struct PlannedCopy {
     pub def: InstId,
     /// The value's array-leaf index in `def`'s shape.
     pub leaf: u32,
-    /// The value's own layout.
-    pub from: Layout,
+    /// The value's own layout, shared with the problem's table.
+    pub from: Arc<Layout>,
     /// The layout the copy produces.
-    pub to: Layout,
+    pub to: Arc<Layout>,
     /// Bytes written.
     pub bytes: u64,
     /// Where the copy is read, in order.
     pub sites: Vec<Site>,
     /// The category of the constraint behind it.
     pub cause: CopyCause,
-    /// A sentence naming that constraint.
-    pub why: String,
+    /// A sentence naming that constraint, shared with the copy's report
+    /// (`CopyRecord::why`): some 300 bytes, held twice for every copy.
+    pub why: Arc<str>,
 }
 
 /// A value kept in an order that stores more padding than another would
@@ -239,12 +242,12 @@ impl Explainer<'_, '_> {
                 copies.push(PlannedCopy {
                     def: value.def,
                     leaf: value.leaf,
-                    from: p.table.get(value.key(labels[v])).clone(),
-                    to: p.table.get(value.key(needed)).clone(),
+                    from: p.table.shared(value.key(labels[v])),
+                    to: p.table.shared(value.key(needed)),
                     bytes: value.bytes[needed],
                     sites: Vec::new(),
                     cause,
-                    why,
+                    why: why.into(),
                 });
                 copies.len() - 1
             });
@@ -605,7 +608,7 @@ fn movements(
             model_movement_bytes += crate::algebra::storage_bytes(&b);
         }
         let actual = match read_through.get(&rel.site) {
-            Some(&i) => moves(copies[i].to.clone()),
+            Some(&i) => moves(Layout::clone(&copies[i].to)),
             None => own,
         };
         if actual {
@@ -685,7 +688,7 @@ fn signature(
                 let mut i = 0;
                 result.for_each_array_mut(&mut |a| {
                     if i == leaf {
-                        a.layout = Some(c.to.clone());
+                        a.layout = Some(Layout::clone(&c.to));
                     }
                     i += 1;
                 });
@@ -922,9 +925,12 @@ fn insert_copies(
     comp: &mut Computation,
     assignment: &ComputationAssignment,
 ) -> Result<Vec<String>, EditError> {
+    // Each copy adds an instruction and its operand edge; a redirected use
+    // takes the slot of the edge it replaces.
+    comp.reserve(assignment.copies.len(), assignment.copies.len());
     let mut placement = Placement::default();
     let mut names = FreshNames::of(comp);
-    let mut copy_names = Vec::new();
+    let mut copy_names = Vec::with_capacity(assignment.copies.len());
     let position = comp.schedule_positions();
     // Replacements per (user, operand) or root: leaf -> new array instruction.
     let mut operand_leaf_map: FxHashMap<(InstId, u32), Vec<(u32, InstId)>> = FxHashMap::default();
@@ -962,7 +968,7 @@ fn insert_copies(
         let source_inst = comp.inst(origin);
         let mut shape = comp.inst(source).shape.clone();
         if let Some(a) = shape.as_array_mut() {
-            a.layout = Some(c.to.clone());
+            a.layout = Some(Layout::clone(&c.to));
         }
         let base = format!("{}.copy", source_inst.name);
         let name = names.fresh(&base);

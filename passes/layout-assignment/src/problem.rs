@@ -59,7 +59,10 @@ pub enum FixReason {
 /// instead of cloning them.
 #[derive(Default)]
 pub struct LayoutTable {
-    list: TiVec<LayoutKey, Layout>,
+    /// Shared, so that the copies planned from the problem and their
+    /// reports point at the table's layouts instead of holding 144 bytes
+    /// of each of their two layouts.
+    list: TiVec<LayoutKey, Arc<Layout>>,
     index: FxHashMap<Layout, LayoutKey>,
     /// The key the last lookup found or added. Lookups come in runs of one
     /// layout (every operand of a row of elementwise ops needs the same
@@ -71,14 +74,14 @@ impl LayoutTable {
     /// The key of `layout`, adding it if new.
     pub fn key(&mut self, layout: &Layout) -> LayoutKey {
         if let Some(k) = self.last
-            && self.list.get(k) == Some(layout)
+            && self.list.get(k).is_some_and(|l| **l == *layout)
         {
             return k;
         }
         let k = match self.index.get(layout) {
             Some(&k) => k,
             None => {
-                let k = self.list.push_and_get_key(layout.clone());
+                let k = self.list.push_and_get_key(Arc::new(layout.clone()));
                 self.index.insert(layout.clone(), k);
                 k
             }
@@ -90,6 +93,11 @@ impl LayoutTable {
     /// The layout of a key.
     pub fn get(&self, key: LayoutKey) -> &Layout {
         &self.list[key]
+    }
+
+    /// The layout of a key, shared.
+    pub fn shared(&self, key: LayoutKey) -> Arc<Layout> {
+        Arc::clone(&self.list[key])
     }
 }
 

@@ -1,6 +1,8 @@
 //! What the pass did and why, as plain data. The CLI and the server turn
 //! it into JSON; nothing here knows serde.
 
+use std::sync::Arc;
+
 use shape::Layout;
 
 /// Why a copy was needed, in the categories compiler engineers ask about.
@@ -60,18 +62,19 @@ pub struct CopyRecord {
     /// The copied value: its defining instruction, with a tuple index path
     /// when it is a tuple leaf.
     pub value: String,
-    /// The value's layout.
-    pub from: Layout,
+    /// The value's layout (shared: the copies of a computation mostly
+    /// move between a few layouts).
+    pub from: Arc<Layout>,
     /// The layout the copy produces.
-    pub to: Layout,
+    pub to: Arc<Layout>,
     /// Bytes the copy writes, tile padding included.
     pub bytes: u64,
     /// The instructions (or `ROOT`) that read the copy.
     pub users: Vec<String>,
     /// The category of the constraint that forced it.
     pub cause: CopyCause,
-    /// A sentence naming the constraint.
-    pub why: String,
+    /// A sentence naming the constraint, shared with the plan it comes from.
+    pub why: Arc<str>,
 }
 
 /// A transpose or reshape that moves data (not a bitcast).
@@ -273,17 +276,17 @@ impl Report {
     /// Appends another report's records after this one's (the entry
     /// layout, when the other has one, replaces this one's).
     pub fn extend(&mut self, other: Report) {
-        self.copies.extend(other.copies);
-        self.movements.extend(other.movements);
-        self.input_copies.extend(other.input_copies);
-        self.retilings.extend(other.retilings);
-        self.orientations.extend(other.orientations);
-        self.filled.extend(other.filled);
-        self.tiled_entry.extend(other.tiled_entry);
+        append(&mut self.copies, other.copies);
+        append(&mut self.movements, other.movements);
+        append(&mut self.input_copies, other.input_copies);
+        append(&mut self.retilings, other.retilings);
+        append(&mut self.orientations, other.orientations);
+        append(&mut self.filled, other.filled);
+        append(&mut self.tiled_entry, other.tiled_entry);
         if other.entry_layout.is_some() {
             self.entry_layout = other.entry_layout;
         }
-        self.computations.extend(other.computations);
+        append(&mut self.computations, other.computations);
     }
 
     /// Total bytes written by copies.
@@ -329,5 +332,16 @@ impl Report {
     /// Total tile padding saved by dimension combining.
     pub fn padding_saved(&self) -> u64 {
         self.computations.iter().map(|c| c.padding_saved).sum()
+    }
+}
+
+/// Moves `more` after `list`'s records. Into an empty list it moves the
+/// whole vector: a module of one large computation (half a million
+/// copies) held its records twice while they were moved one by one.
+fn append<T>(list: &mut Vec<T>, mut more: Vec<T>) {
+    if list.is_empty() {
+        *list = more;
+    } else {
+        list.append(&mut more);
     }
 }

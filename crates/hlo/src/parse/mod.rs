@@ -1004,7 +1004,7 @@ impl<'a, 'r> InstructionReader<'a, 'r> {
             ValueKind::Padding => AttrValue::Padding(padding(c)?),
             ValueKind::Shapes => AttrValue::Shapes(shapes(c, name)?),
             ValueKind::Aliasing => AttrValue::Aliasing(aliasing(c)?),
-            ValueKind::DimLabels => AttrValue::DimLabels(dim_labels(c)?),
+            ValueKind::DimLabels => AttrValue::DimLabels(Box::new(dim_labels(c)?)),
             ValueKind::String => AttrValue::String(c.string()?.into()),
             ValueKind::ControlPredecessors => {
                 // Control predecessors become graph edges, not attributes.
