@@ -498,8 +498,10 @@ impl Computation {
         // The slots whose edge goes, each with the operand it had first in
         // this batch: the edge runs from that one, since the edges of the
         // batch's own edits are linked only at the end.
-        let mut lost: rustc_hash::FxHashMap<(InstId, u32), InstId> = Default::default();
-        let mut order: Vec<(InstId, u32)> = Vec::new();
+        // Sized up front: a batch may redirect half a million uses, and
+        // growing these tables rehashed every entry several times over.
+        let mut lost: rustc_hash::FxHashMap<(InstId, u32), InstId> = sized_map(edits.len());
+        let mut order: Vec<(InstId, u32)> = Vec::with_capacity(edits.len());
         for &(user, index, new) in edits {
             let old = std::mem::replace(&mut self.graph[user].operands[index], new);
             let slot = (user, index as u32);
@@ -512,8 +514,8 @@ impl Computation {
         // the user's when the user loses more edges than the old operand
         // (a wide tuple whose elements change), else the old operand's (a
         // value many users stop reading).
-        let mut per_user: rustc_hash::FxHashMap<InstId, usize> = Default::default();
-        let mut per_old: rustc_hash::FxHashMap<InstId, usize> = Default::default();
+        let mut per_user: rustc_hash::FxHashMap<InstId, usize> = sized_map(order.len());
+        let mut per_old: rustc_hash::FxHashMap<InstId, usize> = sized_map(order.len());
         for slot in &order {
             *per_user.entry(slot.0).or_default() += 1;
             *per_old.entry(lost[slot]).or_default() += 1;
@@ -521,7 +523,7 @@ impl Computation {
         let by_user = |slot: &(InstId, u32)| per_user[&slot.0] > per_old[&lost[slot]];
         let mut users: Vec<(InstId, usize)> = Vec::new();
         let mut olds: Vec<(InstId, usize)> = Vec::new();
-        let mut at: rustc_hash::FxHashMap<(InstId, Direction), usize> = Default::default();
+        let mut at: rustc_hash::FxHashMap<(InstId, Direction), usize> = sized_map(order.len());
         for slot in &order {
             let (list, node, direction) = if by_user(slot) {
                 (&mut users, slot.0, Direction::Incoming)
@@ -820,4 +822,9 @@ impl Module {
     pub fn instruction_count(&self) -> usize {
         self.computations.iter().map(Computation::len).sum()
     }
+}
+
+/// An empty map with room for `n` entries.
+fn sized_map<K, V>(n: usize) -> rustc_hash::FxHashMap<K, V> {
+    rustc_hash::FxHashMap::with_capacity_and_hasher(n, Default::default())
 }

@@ -926,14 +926,20 @@ fn insert_copies(
     assignment: &ComputationAssignment,
 ) -> Result<Vec<String>, EditError> {
     // Each copy adds an instruction and its operand edge; a redirected use
-    // takes the slot of the edge it replaces.
-    comp.reserve(assignment.copies.len(), assignment.copies.len());
+    // takes the slot of the edge it replaces. The tables below are sized
+    // up front too: growing a table of half a million entries rehashes
+    // them all several times over.
+    let copies = assignment.copies.len();
+    comp.reserve(copies, copies);
+    let sites = assignment.copies.iter().map(|c| c.sites.len()).sum();
     let mut placement = Placement::default();
+    placement.after.reserve(copies);
     let mut names = FreshNames::of(comp);
-    let mut copy_names = Vec::with_capacity(assignment.copies.len());
+    let mut copy_names = Vec::with_capacity(copies);
     let position = comp.schedule_positions();
     // Replacements per (user, operand) or root: leaf -> new array instruction.
-    let mut operand_leaf_map: FxHashMap<(InstId, u32), Vec<(u32, InstId)>> = FxHashMap::default();
+    let mut operand_leaf_map: FxHashMap<(InstId, u32), Vec<(u32, InstId)>> =
+        FxHashMap::with_capacity_and_hasher(sites, Default::default());
     let mut root_leaf_map: Vec<(u32, InstId)> = Vec::new();
     for c in &assignment.copies {
         // When every use reads the leaf through one existing array
