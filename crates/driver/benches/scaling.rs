@@ -1,8 +1,9 @@
 //! The whole run-pass (`tessera run-pass --no-verify`, CPU target) on
 //! generated modules of every shape in `test_support::scaling` at 1e4, 1e5
 //! and 1e6 instructions: a long chain, blocks that all read one parameter
-//! and one constant, a very wide root tuple, many small computations, and
-//! one computation needing a copy for every second instruction.
+//! and one constant, a very wide root tuple, many small computations,
+//! one computation needing a copy for every second instruction, and one
+//! whose every result leaf needs a copy.
 //! Each shape is linear in size, so the 1e6 row should be about ten times
 //! the 1e5 row. `cargo xtask bench` runs this and records it.
 
@@ -53,4 +54,9 @@ fn many_computations(bencher: Bencher<'_, '_>, instructions: usize) {
 #[divan::bench(args = SIZES, sample_count = 3, sample_size = 1)]
 fn many_copies(bencher: Bencher<'_, '_>, instructions: usize) {
     run_pass(bencher, Shape::ManyCopies, instructions);
+}
+
+#[divan::bench(args = SIZES, sample_count = 3, sample_size = 1)]
+fn copied_result(bencher: Bencher<'_, '_>, instructions: usize) {
+    run_pass(bencher, Shape::CopiedResult, instructions);
 }

@@ -62,14 +62,21 @@ fn work_grows_linearly_on_every_generated_shape() {
 /// something: a count that stopped being made would read as zero growth.
 #[test]
 fn every_kind_of_step_is_counted() {
-    // On cpu the shared shape gets copies, so operand edits count too.
+    // On cpu the shared shape gets copies, so operand edits count too; a
+    // result whose every leaf is copied puts copies into a tuple.
     let target = Arc::new(target::load_builtin("cpu").expect("builtin target"));
     let counts = steps(Shape::Shared, SMALL, &target);
+    let copied = steps(Shape::CopiedResult, SMALL, &target);
     for kind in Work::ALL {
+        let (shape, counts) = match kind {
+            Work::TupleLeaves => (Shape::CopiedResult, copied),
+            _ => (Shape::Shared, counts),
+        };
         assert!(
             counts.get(kind) > 0,
-            "no {} counted on the shared shape: {counts}",
-            kind.name()
+            "no {} counted on the {} shape: {counts}",
+            kind.name(),
+            shape.name()
         );
     }
     // The same run counts the same steps: the counts are deterministic.

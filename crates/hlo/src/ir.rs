@@ -475,7 +475,7 @@ impl Computation {
     ///
     /// Each lost edge is unlinked from the head of one of its two lists,
     /// where unlinking it from that list is one step: the user's list of
-    /// operands when the user loses more edges in the batch than the old
+    /// operands when the user loses at least as many edges in the batch as the old
     /// operand does (a wide tuple whose elements change), else the old
     /// operand's list of uses (a value many users stop reading). The edges
     /// kept on the way are linked back in their order. So the work is the
@@ -511,16 +511,22 @@ impl Computation {
             }
         }
         // Each lost edge leaves the shorter of its two crowds from the head:
-        // the user's when the user loses more edges than the old operand
-        // (a wide tuple whose elements change), else the old operand's (a
-        // value many users stop reading).
+        // the user's when the user loses at least as many edges as the old
+        // operand (a wide tuple whose elements change), else the old
+        // operand's (a value many users stop reading). A tie goes to the
+        // user, whose list holds its operands, where the old operand's
+        // holds all its uses: every edge unlinked on the way is unlinked
+        // from its other list too, which petgraph walks. A parameter read
+        // by a negation and by a root tuple of 160,000 elements, whose
+        // negation now reads a copy, unlinked its edge into the tuple on
+        // the way, a walk of the tuple's operands for each such parameter.
         let mut per_user: rustc_hash::FxHashMap<InstId, usize> = sized_map(order.len());
         let mut per_old: rustc_hash::FxHashMap<InstId, usize> = sized_map(order.len());
         for slot in &order {
             *per_user.entry(slot.0).or_default() += 1;
             *per_old.entry(lost[slot]).or_default() += 1;
         }
-        let by_user = |slot: &(InstId, u32)| per_user[&slot.0] > per_old[&lost[slot]];
+        let by_user = |slot: &(InstId, u32)| per_user[&slot.0] >= per_old[&lost[slot]];
         let mut users: Vec<(InstId, usize)> = Vec::new();
         let mut olds: Vec<(InstId, usize)> = Vec::new();
         let mut at: rustc_hash::FxHashMap<(InstId, Direction), usize> = sized_map(order.len());

@@ -52,7 +52,7 @@ pub use print::{
     write_instruction, write_module, write_shape,
 };
 pub use rewrite::{CycleError, FreshNames, Placement};
-pub use shared::{Downgrade, WeakCache, shared_by_hash, shared_shape};
+pub use shared::{Downgrade, WeakCache, shared_by_hash, shared_shape, shared_shape_owned};
 pub use verify::{
     VerifyError, uses_before_definition, verify_computation, verify_entry_layout, verify_module,
     verify_module_checks, verify_names,

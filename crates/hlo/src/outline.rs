@@ -344,7 +344,7 @@ fn computation_layout(c: &mut Cursor<'_>) -> Result<ComputationLayout, RawError>
         parameters: std::sync::Arc::new(parameters),
         // Shared: the entry computation's root has this shape too, and a
         // session keeps both.
-        result: crate::shared_shape(&result),
+        result: crate::shared_shape_owned(result),
     })
 }
 

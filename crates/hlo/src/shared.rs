@@ -163,11 +163,20 @@ fn share_by_hash<T: Hash + Eq + Clone>(
     }
 }
 
+/// The shapes [`shared_shape`] and [`shared_shape_owned`] share.
+static SHAPES: WeakCache<u64, Arc<shape::Shape>> = WeakCache::new();
+
 /// One shared copy of `shape` (see [`WeakCache`]): what a value kept for a
 /// long time holds, where many such values repeat a few shapes.
 pub fn shared_shape(shape: &shape::Shape) -> Arc<shape::Shape> {
-    static SHAPES: WeakCache<u64, Arc<shape::Shape>> = WeakCache::new();
     share_by_hash(&SHAPES, Cow::Borrowed(shape))
+}
+
+/// [`shared_shape`] for a shape the caller no longer needs: kept without
+/// a copy when no live one is equal. An entry layout's tuple of half a
+/// million arrays is 104 MB.
+pub fn shared_shape_owned(shape: shape::Shape) -> Arc<shape::Shape> {
+    share_by_hash(&SHAPES, Cow::Owned(shape))
 }
 
 #[cfg(test)]

@@ -34,16 +34,20 @@ pub enum Work {
     SolverSteps,
     /// An instruction's operand that relayout compares with what it wants.
     RelayoutUses,
+    /// A tuple element or leaf looked at while copies are put into a
+    /// tuple: a rebuilt operand, or the computation's result.
+    TupleLeaves,
 }
 
 impl Work {
     /// Every kind, in the order [`WorkCounts`] prints them.
-    pub const ALL: [Work; 5] = [
+    pub const ALL: [Work; 6] = [
         Work::IrEdges,
         Work::ProblemItems,
         Work::Offers,
         Work::SolverSteps,
         Work::RelayoutUses,
+        Work::TupleLeaves,
     ];
 
     /// The kind's name in reports and test messages.
@@ -54,6 +58,7 @@ impl Work {
             Work::Offers => "offers",
             Work::SolverSteps => "solver-steps",
             Work::RelayoutUses => "relayout-uses",
+            Work::TupleLeaves => "tuple-leaves",
         }
     }
 
@@ -146,7 +151,7 @@ mod tests {
         assert_eq!(counts.get(Work::SolverSteps), 0);
         assert_eq!(
             counts.to_string(),
-            "ir-edges 6, problem-items 0, offers 3, solver-steps 0, relayout-uses 0"
+            "ir-edges 6, problem-items 0, offers 3, solver-steps 0, relayout-uses 0, tuple-leaves 0"
         );
     }
 }

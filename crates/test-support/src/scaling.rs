@@ -32,16 +32,23 @@ pub enum Shape {
     /// one root tuple. Each block needs a copy of its own, so there are as
     /// many inserted copies as blocks.
     ManyCopies,
+    /// One entry computation of 2-instruction blocks: a parameter the
+    /// entry computation layout fixes in `{0,1}`, and its negation; both
+    /// go into one root tuple that the layout wants in `{1,0}`, so every
+    /// parameter needs a copy into the result (a copy of a result leaf,
+    /// at the root).
+    CopiedResult,
 }
 
 impl Shape {
     /// Every shape, in the order the benchmarks list them.
-    pub const ALL: [Shape; 5] = [
+    pub const ALL: [Shape; 6] = [
         Shape::Chain,
         Shape::Shared,
         Shape::WideTuple,
         Shape::ManyComputations,
         Shape::ManyCopies,
+        Shape::CopiedResult,
     ];
 
     /// The shape's name in benchmark tables.
@@ -52,6 +59,7 @@ impl Shape {
             Shape::WideTuple => "wide_tuple",
             Shape::ManyComputations => "many_computations",
             Shape::ManyCopies => "many_copies",
+            Shape::CopiedResult => "copied_result",
         }
     }
 
@@ -63,6 +71,7 @@ impl Shape {
             Shape::WideTuple => wide_tuple(instructions),
             Shape::ManyComputations => many_computations(instructions),
             Shape::ManyCopies => many_copies(instructions),
+            Shape::CopiedResult => copied_result(instructions),
         }
     }
 }
@@ -212,6 +221,30 @@ fn many_copies(instructions: usize) -> String {
     let _ = write!(s, "  ROOT out = ({}) tuple(", list(""));
     for k in 0..blocks {
         let _ = write!(s, "{}d{k}", if k == 0 { "" } else { ", " });
+    }
+    s.push_str(")\n}\n");
+    s
+}
+
+fn copied_result(instructions: usize) -> String {
+    let blocks = instructions.div_ceil(2).max(1);
+    let list = |layout: &str| vec![format!("f32[8,8]{layout}"); 2 * blocks].join(", ");
+    let mut s = String::with_capacity(blocks * 160);
+    let _ = write!(
+        s,
+        "HloModule scaling_copied_result, entry_computation_layout={{({})->({})}}\n\nENTRY main {{\n",
+        vec!["f32[8,8]{0,1}"; blocks].join(", "),
+        list("{1,0}")
+    );
+    for k in 0..blocks {
+        let _ = writeln!(
+            s,
+            "  p{k} = f32[8,8] parameter({k})\n  n{k} = f32[8,8] negate(p{k})"
+        );
+    }
+    let _ = write!(s, "  ROOT out = ({}) tuple(", list(""));
+    for k in 0..blocks {
+        let _ = write!(s, "{}p{k}, n{k}", if k == 0 { "" } else { ", " });
     }
     s.push_str(")\n}\n");
     s

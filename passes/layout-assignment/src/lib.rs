@@ -644,7 +644,7 @@ pub fn fill_entry_layout(
     if result != *layout.result {
         // Shared: the output entry computation's root has this shape too,
         // and a session keeps both.
-        layout.result = hlo::shared_shape(&result);
+        layout.result = hlo::shared_shape_owned(result);
     }
     tiled_entry
 }
@@ -657,26 +657,24 @@ fn fill_auto(
     chosen: &Shape,
     position: impl Fn(usize) -> String,
 ) -> Vec<TiledEntryLayout> {
-    let chosen: Vec<Option<shape::Layout>> = chosen
-        .array_leaves()
-        .into_iter()
-        .map(|a| a.layout.clone())
-        .collect();
+    // Each chosen layout is copied only where it fills a leaf: an entry
+    // result of half a million arrays, all given, copied them all.
+    let chosen = chosen.array_leaves();
     let mut tiled = Vec::new();
     let mut i = 0;
     given.for_each_array_mut(&mut |a| {
-        let pick = chosen.get(i).cloned().flatten();
+        let pick = chosen.get(i).and_then(|c| c.layout.as_ref());
         match (&a.layout, pick) {
-            (None, pick) if a.rank() > 0 => a.layout = pick,
+            (None, pick) if a.rank() > 0 => a.layout = pick.cloned(),
             // A scalar has one layout; on a target that tiles scalars the
             // printed entry layout names its tile, as XLA's TPU dumps do.
-            (None, Some(c)) if !c.tiles.is_empty() => a.layout = Some(c),
+            (None, Some(c)) if !c.tiles.is_empty() => a.layout = Some(c.clone()),
             (Some(l), Some(c))
                 if l.tiles.is_empty()
                     && !c.tiles.is_empty()
                     && l.minor_to_major == c.minor_to_major =>
             {
-                let mut layout = c;
+                let mut layout = c.clone();
                 layout.memory_space = l.memory_space;
                 tiled.push(TiledEntryLayout {
                     position: position(i),

@@ -682,18 +682,26 @@ fn signature(
         .root()
         .map(shape_with)
         .unwrap_or(Shape::Tuple(Vec::new()));
+    // The result leaves that root copies lay out, the last copy of a leaf
+    // winning, then one walk over the result: a walk per copy was
+    // quadratic in a wide result whose every leaf is copied.
+    let mut at_root: FxHashMap<u32, &Layout> = FxHashMap::default();
     for c in copies {
         for site in &c.sites {
             if let Site::Root { leaf } = *site {
-                let mut i = 0;
-                result.for_each_array_mut(&mut |a| {
-                    if i == leaf {
-                        a.layout = Some(Layout::clone(&c.to));
-                    }
-                    i += 1;
-                });
+                at_root.insert(leaf, &c.to);
             }
         }
+    }
+    if !at_root.is_empty() {
+        let mut i = 0;
+        result.for_each_array_mut(&mut |a| {
+            if let Some(&to) = at_root.get(&i) {
+                a.layout = Some(to.clone());
+            }
+            i += 1;
+        });
+        hlo::count(hlo::Work::TupleLeaves, at_root.len() + i as usize);
     }
     Signature::new(params, result)
 }
@@ -1185,14 +1193,24 @@ fn rebuild_with_leaves(
         } else {
             uses <= 1 && comp.root() != Some(old)
         };
+    // The leaves by index (a stable sort: of two replacements of one leaf
+    // the first still wins), so that each element takes the next run of
+    // them: filtering all the leaves for each element was quadratic in a
+    // wide tuple whose every leaf is replaced.
+    let mut sorted = leaves.to_vec();
+    sorted.sort_by_key(|&(l, _)| l);
+    let mut next = 0;
     let mut offset = 0u32;
     let mut parts = Vec::with_capacity(elements.len());
     let mut changed = false;
     for (k, element) in elements.iter().enumerate() {
         let n = element.array_leaf_count() as u32;
-        let inner: Vec<(u32, InstId)> = leaves
+        let rest = &sorted[next..];
+        let run = rest.partition_point(|&(l, _)| l < offset + n);
+        next += run;
+        hlo::count(hlo::Work::TupleLeaves, 1 + run);
+        let inner: Vec<(u32, InstId)> = rest[..run]
             .iter()
-            .filter(|(l, _)| *l >= offset && *l < offset + n)
             .map(|&(l, id)| (l - offset, id))
             .collect();
         offset += n;
