@@ -51,7 +51,7 @@ const BENCHES: &[(&str, &str, &str, &str)] = &[
         "bench-shapes",
         "driver",
         "scaling",
-        "The whole run-pass (CPU, no verify) on generated modules of five shapes at 1e4, 1e5 and 1e6 instructions",
+        "The whole run-pass (CPU, no verify) on generated modules of six shapes at 1e4, 1e5 and 1e6 instructions",
     ),
 ];
 
