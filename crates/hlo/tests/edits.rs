@@ -130,3 +130,64 @@ fn replacing_all_uses_is_linear() {
     assert!(c.uses(q).is_empty());
     assert_eq!(c.uses(p).len(), 2 * n);
 }
+
+/// `n` parameters `p_k`, each read by `m_k = negate(p_k)`, by a copy `c_k`
+/// and by a root tuple of every `p_k` and `m_k`: the copied result of
+/// `test_support::scaling`'s `copied_result` shape.
+fn read_by_a_wide_tuple(n: usize) -> (Computation, Vec<(InstId, usize, InstId)>) {
+    let mut c = Computation::new("c");
+    let mut elements = Vec::new();
+    let mut copies = Vec::new();
+    for k in 0..n {
+        let mut param = Instruction::new(format!("p{k}"), Opcode::Parameter, scalar());
+        param.payload = hlo::Payload::Parameter(k as u32);
+        let p = c.add(param, &[]).unwrap();
+        let m = c
+            .add(
+                Instruction::new(format!("m{k}"), Opcode::Negate, scalar()),
+                &[p],
+            )
+            .unwrap();
+        elements.extend([p, m]);
+        copies.push((m, p));
+    }
+    let tuple_shape = Shape::Tuple(vec![scalar(); 2 * n]);
+    let root = c
+        .add(Instruction::new("t", Opcode::Tuple, tuple_shape), &elements)
+        .unwrap();
+    c.set_root(root).unwrap();
+    let edits = copies
+        .into_iter()
+        .enumerate()
+        .map(|(k, (m, p))| {
+            let copy = c
+                .add(
+                    Instruction::new(format!("c{k}"), Opcode::Copy, scalar()),
+                    &[p],
+                )
+                .unwrap();
+            (m, 0, copy)
+        })
+        .collect();
+    (c, edits)
+}
+
+/// Each negation and its parameter lose one edge each: a tie. Unlinked
+/// from the parameter's list of uses, each lost edge came after its
+/// copy's edge and its edge into the tuple, and unlinking that one walks
+/// the tuple's list of operands in petgraph: quadratic, unseen by the
+/// count of edges unlinked. From the negation's list of operands it is
+/// the only edge unlinked.
+#[test]
+fn a_tie_is_unlinked_from_the_users_list() {
+    let n = 1_000;
+    let (base, edits) = read_by_a_wide_tuple(n);
+    let mut batch = base.clone();
+    let work = batch.set_operands_at(&edits).unwrap();
+    assert_eq!(work, n, "{work} edges unlinked to redirect {n} uses");
+    let mut one_by_one = base.clone();
+    for &(user, index, new) in &edits {
+        one_by_one.set_operand(user, index, new).unwrap();
+    }
+    assert_eq!(relations(&batch), relations(&one_by_one));
+}
