@@ -350,19 +350,22 @@ pub fn run_with(
     target: &TargetSpec,
     solver: &SolverOptions,
 ) -> Result<Report, PassError> {
-    use rayon::prelude::*;
     let graph = CallGraph::new(module);
     let ids: Vec<CompId> = module.computation_ids().collect();
     // Scalar computations applied by reductions, sorts and scatters depend
     // on no other computation, and none depends on them (see
     // `is_independent_leaf`): they are assigned on another core while the
     // driver works through the rest, whose order and recursion stay as
-    // they are. A large model has hundreds of them.
+    // they are. A large model has hundreds of them; a small module's few
+    // are not worth a thread.
+    let split = Parallelism::splits(Split::Module, module.instruction_count());
     let (leaves, others): (Vec<CompId>, Vec<CompId>) = ids
         .iter()
         .partition(|&&id| is_independent_leaf(&graph, module.entry, id));
     let shared: &Module = module;
-    let (driven, leaf_results) = rayon::join(
+    let (driven, leaf_results) = Parallelism::join(
+        Split::Module,
+        module.instruction_count(),
         || {
             let mut driver = Driver::new(shared, &graph, target, solver);
             driver.warm(&graph.schedule(), &|id| {
@@ -394,10 +397,18 @@ pub fn run_with(
                 .collect::<Vec<_>>()
         },
         || {
-            leaves
-                .par_iter()
-                .map(|&id| (id, assign_leaf(shared, &graph, id, target, solver)))
-                .collect::<Vec<_>>()
+            let leaf = |&id: &CompId| (id, assign_leaf(shared, &graph, id, target, solver));
+            match split {
+                Some(grain) => {
+                    use rayon::prelude::*;
+                    leaves
+                        .par_iter()
+                        .with_min_len(grain)
+                        .map(leaf)
+                        .collect::<Vec<_>>()
+                }
+                None => leaves.iter().map(leaf).collect(),
+            }
         },
     );
     // The first failure in computation order is the one a sequential run
@@ -462,19 +473,16 @@ pub fn apply_module(
     module: &mut Module,
     assignments: &BTreeMap<CompId, ComputationAssignment>,
 ) -> Result<Report, ApplyError> {
-    use rayon::prelude::*;
-    // Each computation takes its own assignment independently, so they do
-    // so on all cores; the report is then written in computation order.
+    // Each computation takes its own assignment independently, so those of
+    // a large module do so on all cores; the report is then written in
+    // computation order.
     let entry = module.entry;
-    let parts: Vec<Option<Result<Report, ApplyError>>> = module
-        .computations
-        .par_iter_mut()
-        .enumerate()
-        .map(|(i, comp)| {
+    let size = module.instruction_count();
+    let parts: Vec<Option<Result<Report, ApplyError>>> =
+        Parallelism::map_mut(Split::Module, size, &mut module.computations, |i, comp| {
             let id = CompId(i as u32);
             Some(apply_computation(comp, assignments.get(&id)?, id == entry))
-        })
-        .collect();
+        });
     let mut report = Report::default();
     for part in parts.into_iter().flatten() {
         report.extend(part?);

@@ -34,7 +34,7 @@ pub mod uses;
 
 use std::sync::Arc;
 
-use hlo::{CompId, Computation, EditError, InstId, Module};
+use hlo::{CompId, Computation, EditError, InstId, Module, Parallelism, Split};
 use shape::{ArrayShape, DimVec, Shape};
 use strum::{Display, IntoStaticStr, VariantArray};
 use target::TargetSpec;
@@ -257,25 +257,24 @@ pub fn facts_for(module: &dyn hlo::ModuleFacts, id: CompId) -> ComputationFacts 
 
 /// Runs the pass on every computation of `module`.
 ///
-/// Computations are independent here, so they are rewritten on all cores;
-/// the rewrites are reported in computation order, and the first error in
-/// that order is the one returned, as a sequential run would.
+/// Computations are independent here, so a large module's are rewritten on
+/// all cores (see [`Split::Module`]); the rewrites are reported in
+/// computation order, and the first error in that order is the one
+/// returned, as a sequential run would.
 pub fn run(
     module: &mut Module,
     target: &TargetSpec,
     opts: &Options,
 ) -> Result<Report, RelayoutError> {
-    use rayon::prelude::*;
     let facts: Vec<ComputationFacts> = module
         .computation_ids()
         .map(|id| facts_for(module, id))
         .collect();
-    let per_computation: Vec<Result<Vec<Arc<Rewrite>>, RelayoutError>> = module
-        .computations
-        .par_iter_mut()
-        .zip(&facts)
-        .map(|(comp, facts)| run_computation(facts, comp, target, opts))
-        .collect();
+    let size = module.instruction_count();
+    let per_computation: Vec<Result<Vec<Arc<Rewrite>>, RelayoutError>> =
+        Parallelism::map_mut(Split::Module, size, &mut module.computations, |i, comp| {
+            run_computation(&facts[i], comp, target, opts)
+        });
     let mut report = Report::default();
     for rewrites in per_computation {
         report.rewrites.extend(rewrites?);
