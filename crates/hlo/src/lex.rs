@@ -158,7 +158,11 @@ impl<'a> Cursor<'a> {
     }
 
     /// Skips trivia, then consumes `byte` or fails with `expected {what}`.
-    pub(crate) fn expect(&mut self, byte: u8, what: &str) -> Result<(), RawError> {
+    pub(crate) fn expect(
+        &mut self,
+        byte: u8,
+        what: impl std::fmt::Display,
+    ) -> Result<(), RawError> {
         self.skip_trivia()?;
         if self.eat(byte) {
             Ok(())

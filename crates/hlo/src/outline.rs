@@ -350,7 +350,7 @@ fn computation_layout(c: &mut Cursor<'_>) -> Result<ComputationLayout, RawError>
 
 /// A shape index `{0,1}`.
 pub(crate) fn shape_index(c: &mut Cursor<'_>, what: &str) -> Result<SmallVec<[i64; 2]>, RawError> {
-    c.expect(b'{', &format!("'{{' to start {what}"))?;
+    c.expect(b'{', format_args!("'{{' to start {what}"))?;
     let mut index = SmallVec::new();
     c.list_until(b'}', what, |c| {
         c.skip_trivia()?;
@@ -514,7 +514,7 @@ fn fields(
                 describe(c.peek())
             )));
         };
-        c.expect(b'=', &format!("'=' after '{key}'"))?;
+        c.expect(b'=', format_args!("'=' after '{key}'"))?;
         c.skip_trivia()?;
         let value = c.int(format_args!("an integer for '{key}'"))?;
         if !set(key, value) {

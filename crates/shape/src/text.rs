@@ -116,7 +116,7 @@ impl<'a> ShapeParser<'a> {
     }
 
     /// Consumes `byte` after trivia, or fails saying what was expected.
-    fn expect(&mut self, byte: u8, what: &str) -> Result<(), TextError> {
+    fn expect(&mut self, byte: u8, what: impl std::fmt::Display) -> Result<(), TextError> {
         self.skip_trivia();
         if self.peek() == Some(byte) {
             self.pos += 1;
@@ -149,7 +149,7 @@ impl<'a> ShapeParser<'a> {
     }
 
     /// Parses a signed decimal integer, rejecting overflow.
-    fn int(&mut self, what: &str) -> Result<i64, TextError> {
+    fn int(&mut self, what: impl std::fmt::Display) -> Result<i64, TextError> {
         self.skip_trivia();
         let start = self.pos;
         let negative = self.peek() == Some(b'-');
@@ -529,14 +529,14 @@ impl<'a> ShapeParser<'a> {
     }
 
     fn paren_int(&mut self, letter: &str) -> Result<i64, TextError> {
-        self.expect(b'(', &format!("'(' after {letter}"))?;
-        let v = self.int(&format!("an integer in {letter}(...)"))?;
-        self.expect(b')', &format!("')' to close {letter}(...)"))?;
+        self.expect(b'(', format_args!("'(' after {letter}"))?;
+        let v = self.int(format_args!("an integer in {letter}(...)"))?;
+        self.expect(b')', format_args!("')' to close {letter}(...)"))?;
         Ok(v)
     }
 
     fn paren_uint_type(&mut self, letter: &str) -> Result<PrimitiveType, TextError> {
-        self.expect(b'(', &format!("'(' after {letter}"))?;
+        self.expect(b'(', format_args!("'(' after {letter}"))?;
         self.skip_trivia();
         let at = self.pos;
         let name = std::str::from_utf8(self.ident()).unwrap_or("");
@@ -548,7 +548,7 @@ impl<'a> ShapeParser<'a> {
                     format!("expected an unsigned integer type in {letter}(...), found '{name}'"),
                 )
             })?;
-        self.expect(b')', &format!("')' to close {letter}(...)"))?;
+        self.expect(b')', format_args!("')' to close {letter}(...)"))?;
         Ok(t)
     }
 }

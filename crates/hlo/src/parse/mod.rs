@@ -992,7 +992,10 @@ impl<'a, 'r> InstructionReader<'a, 'r> {
             ValueKind::Computation => AttrValue::Computation(computation_ref(c, resolve, name)?),
             ValueKind::Computations => {
                 let mut ids = Vec::new();
-                c.expect(b'{', &format!("'{{' to start the computations of '{name}'"))?;
+                c.expect(
+                    b'{',
+                    format_args!("'{{' to start the computations of '{name}'"),
+                )?;
                 c.list_until(b'}', format_args!("'{name}'"), |c| {
                     c.skip_trivia()?;
                     ids.push(computation_ref(c, resolve, name)?);
