@@ -688,10 +688,7 @@ pub(crate) type Stop = tokio::sync::oneshot::Sender<()>;
 pub(crate) fn start_server(
     config: server::Config,
 ) -> anyhow::Result<(SocketAddr, Stop, std::thread::JoinHandle<()>)> {
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .context("starting tokio")?;
+    let runtime = server::runtime(&config).context("starting tokio")?;
     let listener = runtime
         .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
         .context("binding a loopback port")?;

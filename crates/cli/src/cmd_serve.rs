@@ -37,10 +37,7 @@ pub fn run(args: Args) -> ExitCode {
         Ok(limit) => tracing::debug!(limit, "open file limit"),
         Err(e) => tracing::warn!(error = %e, "cannot raise the open file limit"),
     }
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-    {
+    let runtime = match server::runtime(&config) {
         Ok(r) => r,
         Err(e) => return fail(format!("cannot start the async runtime: {e}")),
     };

@@ -240,6 +240,27 @@ fn layered(routes: Router<AppState>, state: AppState) -> Router {
     routes.layer(layers).with_state(state)
 }
 
+/// Blocking threads the runtime keeps beyond the worker slots: for a
+/// thread still finishing the job whose slot it gave back, and for any
+/// blocking call of tokio's own.
+const SPARE_BLOCKING_THREADS: usize = 2;
+
+/// The async runtime to serve `config` on: tokio's multi-threaded one,
+/// whose blocking pool (where the pipeline runs, one job per worker slot)
+/// holds at most `max_concurrency` threads and a spare few. tokio's default
+/// is 512, and a job gives back its slot before its thread is idle, so the
+/// next job often started a new thread (forty jobs spawned at once ran
+/// on 39 threads). Each thread that runs the pipeline keeps its
+/// allocator's freed memory for a while (see the `allocator` crate), and
+/// since a small module runs on the worker's own thread (`driver::run`),
+/// that memory is the worker's.
+pub fn runtime(config: &Config) -> std::io::Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .max_blocking_threads(config.max_concurrency.max(1) + SPARE_BLOCKING_THREADS)
+        .build()
+}
+
 /// A future that completes on ctrl-c (SIGINT) or SIGTERM.
 ///
 /// On Unix the signal handlers are installed when this function is called,
@@ -292,6 +313,35 @@ pub(crate) fn error_response(e: ApiError) -> Response {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn the_blocking_pool_holds_the_worker_slots_and_a_spare_few() {
+        let config = Config {
+            max_concurrency: 2,
+            ..Config::default()
+        };
+        let runtime = super::runtime(&config).expect("a runtime");
+        let threads = runtime.block_on(async {
+            let jobs: Vec<_> = (0..40)
+                .map(|_| {
+                    tokio::task::spawn_blocking(|| {
+                        std::thread::sleep(std::time::Duration::from_millis(2));
+                        format!("{:?}", std::thread::current().id())
+                    })
+                })
+                .collect();
+            let mut seen = std::collections::BTreeSet::new();
+            for job in jobs {
+                seen.insert(job.await.expect("a blocking job"));
+            }
+            seen.len()
+        });
+        // Forty jobs at once would take forty threads without the cap.
+        assert!(
+            (1..=2 + super::SPARE_BLOCKING_THREADS).contains(&threads),
+            "{threads} blocking threads"
+        );
+    }
+
     use super::*;
     use axum::body::Body;
     use axum::routing::get;
