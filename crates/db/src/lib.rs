@@ -248,6 +248,9 @@ impl SourceComputation {
 pub struct Parsed {
     held: Result<Mutex<Option<Arc<Computation>>>, ParseError>,
     fingerprint: u64,
+    /// The computations it names (see [`InputFacts::named`]), found once
+    /// for the fingerprint and kept for the input facts.
+    named: Vec<CompId>,
 }
 
 impl Parsed {
@@ -340,11 +343,20 @@ pub fn names(db: &dyn Db, m: SourceModule) -> &[String] {
 /// only the edited computation.
 #[salsa::tracked(returns(ref), lru = 1)]
 pub fn parsed(db: &dyn Db, c: SourceComputation) -> Parsed {
-    let (result, fingerprint) = parse_text(db, c);
+    let parse = parse_text(db, c);
     Parsed {
-        held: result.map(|comp| Mutex::new(Some(Arc::new(comp)))),
-        fingerprint,
+        held: parse.result.map(|comp| Mutex::new(Some(Arc::new(comp)))),
+        fingerprint: parse.fingerprint,
+        named: parse.named,
     }
+}
+
+/// What [`parse_text`] gives: the parse, the fingerprint of what it
+/// depends on, and the computations it names (none when it failed).
+struct TextParse {
+    result: Result<Computation, ParseError>,
+    fingerprint: u64,
+    named: Vec<CompId>,
 }
 
 /// Sets how many parses salsa's LRU keeps (see [`parsed`]).
@@ -365,17 +377,22 @@ pub(crate) fn keep_assignments(db: &mut Database, n: usize) {
 /// computation loaded into an empty database takes the parse made with
 /// the module's outline (see [`Seeds`]), which is what parsing its text
 /// gives.
-fn parse_text(db: &dyn Db, c: SourceComputation) -> (Result<Computation, ParseError>, u64) {
+fn parse_text(db: &dyn Db, c: SourceComputation) -> TextParse {
     let m = c.module(db);
     let table = m.names(db);
     let text = c.text(db);
     if let Some(comp) = db.take_seed(c) {
-        let looked_up = pipeline::named(&comp)
-            .into_iter()
-            .map(|id| (table.name(id).to_string(), Some(id)))
+        let named = pipeline::named(&comp);
+        let looked_up = named
+            .iter()
+            .map(|&id| (table.name(id).to_string(), Some(id)))
             .collect();
         let fingerprint = parse_fingerprint(text, looked_up);
-        return (Ok(comp), fingerprint);
+        return TextParse {
+            result: Ok(comp),
+            fingerprint,
+            named,
+        };
     }
     let looked_up = Mutex::new(Vec::new());
     let resolve = |name: &str| {
@@ -393,7 +410,12 @@ fn parse_text(db: &dyn Db, c: SourceComputation) -> (Result<Computation, ParseEr
     };
     let result = hlo::parse_computation(text, &span, &resolve, "");
     let looked_up = looked_up.into_inner().unwrap_or_default();
-    (result, parse_fingerprint(text, looked_up))
+    let named = result.as_ref().map(pipeline::named).unwrap_or_default();
+    TextParse {
+        result,
+        fingerprint: parse_fingerprint(text, looked_up),
+        named,
+    }
 }
 
 /// The fingerprint of a parse: its text and the computations it looked up
@@ -420,7 +442,7 @@ pub fn parse_of(db: &dyn Db, c: SourceComputation) -> Result<Arc<Computation>, P
     }
     match parsed.held() {
         Some(comp) => Ok(comp),
-        None => parse_text(db, c).0.map(Arc::new),
+        None => parse_text(db, c).result.map(Arc::new),
     }
 }
 
@@ -437,7 +459,7 @@ pub(crate) fn take_parse(db: &dyn Db, c: SourceComputation) -> Result<Computatio
         Some(comp) => Ok(Arc::unwrap_or_clone(comp)),
         // Taken by an earlier run, and kept since (salsa's LRU keeps the
         // parse read last): the same inputs parse to the same computation.
-        None => parse_text(db, c).0,
+        None => parse_text(db, c).result,
     }
 }
 
@@ -478,7 +500,7 @@ pub fn input_facts(db: &dyn Db, c: SourceComputation) -> Arc<InputFacts> {
     Arc::new(match parse_of(db, c) {
         Ok(comp) => InputFacts {
             roles: hlo::calls_of(&comp),
-            named: pipeline::named(&comp),
+            named: parsed(db, c).named.clone(),
             stub: pipeline::Stub(Some(Arc::new(hlo::CalleeSignature::of(&comp)))),
             parse_error: None,
         },
