@@ -24,6 +24,7 @@ mod openapi;
 mod run_pass;
 mod session_bench;
 mod session_memory;
+mod steps;
 mod tidy;
 
 #[derive(Parser)]
@@ -61,6 +62,8 @@ enum Command {
     SessionBench(session_bench::Args),
     /// What a session holds between runs, in live heap bytes against its text.
     SessionMemory(session_memory::Args),
+    /// The time of each pipeline step on one module, warm (the driver's `steps` example).
+    Steps(steps::Args),
 }
 
 fn main() -> ExitCode {
@@ -80,6 +83,7 @@ fn main() -> ExitCode {
         Command::Tidy(args) => tidy::run(args),
         Command::SessionBench(args) => session_bench::run(args),
         Command::SessionMemory(args) => session_memory::run(args),
+        Command::Steps(args) => steps::run(args),
     };
     match result {
         Ok(code) => code,
