@@ -166,6 +166,21 @@ impl Parallelism {
         }
     }
 
+    /// `f` on each item, in order: on all cores when `size` items of `work`
+    /// make it pay under the current policy, else on this thread.
+    pub fn map<T, R, F>(work: Split, size: usize, items: &[T], f: F) -> Vec<R>
+    where
+        T: Sync,
+        R: Send,
+        F: Fn(&T) -> R + Sync + Send,
+    {
+        use rayon::prelude::*;
+        match Parallelism::splits(work, size) {
+            Some(grain) => items.par_iter().with_min_len(grain).map(f).collect(),
+            None => items.iter().map(f).collect(),
+        }
+    }
+
     /// `f` on each item with its index, in order: on all cores when `size`
     /// items of `work` make it pay under the current policy, else on this
     /// thread. The results are in the items' order either way.

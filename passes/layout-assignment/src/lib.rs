@@ -358,14 +358,14 @@ pub fn run_with(
     // driver works through the rest, whose order and recursion stay as
     // they are. A large model has hundreds of them; a small module's few
     // are not worth a thread.
-    let split = Parallelism::splits(Split::Module, module.instruction_count());
+    let size = module.instruction_count();
     let (leaves, others): (Vec<CompId>, Vec<CompId>) = ids
         .iter()
         .partition(|&&id| is_independent_leaf(&graph, module.entry, id));
     let shared: &Module = module;
     let (driven, leaf_results) = Parallelism::join(
         Split::Module,
-        module.instruction_count(),
+        size,
         || {
             let mut driver = Driver::new(shared, &graph, target, solver);
             driver.warm(&graph.schedule(), &|id| {
@@ -397,18 +397,9 @@ pub fn run_with(
                 .collect::<Vec<_>>()
         },
         || {
-            let leaf = |&id: &CompId| (id, assign_leaf(shared, &graph, id, target, solver));
-            match split {
-                Some(grain) => {
-                    use rayon::prelude::*;
-                    leaves
-                        .par_iter()
-                        .with_min_len(grain)
-                        .map(leaf)
-                        .collect::<Vec<_>>()
-                }
-                None => leaves.iter().map(leaf).collect(),
-            }
+            Parallelism::map(Split::Module, size, &leaves, |&id| {
+                (id, assign_leaf(shared, &graph, id, target, solver))
+            })
         },
     );
     // The first failure in computation order is the one a sequential run
