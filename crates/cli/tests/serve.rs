@@ -1,5 +1,6 @@
 //! `tessera serve` as a real process on a loopback port: graceful shutdown
-//! on a real SIGTERM, JSON logs that carry request ids, and idle
+//! on a real SIGTERM, JSON logs that carry request ids, a session's log
+//! without its database's internals, and idle
 //! connections beyond the process's file limit.
 //!
 //! The server is the `tessera` binary that cargo built for these tests. It
@@ -281,6 +282,51 @@ fn json_logs_are_json_lines_that_carry_the_request_id() {
             .any(|v| of_request(v, &id) && of_request(v, &bad_id)),
         "no line mixes two requests"
     );
+}
+
+#[test]
+fn a_session_logs_its_requests_not_its_queries() {
+    // salsa logs each query it executes at info, the service's default
+    // level: a session's load and first run of this module wrote 35 lines
+    // of them beside the two requests' (one per query per computation:
+    // some 167,000 for a module of 100,000 instructions).
+    let mut served = serve(&[]);
+    let text = corpus("mlp_fwd");
+    let mut client = Client::new(served.addr, STEP);
+    let put = client
+        .request(
+            "PUT",
+            "/v1/modules/m",
+            &[("content-type", "text/plain")],
+            text.as_bytes(),
+        )
+        .expect("answered");
+    assert_eq!(put.status, 201, "{}", put.text());
+    let run = client
+        .request(
+            "POST",
+            "/v1/modules/m/layout-assignment",
+            &[("accept", "text/plain")],
+            b"",
+        )
+        .expect("answered");
+    assert_eq!(run.status, 200, "{}", run.text());
+    drop(client);
+    sigterm(&served.child);
+    let status = wait_exit(&mut served.child, STEP);
+    assert_eq!(status.code(), Some(0), "{status}");
+
+    let lines = stderr_lines(&served);
+    let finished: Vec<&String> = lines
+        .iter()
+        .filter(|l| l.contains("finished processing request"))
+        .collect();
+    assert_eq!(finished.len(), 2, "one line per request: {lines:#?}");
+    assert!(
+        !lines.iter().any(|l| l.contains("salsa")),
+        "no line of salsa's: {lines:#?}"
+    );
+    assert!(lines.len() <= 10, "{lines:#?}");
 }
 
 #[test]
