@@ -10,7 +10,9 @@
 //! - a stateless `POST /v1/layout-assignment`;
 //! - a session's first run (`PUT`, then the timed `POST
 //!   /v1/modules/{id}/layout-assignment`, on a new session each time),
-//!   alone and with its `PUT` (which parses and checks the module);
+//!   alone and with its `PUT` (which parses and checks the module), each
+//!   right after a stateless run, so that the machine's drift weighs on
+//!   both alike;
 //! - a re-run with no change;
 //! - a re-run after a `PATCH` of one computation's body (same signature),
 //!   timed alone and with its `PATCH`;
@@ -174,17 +176,16 @@ fn ms(d: Duration) -> String {
 /// Measures one subject; prints its row. True if every answer matched.
 fn measure(client: &mut Client, s: &Subject, runs: usize) -> anyhow::Result<bool> {
     let run = "/v1/modules/bench/layout-assignment";
-    let mut stateless = Vec::new();
-    let mut want = String::new();
+    let (_, want) = stateless_run(client, &s.text)?;
+    let (_, want_edited) = stateless_run(client, &s.edited)?;
+    let mut identical = true;
+    // A stateless run and a session's first run, round by round, so that
+    // the machine's drift weighs on both alike.
+    let (mut stateless, mut first, mut first_total) = (Vec::new(), Vec::new(), Vec::new());
     for _ in 0..runs {
         let (t, text) = stateless_run(client, &s.text)?;
         stateless.push(t);
-        want = text;
-    }
-    let (_, want_edited) = stateless_run(client, &s.edited)?;
-    let mut identical = true;
-    let (mut first, mut first_total) = (Vec::new(), Vec::new());
-    for _ in 0..runs {
+        identical &= text == want;
         let _ = client.request("DELETE", "/v1/modules/bench", &[], b"")?;
         let (put, _) = timed(
             client,
