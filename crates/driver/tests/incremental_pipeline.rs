@@ -292,3 +292,66 @@ fn a_body_edit_looks_at_as_much_whatever_the_size_of_the_module() {
     );
     assert!(small < 40, "{small} values looked at");
 }
+
+/// An entry whose parameter and result are {0,1}, calling `callee` and
+/// then `other`; `SECOND` is replaced by a second call of `callee`, or by
+/// nothing.
+const BOUND: &str = r#"HloModule bound, entry_computation_layout={(f32[8,4]{0,1})->f32[8,4]{0,1}}
+
+callee {
+  cp = f32[8,4] parameter(0)
+  cn = f32[8,4] negate(cp)
+  ROOT cr = f32[8,4] abs(cn)
+}
+
+other {
+  op = f32[8,4] parameter(0)
+  ROOT oa = f32[8,4] abs(op)
+}
+
+ENTRY main {
+  p = f32[8,4] parameter(0)
+  c = f32[8,4] call(p), to_apply=callee
+  SECOND
+}
+"#;
+
+#[test]
+fn a_callee_that_gains_and_loses_a_second_call_site_answers_as_a_fresh_run() {
+    // Whether a computation's only caller decides its boundary follows the
+    // call graph, which the engine rebuilds from the computations' calls:
+    // each answer of one session, through the callee's turns between one
+    // call site and two, must be a fresh run's.
+    let once = BOUND.replace("SECOND", "ROOT o = f32[8,4] call(c), to_apply=other");
+    let twice = BOUND.replace(
+        "SECOND",
+        "c2 = f32[8,4] call(c), to_apply=callee\n  ROOT o = f32[8,4] call(c2), to_apply=other",
+    );
+    let opts = Options::new(Arc::new(
+        target::load_str("name: generic\n", "generic.yaml").expect("a target"),
+    ));
+    let mut db = Database::default();
+    let mut callee_params = Vec::new();
+    for text in [&once, &twice, &once, &twice] {
+        let out = driver::run_in(&mut db, text, "m.hlo", &opts).expect("runs");
+        let fresh = driver::run(text, "m.hlo", &opts).expect("runs");
+        assert_eq!(out.text(), fresh.text());
+        assert_eq!(out.report.assignment(), fresh.report.assignment());
+        let module = out.module().expect("parses");
+        let callee = module
+            .computations
+            .iter()
+            .find(|c| c.name == "callee")
+            .expect("the callee");
+        let param = callee
+            .instructions()
+            .find(|(_, i)| i.name == "cp")
+            .expect("its parameter");
+        callee_params.push(param.1.shape.to_string());
+    }
+    // The entry bounds a callee of one call site to its own {0,1}; a callee
+    // of two chooses alone.
+    assert_eq!(callee_params[0], "f32[8,4]{0,1}", "{callee_params:?}");
+    assert_ne!(callee_params[1], callee_params[0], "{callee_params:?}");
+    assert_eq!(callee_params[2..], callee_params[..2], "{callee_params:?}");
+}
