@@ -24,18 +24,25 @@ pub enum LogFormat {
 
 /// Sends tracing output to stderr, filtered by `RUST_LOG` (default:
 /// `default_level`: `info` for the service, which logs each request, `warn`
-/// for one-shot commands; see [`filter_directives`]).
+/// for one-shot commands), and with each of [`CHATTY`] capped at warnings
+/// unless the filter names it (see [`chatty_cap`]).
 pub fn init_logging(format: LogFormat, default_level: &str) {
-    let directives = filter_directives(std::env::var("RUST_LOG").ok().as_deref(), default_level);
-    let filter = tracing_subscriber::EnvFilter::try_new(&directives).unwrap_or_else(|_| {
-        tracing_subscriber::EnvFilter::new(filter_directives(None, default_level))
-    });
-    let builder = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr);
+    use tracing_subscriber::filter::FilterExt;
+    use tracing_subscriber::layer::SubscriberExt;
+    use tracing_subscriber::util::SubscriberInitExt;
+    use tracing_subscriber::{EnvFilter, Layer};
+    let directives = std::env::var("RUST_LOG")
+        .ok()
+        .filter(|s| !s.trim().is_empty())
+        .unwrap_or_else(|| default_level.to_string());
+    let filter = EnvFilter::try_new(&directives)
+        .unwrap_or_else(|_| EnvFilter::new(default_level))
+        .and(chatty_cap(&directives));
+    let layer = tracing_subscriber::fmt::layer().with_writer(std::io::stderr);
+    let registry = tracing_subscriber::registry();
     match format {
-        LogFormat::Text => builder.init(),
-        LogFormat::Json => builder.json().init(),
+        LogFormat::Text => registry.with(layer.with_filter(filter)).init(),
+        LogFormat::Json => registry.with(layer.json().with_filter(filter)).init(),
     }
 }
 
@@ -47,23 +54,23 @@ pub fn init_logging(format: LogFormat, default_level: &str) {
 /// 1.1x to 1.35x without those lines.
 const CHATTY: &[&str] = &["salsa"];
 
-/// The filter: `RUST_LOG` if set, else `default_level`, with each of
-/// [`CHATTY`] kept to warnings unless the filter names it (so that
-/// `RUST_LOG=salsa=info` still shows salsa's lines).
-pub fn filter_directives(rust_log: Option<&str>, default_level: &str) -> String {
-    let mut directives = match rust_log {
-        Some(s) if !s.trim().is_empty() => s.trim().to_string(),
-        _ => default_level.to_string(),
-    };
+/// A cap on the log filter: each of [`CHATTY`] at most at warnings, unless
+/// the filter's `directives` name it (so that `RUST_LOG=salsa=info` still
+/// shows salsa's lines); every other target as the filter says. A cap,
+/// not a directive of its own, so that a filter of `error` or `off` keeps
+/// salsa as quiet as the rest.
+pub fn chatty_cap(directives: &str) -> tracing_subscriber::filter::Targets {
+    use tracing_subscriber::filter::LevelFilter;
+    let mut cap = tracing_subscriber::filter::Targets::new().with_default(LevelFilter::TRACE);
     for target in CHATTY {
         let named = directives
             .split(',')
             .any(|d| d.trim().split(['=', '[', ':']).next() == Some(*target));
         if !named {
-            directives.push_str(&format!(",{target}=warn"));
+            cap = cap.with_target(*target, LevelFilter::WARN);
         }
     }
-    directives
+    cap
 }
 
 /// Prints `error: message` on stderr and returns exit status 1.
@@ -120,29 +127,40 @@ pub fn read_text(file: &std::path::Path) -> Result<(String, String), ExitCode> {
 
 #[cfg(test)]
 mod tests {
-    use super::filter_directives;
+    use tracing::Level;
+
+    use super::chatty_cap;
 
     #[test]
-    fn salsa_is_kept_to_warnings_unless_the_filter_names_it() {
-        assert_eq!(filter_directives(None, "info"), "info,salsa=warn");
-        assert_eq!(filter_directives(Some("  "), "warn"), "warn,salsa=warn");
-        assert_eq!(
-            filter_directives(Some("debug,tower_http=info"), "info"),
-            "debug,tower_http=info,salsa=warn"
-        );
-        for named in ["salsa=info", "info,salsa::function=trace", "salsa[x]=debug"] {
-            assert_eq!(filter_directives(Some(named), "info"), named);
+    fn salsa_is_capped_at_warnings_unless_the_filter_names_it() {
+        for directives in ["info", "debug,tower_http=info", "salsa_extra=info", "trace"] {
+            let cap = chatty_cap(directives);
+            assert!(
+                !cap.would_enable("salsa::function::execute", &Level::INFO),
+                "{directives}"
+            );
+            assert!(!cap.would_enable("salsa", &Level::DEBUG), "{directives}");
+            assert!(
+                cap.would_enable("salsa::runtime", &Level::WARN),
+                "{directives}"
+            );
+            assert!(
+                cap.would_enable("tower_http::trace", &Level::INFO),
+                "{directives}"
+            );
+            assert!(cap.would_enable("server", &Level::TRACE), "{directives}");
         }
-        // A target that only starts like it is another one.
-        assert_eq!(
-            filter_directives(Some("salsa_extra=info"), "info"),
-            "salsa_extra=info,salsa=warn"
-        );
-        for d in [
-            filter_directives(None, "info"),
-            filter_directives(Some("debug"), "info"),
+        for directives in [
+            "salsa=info",
+            "warn,salsa::function=trace",
+            "salsa[x]=debug",
+            "salsa",
         ] {
-            assert!(tracing_subscriber::EnvFilter::try_new(&d).is_ok(), "{d}");
+            let cap = chatty_cap(directives);
+            assert!(
+                cap.would_enable("salsa::function::execute", &Level::TRACE),
+                "{directives}"
+            );
         }
     }
 }
