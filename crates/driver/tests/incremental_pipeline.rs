@@ -294,8 +294,8 @@ fn a_body_edit_looks_at_as_much_whatever_the_size_of_the_module() {
 }
 
 /// An entry whose parameter and result are {0,1}, calling `callee` and
-/// then `other`; `SECOND` is replaced by a second call of `callee`, or by
-/// nothing.
+/// then `other`; `SECOND` is replaced by the entry's root (the call of
+/// `other`), alone or after a second call of `callee`.
 const BOUND: &str = r#"HloModule bound, entry_computation_layout={(f32[8,4]{0,1})->f32[8,4]{0,1}}
 
 callee {
