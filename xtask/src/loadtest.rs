@@ -684,10 +684,14 @@ fn corpus(exclude: &[String]) -> anyhow::Result<Vec<(String, String)>> {
 
 pub(crate) type Stop = tokio::sync::oneshot::Sender<()>;
 
-/// Starts the service on a loopback port in a thread of its own.
+/// Starts the service on a loopback port in a thread of its own, with the
+/// service's log (see `server::log`) written to a sink.
 pub(crate) fn start_server(
     config: server::Config,
 ) -> anyhow::Result<(SocketAddr, Stop, std::thread::JoinHandle<()>)> {
+    // The log `tessera serve` installs, written to a sink: making its lines
+    // is part of serving (the first server of the process installs it).
+    let _ = server::log::init(false, "info", std::io::sink);
     let runtime = server::runtime(&config).context("starting tokio")?;
     let listener = runtime
         .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))

@@ -24,53 +24,15 @@ pub enum LogFormat {
 
 /// Sends tracing output to stderr, filtered by `RUST_LOG` (default:
 /// `default_level`: `info` for the service, which logs each request, `warn`
-/// for one-shot commands), and with each of [`CHATTY`] capped at warnings
-/// unless the filter names it (see [`chatty_cap`]).
+/// for one-shot commands), with salsa's per-query lines capped (see
+/// `server::log`).
 pub fn init_logging(format: LogFormat, default_level: &str) {
-    use tracing_subscriber::filter::FilterExt;
-    use tracing_subscriber::layer::SubscriberExt;
-    use tracing_subscriber::util::SubscriberInitExt;
-    use tracing_subscriber::{EnvFilter, Layer};
-    let directives = std::env::var("RUST_LOG")
-        .ok()
-        .filter(|s| !s.trim().is_empty())
-        .unwrap_or_else(|| default_level.to_string());
-    let filter = EnvFilter::try_new(&directives)
-        .unwrap_or_else(|_| EnvFilter::new(default_level))
-        .and(chatty_cap(&directives));
-    let layer = tracing_subscriber::fmt::layer().with_writer(std::io::stderr);
-    let registry = tracing_subscriber::registry();
-    match format {
-        LogFormat::Text => registry.with(layer.with_filter(filter)).init(),
-        LogFormat::Json => registry.with(layer.json().with_filter(filter)).init(),
-    }
-}
-
-/// Libraries that log their internals at `info`, one line per step. salsa
-/// logs every query it executes and every new revision: a session's load,
-/// first run and three re-runs with no change of a generated module of
-/// 100,000 instructions wrote some 167,000 lines, and the load and first
-/// run took 1.8x to 2.1x a stateless run through `tessera serve`, against
-/// 1.1x to 1.35x without those lines.
-const CHATTY: &[&str] = &["salsa"];
-
-/// A cap on the log filter: each of [`CHATTY`] at most at warnings, unless
-/// the filter's `directives` name it (so that `RUST_LOG=salsa=info` still
-/// shows salsa's lines); every other target as the filter says. A cap,
-/// not a directive of its own, so that a filter of `error` or `off` keeps
-/// salsa as quiet as the rest.
-pub fn chatty_cap(directives: &str) -> tracing_subscriber::filter::Targets {
-    use tracing_subscriber::filter::LevelFilter;
-    let mut cap = tracing_subscriber::filter::Targets::new().with_default(LevelFilter::TRACE);
-    for target in CHATTY {
-        let named = directives
-            .split(',')
-            .any(|d| d.trim().split(['=', '[', ':']).next() == Some(*target));
-        if !named {
-            cap = cap.with_target(*target, LevelFilter::WARN);
-        }
-    }
-    cap
+    // Only the first subscriber of a process counts; `main` installs one.
+    let _ = server::log::init(
+        matches!(format, LogFormat::Json),
+        default_level,
+        std::io::stderr,
+    );
 }
 
 /// Prints `error: message` on stderr and returns exit status 1.
@@ -121,46 +83,6 @@ pub fn read_text(file: &std::path::Path) -> Result<(String, String), ExitCode> {
                 Ok(_) => eprintln!("{label}: error: the file is not UTF-8"),
             }
             Err(ExitCode::from(1))
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use tracing::Level;
-
-    use super::chatty_cap;
-
-    #[test]
-    fn salsa_is_capped_at_warnings_unless_the_filter_names_it() {
-        for directives in ["info", "debug,tower_http=info", "salsa_extra=info", "trace"] {
-            let cap = chatty_cap(directives);
-            assert!(
-                !cap.would_enable("salsa::function::execute", &Level::INFO),
-                "{directives}"
-            );
-            assert!(!cap.would_enable("salsa", &Level::DEBUG), "{directives}");
-            assert!(
-                cap.would_enable("salsa::runtime", &Level::WARN),
-                "{directives}"
-            );
-            assert!(
-                cap.would_enable("tower_http::trace", &Level::INFO),
-                "{directives}"
-            );
-            assert!(cap.would_enable("server", &Level::TRACE), "{directives}");
-        }
-        for directives in [
-            "salsa=info",
-            "warn,salsa::function=trace",
-            "salsa[x]=debug",
-            "salsa",
-        ] {
-            let cap = chatty_cap(directives);
-            assert!(
-                cap.would_enable("salsa::function::execute", &Level::TRACE),
-                "{directives}"
-            );
         }
     }
 }

@@ -48,6 +48,7 @@ pub mod config;
 mod conn;
 pub mod error;
 mod explore;
+pub mod log;
 pub mod metrics;
 mod middleware;
 mod queue;
