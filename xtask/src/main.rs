@@ -67,8 +67,15 @@ enum Command {
 }
 
 fn main() -> ExitCode {
-    allocator::configure();
     let cli = Cli::parse();
+    // The commands that run a service in process keep its allocator
+    // setting, so that they pay for memory as `tessera serve` does.
+    allocator::configure(match cli.command {
+        Command::Loadtest(_) | Command::SessionBench(_) | Command::SessionMemory(_) => {
+            allocator::Lifetime::Service
+        }
+        _ => allocator::Lifetime::Batch,
+    });
     let result = match cli.command {
         Command::RunPass(args) => run_pass::run(args),
         Command::Golden(args) => golden::run(args),

@@ -57,6 +57,15 @@ enum Command {
     },
 }
 
+/// How long the process for `command` lives: `serve` stays up, every other
+/// command runs once and exits (see `crates/allocator`).
+fn lifetime(command: &Command) -> allocator::Lifetime {
+    match command {
+        Command::Serve(_) => allocator::Lifetime::Service,
+        _ => allocator::Lifetime::Batch,
+    }
+}
+
 /// The exit status of a command line clap refused: 0 for `--help` and
 /// `--version` (clap reports them as errors that print to stdout), 2 for
 /// `tessera filecheck`, whose usage errors follow LLVM FileCheck's
@@ -90,7 +99,6 @@ fn subcommand_name(args: &[std::ffi::OsString]) -> Option<&str> {
 }
 
 fn main() -> ExitCode {
-    allocator::configure();
     let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
     let cli = match Cli::try_parse_from(&args) {
         Ok(cli) => cli,
@@ -101,6 +109,8 @@ fn main() -> ExitCode {
             return ExitCode::from(usage_exit_status(&error, &args));
         }
     };
+    // Parsing the command line spawns no thread, so this is still in time.
+    allocator::configure(lifetime(&cli.command));
     let default_level = if matches!(cli.command, Command::Serve(_)) {
         "info"
     } else {
@@ -115,5 +125,27 @@ fn main() -> ExitCode {
         Command::Check(args) => cmd_check::run(args),
         Command::Serve(args) => cmd_serve::run(args),
         Command::Filecheck { args } => cmd_filecheck::run(&args),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use super::{Cli, lifetime};
+
+    fn lifetime_of(line: &[&str]) -> allocator::Lifetime {
+        let cli = Cli::try_parse_from(line).expect("a valid command line");
+        lifetime(&cli.command)
+    }
+
+    #[test]
+    fn only_serve_keeps_the_service_lifetime() {
+        use allocator::Lifetime::{Batch, Service};
+        assert_eq!(lifetime_of(&["tessera", "serve"]), Service);
+        assert_eq!(lifetime_of(&["tessera", "serve", "--addr", "127.0.0.1:0"]), Service);
+        assert_eq!(lifetime_of(&["tessera", "run-pass", "m.hlo"]), Batch);
+        assert_eq!(lifetime_of(&["tessera", "fmt", "m.hlo"]), Batch);
+        assert_eq!(lifetime_of(&["tessera", "verify", "m.hlo"]), Batch);
     }
 }

@@ -15,7 +15,7 @@ use divan::Bencher;
 static ALLOCATOR: allocator::Allocator = allocator::Allocator;
 
 fn main() {
-    allocator::configure();
+    allocator::configure(allocator::Lifetime::Batch);
     divan::main();
 }
 

@@ -16,7 +16,8 @@ use test_support::scaling::Shape;
 static ALLOCATOR: allocator::Allocator = allocator::Allocator;
 
 fn main() {
-    allocator::configure();
+    // As `tessera run-pass` sets it: a run keeps the memory it frees.
+    allocator::configure(allocator::Lifetime::Batch);
     divan::main();
 }
 

@@ -20,7 +20,7 @@ use divan::Bencher;
 static ALLOCATOR: allocator::Allocator = allocator::Allocator;
 
 fn main() {
-    allocator::configure();
+    allocator::configure(allocator::Lifetime::Service);
     divan::main();
 }
 

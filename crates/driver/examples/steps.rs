@@ -16,7 +16,7 @@ use std::time::Duration;
 static ALLOCATOR: allocator::Allocator = allocator::Allocator;
 
 fn main() -> std::process::ExitCode {
-    allocator::configure();
+    allocator::configure(allocator::Lifetime::Batch);
     match steps() {
         Ok(()) => std::process::ExitCode::SUCCESS,
         Err(e) => {
