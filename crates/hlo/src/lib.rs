@@ -51,7 +51,7 @@ pub use print::{
     print_header, print_module, write_attr_value, write_computation, write_computation_in,
     write_instruction, write_module, write_shape,
 };
-pub use rewrite::{CycleError, FreshNames, Placement};
+pub use rewrite::{CycleError, FreshNames, Placement, SchedulePositions};
 pub use shared::{Downgrade, WeakCache, shared_by_hash, shared_shape, shared_shape_owned};
 pub use verify::{
     VerifyError, uses_before_definition, verify_computation, verify_entry_layout, verify_module,

@@ -37,12 +37,12 @@ impl Computation {
     }
 
     /// Each scheduled instruction's position in the schedule.
-    pub fn schedule_positions(&self) -> FxHashMap<InstId, usize> {
-        self.schedule()
-            .iter()
-            .enumerate()
-            .map(|(i, &id)| (id, i))
-            .collect()
+    pub fn schedule_positions(&self) -> SchedulePositions {
+        let mut at = vec![u32::MAX; self.node_bound()];
+        for (i, &id) in self.schedule().iter().enumerate() {
+            at[id.index()] = i as u32;
+        }
+        SchedulePositions { at }
     }
 
     /// The instructions in topological order over data and control edges,
@@ -183,18 +183,46 @@ pub struct Placement {
     pub at_end: Vec<InstId>,
 }
 
+/// Where each instruction of a computation was in its schedule when
+/// [`Computation::schedule_positions`] looked. A vector indexed by id
+/// rather than a hash map: the copies of a large computation look up
+/// instructions in program order, which a vector keeps near each other.
+#[derive(Clone, Debug)]
+pub struct SchedulePositions {
+    at: Vec<u32>,
+}
+
+impl SchedulePositions {
+    /// The position of `id`; `None` for an instruction added since.
+    pub fn get(&self, id: InstId) -> Option<usize> {
+        match self.at.get(id.index()) {
+            Some(&p) if p != u32::MAX => Some(p as usize),
+            _ => None,
+        }
+    }
+}
+
 /// The names in use in a computation, to give new instructions names of
 /// their own.
+///
+/// It keeps a 64-bit hash of each name rather than a copy of it: taking a
+/// copy of every name of a 1e6-instruction computation allocated a million
+/// strings each time a pass added an instruction to it. Two names with one
+/// hash only make [`FreshNames::fresh`] skip a free name, never hand out a
+/// taken one.
 #[derive(Clone, Debug, Default)]
 pub struct FreshNames {
-    taken: FxHashSet<String>,
+    taken: FxHashSet<u64>,
 }
 
 impl FreshNames {
     /// The names of `comp`'s instructions.
     pub fn of(comp: &Computation) -> FreshNames {
         FreshNames {
-            taken: comp.instructions().map(|(_, i)| i.name.clone()).collect(),
+            taken: comp
+                .instructions()
+                .map(|(_, i)| name_hash(&i.name))
+                .collect(),
         }
     }
 
@@ -203,13 +231,18 @@ impl FreshNames {
     pub fn fresh(&mut self, base: &str) -> String {
         let mut name = base.to_string();
         let mut k = 1;
-        while self.taken.contains(&name) {
+        while !self.taken.insert(name_hash(&name)) {
             name = format!("{base}.{k}");
             k += 1;
         }
-        self.taken.insert(name.clone());
         name
     }
+}
+
+/// The hash [`FreshNames`] keeps of a name: the same in every run.
+fn name_hash(name: &str) -> u64 {
+    use std::hash::BuildHasher;
+    rustc_hash::FxBuildHasher.hash_one(name)
 }
 
 #[cfg(test)]

@@ -87,6 +87,71 @@ fn a_batch_edits_as_single_edits_do() {
     assert_eq!(relations(&refused), relations(&base));
 }
 
+/// Twelve parameters and 60 users of four operands each, every operand one
+/// of the parameters, chosen by a fixed pseudo-random sequence.
+fn crowded() -> (Computation, Vec<InstId>, Vec<InstId>) {
+    let mut c = Computation::new("c");
+    let params: Vec<InstId> = (0..12)
+        .map(|k| {
+            let mut i = Instruction::new(format!("p{k}"), Opcode::Parameter, scalar());
+            i.payload = hlo::Payload::Parameter(k);
+            c.add(i, &[]).unwrap()
+        })
+        .collect();
+    let mut next = lcg(7);
+    let users: Vec<InstId> = (0..60)
+        .map(|k| {
+            let operands: Vec<InstId> = (0..4).map(|_| params[next() % params.len()]).collect();
+            c.add(
+                Instruction::new(format!("u{k}"), Opcode::Tuple, scalar()),
+                &operands,
+            )
+            .unwrap()
+        })
+        .collect();
+    (c, params, users)
+}
+
+/// A fixed pseudo-random sequence of numbers below 2^31.
+fn lcg(seed: u64) -> impl FnMut() -> usize {
+    let mut state = seed;
+    move || {
+        state = state
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        (state >> 33) as usize
+    }
+}
+
+#[test]
+fn random_batches_edit_as_single_edits_do() {
+    // Batches of every size up to a few hundred edits: slots edited twice,
+    // edited back, set to what they hold, users that lose more edges than
+    // their old operands and the other way round, so that both lists and
+    // ties are unlinked from.
+    let (base, params, users) = crowded();
+    let mut next = lcg(11);
+    for round in 0..200 {
+        let size = 1 + round * 3 / 2;
+        let edits: Vec<(InstId, usize, InstId)> = (0..size)
+            .map(|_| {
+                // Few users per batch in some rounds, many in others.
+                let spread = 1 + round % users.len();
+                let user = users[next() % spread];
+                (user, next() % 4, params[next() % params.len()])
+            })
+            .collect();
+        let mut one_by_one = base.clone();
+        for &(user, index, new) in &edits {
+            one_by_one.set_operand(user, index, new).unwrap();
+        }
+        let mut batch = base.clone();
+        batch.set_operands_at(&edits).unwrap();
+        assert_eq!(relations(&batch), relations(&one_by_one), "round {round}");
+        assert_eq!(batch.graph().edge_count(), base.graph().edge_count());
+    }
+}
+
 #[test]
 fn redirecting_many_uses_of_one_value_is_linear() {
     for n in [1_000, 10_000] {

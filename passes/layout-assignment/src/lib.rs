@@ -500,6 +500,13 @@ pub fn apply_computation(
     let order = comp
         .topological_order()
         .unwrap_or_else(|_| comp.schedule().to_vec());
+    // The input's own copies, told apart from the ones `apply` inserts by
+    // being there first (in id order, as the report lists them).
+    let input_copies: Vec<InstId> = comp
+        .instructions()
+        .filter(|(_, inst)| inst.opcode == Opcode::Copy)
+        .map(|(id, _)| id)
+        .collect();
     let names = apply(comp, a, &order)?;
     let comp: &Computation = comp;
     let mut report = Report::default();
@@ -538,13 +545,8 @@ pub fn apply_computation(
             bytes,
         });
     }
-    // The copies this call inserted, looked up once per copy of the input:
-    // searching the list made a computation with many copies quadratic.
-    let inserted: std::collections::HashSet<&str> = names.iter().map(String::as_str).collect();
-    for (_, inst) in comp.instructions() {
-        if inst.opcode != Opcode::Copy || inserted.contains(inst.name.as_str()) {
-            continue;
-        }
+    for &id in &input_copies {
+        let inst = comp.inst(id);
         let operand = inst
             .operands()
             .first()

@@ -945,9 +945,11 @@ fn insert_copies(
     let mut names = FreshNames::of(comp);
     let mut copy_names = Vec::with_capacity(copies);
     let position = comp.schedule_positions();
-    // Replacements per (user, operand) or root: leaf -> new array instruction.
-    let mut operand_leaf_map: FxHashMap<(InstId, u32), Vec<(u32, InstId)>> =
-        FxHashMap::with_capacity_and_hasher(sites, Default::default());
+    // Replacements per (user, operand) or root: leaf -> new array
+    // instruction. A list sorted at the end rather than a hash map of
+    // lists: one small list per site of half a million copies, and a look
+    // into a table that size for each, cost more than the sort.
+    let mut operand_leaves: Vec<((InstId, u32), (u32, InstId))> = Vec::with_capacity(sites);
     let mut root_leaf_map: Vec<(u32, InstId)> = Vec::new();
     for c in &assignment.copies {
         // When every use reads the leaf through one existing array
@@ -962,12 +964,12 @@ fn insert_copies(
                     .sites
                     .iter()
                     .filter_map(|s| match *s {
-                        Site::Operand { user, .. } => position.get(&user).copied(),
+                        Site::Operand { user, .. } => position.get(user),
                         Site::Root { .. } => None,
                     })
                     .min()
                     .unwrap_or(usize::MAX);
-                let usable = |g: InstId| position.get(&g).is_some_and(|&p| p < first_user);
+                let usable = |g: InstId| position.get(g).is_some_and(|p| p < first_user);
                 extract_leaf(
                     comp,
                     c.def,
@@ -998,31 +1000,31 @@ fn insert_copies(
                     operand,
                     leaf,
                 } => {
-                    operand_leaf_map
-                        .entry((user, operand))
-                        .or_default()
-                        .push((leaf, copy_id));
+                    operand_leaves.push(((user, operand), (leaf, copy_id)));
                 }
                 Site::Root { leaf } => root_leaf_map.push((leaf, copy_id)),
             }
         }
     }
-    let mut keys: Vec<(InstId, u32)> = operand_leaf_map.keys().copied().collect();
-    keys.sort_unstable();
+    // Stable: each site's leaves stay in the order of the copies.
+    operand_leaves.sort_by_key(|&(site, _)| site);
     // An array operand of an instruction that is not a tuple is redirected
     // in one batch at the end: many such sites may read one value (a
     // parameter every block reads), and rebuilding the other sites never
     // looks at these (it reads tuples and their uses only), so the result
     // is the one of editing each site in turn.
     let mut edits = Vec::new();
-    for (user, operand) in keys {
-        let leaves = &operand_leaf_map[&(user, operand)];
+    let mut leaves = Vec::new();
+    for run in operand_leaves.chunk_by(|a, b| a.0 == b.0) {
+        let (user, operand) = run[0].0;
+        leaves.clear();
+        leaves.extend(run.iter().map(|&(_, leaf)| leaf));
         let (index, count) = (operand as usize, comp.operands(user).len());
         let &old = comp
             .operands(user)
             .get(index)
             .ok_or(EditError::OperandIndex { index, count })?;
-        let new = rebuild_with_leaves(comp, old, leaves, &mut names, &mut placement.before, user)?;
+        let new = rebuild_with_leaves(comp, old, &leaves, &mut names, &mut placement.before, user)?;
         if comp.inst(old).shape.is_tuple() || comp.inst(user).shape.is_tuple() {
             comp.set_operand(user, index, new)?;
         } else {
