@@ -116,7 +116,11 @@ mod tests {
             (Lifetime::Batch, -1),
         ] {
             super::configure(lifetime);
-            assert_eq!(super::purge_delay_ms(), from_env.unwrap_or(delay), "{lifetime:?}");
+            assert_eq!(
+                super::purge_delay_ms(),
+                from_env.unwrap_or(delay),
+                "{lifetime:?}"
+            );
         }
     }
 }

@@ -143,7 +143,10 @@ mod tests {
     fn only_serve_keeps_the_service_lifetime() {
         use allocator::Lifetime::{Batch, Service};
         assert_eq!(lifetime_of(&["tessera", "serve"]), Service);
-        assert_eq!(lifetime_of(&["tessera", "serve", "--addr", "127.0.0.1:0"]), Service);
+        assert_eq!(
+            lifetime_of(&["tessera", "serve", "--addr", "127.0.0.1:0"]),
+            Service
+        );
         assert_eq!(lifetime_of(&["tessera", "run-pass", "m.hlo"]), Batch);
         assert_eq!(lifetime_of(&["tessera", "fmt", "m.hlo"]), Batch);
         assert_eq!(lifetime_of(&["tessera", "verify", "m.hlo"]), Batch);
