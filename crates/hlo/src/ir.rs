@@ -905,7 +905,8 @@ fn crowds(
     by_user: bool,
     key: impl Fn(&Loss) -> InstId,
 ) -> Vec<(InstId, usize)> {
-    // (key, first position in `order`, count), gathered sorted by key.
+    // Each slot of this side as (key, position in `order`), sorted by key
+    // so that a key's slots are adjacent and its first slot leads them.
     let mut side: Vec<(InstId, u32)> = order
         .iter()
         .enumerate()
@@ -914,6 +915,7 @@ fn crowds(
         .map(|(l, at)| (key(l), at))
         .collect();
     side.sort_unstable();
+    // (first position, key, count), put back in the order of the batch.
     let mut firsts: Vec<(u32, InstId, usize)> = side
         .chunk_by(|a, b| a.0 == b.0)
         .map(|run| (run[0].1, run[0].0, run.len()))
