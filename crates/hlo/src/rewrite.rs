@@ -40,7 +40,9 @@ impl Computation {
     pub fn schedule_positions(&self) -> SchedulePositions {
         let mut at = vec![u32::MAX; self.node_bound()];
         for (i, &id) in self.schedule().iter().enumerate() {
-            at[id.index()] = i as u32;
+            if let Some(slot) = at.get_mut(id.index()) {
+                *slot = i as u32;
+            }
         }
         SchedulePositions { at }
     }
@@ -57,15 +59,10 @@ impl Computation {
         // XLA prints computations in a valid order, and Kahn's algorithm
         // below (smallest schedule position first) returns such a schedule
         // unchanged: check that in one pass and skip the rest.
-        let mut at = vec![usize::MAX; self.node_bound()];
-        for (i, &id) in schedule.iter().enumerate() {
-            if let Some(slot) = at.get_mut(id.index()) {
-                *slot = i;
-            }
-        }
+        let positions = self.schedule_positions();
         // The schedule position of an instruction (`usize::MAX`, after
         // every position, for one not scheduled).
-        let position = |id: InstId| at.get(id.index()).copied().unwrap_or(usize::MAX);
+        let position = |id: InstId| positions.get(id).unwrap_or(usize::MAX);
         let ordered = schedule.iter().enumerate().all(|(i, &id)| {
             graph
                 .edges_directed(id, Direction::Incoming)
