@@ -266,7 +266,7 @@ pub fn bitcast_problems(comp: &Computation) -> Vec<VerifyError> {
     let plain = |a: &shape::ArrayShape| {
         let mut a = a.clone();
         if a.layout.is_none() {
-            a.layout = Some(shape::Layout::descending(a.rank()));
+            a.layout = Some(shape::Layout::descending(a.rank()).into());
         }
         a
     };

@@ -373,7 +373,7 @@ fn diff_notices_every_kind_of_change() {
             Box::new(move |m| {
                 let id = first(m, main);
                 let shape = &mut m.computation_mut(main).inst_mut(id).shape;
-                shape.as_array_mut().unwrap().layout = Some(shape::Layout::new(&[0, 1]));
+                shape.as_array_mut().unwrap().layout = Some(shape::Layout::new(&[0, 1]).into());
             }),
         ),
         (

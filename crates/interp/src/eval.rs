@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use std::rc::Rc;
 
 use hlo::{CompId, InstId, Instruction, KnownAttr, Module, Opcode, Payload};
-use shape::{ArrayShape, Layout, PrimitiveType, Shape};
+use shape::{ArrayShape, PrimitiveType, Shape};
 
 use crate::element;
 use crate::error::EvalError;
@@ -162,12 +162,6 @@ fn same_logical(a: &ArrayShape, b: &ArrayShape) -> bool {
     a.element_type == b.element_type && a.dims == b.dims
 }
 
-fn layout_or_default(s: &ArrayShape) -> Layout {
-    s.layout
-        .clone()
-        .unwrap_or_else(|| Layout::descending(s.rank()))
-}
-
 /// Applies `f` to every array leaf of `v` with the matching leaf of `shape`.
 pub(crate) fn zip_leaves(
     v: &Value,
@@ -197,7 +191,11 @@ pub(crate) fn zip_leaves(
 fn place_argument(v: &Value, entry: &Shape, declared: &Shape) -> Result<Value, EvalError> {
     match (v, entry, declared) {
         (Value::Array(b), Shape::Array(e), Shape::Array(d)) => {
-            let layout = e.layout.clone().unwrap_or_else(|| layout_or_default(d));
+            let layout = e
+                .layout
+                .as_deref()
+                .cloned()
+                .unwrap_or_else(|| d.layout_or_default());
             Ok(Value::Array(b.relayout(Some(layout))?))
         }
         (Value::Tuple(vs), Shape::Tuple(es), Shape::Tuple(ds))
@@ -730,8 +728,8 @@ impl<'m> Interp<'m> {
             if s.layout.is_none() && auto_keeps {
                 return Ok(b.clone());
             }
-            let want = layout_or_default(s);
-            if layout_or_default(b.shape()) == want {
+            let want = s.layout_or_default();
+            if b.shape().layout_or_default() == want {
                 return Ok(b.clone());
             }
             match mode {
@@ -745,7 +743,7 @@ impl<'m> Interp<'m> {
                         ));
                     }
                     b.reinterpret(ArrayShape {
-                        layout: Some(want),
+                        layout: Some(want.into()),
                         ..s.clone()
                     })
                 }
@@ -795,7 +793,7 @@ impl<'m> Interp<'m> {
             .map_err(as_argument)?;
             let v = match self.mode {
                 Boundary::Logical => zip_leaves(arg, declared, &mut |b, s| {
-                    b.relayout(Some(layout_or_default(s)))
+                    b.relayout(Some(s.layout_or_default()))
                 })
                 .map_err(as_argument)?,
                 Boundary::Physical => {

@@ -3,7 +3,7 @@
 use std::fmt;
 use std::sync::Arc;
 
-use shape::{ArrayShape, Dims, Expansion, Layout, PrimitiveType};
+use shape::{ArrayShape, Dims, Expansion, Layout, PrimitiveType, SharedLayout};
 
 use crate::element::{self, Class, Num};
 use crate::error::EvalError;
@@ -307,7 +307,7 @@ const MAX_SLOTS: u64 = 1 << 28;
 /// Fills in the default layout when a shape has none.
 pub(crate) fn with_default_layout(mut shape: ArrayShape) -> ArrayShape {
     if shape.layout.is_none() {
-        shape.layout = Some(Layout::descending(shape.rank()));
+        shape.layout = Some(Layout::descending(shape.rank()).into());
     }
     shape
 }
@@ -586,7 +586,7 @@ impl Buffer {
     /// The same logical array laid out per `layout` (a copy).
     pub fn relayout(&self, layout: Option<Layout>) -> Result<Buffer, EvalError> {
         let shape = ArrayShape {
-            layout,
+            layout: layout.map(SharedLayout::from),
             ..(*self.shape).clone()
         };
         Buffer::from_logical_bits(shape, self.logical_bits()?.into_owned())

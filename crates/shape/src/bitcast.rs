@@ -1435,7 +1435,7 @@ fn transposed_shape(
         element_type: to.element_type,
         dims: SmallVec::from_slice(from_dims),
         dynamic: 0,
-        layout: Some(l),
+        layout: Some(l.into()),
     }
 }
 
@@ -1630,10 +1630,7 @@ fn decide(
     };
     let from_layout = lf.as_ref().clone();
     let from_eff = from.in_layout(from_layout.clone());
-    let to_layout = to_eff
-        .layout
-        .clone()
-        .unwrap_or_else(|| Layout::descending(to_eff.rank()));
+    let to_layout = to_eff.layout_or_default();
     let se = Side::new(&from_eff, &from_layout);
     let te = Side::new(&to_eff, &to_layout);
     match fallback(&from_eff, &to_eff, &se, &te, &atoms)? {

@@ -112,7 +112,7 @@ pub fn permute_dimensions(shape: &ArrayShape, perm: &[usize]) -> Result<ArraySha
         element_type: shape.element_type,
         dims: perm.iter().map(|&d| shape.dims[d]).collect(),
         dynamic,
-        layout: Some(layout),
+        layout: Some(layout.into()),
     })
 }
 
@@ -180,7 +180,7 @@ pub fn move_dim_to_major_in_shape(shape: &Shape, dim: usize) -> Shape {
         if let Some(l) = &a.layout
             && dim < a.rank()
         {
-            a.layout = Some(move_dim_to_major(l, dim));
+            a.layout = Some(move_dim_to_major(l, dim).into());
         }
     });
     s

@@ -7,6 +7,8 @@
 //! legacy `padded_dimensions` field of `shapes-and-layout.md`, which XLA
 //! retired but whose index arithmetic the reference still describes.
 
+use std::sync::Arc;
+
 use smallvec::SmallVec;
 
 use crate::{PrimitiveType, Shape};
@@ -199,6 +201,158 @@ impl std::hash::Hash for Layout {
     }
 }
 
+/// A layout as a shape holds it: shared between the shapes that carry
+/// it, and copied only when one of them changes it.
+///
+/// Shapes are cloned and moved on every hot path of the pass, and a
+/// layout is most of a shape's size. Held behind a shared pointer, a
+/// layout costs a shape eight bytes, and a clone of the shape bumps a
+/// count instead of copying it. Reading goes through `Deref`; writing
+/// through `DerefMut`, which copies the layout first if another shape
+/// shares it, so a shape's layout still behaves as a value of its own.
+#[derive(Clone, PartialEq, Eq, Hash)]
+pub struct SharedLayout(Arc<Layout>);
+
+impl SharedLayout {
+    /// The layout, unshared if another shape holds it too.
+    pub fn into_layout(self) -> Layout {
+        Arc::unwrap_or_clone(self.0)
+    }
+
+    /// `layout`, shared with an equal layout this thread shared the same
+    /// way a short while ago, if any.
+    ///
+    /// A parsed module writes a few layouts over and over (`{1,0}` on most
+    /// of a transformer's values): sharing them keeps a module's memory at
+    /// one layout per distinct layout rather than one per shape, and a
+    /// parse from allocating one per shape. The cache is small and per
+    /// thread, so it costs no lock, and it only decides which equal layout
+    /// a shape points at, never what the layout is.
+    pub fn recent(layout: Layout) -> SharedLayout {
+        RECENT.with(|recent| {
+            let mut recent = recent.borrow_mut();
+            match recent.find(|s| *s == layout) {
+                Some(found) => found,
+                None => recent.add(layout),
+            }
+        })
+    }
+
+    /// [`SharedLayout::recent`] for the plain layout of `minor_to_major`
+    /// ([`Layout::new`]), the form most shapes in a module are written in.
+    /// Looking it up compares the order alone and builds no layout.
+    pub fn plain(minor_to_major: &[usize]) -> SharedLayout {
+        RECENT.with(|recent| {
+            let mut recent = recent.borrow_mut();
+            let same = |s: &Layout| s.minor_to_major[..] == *minor_to_major && s.is_plain();
+            match recent.find(same) {
+                Some(found) => found,
+                None => recent.add(Layout::new(minor_to_major)),
+            }
+        })
+    }
+
+    /// True when both hold the very same layout, not merely equal ones.
+    pub fn ptr_eq(&self, other: &SharedLayout) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
+}
+
+/// How many layouts [`SharedLayout::recent`] remembers per thread.
+const RECENT_LAYOUTS: usize = 8;
+
+thread_local! {
+    static RECENT: std::cell::RefCell<RecentLayouts> = const {
+        std::cell::RefCell::new(RecentLayouts {
+            slots: [const { None }; RECENT_LAYOUTS],
+            next: 0,
+            last: 0,
+        })
+    };
+}
+
+/// The layouts a thread shared last, replaced oldest first.
+struct RecentLayouts {
+    slots: [Option<SharedLayout>; RECENT_LAYOUTS],
+    /// The slot the next new layout takes.
+    next: usize,
+    /// The slot that answered last. Layouts come in runs (a row of
+    /// elementwise ops, an operand list), so it is tried first.
+    last: usize,
+}
+
+impl RecentLayouts {
+    /// A remembered layout that `same` accepts.
+    fn find(&mut self, same: impl Fn(&Layout) -> bool) -> Option<SharedLayout> {
+        let i = std::iter::once(self.last)
+            .chain(0..RECENT_LAYOUTS)
+            .find(|&i| self.slots[i].as_deref().is_some_and(&same))?;
+        self.last = i;
+        self.slots[i].clone()
+    }
+
+    /// Shares `layout` and remembers it in place of the oldest.
+    fn add(&mut self, layout: Layout) -> SharedLayout {
+        let shared = SharedLayout::from(layout);
+        self.slots[self.next] = Some(shared.clone());
+        self.last = self.next;
+        self.next = (self.next + 1) % RECENT_LAYOUTS;
+        shared
+    }
+}
+
+impl From<Layout> for SharedLayout {
+    fn from(layout: Layout) -> SharedLayout {
+        SharedLayout(Arc::new(layout))
+    }
+}
+
+impl std::ops::Deref for SharedLayout {
+    type Target = Layout;
+
+    fn deref(&self) -> &Layout {
+        &self.0
+    }
+}
+
+impl std::ops::DerefMut for SharedLayout {
+    fn deref_mut(&mut self) -> &mut Layout {
+        Arc::make_mut(&mut self.0)
+    }
+}
+
+impl std::borrow::Borrow<Layout> for SharedLayout {
+    fn borrow(&self) -> &Layout {
+        &self.0
+    }
+}
+
+impl PartialEq<Layout> for SharedLayout {
+    fn eq(&self, other: &Layout) -> bool {
+        *self.0 == *other
+    }
+}
+
+impl std::fmt::Display for SharedLayout {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+impl PartialEq<SharedLayout> for Layout {
+    fn eq(&self, other: &SharedLayout) -> bool {
+        *self == *other.0
+    }
+}
+
+// Printed as the layout itself, so that debug output does not change with
+// how a shape holds its layout.
+impl std::fmt::Debug for SharedLayout {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
 impl Default for Layout {
     fn default() -> Self {
         Layout {
@@ -246,15 +400,23 @@ impl Layout {
     /// True when only `minor_to_major` is set: no tiles, no element size,
     /// no padding and no other property.
     pub fn is_plain(&self) -> bool {
-        self.without_minor_to_major() == Layout::default()
-    }
-
-    /// A copy with `minor_to_major` cleared, used to compare everything else.
-    fn without_minor_to_major(&self) -> Layout {
-        Layout {
-            minor_to_major: DimVec::new(),
-            ..self.clone()
-        }
+        // Every field but the order, at its default (`Layout::default`),
+        // read in place: this is asked on every parsed layout.
+        let Layout {
+            minor_to_major: _,
+            tiles,
+            tail_padding_alignment_in_elements,
+            element_size_in_bits,
+            memory_space,
+            padded_dimensions,
+            rare,
+        } = self;
+        tiles.is_empty()
+            && *tail_padding_alignment_in_elements == 1
+            && *element_size_in_bits == 0
+            && *memory_space == 0
+            && padded_dimensions.is_none()
+            && rare.is_none()
     }
 
     /// True when the two layouts order dimensions the same way, whatever
@@ -497,6 +659,63 @@ mod tests {
 
     fn check(dims: &[i64], layout: Layout) -> Result<(), String> {
         layout.validate_for_dims(dims).map_err(|e| e.to_string())
+    }
+
+    /// Each property set alone, and none: a layout is plain exactly when
+    /// it equals the plain layout of its order.
+    fn one_property_each() -> Vec<Layout> {
+        let base = Layout::new(&[1, 0]);
+        let mut rare = base.clone();
+        rare.rare_mut().dynamic_shape_metadata_prefix_bytes = 8;
+        vec![
+            base.clone(),
+            base.clone().with_tiles(&[Tile::new(&[8, 128])]),
+            Layout {
+                tail_padding_alignment_in_elements: 4,
+                ..base.clone()
+            },
+            Layout {
+                element_size_in_bits: 4,
+                ..base.clone()
+            },
+            Layout {
+                memory_space: 1,
+                ..base.clone()
+            },
+            Layout {
+                padded_dimensions: Some(vec![8, 8].into()),
+                ..base.clone()
+            },
+            rare,
+        ]
+    }
+
+    #[test]
+    fn plain_means_the_order_and_nothing_else() {
+        for l in one_property_each() {
+            assert_eq!(l.is_plain(), l == Layout::new(&l.minor_to_major), "{l:?}");
+        }
+        assert!(Layout::new(&[]).is_plain());
+    }
+
+    #[test]
+    fn recent_layouts_are_shared_and_unchanged() {
+        let layouts = one_property_each();
+        let first: Vec<SharedLayout> = layouts.iter().cloned().map(SharedLayout::recent).collect();
+        for (l, s) in layouts.iter().zip(&first) {
+            assert_eq!(**s, *l);
+            let again = SharedLayout::recent(l.clone());
+            assert!(again.ptr_eq(s), "{l:?} was not shared");
+        }
+        // The plain form finds the plain layout, and only it, among them.
+        let plain = SharedLayout::plain(&[1, 0]);
+        assert!(plain.ptr_eq(&first[0]));
+        assert_eq!(*SharedLayout::plain(&[0, 1]), Layout::new(&[0, 1]));
+        // More layouts than the cache holds: each is still the one asked for.
+        for rank in 0..3 * RECENT_LAYOUTS {
+            let m2m: Vec<usize> = (0..rank).rev().collect();
+            assert_eq!(*SharedLayout::plain(&m2m), Layout::descending(rank));
+        }
     }
 
     #[test]

@@ -21,7 +21,8 @@ pub use bitcast::{
 };
 pub use element::PrimitiveType;
 pub use layout::{
-    DimLevel, DimLevelKind, DimVec, Layout, LayoutError, MAX_TILE_LEVELS, SplitConfig, Tile,
+    DimLevel, DimLevelKind, DimVec, Layout, LayoutError, MAX_TILE_LEVELS, SharedLayout,
+    SplitConfig, Tile,
 };
 pub use physical::{
     AlgebraError, Expansion, Slot, StorageSize, TileLevel, linear_index, multi_index,

@@ -208,7 +208,7 @@ pub(crate) fn checked_layout(
         }
     }
     let layout = match &shape.layout {
-        Some(l) => std::borrow::Cow::Borrowed(l),
+        Some(l) => std::borrow::Cow::Borrowed(&**l),
         None => std::borrow::Cow::Owned(crate::Layout::descending(shape.rank())),
     };
     layout.validate_for_dims(&shape.dims)?;

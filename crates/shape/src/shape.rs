@@ -2,7 +2,7 @@
 
 use smallvec::SmallVec;
 
-use crate::{Layout, LayoutError, PrimitiveType};
+use crate::{Layout, LayoutError, PrimitiveType, SharedLayout};
 
 /// The largest rank Tessera accepts. Dynamic-dimension flags live in a
 /// 64-bit mask, and no real program comes near this.
@@ -42,7 +42,7 @@ pub struct ArrayShape {
     pub dynamic: u64,
     /// The layout; `None` when the text gave none (an AUTO layout in an
     /// entry computation layout, or a shape whose layout is yet to be chosen).
-    pub layout: Option<Layout>,
+    pub layout: Option<SharedLayout>,
 }
 
 // Written out so that the dimensions are copied in one go (see `Layout`'s
@@ -75,7 +75,7 @@ impl ArrayShape {
     /// A static array with the given layout.
     pub fn with_layout(element_type: PrimitiveType, dims: &[i64], layout: Layout) -> ArrayShape {
         ArrayShape {
-            layout: Some(layout),
+            layout: Some(layout.into()),
             ..ArrayShape::new(element_type, dims)
         }
     }
@@ -115,15 +115,16 @@ impl ArrayShape {
             element_type: self.element_type,
             dims: SmallVec::from_slice(&self.dims),
             dynamic: self.dynamic,
-            layout: Some(layout),
+            layout: Some(layout.into()),
         }
     }
 
     /// The layout, or the default descending layout when none is set.
     pub fn layout_or_default(&self) -> Layout {
-        self.layout
-            .clone()
-            .unwrap_or_else(|| Layout::descending(self.rank()))
+        match &self.layout {
+            Some(layout) => Layout::clone(layout),
+            None => Layout::descending(self.rank()),
+        }
     }
 
     /// Checks the layout, if any, against the dimensions.
@@ -349,5 +350,43 @@ impl Shape {
 impl From<ArrayShape> for Shape {
     fn from(a: ArrayShape) -> Shape {
         Shape::Array(a)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every instruction and every value of the pass holds a shape, and
+    /// shapes are cloned on every hot path: a layout held in place made
+    /// each shape 208 bytes, shared it costs the shape one pointer.
+    #[test]
+    fn a_shape_holds_its_layout_by_pointer() {
+        assert_eq!(std::mem::size_of::<Option<SharedLayout>>(), 8);
+        let size = std::mem::size_of::<Shape>();
+        assert!(size <= 64, "a shape is {size} bytes");
+    }
+
+    /// A shape's layout behaves as its own value: changing it in one
+    /// clone leaves the other clone's as it was.
+    #[test]
+    fn changing_a_shared_layout_changes_one_shape() {
+        let a = ArrayShape::with_layout(PrimitiveType::F32, &[2, 3], Layout::new(&[1, 0]));
+        let mut b = a.clone();
+        assert!(
+            a.layout
+                .as_ref()
+                .unwrap()
+                .ptr_eq(b.layout.as_ref().unwrap())
+        );
+        b.layout.as_mut().unwrap().minor_to_major = crate::DimVec::from_slice(&[0, 1]);
+        assert_eq!(a.layout.as_deref(), Some(&Layout::new(&[1, 0])));
+        assert_eq!(b.layout.as_deref(), Some(&Layout::new(&[0, 1])));
+        assert!(
+            !a.layout
+                .as_ref()
+                .unwrap()
+                .ptr_eq(b.layout.as_ref().unwrap())
+        );
     }
 }

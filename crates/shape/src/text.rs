@@ -21,7 +21,7 @@ use smallvec::SmallVec;
 
 use crate::{
     ArrayShape, DimLevel, DimLevelKind, Layout, MAX_RANK, MAX_TILE_LEVELS, PrimitiveType, Shape,
-    SplitConfig, Tile,
+    SharedLayout, SplitConfig, Tile,
 };
 
 /// A syntax error in shape text: where it is (a byte offset into the text
@@ -289,7 +289,7 @@ impl<'a> ShapeParser<'a> {
                     ),
                 ));
             }
-            array.layout = Some(layout);
+            array.layout = Some(SharedLayout::recent(layout));
         }
         Ok(Shape::Array(array))
     }

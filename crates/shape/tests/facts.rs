@@ -338,7 +338,7 @@ fn transpose_layouts_both_directions() {
     let perm = [2, 3, 0, 1];
     let l = transpose_result_layout(&input, &perm).unwrap();
     let out = ArrayShape {
-        layout: Some(l),
+        layout: Some(l.into()),
         ..permute_dimensions(&input, &perm).unwrap()
     };
     assert!(transpose_is_bitcast(&input, &out, &perm).unwrap().bitcast);

@@ -148,7 +148,7 @@ fn check_plan_unpacked(from: &ArrayShape, to: &ArrayShape) -> Result<Plan, Strin
 fn check_steps(from: &ArrayShape, to: &ArrayShape, plan: Plan) -> Result<Plan, String> {
     let last = plan.steps.last().map(|s| &s.shape).unwrap_or(&plan.from);
     let to_full = ArrayShape {
-        layout: Some(layout_of(to)),
+        layout: Some(layout_of(to).into()),
         ..to.clone()
     };
     if *last != to_full {

@@ -3,7 +3,7 @@
 
 use crate::{DimOrder, Requirement, Rule, TargetSpec};
 use hlo::{AttrValue, Computation, InstId, Instruction, KnownAttr, Opcode};
-use shape::{ArrayShape, DimVec, Layout};
+use shape::{ArrayShape, DimVec, Layout, SharedLayout};
 
 use crate::tiling;
 
@@ -130,7 +130,7 @@ pub struct InstNeeds {
 #[derive(Clone, Debug, Default)]
 struct RareNeeds {
     /// Per result leaf, for custom calls whose shape gives each leaf's layout.
-    result_leaves: Vec<Option<Layout>>,
+    result_leaves: Vec<Option<SharedLayout>>,
     /// Exact needs on array leaves of tuple operands, as (operand, leaf,
     /// layout): a constrained custom call's tuple operand, a tuple outfeed.
     tuple_operand_leaves: Vec<(usize, usize, Layout, NeedSource)>,
@@ -160,7 +160,7 @@ impl InstNeeds {
 
     /// Per result leaf, the layout a custom call's shape gives it (empty
     /// for any other instruction).
-    pub fn result_leaves(&self) -> &[Option<Layout>] {
+    pub fn result_leaves(&self) -> &[Option<SharedLayout>] {
         self.rare.as_deref().map_or(&[], |r| &r.result_leaves)
     }
 

@@ -339,7 +339,7 @@ pub fn device_layout_for_use(
 /// The layout of a scalar: the target's tiling for it (XLA's TPU layouts
 /// tile scalars, `f32[]{:T(128)}`) unless the given one names tiles.
 pub fn scalar_layout(target: &TargetSpec, a: &ArrayShape) -> Layout {
-    let given = a.layout.clone().unwrap_or_default();
+    let given = a.layout.as_deref().cloned().unwrap_or_default();
     if target.tiling.is_some() && given.tiles.is_empty() {
         let mut tiled = layout_for(target, a, &[]);
         tiled.memory_space = given.memory_space;

@@ -277,7 +277,7 @@ mod tests {
             );
             bitcasts += usize::from(fast);
             let derived = ArrayShape {
-                layout: transpose_output_layout(&a, &perm),
+                layout: transpose_output_layout(&a, &perm).map(Into::into),
                 ..b.clone()
             };
             assert!(

@@ -225,7 +225,7 @@ impl<'a> Checker<'a> {
             .iter()
             .filter_map(|d| dims.iter().position(|x| x == d))
             .collect();
-        if !same_order(operand, operand.layout.as_ref(), &Layout::new(&m2m)) {
+        if !same_order(operand, operand.layout.as_deref(), &Layout::new(&m2m)) {
             self.report(
                 Some(id),
                 format!("broadcast operand {operand} is not in the order of its result {out}"),
@@ -259,12 +259,12 @@ impl<'a> Checker<'a> {
                 let want = match self.target {
                     Some(t) => crate::tiling::same_layout_for(t, lo, out, a),
                     None if !crate::tiling::tiled_alike(None, a, out) => {
-                        let mut want = lo.clone();
+                        let mut want = Layout::clone(lo);
                         want.tiles = la.tiles.clone();
                         want.element_size_in_bits = la.element_size_in_bits;
                         want
                     }
-                    None => lo.clone(),
+                    None => Layout::clone(lo),
                 };
                 // The operand's own tiling of the order, or exactly the
                 // result's layout (which a given layout may be even
@@ -317,7 +317,12 @@ impl<'a> Checker<'a> {
                 for (operand, s) in given.into_iter().filter(|(_, s)| s.is_tuple()) {
                     for (leaf, a) in s.array_leaves().into_iter().enumerate() {
                         if let Some(l) = &a.layout {
-                            out.push((operand, leaf, l.clone(), policy::NeedSource::CustomCall));
+                            out.push((
+                                operand,
+                                leaf,
+                                Layout::clone(l),
+                                policy::NeedSource::CustomCall,
+                            ));
                         }
                     }
                 }

@@ -32,7 +32,7 @@ use hlo::{
     Parallelism, Split,
 };
 use rustc_hash::FxHashMap;
-use shape::Shape;
+use shape::{Layout, Shape};
 use target::TargetSpec;
 // What a target requires and how it tiles lives with the target; the pass's
 // modules reach it as `crate::policy` and `crate::tiling`.
@@ -254,7 +254,7 @@ fn branch_result(
         .collect();
     let mut i = 0;
     chosen.for_each_array_mut(&mut |a| {
-        let mut best: Option<(u64, shape::Layout)> = None;
+        let mut best: Option<(u64, shape::SharedLayout)> = None;
         for candidate in leaves.iter().filter_map(|l| l.get(i)) {
             let Some(layout) = &candidate.layout else {
                 continue;
@@ -679,8 +679,8 @@ fn fill_auto(
                 layout.memory_space = l.memory_space;
                 tiled.push(TiledEntryLayout {
                     position: position(i),
-                    given: l.clone(),
-                    layout: layout.clone(),
+                    given: Layout::clone(l),
+                    layout: Layout::clone(&layout),
                 });
                 a.layout = Some(layout);
             }

@@ -8,7 +8,7 @@ use hlo::{
     KnownAttr, Opcode, Placement,
 };
 use rustc_hash::FxHashMap;
-use shape::{Layout, Shape};
+use shape::{Layout, Shape, SharedLayout};
 use smallvec::SmallVec;
 
 use crate::context::{BoundaryReason, Signature};
@@ -26,9 +26,9 @@ pub struct PlannedCopy {
     /// The value's array-leaf index in `def`'s shape.
     pub leaf: u32,
     /// The value's own layout, shared with the problem's table.
-    pub from: Arc<Layout>,
+    pub from: SharedLayout,
     /// The layout the copy produces.
-    pub to: Arc<Layout>,
+    pub to: SharedLayout,
     /// Bytes written.
     pub bytes: u64,
     /// Where the copy is read, in order.
@@ -65,7 +65,7 @@ pub struct PlannedOrientation {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ComputationAssignment {
     /// The distinct layouts `leaf_layouts` refers to.
-    pub layouts: Vec<Layout>,
+    pub layouts: Vec<SharedLayout>,
     /// For each defining instruction, an index into `layouts` per array leaf.
     pub leaf_layouts: Vec<(InstId, SmallVec<[u32; 1]>)>,
     /// Copies to insert.
@@ -175,7 +175,16 @@ pub fn plan(
 
 /// The layout value `v` is labelled with.
 fn layout_of(p: &Problem<'_>, labels: &TiSlice<ValueId, LayoutId>, v: ValueId) -> Layout {
-    p.table.get(p.values[v].key(labels[v])).clone()
+    Layout::clone(&shared_layout_of(p, labels, v))
+}
+
+/// The layout value `v` is labelled with, shared with the problem's table.
+fn shared_layout_of(
+    p: &Problem<'_>,
+    labels: &TiSlice<ValueId, LayoutId>,
+    v: ValueId,
+) -> SharedLayout {
+    p.table.shared(p.values[v].key(labels[v]))
 }
 
 /// Each defining instruction's leaves, as indices into a list of layouts.
@@ -186,16 +195,16 @@ type LeafLayouts = Vec<(InstId, SmallVec<[u32; 1]>)>;
 fn distinct_layouts(
     p: &Problem<'_>,
     labels: &TiSlice<ValueId, LayoutId>,
-) -> (Vec<Layout>, LeafLayouts) {
+) -> (Vec<SharedLayout>, LeafLayouts) {
     // Values are created per instruction, leaves in order, so consecutive
     // values of one definition form its leaf list.
-    let mut layouts: Vec<Layout> = Vec::new();
+    let mut layouts: Vec<SharedLayout> = Vec::new();
     let mut local: FxHashMap<LayoutKey, u32> = FxHashMap::default();
     let mut leaf_layouts: LeafLayouts = Vec::new();
     for (i, v) in p.values.iter_enumerated() {
         let key = v.key(labels[i]);
         let index = *local.entry(key).or_insert_with(|| {
-            layouts.push(p.table.get(key).clone());
+            layouts.push(p.table.shared(key));
             (layouts.len() - 1) as u32
         });
         match leaf_layouts.last_mut() {
@@ -658,7 +667,7 @@ fn with_values(
     let mut i = 0;
     s.for_each_array_mut(&mut |a| {
         if let Some(&v) = values.get(i) {
-            a.layout = Some(layout_of(p, labels, v));
+            a.layout = Some(shared_layout_of(p, labels, v));
         }
         i += 1;
     });
@@ -685,7 +694,7 @@ fn signature(
     // The result leaves that root copies lay out, the last copy of a leaf
     // winning, then one walk over the result: a walk per copy was
     // quadratic in a wide result whose every leaf is copied.
-    let mut at_root: FxHashMap<u32, &Layout> = FxHashMap::default();
+    let mut at_root: FxHashMap<u32, &SharedLayout> = FxHashMap::default();
     for c in copies {
         for site in &c.sites {
             if let Site::Root { leaf } = *site {
@@ -776,7 +785,7 @@ fn filled_layouts(p: &Problem<'_>, signature: &Signature) -> Vec<FilledLayout> {
             };
             filled.push(FilledLayout {
                 position,
-                layout: a.layout.clone().unwrap_or_default(),
+                layout: a.layout.as_deref().cloned().unwrap_or_default(),
             });
         }
     }
@@ -790,7 +799,7 @@ fn filled_layouts(p: &Problem<'_>, signature: &Signature) -> Vec<FilledLayout> {
             };
             filled.push(FilledLayout {
                 position,
-                layout: a.layout.clone().unwrap_or_default(),
+                layout: a.layout.as_deref().cloned().unwrap_or_default(),
             });
         }
     }
@@ -984,7 +993,7 @@ fn insert_copies(
         let source_inst = comp.inst(origin);
         let mut shape = comp.inst(source).shape.clone();
         if let Some(a) = shape.as_array_mut() {
-            a.layout = Some(Layout::clone(&c.to));
+            a.layout = Some(c.to.clone());
         }
         let base = format!("{}.copy", source_inst.name);
         let name = names.fresh(&base);

@@ -12,7 +12,7 @@ use std::sync::Arc;
 
 use hlo::{AttrValue, CompId, Computation, InstId, KnownAttr, Opcode, Parallelism, Split, Work};
 use rustc_hash::{FxHashMap, FxHashSet};
-use shape::{ArrayShape, DimVec, Layout, Shape};
+use shape::{ArrayShape, DimVec, Layout, Shape, SharedLayout};
 use smallvec::SmallVec;
 use target::TargetSpec;
 
@@ -59,10 +59,12 @@ pub enum FixReason {
 /// instead of cloning them.
 #[derive(Default)]
 pub struct LayoutTable {
-    /// Shared, so that the copies planned from the problem and their
-    /// reports point at the table's layouts instead of holding 144 bytes
-    /// of each of their two layouts.
-    list: TiVec<LayoutKey, Arc<Layout>>,
+    /// Shared, so that the copies planned from the problem, their reports
+    /// and the shapes of the output point at the table's layouts instead
+    /// of holding 144 bytes of each. A new entry is shared with an equal
+    /// layout the thread made recently (`SharedLayout::recent`), so that
+    /// the many small computations of a module share their few layouts.
+    list: TiVec<LayoutKey, SharedLayout>,
     index: FxHashMap<Layout, LayoutKey>,
     /// The key the last lookup found or added. Lookups come in runs of one
     /// layout (every operand of a row of elementwise ops needs the same
@@ -81,7 +83,9 @@ impl LayoutTable {
         let k = match self.index.get(layout) {
             Some(&k) => k,
             None => {
-                let k = self.list.push_and_get_key(Arc::new(layout.clone()));
+                let k = self
+                    .list
+                    .push_and_get_key(SharedLayout::recent(layout.clone()));
                 self.index.insert(layout.clone(), k);
                 k
             }
@@ -96,8 +100,8 @@ impl LayoutTable {
     }
 
     /// The layout of a key, shared.
-    pub fn shared(&self, key: LayoutKey) -> Arc<Layout> {
-        Arc::clone(&self.list[key])
+    pub fn shared(&self, key: LayoutKey) -> SharedLayout {
+        self.list[key].clone()
     }
 }
 
@@ -723,7 +727,7 @@ impl<'c> Problem<'c> {
                     } else {
                         FixReason::Boundary
                     };
-                    fixed[i] = Some((l.clone(), why));
+                    fixed[i] = Some((Layout::clone(l), why));
                 }
                 // A scalar has one layout: not AUTO, whatever the text says.
                 None if ctx.is_entry && g.rank() > 0 => {
@@ -1072,7 +1076,8 @@ impl<'c> Problem<'c> {
             for (leaf, (&v, p)) in leaves.iter().zip(params).enumerate() {
                 let layout = p
                     .layout
-                    .clone()
+                    .as_deref()
+                    .cloned()
                     .unwrap_or_else(|| policy::default_layout(target, p));
                 let site = Site::Operand {
                     user: id,
@@ -1204,7 +1209,8 @@ impl<'c> Problem<'c> {
         let own = self.leaf_values[id.index()].clone();
         let layout_of = |a: &ArrayShape| {
             a.layout
-                .clone()
+                .as_deref()
+                .cloned()
                 .unwrap_or_else(|| policy::default_layout(target, a))
         };
         // (value, preferred layout) per leaf.
@@ -1319,7 +1325,7 @@ impl<'c> Problem<'c> {
                                 RelationSource::EntryResult,
                                 entry_device_layout(target, a, l),
                             ),
-                            _ => (RelationSource::BoundaryResult, l.clone()),
+                            _ => (RelationSource::BoundaryResult, Layout::clone(l)),
                         };
                         self.need(
                             v,
@@ -1918,7 +1924,8 @@ type Fixes = SmallVec<[Option<(Layout, FixReason)>; 1]>;
 /// The layout `a` is written with, or the target's default for it.
 fn given(target: &TargetSpec, a: &ArrayShape) -> Layout {
     a.layout
-        .clone()
+        .as_deref()
+        .cloned()
         .unwrap_or_else(|| policy::default_layout(target, a))
 }
 
@@ -2213,7 +2220,11 @@ fn aliased_result_layout(
         {
             return None;
         }
-        alias_leaf(result, &alias.output_index)?.1.layout.clone()
+        alias_leaf(result, &alias.output_index)?
+            .1
+            .layout
+            .as_deref()
+            .cloned()
     })
 }
 
@@ -2221,7 +2232,8 @@ fn aliased_result_layout(
 /// plain descending one.
 fn written(a: &ArrayShape) -> Layout {
     a.layout
-        .clone()
+        .as_deref()
+        .cloned()
         .unwrap_or_else(|| Layout::descending(a.rank()))
 }
 
@@ -2248,7 +2260,7 @@ fn bitcast_side(target: &TargetSpec, a: &ArrayShape, other: Option<&ArrayShape>)
     };
     let defaulted = |x: &ArrayShape| {
         let mut x = x.clone();
-        x.layout = Some(policy::default_layout(target, &x));
+        x.layout = Some(policy::default_layout(target, &x).into());
         x
     };
     let (from, to) = (defaulted(a), defaulted(other));

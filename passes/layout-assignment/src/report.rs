@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use shape::Layout;
+use shape::{Layout, SharedLayout};
 
 /// Why a copy was needed, in the categories compiler engineers ask about.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -64,9 +64,9 @@ pub struct CopyRecord {
     pub value: String,
     /// The value's layout (shared: the copies of a computation mostly
     /// move between a few layouts).
-    pub from: Arc<Layout>,
+    pub from: SharedLayout,
     /// The layout the copy produces.
-    pub to: Arc<Layout>,
+    pub to: SharedLayout,
     /// Bytes the copy writes, tile padding included.
     pub bytes: u64,
     /// The instructions (or `ROOT`) that read the copy.

@@ -35,7 +35,7 @@ pub mod uses;
 use std::sync::Arc;
 
 use hlo::{CompId, Computation, EditError, InstId, Module, Parallelism, Split};
-use shape::{ArrayShape, DimVec, Shape};
+use shape::{ArrayShape, DimVec, Layout, Shape};
 use strum::{Display, IntoStaticStr, VariantArray};
 use target::TargetSpec;
 
@@ -305,7 +305,11 @@ pub fn run_computation(
 /// The array shape of `inst` with its layout, the default descending one
 /// when the text gave none.
 pub(crate) fn laid_out(a: &ArrayShape) -> ArrayShape {
-    a.in_layout(a.layout_or_default())
+    match a.layout {
+        // Shares the layout instead of copying it.
+        Some(_) => a.clone(),
+        None => a.in_layout(Layout::descending(a.rank())),
+    }
 }
 
 /// Wraps an edit error with the computation's name.

@@ -363,7 +363,7 @@ pub(crate) fn plain_array_shape(bytes: &[u8], pos: usize) -> Option<(Shape, usiz
             if m2m.len() != dims.len() {
                 return None;
             }
-            layout = Some(shape::Layout::with_minor_to_major(m2m));
+            layout = Some(shape::SharedLayout::plain(&m2m));
             i = j;
         }
         Some(b'{') => {

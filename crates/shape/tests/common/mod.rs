@@ -108,9 +108,7 @@ impl Nd {
 }
 
 pub fn layout_of(s: &ArrayShape) -> Layout {
-    s.layout
-        .clone()
-        .unwrap_or_else(|| Layout::descending(s.rank()))
+    s.layout_or_default()
 }
 
 /// The buffer of `shape` holding the array `values` (indexed by the logical
@@ -437,7 +435,7 @@ pub fn relayout(s: &ArrayShape) -> impl Strategy<Value = ArrayShape> + use<> {
     let s = s.clone();
     let e = layout_of(&s).element_size_in_bits;
     layout_for(s.dims.to_vec(), e).prop_map(move |l| ArrayShape {
-        layout: Some(l),
+        layout: Some(l.into()),
         ..s.clone()
     })
 }

@@ -28,7 +28,7 @@ pub fn array(text: &str) -> ArrayShape {
 
 pub fn laid_out(a: &ArrayShape) -> ArrayShape {
     ArrayShape {
-        layout: Some(a.layout_or_default()),
+        layout: Some(a.layout_or_default().into()),
         ..a.clone()
     }
 }
