@@ -214,11 +214,6 @@ impl std::hash::Hash for Layout {
 pub struct SharedLayout(Arc<Layout>);
 
 impl SharedLayout {
-    /// The layout, unshared if another shape holds it too.
-    pub fn into_layout(self) -> Layout {
-        Arc::unwrap_or_clone(self.0)
-    }
-
     /// `layout`, shared with an equal layout this thread shared the same
     /// way a short while ago, if any.
     ///
@@ -318,12 +313,6 @@ impl std::ops::Deref for SharedLayout {
 impl std::ops::DerefMut for SharedLayout {
     fn deref_mut(&mut self) -> &mut Layout {
         Arc::make_mut(&mut self.0)
-    }
-}
-
-impl std::borrow::Borrow<Layout> for SharedLayout {
-    fn borrow(&self) -> &Layout {
-        &self.0
     }
 }
 
@@ -700,6 +689,14 @@ mod tests {
 
     #[test]
     fn recent_layouts_are_shared_and_unchanged() {
+        // A thread of its own starts with an empty cache, whatever ran on
+        // the test harness's thread before.
+        std::thread::spawn(recent_layouts_on_a_fresh_thread)
+            .join()
+            .expect("the check passes");
+    }
+
+    fn recent_layouts_on_a_fresh_thread() {
         let layouts = one_property_each();
         let first: Vec<SharedLayout> = layouts.iter().cloned().map(SharedLayout::recent).collect();
         for (l, s) in layouts.iter().zip(&first) {
