@@ -88,6 +88,16 @@ id! {
     MatrixId(u32)
 }
 
+/// `n` empty lists, made in place. `vec![SmallVec::new(); n]` clones
+/// the first list into every slot through `SmallVec`'s `Clone`, which
+/// goes through an iterator: some fifty instructions a slot, over a
+/// hundred thousand slots a run of the transformer.
+pub fn empty_lists<A: Array>(n: usize) -> Vec<SmallVec<A>> {
+    let mut lists = Vec::with_capacity(n);
+    lists.resize_with(n, SmallVec::new);
+    lists
+}
+
 /// A [`SmallVec`] indexed by an id: a value's own small tables (its
 /// layouts and their storage bytes, indexed by [`LayoutId`]) stay inline
 /// as before, and index like a [`TiVec`].

@@ -418,7 +418,7 @@ impl<'c> Problem<'c> {
             values: TiVec::with_capacity(order.len()),
             relations: TiVec::with_capacity(order.len() * 3),
             matrix_needs: TiVec::new(),
-            leaf_values: vec![SmallVec::new(); bound],
+            leaf_values: crate::ids::empty_lists(bound),
             boundary: (
                 ctx.params.as_ref().map(|(_, r)| r.clone()),
                 ctx.result.as_ref().map(|(_, r)| r.clone()),

@@ -14,7 +14,9 @@ use smallvec::SmallVec;
 use target::CostWeights;
 
 use crate::algebra;
-use crate::ids::{GroupId, LayoutId, LayoutKey, RelationId, RetileId, TiSlice, TiVec, ValueId};
+use crate::ids::{
+    GroupId, LayoutId, LayoutKey, RelationId, RetileId, TiSlice, TiVec, ValueId, empty_lists,
+};
 use crate::problem::{Built, Problem, Relation, RelationKind, Value, restrict_layout, with_layout};
 use crate::retile::Retiling;
 
@@ -324,10 +326,10 @@ impl Structure {
             retiles,
             groups: groups(relations, locks, fixed),
             raw: vec![None; relation_count].into(),
-            counts: vec![SmallVec::new(); n].into(),
-            need_cache: vec![SmallVec::new(); relation_count].into(),
-            move_cache: vec![SmallVec::new(); relation_count].into(),
-            retile_cache: vec![SmallVec::new(); retilings.len()].into(),
+            counts: empty_lists(n).into(),
+            need_cache: empty_lists(relation_count).into(),
+            move_cache: empty_lists(relation_count).into(),
+            retile_cache: empty_lists(retilings.len()).into(),
         }
     }
 }
