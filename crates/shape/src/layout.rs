@@ -218,9 +218,9 @@ impl SharedLayout {
     /// way a short while ago, if any.
     ///
     /// A parsed module writes a few layouts over and over (`{1,0}` on most
-    /// of a transformer's values): sharing them keeps a module's memory at
-    /// one layout per distinct layout rather than one per shape, and a
-    /// parse from allocating one per shape. The cache is small and per
+    /// of a transformer's values): sharing them keeps a module near one
+    /// copy of each distinct layout rather than one per shape, and a parse
+    /// from allocating one per shape. The cache is small and per
     /// thread, so it costs no lock, and it only decides which equal layout
     /// a shape points at, never what the layout is.
     pub fn recent(layout: Layout) -> SharedLayout {
