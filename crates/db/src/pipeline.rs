@@ -263,13 +263,7 @@ pub fn input_check(db: &dyn Db, c: SourceComputation) -> Arc<InputCheck> {
 
 /// The bitcasts of `comp` that move bytes (see [`InputCheck::bitcasts`]).
 pub fn bitcast_problems(comp: &Computation) -> Vec<VerifyError> {
-    let plain = |a: &shape::ArrayShape| {
-        let mut a = a.clone();
-        if a.layout.is_none() {
-            a.layout = Some(shape::Layout::descending(a.rank()).into());
-        }
-        a
-    };
+    let plain = shape::ArrayShape::laid_out;
     let mut problems = Vec::new();
     for (id, inst) in comp.instructions() {
         if inst.opcode != Opcode::Bitcast {

@@ -127,6 +127,15 @@ impl ArrayShape {
         }
     }
 
+    /// This shape with its layout, the default descending one when it has
+    /// none. A shape with a layout is cloned, so the layout is shared.
+    pub fn laid_out(&self) -> ArrayShape {
+        match self.layout {
+            Some(_) => self.clone(),
+            None => self.in_layout(Layout::descending(self.rank())),
+        }
+    }
+
     /// Checks the layout, if any, against the dimensions.
     pub fn validate(&self) -> Result<(), LayoutError> {
         match &self.layout {

@@ -175,7 +175,7 @@ pub fn plan(
 
 /// The layout value `v` is labelled with.
 fn layout_of(p: &Problem<'_>, labels: &TiSlice<ValueId, LayoutId>, v: ValueId) -> Layout {
-    Layout::clone(&shared_layout_of(p, labels, v))
+    p.table.get(p.values[v].key(labels[v])).clone()
 }
 
 /// The layout value `v` is labelled with, shared with the problem's table.

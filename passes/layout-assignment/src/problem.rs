@@ -1074,11 +1074,7 @@ impl<'c> Problem<'c> {
                 RelationSource::CalleeParameter { callee }
             };
             for (leaf, (&v, p)) in leaves.iter().zip(params).enumerate() {
-                let layout = p
-                    .layout
-                    .as_deref()
-                    .cloned()
-                    .unwrap_or_else(|| policy::default_layout(target, p));
+                let layout = given(target, p);
                 let site = Site::Operand {
                     user: id,
                     operand: operand as u32,
@@ -1207,12 +1203,7 @@ impl<'c> Problem<'c> {
             return;
         };
         let own = self.leaf_values[id.index()].clone();
-        let layout_of = |a: &ArrayShape| {
-            a.layout
-                .as_deref()
-                .cloned()
-                .unwrap_or_else(|| policy::default_layout(target, a))
-        };
+        let layout_of = |a: &ArrayShape| given(target, a);
         // (value, preferred layout) per leaf.
         let mut prefs: Vec<(ValueId, Layout)> = Vec::new();
         match inst.opcode {

@@ -22,7 +22,7 @@ use shape::{ArrayShape, Layout, PrimitiveType, Shape, Step, StepOp};
 use target::TargetSpec;
 
 use crate::uses::inherited_attrs;
-use crate::{ExpandedStep, RelayoutError, Rewrite, RewriteKind, edit, laid_out, storage_bytes};
+use crate::{ExpandedStep, RelayoutError, Rewrite, RewriteKind, edit, storage_bytes};
 
 /// True when a copy from `from` to `to` is a tiled relayout: one side is
 /// tiled and the layouts differ (other tiles, or the same tiles over
@@ -134,8 +134,8 @@ fn retiling_copies(comp: &Computation) -> Vec<(InstId, InstId, ArrayShape, Array
         .filter(|(_, i)| i.opcode == Opcode::Copy)
         .filter_map(|(id, i)| {
             let &[o] = i.operands() else { return None };
-            let from = laid_out(comp.inst(o).shape.as_array()?);
-            let to = laid_out(i.shape.as_array()?);
+            let from = comp.inst(o).shape.as_array()?.laid_out();
+            let to = i.shape.as_array()?.laid_out();
             (from.dims == to.dims && changes_tiling(&from, &to)).then_some((id, o, from, to))
         })
         .collect()

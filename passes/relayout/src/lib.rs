@@ -35,7 +35,7 @@ pub mod uses;
 use std::sync::Arc;
 
 use hlo::{CompId, Computation, EditError, InstId, Module, Parallelism, Split};
-use shape::{ArrayShape, DimVec, Layout, Shape};
+use shape::{ArrayShape, DimVec, Shape};
 use strum::{Display, IntoStaticStr, VariantArray};
 use target::TargetSpec;
 
@@ -300,16 +300,6 @@ pub fn run_computation(
     }
     tracing::debug!(rewrites = rewrites.len(), "relayout done");
     Ok(rewrites)
-}
-
-/// The array shape of `inst` with its layout, the default descending one
-/// when the text gave none.
-pub(crate) fn laid_out(a: &ArrayShape) -> ArrayShape {
-    match a.layout {
-        // Shares the layout instead of copying it.
-        Some(_) => a.clone(),
-        None => a.in_layout(Layout::descending(a.rank())),
-    }
 }
 
 /// Wraps an edit error with the computation's name.

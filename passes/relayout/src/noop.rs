@@ -17,7 +17,7 @@ use hlo::{Computation, Downgrade, InstId, KnownAttr, Opcode, Parallelism, Split,
 use rustc_hash::FxHashMap;
 use shape::{ArrayShape, DimVec};
 
-use crate::{Rewrite, RewriteKind, laid_out, same_memory_space};
+use crate::{Rewrite, RewriteKind, same_memory_space};
 
 /// A bitcast found for one instruction.
 struct Found {
@@ -101,7 +101,7 @@ fn verdict(comp: &Computation, id: InstId, seen: &mut Verdicts) -> Option<Found>
     if a.dynamic != 0 || r.dynamic != 0 || a.element_type != r.element_type {
         return None;
     }
-    let (from, to) = (laid_out(a), laid_out(r));
+    let (from, to) = (a.laid_out(), r.laid_out());
     if !same_memory_space(&from, &to) {
         return None;
     }

@@ -28,8 +28,8 @@ use target::TargetSpec;
 use target::policy::{Need, NeedSource};
 
 use crate::{
-    ComputationFacts, RelayoutError, Rewrite, RewriteKind, edit, laid_out, order,
-    same_memory_space, storage_bytes,
+    ComputationFacts, RelayoutError, Rewrite, RewriteKind, edit, order, same_memory_space,
+    storage_bytes,
 };
 
 /// Where a needed layout is read.
@@ -312,7 +312,7 @@ impl Inserter {
                 message: "the value is not an array".into(),
             });
         };
-        let from = laid_out(a);
+        let from = a.laid_out();
         let to = from.in_layout(layout.clone());
         if let Err(e) = to.validate() {
             return Err(RelayoutError::InvalidNeed {
