@@ -341,6 +341,101 @@ fn errors_in_the_second_half_are_the_sequential_ones() {
     });
 }
 
+/// The large module with its names bare (no `%`), which the parser takes
+/// and the parallel path now finds and cuts as it does the `%` form (see
+/// `bare_names_are_found_and_cut_at` in the parser's unit tests): the same
+/// module on the pool, and for damaged text the same error, among them a
+/// name defined twice in pieces far apart, which only the check at the end
+/// of a cut computation sees.
+#[test]
+fn bare_names_parse_the_same() {
+    let text = large_module().replace('%', "");
+    assert!(parse(&text, &sequential()).is_ok());
+    for way in unforced() {
+        assert_same(&text, &way, "bare names");
+    }
+    let entry = text.find("\nENTRY ").unwrap();
+    let defs: Vec<(usize, &str)> = text[entry..]
+        .match_indices("\n  ")
+        .filter_map(|(at, _)| {
+            let line = &text[entry + at + 3..];
+            let name = line.split(' ').next()?;
+            line[name.len()..]
+                .starts_with(" = ")
+                .then_some((entry + at + 3, name))
+        })
+        .collect();
+    let (late, late_name) = defs[defs.len() * 4 / 5];
+    let (_, early_name) = defs[defs.len() / 5];
+    let damaged = [
+        // A name defined twice, in pieces far apart: the later definition
+        // and its uses renamed, so that nothing else is wrong.
+        format!(
+            "{}{}",
+            &text[..late],
+            renamed(&text[late..], late_name, early_name)
+        ),
+        // An operand nothing defines.
+        text.replacen(&format!("({late_name}"), "(nowhere", 1),
+    ];
+    for (k, bad) in damaged.iter().enumerate() {
+        let expected = parse(bad, &sequential());
+        assert!(expected.is_err(), "damage {k} parsed");
+        for way in unforced() {
+            let got = parse(bad, &way);
+            assert_eq!(difference(&expected, &got), None, "damage {k} ({way:?})");
+        }
+    }
+}
+
+/// A computation of more names than one table takes (see the parser's
+/// `names`): a name defined twice in two of its tables, which only the
+/// check at the end of the computation sees, gives the sequential error.
+#[test]
+fn a_name_defined_twice_in_a_huge_computation_is_the_sequential_error() {
+    let text = test_support::scaling::Shape::Shared.module(90_000);
+    assert!(parse(&text, &sequential()).is_ok());
+    let late = text.find("\n  e9000 = ").unwrap() + 3;
+    let damaged = format!(
+        "{}{}",
+        &text[..late],
+        renamed(&text[late..], "e9000", "e100")
+    );
+    let expected = parse(&damaged, &sequential());
+    let Err(e) = &expected else {
+        panic!("a name defined twice parsed")
+    };
+    assert!(e.to_string().contains("duplicate instruction name"), "{e}");
+    for way in unforced() {
+        assert_eq!(
+            difference(&expected, &parse(&damaged, &way)),
+            None,
+            "{way:?}"
+        );
+    }
+}
+
+/// `text` with every whole-word `from` replaced by `to`.
+fn renamed(text: &str, from: &str, to: &str) -> String {
+    let word =
+        |b: Option<&u8>| b.is_some_and(|&b| b.is_ascii_alphanumeric() || b"_.-".contains(&b));
+    let mut out = String::with_capacity(text.len());
+    let mut last = 0;
+    for (at, _) in text.match_indices(from) {
+        let end = at + from.len();
+        if word(at.checked_sub(1).and_then(|i| text.as_bytes().get(i)))
+            || word(text.as_bytes().get(end))
+        {
+            continue;
+        }
+        out.push_str(&text[last..at]);
+        out.push_str(to);
+        last = end;
+    }
+    out.push_str(&text[last..]);
+    out
+}
+
 fn corpus_seed() -> &'static str {
     static SEED: std::sync::OnceLock<String> = std::sync::OnceLock::new();
     SEED.get_or_init(|| {

@@ -22,6 +22,7 @@
 // cannot add lints to the workspace's for one crate.
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::indexing_slicing))]
 
+mod names;
 mod parallel;
 
 use std::ops::Range;
@@ -41,6 +42,7 @@ use crate::{
     Attr, AttrKey, AttrValue, Attrs, CompId, Computation, ComputationLayout, ConvDimLabels, InstId,
     Instruction, KnownAttr, Module, Opcode, OperandAlias, PadDim, Payload, SliceDim,
 };
+use names::InstNames;
 use parallel::parse_in_parallel;
 
 /// Maps the name of a called computation to its id. `Sync`, so that the
@@ -594,11 +596,22 @@ struct InstructionReader<'a, 'r> {
     attr_buf: Vec<Attr>,
 }
 
+/// About how many instructions `range` of `text` holds: its lines, since
+/// XLA prints one instruction per line. For sizing tables ahead.
+fn lines_in(text: &str, range: Range<usize>) -> usize {
+    let end = range.end.min(text.len());
+    let bytes = text
+        .as_bytes()
+        .get(range.start.min(end)..end)
+        .unwrap_or_default();
+    memchr::memchr_iter(b'\n', bytes).count() + 1
+}
+
 /// The computation parser: an [`InstructionReader`] plus the registration
 /// of each instruction read (ids, names, operands, the root).
 struct CompParser<'a, 'r> {
     r: InstructionReader<'a, 'r>,
-    names: FxHashMap<&'a str, InstId>,
+    names: InstNames<'a>,
     comp: Computation,
     pending_operands: Vec<Pending<'a>>,
     pending_control: Vec<Pending<'a>>,
@@ -610,15 +623,21 @@ struct CompParser<'a, 'r> {
 type Signature = Option<(Shape, usize)>;
 
 impl<'a, 'r> CompParser<'a, 'r> {
-    fn new(text: &'a str, resolve: &'r ResolveComputation<'r>) -> Self {
+    /// A parser whose first name table has room for the instructions
+    /// before byte `first_stop` (the whole text's, unless the parallel
+    /// path gives the rest tables of their own).
+    fn new(text: &'a str, resolve: &'r ResolveComputation<'r>, first_stop: usize) -> Self {
         // XLA prints one instruction per line: the line count bounds the
         // instruction count, so that the graph never grows by moving.
-        let lines = memchr::memchr_iter(b'\n', text.as_bytes()).count() + 1;
-        let mut names = FxHashMap::default();
-        names.reserve(lines);
+        let lines = lines_in(text, 0..text.len());
+        let names = if first_stop >= text.len() {
+            lines
+        } else {
+            lines_in(text, 0..first_stop)
+        };
         CompParser {
             r: InstructionReader::new(text, resolve),
-            names,
+            names: InstNames::with_capacity(names),
             comp: Computation::with_capacity("", lines),
             pending_operands: Vec::new(),
             pending_control: Vec::new(),
@@ -629,7 +648,7 @@ impl<'a, 'r> CompParser<'a, 'r> {
 
     /// Parses a computation's text; errors are relative to it.
     fn parse(text: &'a str, resolve: &'r ResolveComputation<'r>) -> Result<Computation, RawError> {
-        let mut p = CompParser::new(text, resolve);
+        let mut p = CompParser::new(text, resolve, usize::MAX);
         let signature = p.open()?;
         p.body(usize::MAX)?;
         p.close(signature)
@@ -674,7 +693,7 @@ impl<'a, 'r> CompParser<'a, 'r> {
                 }
                 _ => {
                     let inst = self.r.instruction()?;
-                    self.register(inst)?;
+                    self.register(inst, None)?;
                 }
             }
         }
@@ -765,8 +784,17 @@ impl<'a, 'r> CompParser<'a, 'r> {
     // 600 bytes, and as a call it was copied several times on its way from
     // the reader into the graph (3.3 M more instructions per parse of the
     // transformer, under callgrind).
+    ///
+    /// An instruction read ahead comes with `read`: the id of its piece's
+    /// first instruction and where the reader found each operand in the
+    /// piece (see [`names::Stretch`]); its name is the piece's, added with
+    /// the piece.
     #[inline(always)]
-    fn register(&mut self, parsed: ParsedInstruction<'a>) -> Result<(), RawError> {
+    fn register(
+        &mut self,
+        parsed: ParsedInstruction<'a>,
+        read: Option<(InstId, &[u32])>,
+    ) -> Result<(), RawError> {
         let ParsedInstruction {
             inst,
             name,
@@ -777,9 +805,13 @@ impl<'a, 'r> CompParser<'a, 'r> {
         } = parsed;
         let mut ids: SmallVec<[InstId; 4]> = SmallVec::with_capacity(operands.len());
         let mut all_known = true;
-        for &(op, _) in &operands {
-            match self.names.get(op) {
-                Some(&id) => ids.push(id),
+        for (k, &(op, _)) in operands.iter().enumerate() {
+            let local = read.and_then(|(base, at)| {
+                let at = *at.get(k)?;
+                (at != names::NOT_LOCAL).then(|| InstId::new(base.index() + at as usize))
+            });
+            match local.or_else(|| self.names.find(op)) {
+                Some(id) => ids.push(id),
                 None => {
                     all_known = false;
                     break;
@@ -790,7 +822,7 @@ impl<'a, 'r> CompParser<'a, 'r> {
             .comp
             .add(inst, if all_known { &ids } else { &[] })
             .map_err(|e| RawError::new(name_pos, e.to_string()))?;
-        if self.names.insert(name, id).is_some() {
+        if read.is_none() && !self.names.define(name, id) {
             return Err(RawError::new(
                 name_pos,
                 format!("duplicate instruction name %{name}"),
@@ -828,7 +860,7 @@ impl<'a, 'r> CompParser<'a, 'r> {
         for p in std::mem::take(&mut self.pending_operands) {
             let mut ids: SmallVec<[InstId; 4]> = SmallVec::with_capacity(p.names.len());
             for (name, at) in p.names {
-                let Some(&id) = self.names.get(name) else {
+                let Some(id) = self.names.find(name) else {
                     return Err(RawError::new(at, format!("unknown operand %{name}")));
                 };
                 ids.push(id);
@@ -839,7 +871,7 @@ impl<'a, 'r> CompParser<'a, 'r> {
         }
         for p in std::mem::take(&mut self.pending_control) {
             for (name, at) in p.names {
-                let Some(&id) = self.names.get(name) else {
+                let Some(id) = self.names.find(name) else {
                     return Err(RawError::new(
                         at,
                         format!("unknown control predecessor %{name}"),

@@ -13,15 +13,16 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use rayon::prelude::*;
 
+use super::names::Stretch;
 use super::{
     CompError, CompParser, InstructionReader, ParseOptions, ParsedInstruction, ResolveComputation,
-    Resolver,
+    Resolver, lines_in,
 };
-use crate::Computation;
 use crate::diag::{ParseError, RawError};
-use crate::lex::{Cursor, is_ident_continue};
+use crate::lex::{Cursor, is_ident_continue, is_ident_start};
 use crate::outline::{ModuleOutline, outline};
 use crate::parallelism::{Parallelism, Split};
+use crate::{Computation, InstId};
 
 /// The parallel path. The outline scan is itself a good share of the
 /// work, so it runs beside the parsing of the computations, which starts
@@ -95,7 +96,8 @@ pub(super) fn parse_one_in_parallel(
 }
 
 /// Where the computations seem to be, as XLA prints them: each starts at a
-/// line that begins with `%name` or `ENTRY %name`, and ends with the last
+/// line that begins with `%name` or `ENTRY %name` (or the name bare, then
+/// `{` or `(`, as the parser also takes it), and ends with the last
 /// non-blank byte before the next one; the entry computation comes last
 /// and ends with the last non-blank byte of the text, so the lines after
 /// its start are not looked at. Only a guess: see [`parse_in_parallel`].
@@ -104,7 +106,10 @@ fn guess_computations(text: &str) -> Vec<(&str, Range<usize>)> {
     let mut found: Vec<(&str, Range<usize>)> = Vec::new();
     let line_starts = std::iter::once(0).chain(memchr::memchr_iter(b'\n', bytes).map(|i| i + 1));
     for line in line_starts {
-        if !matches!(bytes.get(line), Some(b'%' | b'E')) {
+        if !bytes
+            .get(line)
+            .is_some_and(|&b| b == b'%' || is_ident_start(b))
+        {
             continue;
         }
         let mut c = Cursor::new(text);
@@ -113,8 +118,12 @@ fn guess_computations(text: &str) -> Vec<(&str, Range<usize>)> {
         if is_entry {
             while c.eat(b' ') {}
         }
-        if c.peek() == Some(b'%')
-            && let Some(name) = c.name()
+        let marked = c.peek() == Some(b'%');
+        if let Some(name) = c.name()
+            && (marked || {
+                while c.eat(b' ') {}
+                matches!(c.peek(), Some(b'{' | b'('))
+            })
         {
             if let Some((_, previous)) = found.last_mut() {
                 previous.end = trim_end(bytes, line);
@@ -428,8 +437,11 @@ fn split_points(body: &str, grain: usize) -> Vec<usize> {
     cuts
 }
 
-/// The offset of the first `%` or `ROOT` that starts an indented line
-/// beginning after `from`.
+/// The offset of the first indented line beginning after `from` that
+/// starts like an instruction: `ROOT`, `%`, or a bare name followed by
+/// ` = ` (XLA prints names with `%`; the parser, and the scaling benchmark's
+/// modules, take them without it too, and a guess that only knew `%` cut
+/// a computation of a million bare-named instructions nowhere).
 fn instruction_line_at_or_after(bytes: &[u8], from: usize) -> Option<usize> {
     let mut line = from;
     loop {
@@ -437,11 +449,24 @@ fn instruction_line_at_or_after(bytes: &[u8], from: usize) -> Option<usize> {
         let rest = bytes.get(line..)?;
         let indent = rest.iter().position(|&b| b != b' ' && b != b'\t')?;
         let rest = rest.get(indent..).unwrap_or_default();
-        let is_root =
-            rest.starts_with(b"ROOT") && !rest.get(4).is_some_and(|&b| is_ident_continue(b));
-        if indent > 0 && (rest.first() == Some(&b'%') || is_root) {
+        if indent > 0 && starts_like_an_instruction(rest) {
             return Some(line + indent);
         }
+    }
+}
+
+/// True when `line` starts with `ROOT`, `%`, or a bare name and ` = `,
+/// as XLA spaces it (an attribute wrapped onto its own line, `key=value`,
+/// is not taken).
+fn starts_like_an_instruction(line: &[u8]) -> bool {
+    let word = line.iter().take_while(|&&b| is_ident_continue(b)).count();
+    match line.first() {
+        Some(b'%') => true,
+        Some(&b) if is_ident_start(b) => {
+            let name = line.get(..word).unwrap_or_default();
+            name == b"ROOT" || line.get(word..).is_some_and(|a| a.starts_with(b" = "))
+        }
+        _ => false,
     }
 }
 
@@ -452,6 +477,10 @@ fn instruction_line_at_or_after(bytes: &[u8], from: usize) -> Option<usize> {
 struct Piece<'a> {
     start: usize,
     instructions: Vec<ParsedInstruction<'a>>,
+    /// Their names, and their operands defined earlier in the piece, in a
+    /// computation large enough for tables of its own (see
+    /// [`Stretch::worth_it`]).
+    names: Option<Stretch<'a>>,
     end: usize,
     /// The error that stopped the reading, after `instructions`.
     error: Option<RawError>,
@@ -467,9 +496,9 @@ fn read_piece<'a>(
 ) -> Piece<'a> {
     let mut r = InstructionReader::new(text, resolve);
     r.c.pos = start;
-    let piece_text = text.get(start..stop.min(text.len())).unwrap_or_default();
-    let lines = memchr::memchr_iter(b'\n', piece_text.as_bytes()).count() + 1;
+    let lines = lines_in(text, start..stop);
     let mut instructions = Vec::with_capacity(lines);
+    let mut names = Stretch::worth_it(text.len()).then(|| Stretch::with_capacity(lines));
     let error = loop {
         if let Err(e) = r.c.skip_trivia() {
             break Some(e);
@@ -478,13 +507,22 @@ fn read_piece<'a>(
             break None;
         }
         match r.instruction() {
-            Ok(inst) => instructions.push(inst),
+            Ok(inst) => {
+                if let Some(names) = &mut names {
+                    for &(operand, _) in &inst.operands {
+                        names.resolve_operand(operand);
+                    }
+                    names.define(inst.name, instructions.len() as u32);
+                }
+                instructions.push(inst);
+            }
             Err(e) => break Some(e),
         }
     };
     Piece {
         start,
         instructions,
+        names,
         end: r.c.pos,
         error,
     }
@@ -496,43 +534,98 @@ impl<'a, 'r> CompParser<'a, 'r> {
     /// [`CompParser::parse`] gives: a piece's instructions are used only
     /// when this parser, having parsed everything before, reaches the
     /// piece's start at an instruction boundary; they are then registered
-    /// in order as if just read, and the reader's error, if any, comes
-    /// after them, as it would have.
+    /// in order as if just read. When anything fails (an error in the
+    /// text, or a name defined twice, which the pieces' own name tables
+    /// cannot see, see [`names`](super::names)), the computation is parsed
+    /// again in one go, so that the error is the sequential one.
     fn parse_split(
         text: &'a str,
         resolve: &'r ResolveComputation<'r>,
         first_stop: usize,
         pieces: &[&PieceSlot<'a>],
     ) -> Result<Computation, RawError> {
-        let mut p = CompParser::new(text, resolve);
-        let signature = p.open()?;
-        let mut closed = p.body(first_stop)?;
+        match CompParser::parse_pieces(text, resolve, first_stop, pieces) {
+            Some(comp) => Ok(comp),
+            None => CompParser::parse(text, resolve),
+        }
+    }
+
+    /// [`CompParser::parse_split`]'s work, or `None` when it must parse
+    /// again in one go.
+    fn parse_pieces(
+        text: &'a str,
+        resolve: &'r ResolveComputation<'r>,
+        first_stop: usize,
+        pieces: &[&PieceSlot<'a>],
+    ) -> Option<Computation> {
+        let mut p = CompParser::new(text, resolve, first_stop);
+        let signature = p.open().ok()?;
+        let mut closed = p.body(first_stop).ok()?;
         for slot in pieces {
             if closed {
                 break;
             }
+            // A piece's names go in the current table, or in one of their
+            // own once it is full (see `names`).
+            let mut taken = false;
             if !slot.claim() {
                 // Taken by a reader: use what it read if it is done and
                 // this parser stands exactly where the reading began.
                 let read = slot.read.lock().ok().and_then(|mut read| read.take());
                 if let Some(piece) = read.filter(|piece| piece.start == p.r.c.pos) {
-                    for inst in piece.instructions {
-                        p.register(inst)?;
+                    if piece.error.is_some() || piece.names.as_ref().is_some_and(|n| n.duplicate) {
+                        return None;
                     }
-                    if let Some(e) = piece.error {
-                        return Err(e);
-                    }
-                    p.r.c.pos = piece.end;
+                    p.register_piece(piece)?;
+                    taken = true;
                 }
+            }
+            if !taken {
+                p.names.make_room(lines_in(text, slot.start..slot.stop));
             }
             // Whatever is left of the piece (all of it, unless it was read
             // ahead) is parsed here.
-            closed = p.body(slot.stop)?;
+            closed = p.body(slot.stop).ok()?;
         }
         if !closed {
-            p.body(usize::MAX)?;
+            p.body(usize::MAX).ok()?;
         }
-        p.close(signature)
+        if !p.names.distinct() {
+            return None;
+        }
+        p.close(signature).ok()
+    }
+
+    /// Registers the instructions a reader read, in order, and adds the
+    /// piece's names; the parser then stands where the reading ended.
+    fn register_piece(&mut self, piece: Piece<'a>) -> Option<()> {
+        let Piece {
+            instructions,
+            end,
+            names,
+            ..
+        } = piece;
+        let Some(names) = names else {
+            // A smaller computation's names stay in one table, as if read
+            // here.
+            for inst in instructions {
+                self.register(inst, None).ok()?;
+            }
+            self.r.c.pos = end;
+            return Some(());
+        };
+        let base = InstId::new(self.comp.len());
+        let mut operands = names.operands.as_slice();
+        for inst in instructions {
+            let (these, rest) = operands.split_at_checked(inst.operands.len())?;
+            operands = rest;
+            self.register(inst, Some((base, these))).ok()?;
+        }
+        if !self.names.add_read(names, base) {
+            return None;
+        }
+        self.r.c.pos = end;
+        Some(())
     }
 }
 
@@ -569,5 +662,40 @@ mod tests {
             plan.heads.iter().for_each(|&(i, _)| seen[i] += 1);
             assert_eq!(seen, [1, 1, 1, 1], "cuts {cuts:?}");
         }
+    }
+
+    /// Names without `%`, which the parser takes: the guess finds such
+    /// computations and the cuts fall on such instructions, so that a
+    /// large computation of them is read on several threads. Lines that
+    /// only look a little like them (a literal's rows, a header line, a
+    /// wrapped attribute) are not taken.
+    #[test]
+    fn bare_names_are_found_and_cut_at() {
+        let text = "HloModule m, entry_computation_layout={()->f32[2]{0}}\n\n\
+                    add (x: f32[], y: f32[]) -> f32[] {\n  x = f32[] parameter(0)\n  \
+                    y = f32[] parameter(1)\n  ROOT s = f32[] add(x, y)\n}\n\n\
+                    ENTRY main {\n  k = f32[2] constant({\n  1, 2 })\n  \
+                    n = f32[2] negate(k), metadata={op_name=\"a\"\n  op_type=\"b\"}\n  \
+                    ROOT r = f32[2] abs(n)\n}\n";
+        let guess = guess_computations(text);
+        let names: Vec<&str> = guess.iter().map(|(name, _)| *name).collect();
+        assert_eq!(names, ["add", "main"]);
+        let outline = outline(text, "t").unwrap();
+        for (c, (_, span)) in outline.computations.iter().zip(&guess) {
+            assert_eq!(c.span.start..c.span.end, *span);
+        }
+        let body = &text[guess[1].1.clone()];
+        let cut_lines: Vec<&str> = split_points(body, 1)
+            .into_iter()
+            .map(|at| body[at..].lines().next().unwrap())
+            .collect();
+        assert_eq!(
+            cut_lines,
+            [
+                "k = f32[2] constant({",
+                "n = f32[2] negate(k), metadata={op_name=\"a\"",
+                "ROOT r = f32[2] abs(n)"
+            ]
+        );
     }
 }
