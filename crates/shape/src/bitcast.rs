@@ -1507,6 +1507,122 @@ fn decide(
     perm: &[usize],
     periods_only: bool,
 ) -> Result<BitcastVerdict, AlgebraError> {
+    let asked = |q: &Question| q.is(from, to, kind, perm, periods_only);
+    let known = RECENT.with(|r| r.try_borrow_mut().ok()?.find(asked));
+    if let Some(verdict) = known {
+        return verdict;
+    }
+    let verdict = decide_now(from, to, kind, perm, periods_only);
+    let question = Question {
+        from: from.clone(),
+        to: to.clone(),
+        kind,
+        perm: DimVec::from_slice(perm),
+        periods_only,
+    };
+    RECENT.with(|r| {
+        if let Ok(mut recent) = r.try_borrow_mut() {
+            recent.add(question, verdict.clone());
+        }
+    });
+    verdict
+}
+
+/// How many verdicts a thread remembers (see [`RecentVerdicts`]).
+const RECENT_VERDICTS: usize = 16;
+
+/// The arguments of one [`decide`].
+struct Question {
+    from: ArrayShape,
+    to: ArrayShape,
+    kind: BitcastKind,
+    perm: DimVec,
+    periods_only: bool,
+}
+
+impl Question {
+    /// True when these are the arguments (the cheap ones compared first;
+    /// shapes that share a layout compare it by pointer).
+    fn is(
+        &self,
+        from: &ArrayShape,
+        to: &ArrayShape,
+        kind: BitcastKind,
+        perm: &[usize],
+        periods_only: bool,
+    ) -> bool {
+        self.kind == kind
+            && self.periods_only == periods_only
+            && self.perm[..] == *perm
+            && self.from == *from
+            && self.to == *to
+    }
+}
+
+/// The verdicts a thread reached last, replaced oldest first; the one that
+/// answered last is tried first. A module asks the same few questions
+/// again and again, from several places: the 24-layer transformer's 884
+/// reshapes are 11 distinct shape pairs, which relayout decides and the
+/// output check proves again; a module of many small computations asks
+/// the same question in each (relayout, then the bytes-moved counts, each
+/// about 6,000 instructions a time for the generated module's transpose).
+/// A verdict depends only on the question, so a remembered one is the
+/// one [`decide_now`] gives; the cache is bounded and per thread, so it
+/// needs no lock and holds no more than a few shapes.
+struct RecentVerdicts {
+    slots: [Option<(Question, Result<BitcastVerdict, AlgebraError>)>; RECENT_VERDICTS],
+    /// The slot the next new verdict takes.
+    next: usize,
+    /// The slot that answered last.
+    last: usize,
+}
+
+impl RecentVerdicts {
+    /// A remembered verdict whose question `asked` accepts.
+    fn find(
+        &mut self,
+        asked: impl Fn(&Question) -> bool,
+    ) -> Option<Result<BitcastVerdict, AlgebraError>> {
+        let i = std::iter::once(self.last)
+            .chain(0..RECENT_VERDICTS)
+            .find(|&i| {
+                self.slots
+                    .get(i)
+                    .and_then(Option::as_ref)
+                    .is_some_and(|(q, _)| asked(q))
+            })?;
+        self.last = i;
+        self.slots.get(i)?.as_ref().map(|(_, v)| v.clone())
+    }
+
+    /// Remembers `verdict` in place of the oldest.
+    fn add(&mut self, question: Question, verdict: Result<BitcastVerdict, AlgebraError>) {
+        if let Some(slot) = self.slots.get_mut(self.next) {
+            *slot = Some((question, verdict));
+        }
+        self.last = self.next;
+        self.next = (self.next + 1) % RECENT_VERDICTS;
+    }
+}
+
+thread_local! {
+    static RECENT: std::cell::RefCell<RecentVerdicts> = const {
+        std::cell::RefCell::new(RecentVerdicts {
+            slots: [const { None }; RECENT_VERDICTS],
+            next: 0,
+            last: 0,
+        })
+    };
+}
+
+/// [`decide`] without the cache: the exact test itself.
+fn decide_now(
+    from: &ArrayShape,
+    to: &ArrayShape,
+    kind: BitcastKind,
+    perm: &[usize],
+    periods_only: bool,
+) -> Result<BitcastVerdict, AlgebraError> {
     // A first tile longer than the rank (a tiled scalar) tiles the array
     // seen with unit major dimensions: decide on those views, which hold
     // every element at the same place.

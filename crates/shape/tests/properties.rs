@@ -266,6 +266,44 @@ fn transpose_verdicts_match() {
     run_pairs(pair_transpose());
 }
 
+/// The verdicts are remembered per thread (a bounded cache of the last
+/// questions): asked again, in the same order and in reverse, with more
+/// distinct questions than the cache holds and with repeats close
+/// together, every question gets the answer it got first, reason and
+/// method included, and that answer agrees with the oracle.
+#[test]
+fn remembered_verdicts_are_the_first_ones() {
+    let mut runner = proptest::test_runner::TestRunner::new(config());
+    let strategy = proptest::collection::vec(
+        prop_oneof![pair_derived(), pair_reshape(), pair_transpose()],
+        40,
+    );
+    let pairs = proptest::strategy::ValueTree::current(&strategy.new_tree(&mut runner).unwrap());
+    let ask = |(from, to, perm): &(ArrayShape, ArrayShape, Option<Vec<usize>>)| match perm {
+        Some(p) => transpose_is_bitcast(from, to, p),
+        None => is_bitcast(from, to),
+    };
+    let first: Vec<_> = pairs.iter().map(ask).collect();
+    for (pair, verdict) in pairs.iter().zip(&first) {
+        let (from, to, perm) = pair;
+        if let Ok(v) = verdict {
+            assert_eq!(
+                v.bitcast,
+                oracle_bitcast(from, to, perm.as_deref()),
+                "{from} -> {to}"
+            );
+        }
+        assert_eq!(&ask(pair), verdict, "asked twice in a row: {from} -> {to}");
+    }
+    for (pair, verdict) in pairs
+        .iter()
+        .zip(&first)
+        .chain(pairs.iter().zip(&first).rev())
+    {
+        assert_eq!(&ask(pair), verdict, "asked again: {} -> {}", pair.0, pair.1);
+    }
+}
+
 proptest! {
     #![proptest_config(config())]
 
