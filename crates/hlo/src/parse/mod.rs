@@ -624,16 +624,17 @@ type Signature = Option<(Shape, usize)>;
 
 impl<'a, 'r> CompParser<'a, 'r> {
     /// A parser whose first name table has room for the instructions
-    /// before byte `first_stop` (the whole text's, unless the parallel
-    /// path gives the rest tables of their own).
+    /// before byte `first_stop` when the rest get tables of their own (see
+    /// [`names::Stretch::worth_it`]), else for all of them.
     fn new(text: &'a str, resolve: &'r ResolveComputation<'r>, first_stop: usize) -> Self {
         // XLA prints one instruction per line: the line count bounds the
-        // instruction count, so that the graph never grows by moving.
+        // instruction count, so that neither the graph nor the table of a
+        // computation that keeps one grows by moving.
         let lines = lines_in(text, 0..text.len());
-        let names = if first_stop >= text.len() {
-            lines
-        } else {
+        let names = if first_stop < text.len() && names::Stretch::worth_it(text.len()) {
             lines_in(text, 0..first_stop)
+        } else {
+            lines
         };
         CompParser {
             r: InstructionReader::new(text, resolve),

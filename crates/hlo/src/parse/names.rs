@@ -120,11 +120,13 @@ impl<'a> InstNames<'a> {
 
     /// Records that `id` defines `name`; false when the current stretch
     /// already defines it.
+    #[inline]
     pub(super) fn define(&mut self, name: &'a str, id: InstId) -> bool {
         self.current.insert(name, id.index() as u32).is_none()
     }
 
     /// The instruction that defines `name`, among those recorded.
+    #[inline]
     pub(super) fn find(&mut self, name: &'a str) -> Option<InstId> {
         if let Some(&id) = self.current.get(name) {
             return Some(InstId::new(id as usize));

@@ -558,6 +558,7 @@ impl<'a, 'r> CompParser<'a, 'r> {
         first_stop: usize,
         pieces: &[&PieceSlot<'a>],
     ) -> Option<Computation> {
+        let own_tables = Stretch::worth_it(text.len());
         let mut p = CompParser::new(text, resolve, first_stop);
         let signature = p.open().ok()?;
         let mut closed = p.body(first_stop).ok()?;
@@ -580,7 +581,7 @@ impl<'a, 'r> CompParser<'a, 'r> {
                     taken = true;
                 }
             }
-            if !taken {
+            if !taken && own_tables {
                 p.names.make_room(lines_in(text, slot.start..slot.stop));
             }
             // Whatever is left of the piece (all of it, unless it was read
