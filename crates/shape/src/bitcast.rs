@@ -38,6 +38,7 @@ use std::fmt;
 use smallvec::SmallVec;
 
 use crate::physical::{AlgebraError, Expansion, checked_layout, write_index};
+use crate::recent::Recent;
 use crate::text::write_list;
 use crate::{ArrayShape, DimVec, Dims, Layout, PrimitiveType, Tile};
 
@@ -1507,8 +1508,8 @@ fn decide(
     perm: &[usize],
     periods_only: bool,
 ) -> Result<BitcastVerdict, AlgebraError> {
-    let asked = |q: &Question| q.is(from, to, kind, perm, periods_only);
-    let known = RECENT.with(|r| r.try_borrow_mut().ok()?.find(asked));
+    let asked = |(q, _): &Remembered| q.is(from, to, kind, perm, periods_only);
+    let known = RECENT.with(|r| Some(r.try_borrow_mut().ok()?.find(asked)?.1.clone()));
     if let Some(verdict) = known {
         return verdict;
     }
@@ -1522,13 +1523,13 @@ fn decide(
     };
     RECENT.with(|r| {
         if let Ok(mut recent) = r.try_borrow_mut() {
-            recent.add(question, verdict.clone());
+            recent.add((question, verdict.clone()));
         }
     });
     verdict
 }
 
-/// How many verdicts a thread remembers (see [`RecentVerdicts`]).
+/// How many verdicts a thread remembers (see [`RECENT`]).
 const RECENT_VERDICTS: usize = 16;
 
 /// The arguments of one [`decide`].
@@ -1559,61 +1560,23 @@ impl Question {
     }
 }
 
-/// The verdicts a thread reached last, replaced oldest first; the one that
-/// answered last is tried first. A module asks the same few questions
-/// again and again, from several places: the 24-layer transformer's 884
-/// reshapes are 11 distinct shape pairs, which relayout decides and the
-/// output check proves again; a module of many small computations asks
-/// the same question in each (relayout, then the bytes-moved counts, each
-/// about 6,000 instructions a time for the generated module's transpose).
-/// A verdict depends only on the question, so a remembered one is the
-/// one [`decide_now`] gives; the cache is bounded and per thread, so it
-/// needs no lock and holds no more than a few shapes.
-struct RecentVerdicts {
-    slots: [Option<(Question, Result<BitcastVerdict, AlgebraError>)>; RECENT_VERDICTS],
-    /// The slot the next new verdict takes.
-    next: usize,
-    /// The slot that answered last.
-    last: usize,
-}
-
-impl RecentVerdicts {
-    /// A remembered verdict whose question `asked` accepts.
-    fn find(
-        &mut self,
-        asked: impl Fn(&Question) -> bool,
-    ) -> Option<Result<BitcastVerdict, AlgebraError>> {
-        let i = std::iter::once(self.last)
-            .chain(0..RECENT_VERDICTS)
-            .find(|&i| {
-                self.slots
-                    .get(i)
-                    .and_then(Option::as_ref)
-                    .is_some_and(|(q, _)| asked(q))
-            })?;
-        self.last = i;
-        self.slots.get(i)?.as_ref().map(|(_, v)| v.clone())
-    }
-
-    /// Remembers `verdict` in place of the oldest.
-    fn add(&mut self, question: Question, verdict: Result<BitcastVerdict, AlgebraError>) {
-        if let Some(slot) = self.slots.get_mut(self.next) {
-            *slot = Some((question, verdict));
-        }
-        self.last = self.next;
-        self.next = (self.next + 1) % RECENT_VERDICTS;
-    }
-}
-
 thread_local! {
-    static RECENT: std::cell::RefCell<RecentVerdicts> = const {
-        std::cell::RefCell::new(RecentVerdicts {
-            slots: [const { None }; RECENT_VERDICTS],
-            next: 0,
-            last: 0,
-        })
-    };
+    /// The verdicts a thread reached last (the one that answered last tried
+    /// first). A module asks the same few questions again and again, from
+    /// several places: the 24-layer transformer's 884 reshapes are 11
+    /// distinct shape pairs, which relayout decides and the output check
+    /// proves again; a module of many small computations asks the same
+    /// question in each (relayout, then the bytes-moved counts, each about
+    /// 6,000 instructions a time for the generated module's transpose). A
+    /// verdict depends only on the question, so a remembered one is the
+    /// one [`decide_now`] gives; the cache is bounded and per thread, so it
+    /// needs no lock and holds no more than a few shapes.
+    static RECENT: std::cell::RefCell<Recent<Remembered, RECENT_VERDICTS>> =
+        const { std::cell::RefCell::new(Recent::new()) };
 }
+
+/// A question and the verdict it got.
+type Remembered = (Question, Result<BitcastVerdict, AlgebraError>);
 
 /// [`decide`] without the cache: the exact test itself.
 fn decide_now(

@@ -11,6 +11,7 @@ use std::sync::Arc;
 
 use smallvec::SmallVec;
 
+use crate::recent::Recent;
 use crate::{PrimitiveType, Shape};
 
 /// Dimension numbers in minor-to-major or major-to-minor order.
@@ -224,27 +225,18 @@ impl SharedLayout {
     /// thread, so it costs no lock, and it only decides which equal layout
     /// a shape points at, never what the layout is.
     pub fn recent(layout: Layout) -> SharedLayout {
-        RECENT.with(|recent| {
-            let mut recent = recent.borrow_mut();
-            match recent.find(|s| *s == layout) {
-                Some(found) => found,
-                None => recent.add(layout),
-            }
-        })
+        recent_or(layout, |s, layout| s == layout, |layout| layout)
     }
 
     /// [`SharedLayout::recent`] for the plain layout of `minor_to_major`
     /// ([`Layout::new`]), the form most shapes in a module are written in.
     /// Looking it up compares the order alone and builds no layout.
     pub fn plain(minor_to_major: &[usize]) -> SharedLayout {
-        RECENT.with(|recent| {
-            let mut recent = recent.borrow_mut();
-            let same = |s: &Layout| s.minor_to_major[..] == *minor_to_major && s.is_plain();
-            match recent.find(same) {
-                Some(found) => found,
-                None => recent.add(Layout::new(minor_to_major)),
-            }
-        })
+        recent_or(
+            minor_to_major,
+            |s, m2m| s.minor_to_major[..] == **m2m && s.is_plain(),
+            Layout::new,
+        )
     }
 
     /// True when both hold the very same layout, not merely equal ones.
@@ -257,43 +249,29 @@ impl SharedLayout {
 const RECENT_LAYOUTS: usize = 8;
 
 thread_local! {
-    static RECENT: std::cell::RefCell<RecentLayouts> = const {
-        std::cell::RefCell::new(RecentLayouts {
-            slots: [const { None }; RECENT_LAYOUTS],
-            next: 0,
-            last: 0,
-        })
-    };
+    /// The layouts a thread shared last.
+    static RECENT: std::cell::RefCell<Recent<SharedLayout, RECENT_LAYOUTS>> =
+        const { std::cell::RefCell::new(Recent::new()) };
 }
 
-/// The layouts a thread shared last, replaced oldest first.
-struct RecentLayouts {
-    slots: [Option<SharedLayout>; RECENT_LAYOUTS],
-    /// The slot the next new layout takes.
-    next: usize,
-    /// The slot that answered last. Layouts come in runs (a row of
-    /// elementwise ops, an operand list), so it is tried first.
-    last: usize,
-}
-
-impl RecentLayouts {
-    /// A remembered layout that `same` accepts.
-    fn find(&mut self, same: impl Fn(&Layout) -> bool) -> Option<SharedLayout> {
-        let i = std::iter::once(self.last)
-            .chain(0..RECENT_LAYOUTS)
-            .find(|&i| self.slots[i].as_deref().is_some_and(&same))?;
-        self.last = i;
-        self.slots[i].clone()
-    }
-
-    /// Shares `layout` and remembers it in place of the oldest.
-    fn add(&mut self, layout: Layout) -> SharedLayout {
-        let shared = SharedLayout::from(layout);
-        self.slots[self.next] = Some(shared.clone());
-        self.last = self.next;
-        self.next = (self.next + 1) % RECENT_LAYOUTS;
+/// A layout [`RECENT`] keeps that `same` accepts for `key`, or the one
+/// `make` makes of it, shared and kept in place of the oldest.
+fn recent_or<K>(
+    key: K,
+    same: impl Fn(&Layout, &K) -> bool,
+    make: impl FnOnce(K) -> Layout,
+) -> SharedLayout {
+    RECENT.with(|recent| {
+        let Ok(mut recent) = recent.try_borrow_mut() else {
+            return SharedLayout::from(make(key));
+        };
+        if let Some(found) = recent.find(|s| same(s, &key)) {
+            return found.clone();
+        }
+        let shared = SharedLayout::from(make(key));
+        recent.add(shared.clone());
         shared
-    }
+    })
 }
 
 impl From<Layout> for SharedLayout {

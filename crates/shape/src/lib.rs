@@ -11,6 +11,7 @@ pub mod facts;
 mod layout;
 mod physical;
 mod plan;
+mod recent;
 mod shape;
 pub mod text;
 
