@@ -1,10 +1,11 @@
 //! The instruction names of one computation being parsed, by stretch of
 //! its text.
 //!
-//! A computation is one name space, but its names are kept in one table
-//! per stretch: the whole body when it is parsed in one go, and one per
-//! piece when the parallel path cuts it (see `parallel.rs`). A single
-//! table for a computation of a million instructions is some 24 MB that
+//! A computation is one name space, but a large one that the parallel
+//! path cuts into pieces (see `parallel.rs`) keeps its names in several
+//! tables, one per stretch of up to [`TABLE_NAMES`] names; a computation
+//! parsed in one go, or a smaller one, keeps one. A single table for a
+//! computation of a million instructions is some 24 MB that
 //! every definition and every operand reaches at a random place, missing
 //! the cache almost every time: the parse of a 1e6-instruction
 //! computation spent 23% of its samples inserting names, against 4% at
