@@ -131,7 +131,8 @@ fn verdict(comp: &Computation, id: InstId, seen: &mut Verdicts) -> Option<Found>
         None => {
             // Another computation's run may have judged it already; a
             // movement that is no bitcast is judged again, as it has no
-            // report to share.
+            // report to share (the exact test itself remembers the
+            // thread's last verdicts, so a repeated one costs a lookup).
             let movement = SHARED
                 .find(&key)
                 .or_else(|| judge(&key, inst.opcode).map(|m| SHARED.keep(key.clone(), m)));
