@@ -259,6 +259,13 @@ pub struct Ledger {
     output: Option<Arc<Assembled>>,
 }
 
+impl Ledger {
+    /// The instructions of the computations the last run printed.
+    pub(crate) fn instructions(&self) -> usize {
+        self.stats.instructions
+    }
+}
+
 /// A successful run: the output (with its reports, see
 /// [`Assembled::reports`]) and the steps' timings.
 #[derive(Clone, Debug)]
@@ -350,10 +357,13 @@ impl Database {
 /// The parsed module's LRU-kept queries hold every computation while a
 /// run writes inputs (each write is a new revision, at which salsa evicts
 /// beyond the LRU's capacity); [`narrow_lru`] puts them back to one.
+/// A database for one run keeps them all with no LRU at all (capacity
+/// zero), which then tracks nothing.
 fn widen_lru(db: &mut Database, n: usize) {
-    crate::keep_parses(db, n.max(1));
-    crate::keep_assignments(db, n.max(1));
-    pipeline::keep_transformed(db, n.max(1));
+    let n = if db.one_run { 0 } else { n.max(1) };
+    crate::keep_parses(db, n);
+    crate::keep_assignments(db, n);
+    pipeline::keep_transformed(db, n);
 }
 
 /// Puts the LRU-kept queries back to keeping one value each (see

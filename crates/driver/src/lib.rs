@@ -388,6 +388,36 @@ pub fn run_in(
     file_name: &str,
     opts: &Options,
 ) -> Result<Output, PipelineError> {
+    load_and_finish(db, text, file_name, opts, Then::Keep)
+}
+
+/// Runs the pipeline on `text` in a database of its own, which it then
+/// discards (see [`Database::discard`]): a session's first run, for a
+/// caller that keeps no session.
+pub fn run_fresh(text: &str, file_name: &str, opts: &Options) -> Result<Output, PipelineError> {
+    let mut db = Database::for_one_run();
+    let out = load_and_finish(&mut db, text, file_name, opts, Then::Discard);
+    db.discard();
+    out
+}
+
+/// What becomes of a database after a run.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Then {
+    /// It is kept for the next run: its intermediates are released.
+    Keep,
+    /// It is discarded whole.
+    Discard,
+}
+
+/// [`run_in`], then `then`.
+fn load_and_finish(
+    db: &mut Database,
+    text: &str,
+    file_name: &str,
+    opts: &Options,
+    then: Then,
+) -> Result<Output, PipelineError> {
     let start = Instant::now();
     let loaded = db.load(text, file_name, opts.target.clone());
     if let Err(db::LoadError::Parse(e)) = loaded {
@@ -397,7 +427,7 @@ pub fn run_in(
     db.set_solver(opts.solver)
         .map_err(|e| PipelineError::Assign(AssignFailure::Load(e)))?;
     let loading = start.elapsed();
-    let mut out = finish(db, opts);
+    let mut out = finish(db, opts, then);
     // Loading the text (outlining it and comparing each computation's) is
     // part of parsing, in a run given the text.
     if let Ok(out) = &mut out
@@ -415,7 +445,7 @@ pub fn run_in(
 /// Runs the pipeline on the module already loaded in `db`, on the caller's
 /// thread (see [`run_in`]).
 pub fn run_loaded(db: &mut Database, opts: &Options) -> Result<Output, PipelineError> {
-    finish(db, opts)
+    finish(db, opts, Then::Keep)
 }
 
 /// The input check of [`run`] on text already parsed: the problems of a
@@ -482,7 +512,7 @@ fn invalid_input(
 /// The run of the module loaded in `db` with `opts`' steps, after which
 /// the run's intermediates are released (see
 /// [`db::Database::release_intermediates`]).
-fn finish(db: &mut Database, opts: &Options) -> Result<Output, PipelineError> {
+fn finish(db: &mut Database, opts: &Options, then: Then) -> Result<Output, PipelineError> {
     let steps = db::pipeline::Steps {
         assign: opts.passes.contains(&PassName::LayoutAssignment),
         relayout: opts.passes.contains(&PassName::Relayout),
@@ -495,7 +525,7 @@ fn finish(db: &mut Database, opts: &Options) -> Result<Output, PipelineError> {
     let run = db.run();
     // With nothing to redo, the run only read what the last one made:
     // nothing to release.
-    if busy {
+    if busy && then == Then::Keep {
         db.release_intermediates(run.is_ok());
     }
     let run = run.map_err(|e| run_error(db, e))?;

@@ -95,6 +95,8 @@ fn sessions_answer_as_stateless_runs_on_all_testdata() {
             let stateless = driver::run(&text, &file, &opts);
             let fresh = driver::run_in(&mut Database::default(), &text, &file, &opts);
             same(&name, &stateless, &fresh);
+            let one_run = driver::run_fresh(&text, &file, &opts);
+            same(&format!("{name} (one-run database)"), &stateless, &one_run);
             let again = driver::run_in(&mut reused, &text, &file, &opts);
             same(&format!("{name} (reused database)"), &stateless, &again);
             compared += 1;
@@ -209,6 +211,14 @@ fn every_parallelism_policy_answers_the_same_on_every_generated_shape() {
             };
             same_answer(&name, &expected, &stateless);
             same(&name, &expected, &session);
+            // A one-run database of this size is freed on a thread of its
+            // own once discarded, while its output lives on.
+            let one_run = {
+                let _always = Parallelism::Always.enter();
+                driver::run_fresh(&text, &file, &opts)
+            };
+            Database::settle_discarded();
+            same(&format!("{name} (one-run database)"), &expected, &one_run);
         }
     }
 }
