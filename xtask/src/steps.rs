@@ -1,7 +1,9 @@
 //! `cargo xtask steps FILE`: the time of each pipeline step on one module,
 //! warm and in process: the driver's `steps` example, built for release.
 //! The best run of each step, the best whole run and the median; with
-//! `--fresh-db`, each run is a session's first run on a new database. The
+//! `--fresh-db`, each run is a session's first run on a new database; with
+//! `--one-run`, a run on a database made for it alone (`driver::run_fresh`,
+//! freed off the run's path and waited for between runs). The
 //! example is what `docs/performance.md` quotes where it compares two
 //! builds step by step.
 
@@ -25,6 +27,9 @@ pub struct Args {
     /// Run each time on a new database, as a session's first run.
     #[arg(long)]
     fresh_db: bool,
+    /// Run each time on a database made for that run and then discarded.
+    #[arg(long)]
+    one_run: bool,
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
@@ -44,6 +49,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     }
     if args.fresh_db {
         command.arg("--fresh-db");
+    }
+    if args.one_run {
+        command.arg("--one-run");
     }
     let status = command.status()?;
     Ok(if status.success() {

@@ -2,12 +2,14 @@
 //! runs per step, and the best whole run. For finding where the time goes
 //! (under `perf` or `valgrind --tool=callgrind`, which counts instructions
 //! and so stays repeatable on a busy machine):
-//! `cargo run --release -p driver --example steps -- FILE [N] [TARGET] [--no-verify] [--fresh-db]`.
+//! `cargo run --release -p driver --example steps -- FILE [N] [TARGET] [--no-verify] [--fresh-db | --one-run]`.
 //! With `--fresh-db` each run is a session's first run: `driver::run_in` on
 //! a new database (dropped with the output).
 //! With `STEPS_DECILES` set it also prints each step's 10th, 50th and 90th
-//! percentile and the deciles of the whole run. With `--one-run` (and
-//! `--fresh-db`) each run is `driver::run_fresh`.
+//! percentile and the deciles of the whole run. With `--one-run` each run
+//! is `driver::run_fresh`: on a database made for it alone, which it frees
+//! on a thread of its own; that freeing is waited for between runs, and
+//! not counted.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
