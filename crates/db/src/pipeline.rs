@@ -779,26 +779,26 @@ fn moved_bytes(comp: &hlo::Computation, inst: &hlo::Instruction) -> (u64, u64) {
         return (0, 0);
     };
     let bytes = || shape::storage_size(out).map_or(0, |z| z.bytes);
-    let verdict = match inst.opcode {
+    let keeps_bytes = match inst.opcode {
         // A copy between two layouts that keep every byte in place moves
         // nothing because of layouts (relayout makes it a bitcast).
         Opcode::Copy if lo == lr => return (0, 0),
-        Opcode::Copy => match shape::layout_change_is_bitcast(operand, out) {
-            Ok(v) if v.bitcast => return (0, 0),
-            _ => return (bytes(), 0),
-        },
+        Opcode::Copy => {
+            return if shape::layout_change_keeps_bytes(operand, out) {
+                (0, 0)
+            } else {
+                (bytes(), 0)
+            };
+        }
         Opcode::Transpose => match inst.attrs.ints(hlo::KnownAttr::Dimensions) {
             Some(dims) => {
                 let dims: Vec<usize> = dims.iter().map(|&d| d as usize).collect();
-                shape::transpose_is_bitcast(operand, out, &dims)
+                shape::transpose_keeps_bytes(operand, out, &dims)
             }
             None => return (0, 0),
         },
-        Opcode::Reshape => shape::reshape_is_bitcast(operand, out),
+        Opcode::Reshape => shape::reshape_keeps_bytes(operand, out),
         _ => return (0, 0),
     };
-    match verdict {
-        Ok(v) if v.bitcast => (0, 0),
-        _ => (0, bytes()),
-    }
+    if keeps_bytes { (0, 0) } else { (0, bytes()) }
 }

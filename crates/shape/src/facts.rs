@@ -8,6 +8,7 @@
 //! Permutations follow HLO `transpose` semantics throughout: applying `perm`
 //! to a shape gives output dimension `k` = input dimension `perm[k]`.
 
+use rustc_hash::FxHashMap;
 use smallvec::SmallVec;
 
 use crate::physical::{AlgebraError, checked_layout};
@@ -365,7 +366,42 @@ pub fn inserted_or_deleted_1_sized_dimensions(
 /// XLA's `AlignLayouts` on `minor_to_major` alone: the output order that
 /// makes a reshape of `input` (dims and order) into `out_dims` a bitcast
 /// for untiled layouts, or `None`.
+///
+/// Remembered per thread: a large module asks the same few questions many
+/// times (the 24-layer transformer has 884 reshapes of 11 distinct shape
+/// pairs, and layout assignment asks about each under every candidate
+/// layout), and the answer depends only on the arguments. The memory is
+/// bounded: past a limit it starts afresh.
 pub fn align_minor_to_major(in_dims: &[i64], in_m2m: &[usize], out_dims: &[i64]) -> Option<DimVec> {
+    type Key = (SmallVec<[i64; 6]>, DimVec, SmallVec<[i64; 6]>);
+    const LIMIT: usize = 4096;
+    thread_local! {
+        static MEMO: std::cell::RefCell<FxHashMap<Key, Option<DimVec>>> =
+            std::cell::RefCell::new(FxHashMap::default());
+    }
+    let key: Key = (
+        SmallVec::from_slice(in_dims),
+        SmallVec::from_slice(in_m2m),
+        SmallVec::from_slice(out_dims),
+    );
+    if let Some(answer) = MEMO.with(|memo| memo.borrow().get(&key).cloned()) {
+        return answer;
+    }
+    // Not under the memo's borrow: the alignment asks itself about the
+    // dimensions without their unit ones.
+    let answer = align_now(in_dims, in_m2m, out_dims);
+    MEMO.with(|memo| {
+        let mut memo = memo.borrow_mut();
+        if memo.len() >= LIMIT {
+            memo.clear();
+        }
+        memo.insert(key, answer.clone());
+    });
+    answer
+}
+
+/// [`align_minor_to_major`] without the memory.
+fn align_now(in_dims: &[i64], in_m2m: &[usize], out_dims: &[i64]) -> Option<DimVec> {
     let has_one = |d: &[i64]| d.contains(&1);
     if has_one(in_dims) || has_one(out_dims) {
         // Strip size-1 dimensions, solve, map back; the output's size-1

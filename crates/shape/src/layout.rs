@@ -423,6 +423,19 @@ impl Layout {
         self.rare.is_some()
     }
 
+    /// True for a layout that only orders dimensions: no tiles, padding,
+    /// element size or sparse levels, nothing that changes where bytes go
+    /// beyond the order. Between such layouts the bitcast questions have
+    /// short exact answers (see [`crate::transpose_keeps_bytes`]).
+    #[inline]
+    pub fn only_orders(&self) -> bool {
+        self.tiles.is_empty()
+            && self.padded_dimensions.is_none()
+            && self.tail_padding_alignment_in_elements == 1
+            && self.element_size_in_bits == 0
+            && self.rare.as_ref().is_none_or(|r| r.dim_levels.is_empty())
+    }
+
     /// Sparse dimension level types; empty for a dense array.
     pub fn dim_levels(&self) -> &[DimLevel] {
         &self.rare().dim_levels

@@ -8,6 +8,7 @@
 mod bitcast;
 mod element;
 pub mod facts;
+mod keeps;
 mod layout;
 mod physical;
 mod plan;
@@ -21,6 +22,10 @@ pub use bitcast::{
     transpose_is_bitcast,
 };
 pub use element::PrimitiveType;
+pub use keeps::{
+    layout_change_keeps_bytes, layout_change_keeps_bytes_in, reshape_keeps_bytes,
+    transpose_keeps_bytes,
+};
 pub use layout::{
     DimLevel, DimLevelKind, DimVec, Layout, LayoutError, MAX_TILE_LEVELS, SharedLayout,
     SplitConfig, Tile,

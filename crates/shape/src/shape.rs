@@ -108,6 +108,40 @@ impl ArrayShape {
             .try_fold(1u64, |acc, &d| acc.checked_mul(u64::try_from(d).ok()?))
     }
 
+    /// The order of its layout when that layout only orders dimensions
+    /// (see [`ArrayShape::order_only_in`]).
+    #[inline]
+    pub fn order_only(&self) -> Option<&[usize]> {
+        self.order_only_in(self.layout.as_deref()?)
+    }
+
+    /// The order of `layout` when it only orders dimensions
+    /// ([`Layout::only_orders`]) in a valid order and this is a static
+    /// array with elements: where the layout questions have short exact
+    /// answers (see [`crate::transpose_keeps_bytes`]).
+    #[inline]
+    pub fn order_only_in<'l>(&self, layout: &'l Layout) -> Option<&'l [usize]> {
+        // A list that is no permutation is an invalid layout, which the
+        // exact test refuses; an array without elements is a bitcast of
+        // itself in any two layouts. Layout assignment asks this of every
+        // candidate layout: the permutation is checked in one word (a rank
+        // is at most `MAX_RANK`, 64).
+        let m2m = &layout.minor_to_major[..];
+        let rank = self.dims.len();
+        if self.dynamic != 0 || m2m.len() != rank || !layout.only_orders() {
+            return None;
+        }
+        let mut seen = 0u64;
+        for (&d, &n) in m2m.iter().zip(&self.dims) {
+            let bit = 1u64.checked_shl(u32::try_from(d).ok()?)?;
+            if d >= rank || seen & bit != 0 || n == 0 {
+                return None;
+            }
+            seen |= bit;
+        }
+        Some(m2m)
+    }
+
     /// This shape with `layout` in place of its own. Cheaper than cloning
     /// the shape and then replacing the layout: the old one is not copied.
     pub fn in_layout(&self, layout: Layout) -> ArrayShape {

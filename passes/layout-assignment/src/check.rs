@@ -75,7 +75,7 @@ fn same_layout(a: &ArrayShape, b: &ArrayShape) -> bool {
     if a.rank() == 0 && b.rank() == 0 {
         return true;
     }
-    a.layout.is_some() && b.layout.is_some() && algebra::same_bytes(a, b)
+    a.layout.is_some() && b.layout.is_some() && algebra::layout_change_keeps_bytes(a, b)
 }
 
 fn with(a: &ArrayShape, layout: &Layout) -> ArrayShape {

@@ -608,8 +608,8 @@ fn movements(
         let moves = |operand_layout: Layout| {
             let a = with_layout(&p.values[rel.v].shape, operand_layout);
             !match transpose {
-                Some(dims) => crate::algebra::transpose_is_bitcast(&a, &b, dims),
-                None => crate::algebra::reshape_is_bitcast(&a, &b),
+                Some(dims) => crate::algebra::transpose_keeps_bytes(&a, &b, dims),
+                None => crate::algebra::reshape_keeps_bytes(&a, &b),
             }
         };
         let own = moves(layout_of(p, labels, rel.v));

@@ -150,7 +150,7 @@ impl Value {
         }
         let layout = table.get(key);
         for (i, &k) in self.layouts.iter_enumerated() {
-            if algebra::same_bytes_in(&self.shape, layout, table.get(k)) {
+            if algebra::layout_change_keeps_bytes_in(&self.shape, layout, table.get(k)) {
                 self.aliases.push((key, i));
                 return i;
             }

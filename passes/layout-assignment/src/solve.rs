@@ -699,8 +699,8 @@ impl<'a, 'c> Solver<'a, 'c> {
                     p.table.get(p.values[out].key(lo)).clone(),
                 );
                 let bitcast = match transpose {
-                    Some(dims) => algebra::transpose_is_bitcast(&a, &b, dims),
-                    None => algebra::reshape_is_bitcast(&a, &b),
+                    Some(dims) => algebra::transpose_keeps_bytes(&a, &b, dims),
+                    None => algebra::reshape_keeps_bytes(&a, &b),
                 };
                 self.move_cache[r].push((lv, lo, bitcast));
                 bitcast

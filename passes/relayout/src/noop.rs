@@ -152,6 +152,19 @@ fn verdict(comp: &Computation, id: InstId, seen: &mut Verdicts) -> Option<Found>
 /// its report's shapes and sentence when it is a bitcast.
 fn judge(key: &Key, opcode: Opcode) -> Option<Movement> {
     let (kind, from, to, dims) = key;
+    // Most movements that are no bitcast have layouts that only order
+    // dimensions, where the short answer needs no general test; only a
+    // bitcast needs the verdict's reason, for its report.
+    let keeps_bytes = match (kind, dims) {
+        (RewriteKind::TransposeToBitcast, Some(dims)) => {
+            shape::transpose_keeps_bytes(from, to, dims)
+        }
+        (RewriteKind::ReshapeToBitcast, _) => shape::reshape_keeps_bytes(from, to),
+        _ => shape::layout_change_keeps_bytes(from, to),
+    };
+    if !keeps_bytes {
+        return None;
+    }
     let verdict = match (kind, dims) {
         (RewriteKind::TransposeToBitcast, Some(dims)) => {
             shape::transpose_is_bitcast(from, to, dims)
