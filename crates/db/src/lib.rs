@@ -285,6 +285,9 @@ impl Drop for Parsed {
 /// The threads freeing discarded databases (see [`Database::discard`]).
 static DISCARDING: Mutex<Vec<std::thread::JoinHandle<()>>> = Mutex::new(Vec::new());
 
+/// The most databases being freed at once; a discard beyond it waits.
+const MAX_DISCARDING: usize = 2;
+
 thread_local! {
     /// The computations evicted on this thread while
     /// [`Database::release_intermediates`] runs, when it runs here: their
@@ -1622,6 +1625,13 @@ impl Database {
         }
         let mut freeing = DISCARDING.lock().unwrap_or_else(|e| e.into_inner());
         freeing.retain(|t| !t.is_finished());
+        // A caller that discards faster than databases are freed waits for
+        // the oldest: the threads, and the memory waiting to be freed, stay
+        // bounded.
+        while freeing.len() >= MAX_DISCARDING {
+            // A panic while freeing leaves nothing to wait for.
+            let _ = freeing.remove(0).join();
+        }
         // A thread the OS refuses drops its closure, and so the database,
         // here.
         if let Ok(thread) = std::thread::Builder::new()
