@@ -24,8 +24,20 @@ pub fn reverse_order(order: &[usize]) -> DimVec {
     order.iter().rev().copied().collect()
 }
 
-/// True when `p` is a permutation of `0..p.len()`.
+/// True when `p` is a permutation of `0..p.len()`. Checked in one word
+/// up to 64 entries (every rank: `MAX_RANK`), as layout assignment asks it
+/// of every candidate layout.
+#[inline]
 pub fn is_permutation(p: &[usize]) -> bool {
+    if p.len() <= 64 {
+        let mut seen = 0u64;
+        return p.iter().all(|&d| {
+            let bit = 1u64 << (d % 64);
+            let fresh = d < p.len() && seen & bit == 0;
+            seen |= bit;
+            fresh
+        });
+    }
     let mut seen: SmallVec<[bool; 8]> = SmallVec::from_elem(false, p.len());
     p.iter()
         .all(|&d| d < p.len() && !std::mem::replace(&mut seen[d], true))
@@ -622,4 +634,39 @@ pub fn decompose_bitcast(
         reshape_shape: Box::new(r),
         transpose2_dims,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::is_permutation;
+
+    /// The one-word check answers as the plain definition on every list
+    /// of up to four entries from `0..6`, and on lists longer than a word.
+    #[test]
+    fn permutations_are_told_as_by_definition() {
+        let plain = |p: &[usize]| {
+            let mut sorted = p.to_vec();
+            sorted.sort_unstable();
+            sorted.iter().copied().eq(0..p.len())
+        };
+        let mut checked = 0;
+        for len in 0..=4u32 {
+            for code in 0..6usize.pow(len) {
+                let p: Vec<usize> = (0..len).map(|i| code / 6usize.pow(i) % 6).collect();
+                assert_eq!(is_permutation(&p), plain(&p), "{p:?}");
+                checked += 1;
+            }
+        }
+        assert!(checked > 1000);
+        let long: Vec<usize> = (0..70).rev().collect();
+        assert!(is_permutation(&long));
+        let mut repeated = long.clone();
+        repeated[3] = repeated[4];
+        assert!(!is_permutation(&repeated));
+        // 64 and 0 share a bit position: only the length check tells 64
+        // apart in a list of 64.
+        let mut wide: Vec<usize> = (0..64).collect();
+        wide[0] = 64;
+        assert!(!is_permutation(&wide));
+    }
 }

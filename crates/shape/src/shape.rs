@@ -123,23 +123,14 @@ impl ArrayShape {
     pub fn order_only_in<'l>(&self, layout: &'l Layout) -> Option<&'l [usize]> {
         // A list that is no permutation is an invalid layout, which the
         // exact test refuses; an array without elements is a bitcast of
-        // itself in any two layouts. Layout assignment asks this of every
-        // candidate layout: the permutation is checked in one word (a rank
-        // is at most `MAX_RANK`, 64).
+        // itself in any two layouts.
         let m2m = &layout.minor_to_major[..];
-        let rank = self.dims.len();
-        if self.dynamic != 0 || m2m.len() != rank || !layout.only_orders() {
-            return None;
-        }
-        let mut seen = 0u64;
-        for (&d, &n) in m2m.iter().zip(&self.dims) {
-            let bit = 1u64.checked_shl(u32::try_from(d).ok()?)?;
-            if d >= rank || seen & bit != 0 || n == 0 {
-                return None;
-            }
-            seen |= bit;
-        }
-        Some(m2m)
+        (self.dynamic == 0
+            && m2m.len() == self.dims.len()
+            && layout.only_orders()
+            && !self.dims.contains(&0)
+            && crate::facts::is_permutation(m2m))
+        .then_some(m2m)
     }
 
     /// This shape with `layout` in place of its own. Cheaper than cloning
