@@ -43,6 +43,7 @@
 
 pub mod calls;
 pub mod engine;
+mod freeing;
 pub mod output;
 pub mod pipeline;
 mod place;
@@ -282,11 +283,11 @@ impl Drop for Parsed {
     }
 }
 
-/// The threads freeing discarded databases (see [`Database::discard`]).
-static DISCARDING: Mutex<Vec<std::thread::JoinHandle<()>>> = Mutex::new(Vec::new());
-
-/// The most databases being freed at once; a discard beyond it waits.
-const MAX_DISCARDING: usize = 2;
+/// The threads freeing discarded databases (see [`Database::discard`]): at
+/// most two at once, so that a caller that discards faster than databases
+/// are freed waits for the oldest, and the memory waiting to be freed stays
+/// bounded.
+static DISCARDING: freeing::Freeing = freeing::Freeing::new("tessera-discard", 2);
 
 thread_local! {
     /// The computations evicted on this thread while
@@ -1167,7 +1168,7 @@ pub struct Database {
     smallest: Option<(SourceComputation, usize)>,
     /// The thread freeing the last run's intermediates, while it runs (see
     /// [`Database::release_intermediates`]).
-    freeing: Arc<Mutex<Option<std::thread::JoinHandle<()>>>>,
+    freeing: Arc<freeing::Freeing>,
     /// What earlier loads left behind (see [`Database::left_behind`]).
     left_behind: LeftBehind,
     /// Made for one run and then discarded (see [`Database::for_one_run`]).
@@ -1275,7 +1276,8 @@ impl Database {
             pending: engine::Pending::default(),
             ledger: engine::Ledger::default(),
             smallest: None,
-            freeing: Arc::default(),
+            // One at a time: a run's frees wait for the last run's.
+            freeing: Arc::new(freeing::Freeing::new("tessera-release", 1)),
             left_behind: LeftBehind::default(),
             one_run: false,
         }
@@ -1594,20 +1596,7 @@ impl Database {
         // as it goes and freed on a thread of its own, off the run's path.
         let released = collecting_let_go(|| salsa::Database::trigger_lru_eviction(self));
         let instructions = released.iter().map(|c| c.len()).sum();
-        if hlo::Parallelism::splits(hlo::Split::Release, instructions).is_none() {
-            return;
-        }
-        // One at a time: a run's frees wait for the last run's.
-        self.settle();
-        // A thread the OS refuses drops its closure, and so the
-        // computations, here.
-        if let Ok(thread) = std::thread::Builder::new()
-            .name("tessera-release".into())
-            .spawn(move || drop(released))
-            && let Ok(mut freeing) = self.freeing.lock()
-        {
-            *freeing = Some(thread);
-        }
+        self.freeing.drop_later(released, instructions);
     }
 
     /// Lets go of a database no one will run again: a stateless run's.
@@ -1620,48 +1609,21 @@ impl Database {
         self.settle();
         self.seeds.clear();
         let instructions = self.ledger.instructions();
-        if hlo::Parallelism::splits(hlo::Split::Release, instructions).is_none() {
-            return;
-        }
-        let mut freeing = DISCARDING.lock().unwrap_or_else(|e| e.into_inner());
-        freeing.retain(|t| !t.is_finished());
-        // A caller that discards faster than databases are freed waits for
-        // the oldest: the threads, and the memory waiting to be freed, stay
-        // bounded.
-        while freeing.len() >= MAX_DISCARDING {
-            // A panic while freeing leaves nothing to wait for.
-            let _ = freeing.remove(0).join();
-        }
-        // A thread the OS refuses drops its closure, and so the database,
-        // here.
-        if let Ok(thread) = std::thread::Builder::new()
-            .name("tessera-discard".into())
-            .spawn(move || drop(self))
-        {
-            freeing.push(thread);
-        }
+        DISCARDING.drop_later(self, instructions);
     }
 
     /// Waits until every database discarded so far is freed (see
     /// [`Database::discard`]): for measuring runs one after another
     /// without the last one's freeing in the next one's time.
     pub fn settle_discarded() {
-        let threads = std::mem::take(&mut *DISCARDING.lock().unwrap_or_else(|e| e.into_inner()));
-        for thread in threads {
-            // A panic while freeing leaves nothing to wait for.
-            let _ = thread.join();
-        }
+        DISCARDING.settle();
     }
 
     /// Waits until the intermediates the last run released are freed (see
     /// [`Database::release_intermediates`]): for measuring what a session
     /// holds.
     pub fn settle(&self) {
-        let thread = self.freeing.lock().ok().and_then(|mut f| f.take());
-        if let Some(thread) = thread {
-            // A panic while freeing leaves nothing to wait for.
-            let _ = thread.join();
-        }
+        self.freeing.settle();
     }
 
     /// The loaded module.
