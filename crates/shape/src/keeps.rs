@@ -94,34 +94,61 @@ fn same_order_of(dims: &[i64], a: &[usize], b: &[usize]) -> bool {
 mod tests {
     //! The short answers must agree with the exact test on every case;
     //! these tests walk random small shapes in order-only layouts, where
-    //! the short answers decide.
+    //! the short answers decide (`tests/properties.rs` holds them to the
+    //! brute-force oracle on tiled and sub-byte layouts too).
     use super::*;
     use crate::PrimitiveType;
     use crate::facts::transpose_result_layout;
+    use proptest::prelude::*;
+    use proptest::test_runner::{RngAlgorithm, TestRng, TestRunner};
+    use std::cell::Cell;
 
-    /// A small deterministic generator (splitmix64).
-    struct Rng(u64);
-    impl Rng {
-        fn next(&mut self) -> u64 {
-            self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-            let mut z = self.0;
-            z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-            z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-            z ^ (z >> 31)
+    /// Rank 1 to 4, sizes mostly 1 to 4 with many 1s: order-only layouts
+    /// whose short answers hinge on where the unit dimensions sit.
+    fn dims() -> impl Strategy<Value = Vec<i64>> {
+        prop::collection::vec(prop::sample::select(vec![1i64, 1, 2, 3, 4]), 1..=4)
+    }
+
+    /// A permutation of `0..n`.
+    fn permutation(n: usize) -> impl Strategy<Value = Vec<usize>> {
+        Just((0..n).collect::<Vec<_>>()).prop_shuffle()
+    }
+
+    /// Dimensions, an order of them, and a second order.
+    fn dims_and_two_orders() -> impl Strategy<Value = (Vec<i64>, Vec<usize>, Vec<usize>)> {
+        dims().prop_flat_map(|d| {
+            let n = d.len();
+            (Just(d), permutation(n), permutation(n))
+        })
+    }
+
+    /// Runs `check` on 3,000 cases of `strategy` from a fixed seed, and
+    /// asserts that more than 100 were bitcasts (`check`'s answer), so that
+    /// a wrong short answer would show.
+    fn run_counting_bitcasts<S: Strategy>(
+        strategy: S,
+        check: impl Fn(S::Value) -> Result<bool, TestCaseError>,
+    ) {
+        let config = ProptestConfig {
+            cases: 3000,
+            failure_persistence: None,
+            ..ProptestConfig::default()
+        };
+        let rng = TestRng::deterministic_rng(RngAlgorithm::ChaCha);
+        let mut runner = TestRunner::new_with_rng(config, rng);
+        let bitcasts = Cell::new(0usize);
+        let outcome = runner.run(&strategy, |case| {
+            bitcasts.set(bitcasts.get() + usize::from(check(case)?));
+            Ok(())
+        });
+        if let Err(e) = outcome {
+            panic!("{e}");
         }
-        fn below(&mut self, n: usize) -> usize {
-            (self.next() % n as u64) as usize
-        }
-        fn permutation(&mut self, n: usize) -> Vec<usize> {
-            let mut p: Vec<usize> = (0..n).collect();
-            for i in (1..n).rev() {
-                p.swap(i, self.below(i + 1));
-            }
-            p
-        }
-        fn dims(&mut self, rank: usize) -> Vec<i64> {
-            (0..rank).map(|_| [1, 1, 2, 3, 4][self.below(5)]).collect()
-        }
+        let bitcasts = bitcasts.get();
+        assert!(
+            bitcasts > 100,
+            "only {bitcasts} bitcasts: the test would not notice a wrong short answer"
+        );
     }
 
     fn array(dims: &[i64], m2m: &[usize]) -> ArrayShape {
@@ -142,106 +169,107 @@ mod tests {
 
     #[test]
     fn transposes_answer_as_the_exact_test() {
-        let mut rng = Rng(7);
-        let mut bitcasts = 0;
-        for _ in 0..3000 {
-            let rank = 1 + rng.below(4);
-            let dims = rng.dims(rank);
-            let perm = rng.permutation(rank);
+        let cases = dims_and_two_orders().prop_flat_map(|(d, a, b)| {
+            let n = d.len();
+            (Just(d), Just(a), Just(b), permutation(n))
+        });
+        run_counting_bitcasts(cases, |(dims, a_m2m, b_m2m, perm)| {
             let out_dims: Vec<i64> = perm.iter().map(|&d| dims[d]).collect();
-            let a = array(&dims, &rng.permutation(rank));
-            let b = array(&out_dims, &rng.permutation(rank));
+            let a = array(&dims, &a_m2m);
+            let b = array(&out_dims, &b_m2m);
             let fast = transpose_keeps_bytes(&a, &b, &perm);
-            assert_eq!(
+            prop_assert_eq!(
                 fast,
                 exact_transpose(&a, &b, &perm),
-                "{a} -> {b} dims {perm:?}"
+                "{} -> {} dims {:?}",
+                a,
+                b,
+                perm
             );
-            bitcasts += usize::from(fast);
+            // The layout a transpose derives for its result is a bitcast.
             let derived = ArrayShape {
                 layout: transpose_result_layout(&a, &perm).ok().map(Into::into),
                 ..b.clone()
             };
-            assert!(
-                transpose_keeps_bytes(&a, &derived, &perm) && exact_transpose(&a, &derived, &perm)
-            );
+            prop_assert!(transpose_keeps_bytes(&a, &derived, &perm));
+            prop_assert!(exact_transpose(&a, &derived, &perm));
+            Ok(fast)
+        });
+    }
+
+    /// A factorisation of `count` into factors of 2, 3, 4 and 6 (at most
+    /// four, the rest last), the `picks` choosing among the factors that
+    /// divide what is left, and a unit dimension inserted at `unit`.
+    fn factorise(count: i64, picks: &[usize], unit: Option<usize>) -> Vec<i64> {
+        let mut out = Vec::new();
+        let mut left = count;
+        for &pick in picks {
+            if left <= 1 {
+                break;
+            }
+            let f = [2, 3, 4, 6]
+                .into_iter()
+                .filter(|f| left % f == 0)
+                .nth(pick)
+                .unwrap_or(left);
+            out.push(f);
+            left /= f;
         }
-        assert!(
-            bitcasts > 100,
-            "only {bitcasts} bitcasts: the test would not notice a wrong short answer"
-        );
+        if left > 1 {
+            out.push(left);
+        }
+        if let Some(at) = unit {
+            out.insert(at.min(out.len()), 1);
+        }
+        if out.is_empty() {
+            out.push(1);
+        }
+        out
     }
 
     #[test]
     fn reshapes_answer_as_the_exact_test() {
-        let mut rng = Rng(11);
-        let mut bitcasts = 0;
-        for _ in 0..3000 {
-            let rank = 1 + rng.below(4);
-            let dims = rng.dims(rank);
-            // A random factorisation of the same element count.
-            let count: i64 = dims.iter().product();
-            let mut out_dims = Vec::new();
-            let mut left = count;
-            while left > 1 && out_dims.len() < 4 {
-                let f = [2, 3, 4, 6]
-                    .iter()
-                    .copied()
-                    .filter(|f| left % f == 0)
-                    .nth(rng.below(2))
-                    .unwrap_or(left);
-                out_dims.push(f);
-                left /= f;
-            }
-            if left > 1 {
-                out_dims.push(left);
-            }
-            if rng.below(3) == 0 {
-                out_dims.insert(rng.below(out_dims.len() + 1), 1);
-            }
-            if out_dims.is_empty() {
-                out_dims.push(1);
-            }
-            let a = array(&dims, &rng.permutation(rank));
-            let b = array(&out_dims, &rng.permutation(out_dims.len()));
+        let cases = (
+            dims_and_two_orders(),
+            prop::collection::vec(0..2usize, 4),
+            prop::option::weighted(0.33, 0..5usize),
+        )
+            .prop_flat_map(|((d, a, _), picks, unit)| {
+                let out = factorise(d.iter().product(), &picks, unit);
+                let n = out.len();
+                (Just(d), Just(a), Just(out), permutation(n))
+            });
+        run_counting_bitcasts(cases, |(dims, a_m2m, out_dims, b_m2m)| {
+            let a = array(&dims, &a_m2m);
+            let b = array(&out_dims, &b_m2m);
             let fast = reshape_keeps_bytes(&a, &b);
-            assert_eq!(fast, exact_reshape(&a, &b), "{a} -> {b}");
-            bitcasts += usize::from(fast);
+            prop_assert_eq!(fast, exact_reshape(&a, &b), "{} -> {}", a, b);
             // The remembered alignment is the one the test proves.
             if let Some(m2m) = align_minor_to_major(&a.dims, &layout_of(&a).minor_to_major, &b.dims)
             {
                 let derived = b.in_layout(Layout::new(&m2m));
-                assert!(exact_reshape(&a, &derived), "{a} -> {derived}");
+                prop_assert!(exact_reshape(&a, &derived), "{} -> {}", a, derived);
             }
-        }
-        assert!(
-            bitcasts > 100,
-            "only {bitcasts} bitcasts: the test would not notice a wrong short answer"
-        );
+            Ok(fast)
+        });
     }
 
     #[test]
     fn layout_changes_answer_as_the_exact_test() {
-        let mut rng = Rng(3);
-        let mut bitcasts = 0;
-        for _ in 0..3000 {
-            let rank = 1 + rng.below(4);
-            let dims = rng.dims(rank);
-            let a = array(&dims, &rng.permutation(rank));
-            let b = array(&dims, &rng.permutation(rank));
+        run_counting_bitcasts(dims_and_two_orders(), |(dims, a_m2m, b_m2m)| {
+            let a = array(&dims, &a_m2m);
+            let b = array(&dims, &b_m2m);
             let exact = layout_change_is_bitcast(&a, &b).unwrap().bitcast;
-            assert_eq!(layout_change_keeps_bytes(&a, &b), exact, "{a} vs {b}");
-            assert_eq!(
+            prop_assert_eq!(layout_change_keeps_bytes(&a, &b), exact, "{} vs {}", a, b);
+            prop_assert_eq!(
                 layout_change_keeps_bytes_in(&a, layout_of(&b), layout_of(&a)),
                 exact,
-                "{a} vs {b}, layouts alone"
+                "{} vs {}, layouts alone",
+                a,
+                b
             );
-            bitcasts += usize::from(exact);
-        }
-        assert!(
-            bitcasts > 100,
-            "only {bitcasts} bitcasts: the test would not notice a wrong short answer"
-        );
+            Ok(exact)
+        });
     }
 
     /// An order that is no permutation is an invalid layout: the exact
