@@ -148,31 +148,56 @@ fn verdict(comp: &Computation, id: InstId, seen: &mut Verdicts) -> Option<Found>
     })
 }
 
+/// What a movement asks of the layout algebra: whether a transpose (by
+/// its dimensions), a reshape, or a change of layout alone keeps bytes.
+#[derive(Clone, Copy)]
+enum Question<'a> {
+    Transpose(&'a [usize]),
+    Reshape,
+    LayoutChange,
+}
+
+impl<'a> Question<'a> {
+    fn of(kind: RewriteKind, dims: Option<&'a [usize]>) -> Self {
+        match (kind, dims) {
+            (RewriteKind::TransposeToBitcast, Some(dims)) => Question::Transpose(dims),
+            (RewriteKind::ReshapeToBitcast, _) => Question::Reshape,
+            _ => Question::LayoutChange,
+        }
+    }
+
+    /// The short answer (`shape::keeps`).
+    fn keeps_bytes(self, from: &ArrayShape, to: &ArrayShape) -> bool {
+        match self {
+            Question::Transpose(dims) => shape::transpose_keeps_bytes(from, to, dims),
+            Question::Reshape => shape::reshape_keeps_bytes(from, to),
+            Question::LayoutChange => shape::layout_change_keeps_bytes(from, to),
+        }
+    }
+
+    /// The exact test's verdict, with its reason.
+    fn verdict(self, from: &ArrayShape, to: &ArrayShape) -> Option<shape::BitcastVerdict> {
+        match self {
+            Question::Transpose(dims) => shape::transpose_is_bitcast(from, to, dims),
+            Question::Reshape => shape::reshape_is_bitcast(from, to),
+            Question::LayoutChange => shape::layout_change_is_bitcast(from, to),
+        }
+        .ok()
+    }
+}
+
 /// The exact test of movement `key` (by an instruction of `opcode`), and
 /// its report's shapes and sentence when it is a bitcast.
 fn judge(key: &Key, opcode: Opcode) -> Option<Movement> {
     let (kind, from, to, dims) = key;
+    let question = Question::of(*kind, dims.as_deref());
     // Most movements that are no bitcast have layouts that only order
     // dimensions, where the short answer needs no general test; only a
     // bitcast needs the verdict's reason, for its report.
-    let keeps_bytes = match (kind, dims) {
-        (RewriteKind::TransposeToBitcast, Some(dims)) => {
-            shape::transpose_keeps_bytes(from, to, dims)
-        }
-        (RewriteKind::ReshapeToBitcast, _) => shape::reshape_keeps_bytes(from, to),
-        _ => shape::layout_change_keeps_bytes(from, to),
-    };
-    if !keeps_bytes {
+    if !question.keeps_bytes(from, to) {
         return None;
     }
-    let verdict = match (kind, dims) {
-        (RewriteKind::TransposeToBitcast, Some(dims)) => {
-            shape::transpose_is_bitcast(from, to, dims)
-        }
-        (RewriteKind::ReshapeToBitcast, _) => shape::reshape_is_bitcast(from, to),
-        _ => shape::layout_change_is_bitcast(from, to),
-    }
-    .ok()?;
+    let verdict = question.verdict(from, to)?;
     verdict.bitcast.then(|| Movement {
         why: format!(
             "the {opcode} from {from} to {to} moves no byte: {}",
