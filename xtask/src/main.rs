@@ -58,7 +58,7 @@ enum Command {
     Fuzz(fuzz::Args),
     /// The style gates: rustfmt, clippy with warnings denied, and docs.
     Tidy(tidy::Args),
-    /// A session against stateless runs through HTTP (first run, no change, one body edit), then a session's fresh database and a one-run database against a stateless run in process.
+    /// A session against stateless runs through HTTP (first run, no change, one body edit), the floor of a text answer (its bytes alone over a loopback socket), then a session's fresh database and a one-run database against a stateless run in process.
     SessionBench(session_bench::Args),
     /// What a session holds between runs, in live heap bytes against its text.
     SessionMemory(session_memory::Args),
