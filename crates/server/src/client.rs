@@ -3,7 +3,7 @@
 //! chunked bodies, nothing else; and [`SessionClient`], which restores a
 //! session the server lost (a restart, an eviction) by itself.
 
-use std::io::{self, BufRead, BufReader, Write};
+use std::io::{self, BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::time::Duration;
 
@@ -161,22 +161,21 @@ pub fn read_response(r: &mut impl BufRead) -> io::Result<ClientResponse> {
         loop {
             line.clear();
             r.read_line(&mut line)?;
-            let size = usize::from_str_radix(line.trim().split(';').next().unwrap_or(""), 16)
+            let size = u64::from_str_radix(line.trim().split(';').next().unwrap_or(""), 16)
                 .map_err(|_| io::Error::new(io::ErrorKind::InvalidData, "bad chunk size"))?;
-            let mut chunk = vec![0; size + 2];
-            r.read_exact(&mut chunk)?;
-            chunk.truncate(size);
-            body.extend_from_slice(&chunk);
+            body.append(&mut read_body(r, size)?);
+            // The chunk's own line end.
+            let mut end = [0u8; 2];
+            r.read_exact(&mut end)?;
             if size == 0 {
                 break;
             }
         }
     } else if let Some(n) = get("content-length") {
-        let n: usize = n
+        let n: u64 = n
             .parse()
             .map_err(|_| io::Error::new(io::ErrorKind::InvalidData, "bad content-length"))?;
-        body = vec![0; n];
-        r.read_exact(&mut body)?;
+        body = read_body(r, n)?;
     } else if status != 204 && status != 304 {
         r.read_to_end(&mut body)?;
     }
@@ -185,6 +184,26 @@ pub fn read_response(r: &mut impl BufRead) -> io::Result<ClientResponse> {
         headers,
         body,
     })
+}
+
+/// The most a body's announced length reserves before its bytes arrive: a
+/// longer body grows the buffer as it comes, so that a wrong
+/// `Content-Length` cannot make the client ask for memory the answer never
+/// fills.
+const RESERVE_AT_MOST: u64 = 64 << 20;
+
+/// Reads a body (or a chunk of one) of `n` bytes, into memory that is not
+/// zeroed first.
+fn read_body(r: &mut impl BufRead, n: u64) -> io::Result<Vec<u8>> {
+    let mut body = Vec::with_capacity(n.min(RESERVE_AT_MOST) as usize);
+    r.take(n).read_to_end(&mut body)?;
+    if (body.len() as u64) < n {
+        return Err(io::Error::new(
+            io::ErrorKind::UnexpectedEof,
+            format!("the body ended after {} of {n} bytes", body.len()),
+        ));
+    }
+    Ok(body)
 }
 
 /// A session kept by a client that restores it when the server lost it.
@@ -471,4 +490,47 @@ fn is_session_not_found(r: &ClientResponse) -> bool {
             v.pointer("/error/kind")
                 .is_some_and(|k| k == "session_not_found")
         })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn answer(raw: &str) -> io::Result<ClientResponse> {
+        read_response(&mut BufReader::new(raw.as_bytes()))
+    }
+
+    #[test]
+    fn a_body_is_read_to_its_length() {
+        let r = answer("HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello, and more").unwrap();
+        assert_eq!((r.status, r.body.as_slice()), (200, &b"hello"[..]));
+    }
+
+    #[test]
+    fn a_body_shorter_than_its_length_is_an_error() {
+        let e = answer("HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nhello").unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::UnexpectedEof);
+        assert!(e.to_string().contains("5 of 10"), "{e}");
+    }
+
+    /// A length no answer fills asks for no memory before the bytes come.
+    #[test]
+    fn a_huge_announced_length_is_an_error_not_an_abort() {
+        let e = answer("HTTP/1.1 200 OK\r\nContent-Length: 18446744073709551615\r\n\r\nhello")
+            .unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::UnexpectedEof);
+        let chunked =
+            "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nffffffffffffffff\r\nhello";
+        assert_eq!(
+            answer(chunked).unwrap_err().kind(),
+            io::ErrorKind::UnexpectedEof
+        );
+    }
+
+    #[test]
+    fn a_chunked_body_is_read_whole() {
+        let raw = "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n7;x=y\r\n, world\r\n0\r\n\r\n";
+        let r = answer(raw).unwrap();
+        assert_eq!(r.body, b"hello, world");
+    }
 }
