@@ -2,6 +2,11 @@
 //! tests and `cargo xtask loadtest`: keep-alive, `Content-Length` and
 //! chunked bodies, nothing else; and [`SessionClient`], which restores a
 //! session the server lost (a restart, an eviction) by itself.
+//!
+//! An answer's head is read a bounded line at a time, and a body's
+//! announced length reserves bounded memory before its bytes come: a
+//! misbehaving server gets an error, not a client that reads without end
+//! or asks for memory it announced and never sent.
 
 use std::io::{self, BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpStream};
@@ -127,7 +132,7 @@ impl Client {
 /// Reads one response from `r`.
 pub fn read_response(r: &mut impl BufRead) -> io::Result<ClientResponse> {
     let mut line = String::new();
-    if r.read_line(&mut line)? == 0 {
+    if read_head_line(r, &mut line)? == 0 {
         return Err(io::Error::new(
             io::ErrorKind::UnexpectedEof,
             "the server closed the connection",
@@ -145,8 +150,14 @@ pub fn read_response(r: &mut impl BufRead) -> io::Result<ClientResponse> {
         })?;
     let mut headers = Vec::new();
     loop {
+        if headers.len() >= MAX_HEADERS {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                format!("more than {MAX_HEADERS} header lines"),
+            ));
+        }
         line.clear();
-        r.read_line(&mut line)?;
+        read_head_line(r, &mut line)?;
         let l = line.trim_end();
         if l.is_empty() {
             break;
@@ -160,7 +171,7 @@ pub fn read_response(r: &mut impl BufRead) -> io::Result<ClientResponse> {
     if get("transfer-encoding").is_some_and(|v| v.eq_ignore_ascii_case("chunked")) {
         loop {
             line.clear();
-            r.read_line(&mut line)?;
+            read_head_line(r, &mut line)?;
             let size = u64::from_str_radix(line.trim().split(';').next().unwrap_or(""), 16)
                 .map_err(|_| io::Error::new(io::ErrorKind::InvalidData, "bad chunk size"))?;
             body.append(&mut read_body(r, size)?);
@@ -184,6 +195,25 @@ pub fn read_response(r: &mut impl BufRead) -> io::Result<ClientResponse> {
         headers,
         body,
     })
+}
+
+/// The longest line of an answer's head (its status line, a header, a
+/// chunk's size) a client reads, and the most header lines: an answer
+/// beyond either is refused rather than read into memory without end.
+const MAX_HEAD_LINE: u64 = 64 << 10;
+const MAX_HEADERS: usize = 256;
+
+/// Reads one line of an answer's head into `line` (see [`MAX_HEAD_LINE`]):
+/// its length, 0 at the end of the stream.
+fn read_head_line(r: &mut impl BufRead, line: &mut String) -> io::Result<usize> {
+    let n = r.take(MAX_HEAD_LINE).read_line(line)?;
+    if n as u64 == MAX_HEAD_LINE && !line.ends_with('\n') {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!("a line of the answer's head is longer than {MAX_HEAD_LINE} bytes"),
+        ));
+    }
+    Ok(n)
 }
 
 /// The most a body's announced length reserves before its bytes arrive: a
@@ -525,6 +555,25 @@ mod tests {
             answer(chunked).unwrap_err().kind(),
             io::ErrorKind::UnexpectedEof
         );
+    }
+
+    #[test]
+    fn an_endless_head_is_refused() {
+        let long = format!("HTTP/1.1 200 OK\r\nX-Long: {}\r\n\r\n", "a".repeat(70_000));
+        assert_eq!(
+            answer(&long).unwrap_err().kind(),
+            io::ErrorKind::InvalidData
+        );
+        let many = format!("HTTP/1.1 200 OK\r\n{}\r\n", "X-A: b\r\n".repeat(300));
+        assert_eq!(
+            answer(&many).unwrap_err().kind(),
+            io::ErrorKind::InvalidData
+        );
+        let fine = format!(
+            "HTTP/1.1 204 No Content\r\n{}\r\n",
+            "X-A: b\r\n".repeat(200)
+        );
+        assert_eq!(answer(&fine).unwrap().headers.len(), 200);
     }
 
     #[test]
