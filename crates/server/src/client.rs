@@ -3,10 +3,11 @@
 //! chunked bodies, nothing else; and [`SessionClient`], which restores a
 //! session the server lost (a restart, an eviction) by itself.
 //!
-//! An answer's head is read a bounded line at a time, and a body's
-//! announced length reserves bounded memory before its bytes come: a
-//! misbehaving server gets an error, not a client that reads without end
-//! or asks for memory it announced and never sent.
+//! An answer's head is read a bounded line at a time, a body's announced
+//! length reserves bounded memory before its bytes come, and a body that
+//! ends only where the connection does is read to a bound: a misbehaving
+//! server gets an error, not a client that reads without end or asks for
+//! memory it announced and never sent.
 
 use std::io::{self, BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpStream};
@@ -188,7 +189,7 @@ pub fn read_response(r: &mut impl BufRead) -> io::Result<ClientResponse> {
             .map_err(|_| io::Error::new(io::ErrorKind::InvalidData, "bad content-length"))?;
         body = read_body(r, n)?;
     } else if status != 204 && status != 304 {
-        r.read_to_end(&mut body)?;
+        body = read_to_close(r, MAX_UNDELIMITED_BODY)?;
     }
     Ok(ClientResponse {
         status,
@@ -221,6 +222,25 @@ fn read_head_line(r: &mut impl BufRead, line: &mut String) -> io::Result<usize> 
 /// `Content-Length` cannot make the client ask for memory the answer never
 /// fills.
 const RESERVE_AT_MOST: u64 = 64 << 20;
+
+/// The longest body a client reads when the answer gives neither its
+/// length nor chunks, which ends only where the server closes the
+/// connection.
+const MAX_UNDELIMITED_BODY: u64 = 1 << 30;
+
+/// Reads a body that ends where the stream does, of at most `max` bytes.
+fn read_to_close(r: &mut impl BufRead, max: u64) -> io::Result<Vec<u8>> {
+    let mut body = Vec::new();
+    // One byte past the bound tells a body of the bound from a longer one.
+    r.take(max.saturating_add(1)).read_to_end(&mut body)?;
+    if body.len() as u64 > max {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!("a body without a length is longer than {max} bytes"),
+        ));
+    }
+    Ok(body)
+}
 
 /// Reads a body (or a chunk of one) of `n` bytes, into memory that is not
 /// zeroed first.
@@ -574,6 +594,17 @@ mod tests {
             "X-A: b\r\n".repeat(200)
         );
         assert_eq!(answer(&fine).unwrap().headers.len(), 200);
+    }
+
+    #[test]
+    fn a_body_without_a_length_is_read_to_the_close_within_a_bound() {
+        let r = answer("HTTP/1.0 200 OK\r\n\r\nhello").unwrap();
+        assert_eq!(r.body, b"hello");
+        let mut exact = BufReader::new(&b"0123456789"[..]);
+        assert_eq!(read_to_close(&mut exact, 10).unwrap().len(), 10);
+        let mut endless = BufReader::new(io::repeat(b'a'));
+        let e = read_to_close(&mut endless, 10).unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::InvalidData);
     }
 
     #[test]
