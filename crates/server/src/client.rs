@@ -3,11 +3,11 @@
 //! chunked bodies, nothing else; and [`SessionClient`], which restores a
 //! session the server lost (a restart, an eviction) by itself.
 //!
-//! An answer's head is read a bounded line at a time, a body's announced
-//! length reserves bounded memory before its bytes come, and a body that
-//! ends only where the connection does is read to a bound: a misbehaving
-//! server gets an error, not a client that reads without end or asks for
-//! memory it announced and never sent.
+//! An answer's head is read a bounded line at a time, a body of any kind is
+//! read to a bound (1 GiB), and a body's announced length reserves bounded
+//! memory before its bytes come: a misbehaving server gets an error, not a
+//! client that reads without end or asks for memory it announced and never
+//! sent.
 
 use std::io::{self, BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpStream};
@@ -175,7 +175,7 @@ pub fn read_response(r: &mut impl BufRead) -> io::Result<ClientResponse> {
             read_head_line(r, &mut line)?;
             let size = u64::from_str_radix(line.trim().split(';').next().unwrap_or(""), 16)
                 .map_err(|_| io::Error::new(io::ErrorKind::InvalidData, "bad chunk size"))?;
-            body.append(&mut read_body(r, size)?);
+            body.append(&mut read_body(r, size, MAX_BODY - body.len() as u64)?);
             // The chunk's own line end.
             let mut end = [0u8; 2];
             r.read_exact(&mut end)?;
@@ -187,9 +187,9 @@ pub fn read_response(r: &mut impl BufRead) -> io::Result<ClientResponse> {
         let n: u64 = n
             .parse()
             .map_err(|_| io::Error::new(io::ErrorKind::InvalidData, "bad content-length"))?;
-        body = read_body(r, n)?;
+        body = read_body(r, n, MAX_BODY)?;
     } else if status != 204 && status != 304 {
-        body = read_to_close(r, MAX_UNDELIMITED_BODY)?;
+        body = read_to_close(r, MAX_BODY)?;
     }
     Ok(ClientResponse {
         status,
@@ -223,10 +223,17 @@ fn read_head_line(r: &mut impl BufRead, line: &mut String) -> io::Result<usize> 
 /// fills.
 const RESERVE_AT_MOST: u64 = 64 << 20;
 
-/// The longest body a client reads when the answer gives neither its
-/// length nor chunks, which ends only where the server closes the
-/// connection.
-const MAX_UNDELIMITED_BODY: u64 = 1 << 30;
+/// The longest body a client reads, however it is delimited (a length,
+/// chunks, or the end of the connection): far above any answer of the
+/// service (the text of a module of a million instructions is some 60 MB).
+const MAX_BODY: u64 = 1 << 30;
+
+fn too_long(what: &str, n: impl std::fmt::Display) -> io::Error {
+    io::Error::new(
+        io::ErrorKind::InvalidData,
+        format!("{what} {n} bytes, more than the {MAX_BODY} a client reads"),
+    )
+}
 
 /// Reads a body that ends where the stream does, of at most `max` bytes.
 fn read_to_close(r: &mut impl BufRead, max: u64) -> io::Result<Vec<u8>> {
@@ -234,17 +241,17 @@ fn read_to_close(r: &mut impl BufRead, max: u64) -> io::Result<Vec<u8>> {
     // One byte past the bound tells a body of the bound from a longer one.
     r.take(max.saturating_add(1)).read_to_end(&mut body)?;
     if body.len() as u64 > max {
-        return Err(io::Error::new(
-            io::ErrorKind::InvalidData,
-            format!("a body without a length is longer than {max} bytes"),
-        ));
+        return Err(too_long("a body without a length has more than", max));
     }
     Ok(body)
 }
 
 /// Reads a body (or a chunk of one) of `n` bytes, into memory that is not
-/// zeroed first.
-fn read_body(r: &mut impl BufRead, n: u64) -> io::Result<Vec<u8>> {
+/// zeroed first; more than `max` is refused before any is read.
+fn read_body(r: &mut impl BufRead, n: u64, max: u64) -> io::Result<Vec<u8>> {
+    if n > max {
+        return Err(too_long("the answer announces", n));
+    }
     let mut body = Vec::with_capacity(n.min(RESERVE_AT_MOST) as usize);
     r.take(n).read_to_end(&mut body)?;
     if (body.len() as u64) < n {
@@ -568,13 +575,16 @@ mod tests {
     fn a_huge_announced_length_is_an_error_not_an_abort() {
         let e = answer("HTTP/1.1 200 OK\r\nContent-Length: 18446744073709551615\r\n\r\nhello")
             .unwrap_err();
-        assert_eq!(e.kind(), io::ErrorKind::UnexpectedEof);
+        assert_eq!(e.kind(), io::ErrorKind::InvalidData);
         let chunked =
             "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nffffffffffffffff\r\nhello";
         assert_eq!(
             answer(chunked).unwrap_err().kind(),
-            io::ErrorKind::UnexpectedEof
+            io::ErrorKind::InvalidData
         );
+        // Within the bound, a length the bytes do not fill ends early.
+        let e = answer("HTTP/1.1 200 OK\r\nContent-Length: 1000000000\r\n\r\nhello").unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::UnexpectedEof);
     }
 
     #[test]
