@@ -509,10 +509,10 @@ fn invalid_input(
     )
 }
 
-/// The run of the module loaded in `db` with `opts`' steps, after which
-/// the run's intermediates are released (see
-/// [`db::Database::release_intermediates`]).
-fn finish(db: &mut Database, opts: &Options, then: Then) -> Result<Output, PipelineError> {
+/// Sets the steps after assignment that `opts` ask for in `db`'s loaded
+/// module; a change makes the next run redo them (see
+/// [`db::Database::written_since_run`]).
+pub fn set_steps(db: &mut Database, opts: &Options) -> Result<(), PipelineError> {
     let steps = db::pipeline::Steps {
         assign: opts.passes.contains(&PassName::LayoutAssignment),
         relayout: opts.passes.contains(&PassName::Relayout),
@@ -520,7 +520,14 @@ fn finish(db: &mut Database, opts: &Options, then: Then) -> Result<Output, Pipel
         verify: opts.verify,
     };
     db.set_steps(steps)
-        .map_err(|e| PipelineError::Assign(AssignFailure::Load(e)))?;
+        .map_err(|e| PipelineError::Assign(AssignFailure::Load(e)))
+}
+
+/// The run of the module loaded in `db` with `opts`' steps, after which
+/// the run's intermediates are released (see
+/// [`db::Database::release_intermediates`]).
+fn finish(db: &mut Database, opts: &Options, then: Then) -> Result<Output, PipelineError> {
+    set_steps(db, opts)?;
     let busy = db.written_since_run() > 0;
     let run = db.run();
     // With nothing to redo, the run only read what the last one made:

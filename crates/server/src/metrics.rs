@@ -49,6 +49,7 @@ pub struct Metrics {
     instructions: AtomicU64,
     modules: AtomicU64,
     evictions: AtomicU64,
+    lookups: AtomicU64,
     in_flight: AtomicU64,
     connections: AtomicU64,
 }
@@ -103,6 +104,17 @@ impl Metrics {
     /// Records evicted sessions.
     pub fn record_evictions(&self, n: usize) {
         self.evictions.fetch_add(n as u64, Ordering::Relaxed);
+    }
+
+    /// Records a session run that had nothing to redo, answered on the
+    /// request's own task (see `AppState::run_here`).
+    pub fn record_lookup(&self) {
+        self.lookups.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Session runs answered as look-ups so far.
+    pub fn lookups(&self) -> u64 {
+        self.lookups.load(Ordering::Relaxed)
     }
 
     /// A request started being handled.
@@ -221,7 +233,7 @@ impl Metrics {
                 "tessera_connections_closed_total{{reason=\"{reason}\"}} {n}"
             );
         }
-        let gauges_and_counters: [(&str, &str, &str, u64); 11] = [
+        let gauges_and_counters: [(&str, &str, &str, u64); 12] = [
             (
                 "tessera_instructions_processed_total",
                 "counter",
@@ -251,6 +263,12 @@ impl Metrics {
                 "counter",
                 "Sessions evicted to respect the session limits.",
                 self.evictions.load(Ordering::Relaxed),
+            ),
+            (
+                "tessera_session_lookups_total",
+                "counter",
+                "Session runs with nothing to redo, answered from what the last run made without a worker slot.",
+                self.lookups(),
             ),
             (
                 "tessera_http_requests_in_flight",

@@ -608,50 +608,50 @@ async fn session_run(
         .then_some(state.config().semantic_max_elements);
     let job_id = id.clone();
     let text_only = wants_text(&headers);
-    let job = state
-        .run_blocking(move || {
-            let Some(s) = guard.as_mut() else {
-                return Err(session_not_found(&job_id));
-            };
-            if *s.target != *opts.target {
-                s.db.set_target(opts.target.clone())
-                    .map_err(|e| ApiError::internal(e.to_string()))?;
-                s.target = opts.target.clone();
+    let lookup = match guard.as_mut() {
+        Some(s) => set_run_options(s, &opts)? && semantic.is_none(),
+        None => return Err(session_not_found(&id)),
+    };
+    let work = move || {
+        let Some(s) = guard.as_mut() else {
+            return Err(session_not_found(&job_id));
+        };
+        s.db.clear_executions();
+        let out = driver::run_loaded(&mut s.db, &opts);
+        // A database run joins its reports when first asked for; a
+        // JSON answer carries them, so they are joined here, on the
+        // blocking pool, rather than where the answer is written.
+        if let Ok(o) = &out
+            && !text_only
+        {
+            let _ = o.report.assignment();
+        }
+        let recomputed = s.db.recomputed_computations();
+        let answer = match &out {
+            Ok(o) => Some(session_answer(s, o, recomputed, changes, since.as_deref())?),
+            Err(_) => None,
+        };
+        let check = match (&out, semantic) {
+            (Ok(o), Some(max)) => {
+                let before =
+                    s.db.parsed_module()
+                        .map_err(|e| ApiError::internal(e.to_string()))?;
+                // The input module was parsed again for the check: the
+                // session does not keep parses between runs, nor is it
+                // charged for them.
+                s.db.release_intermediates(true);
+                let after = o.module().map_err(|e| ApiError::internal(e.to_string()))?;
+                Some(crate::semantic::check_json(&before, &after, max))
             }
-            s.db.set_solver(opts.solver)
-                .map_err(|e| ApiError::internal(e.to_string()))?;
-            s.db.clear_executions();
-            let out = driver::run_loaded(&mut s.db, &opts);
-            // A database run joins its reports when first asked for; a
-            // JSON answer carries them, so they are joined here, on the
-            // blocking pool, rather than where the answer is written.
-            if let Ok(o) = &out
-                && !text_only
-            {
-                let _ = o.report.assignment();
-            }
-            let recomputed = s.db.recomputed_computations();
-            let answer = match &out {
-                Ok(o) => Some(session_answer(s, o, recomputed, changes, since.as_deref())?),
-                Err(_) => None,
-            };
-            let check = match (&out, semantic) {
-                (Ok(o), Some(max)) => {
-                    let before =
-                        s.db.parsed_module()
-                            .map_err(|e| ApiError::internal(e.to_string()))?;
-                    // The input module was parsed again for the check: the
-                    // session does not keep parses between runs, nor is it
-                    // charged for them.
-                    s.db.release_intermediates(true);
-                    let after = o.module().map_err(|e| ApiError::internal(e.to_string()))?;
-                    Some(crate::semantic::check_json(&before, &after, max))
-                }
-                _ => None,
-            };
-            Ok((out, answer, s.held_bytes(), check))
-        })
-        .await?;
+            _ => None,
+        };
+        Ok((out, answer, s.held_bytes(), check))
+    };
+    let job = if lookup {
+        state.run_here(work)
+    } else {
+        state.run_blocking(work).await?
+    };
     let (out, answer, held, check) = match job {
         Ok(r) => r?,
         Err(e) => return Err(discard_after_panic(&state, &id, &handle, e)),
@@ -661,6 +661,22 @@ async fn session_run(
     state.metrics().record_evictions(evicted);
     let out = out.map_err(pipeline_error)?;
     Ok(run_answer(&state, out, text_only, started, answer, check))
+}
+
+/// Sets the options of a run in session `s`'s database (its target, solver
+/// and steps: cheap writes, whose change makes the run redo what depends
+/// on them), and tells whether the run then has nothing to redo: a look-up
+/// of what the last run made, which the caller runs on its own task.
+fn set_run_options(s: &mut Session, opts: &driver::Options) -> Result<bool, ApiError> {
+    if *s.target != *opts.target {
+        s.db.set_target(opts.target.clone())
+            .map_err(|e| ApiError::internal(e.to_string()))?;
+        s.target = opts.target.clone();
+    }
+    s.db.set_solver(opts.solver)
+        .map_err(|e| ApiError::internal(e.to_string()))?;
+    driver::set_steps(&mut s.db, opts).map_err(pipeline_error)?;
+    Ok(s.db.written_since_run() == 0)
 }
 
 /// What a successful run of session `s` adds to its answer `o`, with the

@@ -888,3 +888,80 @@ async fn concurrent_runs_on_one_session_are_serialized() {
     // found them done.
     assert_eq!(recomputed_total, 12);
 }
+
+/// A run with nothing to redo is a look-up of what the last run made,
+/// answered on the request's own task (counted in
+/// `tessera_session_lookups_total`); a run whose options change what it
+/// does, or one after an edit, redoes its work on a worker as before. Each
+/// answers what a stateless run of the same text and options answers.
+#[tokio::test]
+async fn a_run_with_nothing_to_redo_is_a_lookup() {
+    let (router, state) = app(Config::default());
+    let text = corpus(MODULE);
+    let run = |uri: &'static str| {
+        let router = router.clone();
+        async move {
+            let a = call(&router, request("POST", uri, None, "")).await;
+            assert_eq!(a.status, 200, "{}", String::from_utf8_lossy(&a.body));
+            a.json()
+        }
+    };
+    let a = call(
+        &router,
+        request("PUT", "/v1/modules/look", Some("text/plain"), text.clone()),
+    )
+    .await;
+    assert_eq!(a.status, 201);
+    let (fresh, _) = expected(&text, "cpu");
+
+    // The first run has everything to do.
+    let v = run("/v1/modules/look/layout-assignment").await;
+    assert_eq!(v["module"].as_str(), Some(fresh.as_str()));
+    assert_eq!(state.metrics().lookups(), 0);
+
+    // Nothing changed: a look-up, the same answer.
+    let v = run("/v1/modules/look/layout-assignment").await;
+    assert_eq!(v["module"].as_str(), Some(fresh.as_str()));
+    assert_eq!(v["recomputed_computations"], json!([]));
+    assert_eq!(state.metrics().lookups(), 1);
+
+    // Other steps: redone, then looked up when asked again.
+    let relayout_only = "/v1/modules/look/layout-assignment?passes=relayout";
+    let v = run(relayout_only).await;
+    assert_eq!(state.metrics().lookups(), 1);
+    let again = run(relayout_only).await;
+    assert_eq!(state.metrics().lookups(), 2);
+    assert_eq!(again["module"], v["module"]);
+    assert_eq!(v["report"]["passes"], json!(["relayout"]));
+    assert_eq!(again["report"]["passes"], json!(["relayout"]));
+
+    // Back to the default steps, then an edit: both redo their work.
+    run("/v1/modules/look/layout-assignment").await;
+    let (_, new) = edited_region(&text);
+    let patch = json!({ "computations": { "region_0.1": new } });
+    let a = call(
+        &router,
+        request(
+            "PATCH",
+            "/v1/modules/look",
+            Some("application/json"),
+            patch.to_string(),
+        ),
+    )
+    .await;
+    assert_eq!(a.status, 200, "{}", String::from_utf8_lossy(&a.body));
+    let edited = run("/v1/modules/look/layout-assignment").await;
+    assert_eq!(state.metrics().lookups(), 2);
+    assert_eq!(edited["recomputed_computations"], json!(["region_0.1"]));
+    let looked_up = run("/v1/modules/look/layout-assignment").await;
+    assert_eq!(looked_up["module"], edited["module"]);
+    assert_eq!(state.metrics().lookups(), 3);
+
+    let m = call(&router, request("GET", "/metrics", None, ""))
+        .await
+        .text();
+    assert!(
+        m.lines().any(|l| l == "tessera_session_lookups_total 3"),
+        "{m}"
+    );
+}
