@@ -1529,6 +1529,12 @@ impl Database {
         Ok(())
     }
 
+    /// The loaded module's solver and steps, as the last writes set them.
+    pub fn settings(&self) -> Option<(SolverOptions, pipeline::Steps)> {
+        let m = self.module?;
+        Some((m.solver(self), m.steps(self)))
+    }
+
     /// Sets the solver (the heuristic until set).
     pub fn set_solver(&mut self, solver: SolverOptions) -> Result<(), LoadError> {
         let m = self.module.ok_or(LoadError::NoModule)?;

@@ -509,25 +509,30 @@ fn invalid_input(
     )
 }
 
-/// Sets the steps after assignment that `opts` ask for in `db`'s loaded
-/// module; a change makes the next run redo them (see
-/// [`db::Database::written_since_run`]).
-pub fn set_steps(db: &mut Database, opts: &Options) -> Result<(), PipelineError> {
-    let steps = db::pipeline::Steps {
+/// The steps after assignment that `opts` ask for.
+pub fn steps(opts: &Options) -> db::pipeline::Steps {
+    db::pipeline::Steps {
         assign: opts.passes.contains(&PassName::LayoutAssignment),
         relayout: opts.passes.contains(&PassName::Relayout),
         expand_relayouts: opts.expand_relayouts,
         verify: opts.verify,
-    };
-    db.set_steps(steps)
-        .map_err(|e| PipelineError::Assign(AssignFailure::Load(e)))
+    }
+}
+
+/// Whether a run of the module loaded in `db` with `opts` (and the target
+/// it was loaded or last run with) has nothing to redo: no edit since the
+/// last run, and the same solver and steps. Such a run only reads what the
+/// last one made.
+pub fn nothing_to_redo(db: &Database, opts: &Options) -> bool {
+    db.written_since_run() == 0 && db.settings() == Some((opts.solver, steps(opts)))
 }
 
 /// The run of the module loaded in `db` with `opts`' steps, after which
 /// the run's intermediates are released (see
 /// [`db::Database::release_intermediates`]).
 fn finish(db: &mut Database, opts: &Options, then: Then) -> Result<Output, PipelineError> {
-    set_steps(db, opts)?;
+    db.set_steps(steps(opts))
+        .map_err(|e| PipelineError::Assign(AssignFailure::Load(e)))?;
     let busy = db.written_since_run() > 0;
     let run = db.run();
     // With nothing to redo, the run only read what the last one made:

@@ -608,14 +608,26 @@ async fn session_run(
         .then_some(state.config().semantic_max_elements);
     let job_id = id.clone();
     let text_only = wants_text(&headers);
-    let lookup = match guard.as_mut() {
-        Some(s) => set_run_options(s, &opts)? && semantic.is_none(),
+    // A run with nothing to redo only reads what the last run made: it is
+    // answered here rather than on the blocking pool (see
+    // `AppState::run_here`).
+    let lookup = match guard.as_ref() {
+        Some(s) => {
+            semantic.is_none() && *s.target == *opts.target && driver::nothing_to_redo(&s.db, &opts)
+        }
         None => return Err(session_not_found(&id)),
     };
     let work = move || {
         let Some(s) = guard.as_mut() else {
             return Err(session_not_found(&job_id));
         };
+        if *s.target != *opts.target {
+            s.db.set_target(opts.target.clone())
+                .map_err(|e| ApiError::internal(e.to_string()))?;
+            s.target = opts.target.clone();
+        }
+        s.db.set_solver(opts.solver)
+            .map_err(|e| ApiError::internal(e.to_string()))?;
         s.db.clear_executions();
         let out = driver::run_loaded(&mut s.db, &opts);
         // A database run joins its reports when first asked for; a
@@ -661,22 +673,6 @@ async fn session_run(
     state.metrics().record_evictions(evicted);
     let out = out.map_err(pipeline_error)?;
     Ok(run_answer(&state, out, text_only, started, answer, check))
-}
-
-/// Sets the options of a run in session `s`'s database (its target, solver
-/// and steps: cheap writes, whose change makes the run redo what depends
-/// on them), and tells whether the run then has nothing to redo: a look-up
-/// of what the last run made, which the caller runs on its own task.
-fn set_run_options(s: &mut Session, opts: &driver::Options) -> Result<bool, ApiError> {
-    if *s.target != *opts.target {
-        s.db.set_target(opts.target.clone())
-            .map_err(|e| ApiError::internal(e.to_string()))?;
-        s.target = opts.target.clone();
-    }
-    s.db.set_solver(opts.solver)
-        .map_err(|e| ApiError::internal(e.to_string()))?;
-    driver::set_steps(&mut s.db, opts).map_err(pipeline_error)?;
-    Ok(s.db.written_since_run() == 0)
 }
 
 /// What a successful run of session `s` adds to its answer `o`, with the

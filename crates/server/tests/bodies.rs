@@ -303,8 +303,11 @@ async fn a_body_with_too_many_values_is_refused_with_413() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_inline_target_is_decoded_and_loaded_off_the_async_runtime() {
-    // One worker slot, held: decoding a JSON body needs it, so the request
-    // waits in the queue instead of decoding on the async runtime.
+    // One worker slot, held: loading an inline target needs it, so the
+    // request waits in the queue instead of loading it on the async
+    // runtime. (The JSON body around it, under 16 KiB, is decoded on the
+    // request's task: see `sessions.rs`'s
+    // `a_lookup_is_answered_while_every_worker_is_busy`.)
     let (router, state) = app(Config {
         max_concurrency: 1,
         ..config()

@@ -965,3 +965,86 @@ async fn a_run_with_nothing_to_redo_is_a_lookup() {
         "{m}"
     );
 }
+
+/// A look-up needs no worker slot: with every slot held (a long run
+/// elsewhere), a re-run with nothing to redo is answered at once, its
+/// small JSON options body decoded where it is asked too (one over 16 KiB
+/// is decoded on the pool, and waits), while a run that has work waits in
+/// the queue, is refused when the queue's time runs out, and changes
+/// nothing.
+#[tokio::test]
+async fn a_lookup_is_answered_while_every_worker_is_busy() {
+    let config = Config {
+        max_concurrency: 1,
+        max_queue: 1,
+        queue_timeout: std::time::Duration::from_millis(300),
+        ..Config::default()
+    };
+    let (router, state) = app(config);
+    let text = corpus(MODULE);
+    let a = call(
+        &router,
+        request("PUT", "/v1/modules/busy", Some("text/plain"), text.clone()),
+    )
+    .await;
+    assert_eq!(a.status, 201);
+    let run = "/v1/modules/busy/layout-assignment";
+    let first = call(&router, request("POST", run, None, "")).await;
+    assert_eq!(
+        first.status,
+        200,
+        "{}",
+        String::from_utf8_lossy(&first.body)
+    );
+
+    let slot = state.try_acquire_worker().expect("a free slot");
+    let a = call(&router, request("POST", run, None, "")).await;
+    assert_eq!(a.status, 200, "{}", String::from_utf8_lossy(&a.body));
+    assert_eq!(a.json()["module"], first.json()["module"]);
+    let same = json!({ "options": { "passes": ["layout-assignment", "relayout"] } });
+    let a = call(
+        &router,
+        request("POST", run, Some("application/json"), same.to_string()),
+    )
+    .await;
+    assert_eq!(a.status, 200, "{}", String::from_utf8_lossy(&a.body));
+    assert_eq!(a.json()["module"], first.json()["module"]);
+    assert_eq!(state.metrics().lookups(), 2);
+    // The same options in a body over 16 KiB: decoding it is work for the
+    // blocking pool, so it waits for the slot and is refused.
+    let padded = format!("{same}{}", " ".repeat(17 << 10));
+    let a = call(
+        &router,
+        request("POST", run, Some("application/json"), padded),
+    )
+    .await;
+    a.error(503, "overloaded");
+    assert_eq!(state.metrics().lookups(), 2);
+
+    // Other steps are work: it waits for the slot, and is refused.
+    let other = json!({ "options": { "passes": ["relayout"] } });
+    let a = call(
+        &router,
+        request("POST", run, Some("application/json"), other.to_string()),
+    )
+    .await;
+    a.error(503, "overloaded");
+    // The refused run changed nothing: the session's run is still a
+    // look-up.
+    let a = call(&router, request("POST", run, None, "")).await;
+    assert_eq!(a.status, 200, "{}", String::from_utf8_lossy(&a.body));
+    assert_eq!(
+        a.json()["report"]["passes"],
+        first.json()["report"]["passes"]
+    );
+    assert_eq!(state.metrics().lookups(), 3);
+
+    drop(slot);
+    let a = call(
+        &router,
+        request("POST", run, Some("application/json"), other.to_string()),
+    )
+    .await;
+    assert_eq!(a.status, 200, "{}", String::from_utf8_lossy(&a.body));
+    assert_eq!(a.json()["report"]["passes"], json!(["relayout"]));
+}
