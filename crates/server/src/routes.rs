@@ -846,4 +846,28 @@ mod tests {
         // The slot came back.
         assert!(state.try_acquire_worker().is_some());
     }
+
+    /// A look-up runs on the request's task, and its panic is answered as
+    /// one on the pool is: a 500, the process still up.
+    #[tokio::test]
+    async fn a_panic_in_a_lookup_becomes_a_500() {
+        let state = AppState::new(crate::Config::default());
+        let job = state.run_here(|| {
+            let v: Vec<u8> = Vec::new();
+            let i = v.len() + 1;
+            v[i]
+        });
+        let err = match job {
+            Ok(_) => panic!("the job panicked"),
+            Err(e) => job_error(e),
+        };
+        assert_eq!(err.status, StatusCode::INTERNAL_SERVER_ERROR);
+        assert_eq!(err.kind, "internal");
+        assert!(
+            err.message.contains("index out of bounds"),
+            "{}",
+            err.message
+        );
+        assert_eq!(state.metrics().lookups(), 1);
+    }
 }
