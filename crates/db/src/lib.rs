@@ -1529,10 +1529,11 @@ impl Database {
         Ok(())
     }
 
-    /// The loaded module's solver and steps, as the last writes set them.
-    pub fn settings(&self) -> Option<(SolverOptions, pipeline::Steps)> {
+    /// The loaded module's target, solver and steps, as the last writes
+    /// set them.
+    pub fn settings(&self) -> Option<(&TargetSpec, SolverOptions, pipeline::Steps)> {
         let m = self.module?;
-        Some((m.solver(self), m.steps(self)))
+        Some((&**m.target(self), m.solver(self), m.steps(self)))
     }
 
     /// Sets the solver (the heuristic until set).

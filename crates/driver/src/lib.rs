@@ -519,12 +519,14 @@ pub fn steps(opts: &Options) -> db::pipeline::Steps {
     }
 }
 
-/// Whether a run of the module loaded in `db` with `opts` (and the target
-/// it was loaded or last run with) has nothing to redo: no edit since the
-/// last run, and the same solver and steps. Such a run only reads what the
-/// last one made.
+/// Whether a run of the module loaded in `db` with `opts` has nothing to
+/// redo: no edit since the last run, and the same target, solver and
+/// steps. Such a run only reads what the last one made.
 pub fn nothing_to_redo(db: &Database, opts: &Options) -> bool {
-    db.written_since_run() == 0 && db.settings() == Some((opts.solver, steps(opts)))
+    db.written_since_run() == 0
+        && db.settings().is_some_and(|(target, solver, s)| {
+            *target == *opts.target && solver == opts.solver && s == steps(opts)
+        })
 }
 
 /// The run of the module loaded in `db` with `opts`' steps, after which

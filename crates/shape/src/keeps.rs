@@ -155,6 +155,12 @@ mod tests {
         ArrayShape::with_layout(PrimitiveType::F32, dims, Layout::new(m2m))
     }
 
+    /// The array shape `text` spells.
+    fn array_shape(text: &str) -> ArrayShape {
+        let shape: crate::Shape = text.parse().expect("a shape");
+        shape.as_array().expect("an array shape").clone()
+    }
+
     fn layout_of(a: &ArrayShape) -> &Layout {
         a.layout.as_deref().expect("a laid-out shape")
     }
@@ -315,18 +321,8 @@ mod tests {
     /// same tiles, where the orders alone would say the bytes move.
     #[test]
     fn tiled_layouts_go_to_the_exact_test() {
-        let from: ArrayShape = "f32[8,256]{1,0:T(8,128)}"
-            .parse::<crate::Shape>()
-            .unwrap()
-            .as_array()
-            .unwrap()
-            .clone();
-        let to: ArrayShape = "f32[8,2,128]{2,0,1:T(8,128)}"
-            .parse::<crate::Shape>()
-            .unwrap()
-            .as_array()
-            .unwrap()
-            .clone();
+        let from = array_shape("f32[8,256]{1,0:T(8,128)}");
+        let to = array_shape("f32[8,2,128]{2,0,1:T(8,128)}");
         assert!(reshape_keeps_bytes(&from, &to));
         assert!(exact_reshape(&from, &to));
         let untiled = from.in_layout(Layout::new(&[1, 0]));
